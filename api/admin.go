@@ -1,0 +1,168 @@
+package api
+
+import "time"
+
+// Paths of the admin API served by the hub.
+const (
+	PathUsers    = "/v1/users"
+	PathCrawlers = "/v1/crawlers"
+	PathNodes    = "/v1/nodes"
+	PathReload   = "/v1/reload"
+	PathComments = "/v1/crawlers/{id}/comments"
+)
+
+// User is a customer account as the admin API shows it. Confidential fields
+// (e-mail, billing) never leave the hub's database.
+type User struct {
+	ID           int64     `json:"id"`
+	Name         string    `json:"name"`
+	CommentLimit int64     `json:"comment_limit"`
+	Usage        int64     `json:"usage"`
+	State        string    `json:"state"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// UserCreate is the body of POST /v1/users.
+type UserCreate struct {
+	Name         string `json:"name"`
+	CommentLimit int64  `json:"comment_limit"`
+}
+
+// UserUpdate is the body of PATCH /v1/users/{id}.
+type UserUpdate struct {
+	CommentLimit *int64 `json:"comment_limit,omitempty"`
+}
+
+// Crawler is a crawler as the admin API shows it, with its live state.
+type Crawler struct {
+	ID           int64     `json:"id"`
+	UserID       int64     `json:"user_id"`
+	Source       string    `json:"source"`
+	Query        []string  `json:"query"`
+	Keywords     []string  `json:"keywords"`
+	CommentLimit int64     `json:"comment_limit"`
+	Enabled      bool      `json:"enabled"`
+	State        string    `json:"state"`
+	Error        string    `json:"error,omitempty"`
+	Node         string    `json:"node"`
+	Usage        int64     `json:"usage"`
+	QueryUUID    string    `json:"query_uuid"`
+	Version      int64     `json:"version"`
+	RatePerSec   float64   `json:"rate_per_sec"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// CrawlerCreate is the body of POST /v1/crawlers.
+type CrawlerCreate struct {
+	UserID       int64    `json:"user_id"`
+	Source       string   `json:"source"`
+	Query        []string `json:"query"`
+	Keywords     []string `json:"keywords,omitempty"`
+	CommentLimit int64    `json:"comment_limit"`
+	// Enabled defaults to true when omitted.
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// CrawlerUpdate is the body of PATCH /v1/crawlers/{id}; absent fields keep
+// their value.
+type CrawlerUpdate struct {
+	Query        []string `json:"query,omitempty"`
+	Keywords     []string `json:"keywords,omitempty"`
+	CommentLimit *int64   `json:"comment_limit,omitempty"`
+	Enabled      *bool    `json:"enabled,omitempty"`
+}
+
+// Node is a spawn as the hub knows it.
+type Node struct {
+	ID           string             `json:"id"`
+	URL          string             `json:"url"`
+	State        string             `json:"state"`
+	Subscribers  int                `json:"subscribers"`
+	RegisteredAt time.Time          `json:"registered_at"`
+	LastPoll     time.Time          `json:"last_poll"`
+	Failures     int                `json:"failures"`
+	Store        string             `json:"store,omitempty"`
+	DataSources  []DataSourceStatus `json:"data_sources,omitempty"`
+}
+
+// ReloadRequest is the body of POST /v1/reload.
+type ReloadRequest struct {
+	Kind string `json:"kind"` // "hard" or "soft"
+}
+
+// ReloadResponse reports what a reload did.
+type ReloadResponse struct {
+	Kind     string `json:"kind"`
+	Assigned int    `json:"assigned"`
+	Moved    int    `json:"moved"`
+	Removed  int    `json:"removed"`
+	Failed   int    `json:"failed"`
+}
+
+// Comment is one stored comment, as the store keeps it and the API shows it.
+type Comment struct {
+	ID          string    `json:"id"`
+	CrawlerID   int64     `json:"crawler_id"`
+	Source      string    `json:"source"`
+	Author      string    `json:"author,omitempty"`
+	Text        string    `json:"text"`
+	URL         string    `json:"url,omitempty"`
+	PublishedAt time.Time `json:"published_at"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	Matched     []string  `json:"matched,omitempty"`
+}
+
+// Error is the body of every non-2xx answer of both servers.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// HubHealth is the hub's GET /v1/health document.
+type HubHealth struct {
+	Epoch    string         `json:"epoch"`
+	Routing  string         `json:"routing"`
+	Nodes    []HealthNode   `json:"nodes"`
+	Crawlers HealthCrawlers `json:"crawlers"`
+}
+
+// HealthNode is one node in the hub's health document.
+type HealthNode struct {
+	ID          string `json:"id"`
+	URL         string `json:"url"`
+	Subscribers int    `json:"subscribers"`
+}
+
+// HealthCrawlers counts crawlers in the hub's health document.
+type HealthCrawlers struct {
+	Total    int            `json:"total"`
+	Assigned int            `json:"assigned"`
+	ByState  map[string]int `json:"by_state"`
+}
+
+// SpawnHealth is a spawn's GET /v1/health document.
+type SpawnHealth struct {
+	NodeID      string             `json:"node_id"`
+	State       string             `json:"state"`
+	Epoch       string             `json:"epoch,omitempty"`
+	Hub         string             `json:"hub"`
+	Store       string             `json:"store"`
+	Subscribers []HealthSubscriber `json:"subscribers"`
+	DataSources []HealthDataSource `json:"data_sources"`
+}
+
+// HealthSubscriber is one subscriber in a spawn's health document.
+type HealthSubscriber struct {
+	CrawlerID  int64  `json:"crawler_id"`
+	QueryUUID  string `json:"query_uuid"`
+	State      string `json:"state"`
+	DataSource string `json:"data_source"`
+	Stored     int64  `json:"stored"`
+	Error      string `json:"error,omitempty"`
+}
+
+// HealthDataSource is one data source in a spawn's health document.
+type HealthDataSource struct {
+	Key         string `json:"key"`
+	Subscribers int    `json:"subscribers"`
+	Error       string `json:"error,omitempty"`
+}

@@ -1,0 +1,214 @@
+package api
+
+import "time"
+
+// Header names and paths of the node API. The hub serves the registration
+// route; every other route is served by a spawn and called by the hub.
+const (
+	// PathRegister is where a spawn announces itself to the hub.
+	PathRegister = "/v1/nodes/register"
+	// PathSubscribers is where the hub upserts (PUT) a spawn's subscribers.
+	PathSubscribers = "/v1/subscribers"
+	// PathSubscribersRemove is where the hub removes subscribers from a spawn.
+	PathSubscribersRemove = "/v1/subscribers/remove"
+	// PathPoll is the hub's batched status poll of one spawn.
+	PathPoll = "/v1/poll"
+	// PathRecoverUsage asks a spawn to read a lost node's usage journal from
+	// the shared comment store.
+	PathRecoverUsage = "/v1/usage/recover"
+	// PathHealth is the JSON health document of both servers.
+	PathHealth = "/v1/health"
+)
+
+// Source kinds a crawler can read from.
+const (
+	SourceRSS     = "rss"
+	SourceTwitter = "twitter"
+	SourceStream  = "stream"
+)
+
+// Sources lists every supported source kind.
+var Sources = []string{SourceRSS, SourceTwitter, SourceStream}
+
+// Subscriber states as reported by a spawn and shown by the hub.
+const (
+	StatePending      = "pending"       // assigned but not yet confirmed running
+	StateRunning      = "running"       // consuming comments
+	StateQuotaWait    = "quota_wait"    // paused: no live lease left
+	StateLimitReached = "limit_reached" // the crawler or its user used up the limit
+	StateDisabled     = "disabled"      // switched off by an operator
+	StateFailed       = "failed"        // see the error field
+	StateMissing      = "missing"       // the hub expected it, the spawn does not run it
+)
+
+// Spawn states.
+const (
+	NodeRegistering = "registering"
+	NodeAttached    = "attached"
+	NodeDetached    = "detached"
+)
+
+// RegisterRequest is what a spawn sends to the hub when it starts and after
+// every detach.
+type RegisterRequest struct {
+	NodeID  string   `json:"node_id"`
+	URL     string   `json:"url"`
+	Sources []string `json:"sources,omitempty"`
+	// Clock is the spawn's monotonic clock in milliseconds when it sent the
+	// request; the hub anchors the first leases on it.
+	Clock int64 `json:"clock"`
+}
+
+// RegisterResponse tells a spawn which hub instance it now serves and the
+// timings the hub expects it to keep.
+type RegisterResponse struct {
+	Epoch        string   `json:"epoch"`
+	NodeID       string   `json:"node_id"`
+	PollInterval Duration `json:"poll_interval"`
+	OrphanAfter  Duration `json:"orphan_after"`
+	DetachAfter  Duration `json:"detach_after"`
+}
+
+// SubscriberSpec is everything a spawn needs to run one crawler's subscriber.
+// Two specs with the same CrawlerID and Version are identical; a spec with the
+// same QueryUUID but a higher Version is applied in place.
+type SubscriberSpec struct {
+	CrawlerID int64    `json:"crawler_id"`
+	UserID    int64    `json:"user_id"`
+	Version   int64    `json:"version"`
+	Source    string   `json:"source"`
+	Query     []string `json:"query"`
+	Keywords  []string `json:"keywords,omitempty"`
+	QueryUUID string   `json:"query_uuid"`
+	// Limited says the subscriber may store comments only against a lease.
+	Limited bool `json:"limited"`
+	// Cursor carries the newest item the crawler has already delivered, so a
+	// subscriber moved to another node does not emit it again.
+	Cursor *Cursor `json:"cursor,omitempty"`
+}
+
+// Cursor marks how far a crawler has read a source.
+type Cursor struct {
+	PublishedAt time.Time `json:"published_at"`
+}
+
+// SubscribersRequest upserts subscribers on a spawn. With Exact set the spawn
+// removes every subscriber not listed (the hard-reload reconcile).
+type SubscribersRequest struct {
+	Epoch       string           `json:"epoch"`
+	Exact       bool             `json:"exact,omitempty"`
+	Subscribers []SubscriberSpec `json:"subscribers"`
+}
+
+// RemoveRequest removes subscribers from a spawn.
+type RemoveRequest struct {
+	Epoch      string  `json:"epoch"`
+	CrawlerIDs []int64 `json:"crawler_ids"`
+}
+
+// SubscriberResult reports the outcome of one upsert.
+type SubscriberResult struct {
+	CrawlerID int64  `json:"crawler_id"`
+	Error     string `json:"error,omitempty"`
+}
+
+// SubscribersResponse lists one result per upserted subscriber.
+type SubscribersResponse struct {
+	Results []SubscriberResult `json:"results"`
+}
+
+// Lease is an allowance of comments a subscriber may store before ExpiresAt,
+// which is expressed on the spawn's own clock (see PollRequest.Anchor), so no
+// network delay can make a spawn use a lease longer than the hub counts it.
+type Lease struct {
+	CrawlerID int64 `json:"crawler_id"`
+	// Seq increases with every grant to the crawler within one hub epoch; a
+	// spawn ignores a grant not newer than the one it holds.
+	Seq       uint64 `json:"seq"`
+	Amount    int64  `json:"amount"`
+	ExpiresAt int64  `json:"expires_at"`
+}
+
+// PollRequest is the hub's one request per node per interval.
+type PollRequest struct {
+	Epoch  string `json:"epoch"`
+	NodeID string `json:"node_id"`
+	// Seq increases with every poll of the node within an epoch; a spawn
+	// ignores the leases of a poll older than one it has answered.
+	Seq uint64 `json:"seq"`
+	// Subscribers are the crawler ids the hub believes run on the node. Each
+	// one named is refreshed against orphaning.
+	Subscribers []SubscriberRef `json:"subscribers"`
+	Leases      []Lease         `json:"leases,omitempty"`
+	// Acks are usage increment sequence numbers the hub has applied.
+	Acks []uint64 `json:"acks,omitempty"`
+}
+
+// SubscriberRef names a subscriber and the spec version the hub expects.
+type SubscriberRef struct {
+	CrawlerID int64 `json:"crawler_id"`
+	Version   int64 `json:"version"`
+}
+
+// Increment is a batch of counted comments: usage that travels to the hub
+// until it is acknowledged. (NodeID, Seq) identifies it for good.
+type Increment struct {
+	NodeID    string `json:"node_id"`
+	Seq       uint64 `json:"seq"`
+	CrawlerID int64  `json:"crawler_id"`
+	UserID    int64  `json:"user_id"`
+	LeaseSeq  uint64 `json:"lease_seq,omitempty"`
+	Count     int64  `json:"count"`
+	// Newest is the published time of the newest comment counted, carried to
+	// the hub as the crawler's cursor.
+	Newest time.Time `json:"newest,omitempty"`
+}
+
+// SubscriberStatus is one subscriber's state in a poll response.
+type SubscriberStatus struct {
+	CrawlerID  int64   `json:"crawler_id"`
+	Version    int64   `json:"version"`
+	QueryUUID  string  `json:"query_uuid,omitempty"`
+	State      string  `json:"state"`
+	Error      string  `json:"error,omitempty"`
+	DataSource string  `json:"data_source,omitempty"`
+	Stored     int64   `json:"stored"`
+	RatePerSec float64 `json:"rate_per_sec"`
+	// LeaseSeq and LeaseLeft describe the lease the spawn holds.
+	LeaseSeq  uint64 `json:"lease_seq,omitempty"`
+	LeaseLeft int64  `json:"lease_left,omitempty"`
+}
+
+// DataSourceStatus describes one data source on a spawn.
+type DataSourceStatus struct {
+	Key         string `json:"key"`
+	Source      string `json:"source"`
+	Subscribers int    `json:"subscribers"`
+	Error       string `json:"error,omitempty"`
+}
+
+// PollResponse is a spawn's answer to a poll.
+type PollResponse struct {
+	NodeID string `json:"node_id"`
+	// Clock is the spawn's monotonic clock in milliseconds when it answered.
+	// Leases in the next poll expire relative to it.
+	Clock       int64              `json:"clock"`
+	Subscribers []SubscriberStatus `json:"subscribers"`
+	Increments  []Increment        `json:"increments,omitempty"`
+	DataSources []DataSourceStatus `json:"data_sources,omitempty"`
+	// Store says whether the comment store keeps up ("ok" or "degraded").
+	Store string `json:"store,omitempty"`
+}
+
+// RecoverRequest asks a spawn for the usage a lost node journaled in the
+// shared store for the given crawlers.
+type RecoverRequest struct {
+	Epoch      string  `json:"epoch"`
+	NodeID     string  `json:"node_id"`
+	CrawlerIDs []int64 `json:"crawler_ids"`
+}
+
+// RecoverResponse lists the increments found.
+type RecoverResponse struct {
+	Increments []Increment `json:"increments"`
+}

@@ -1,0 +1,63 @@
+// Package sqlstore is the hub's SQL database: users, crawlers and the usage
+// increments already applied. It is the only code in the system that touches
+// SQL. SQLite (embedded, the default) and PostgreSQL are both supported
+// through gorm.
+package sqlstore
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a user or crawler id does not exist.
+var ErrNotFound = errors.New("sqlstore: not found")
+
+// ErrInvalid wraps validation failures (bad source, empty name, negative
+// limit, unknown user for a crawler).
+var ErrInvalid = errors.New("sqlstore: invalid")
+
+// User is a customer. Email and Billing are confidential: they never leave
+// the hub (the admin API's api.User has no such fields).
+type User struct {
+	ID           int64  `gorm:"primaryKey"`
+	Name         string `gorm:"size:200;not null"`
+	Email        string `gorm:"size:320"`
+	Billing      string `gorm:"size:200"`
+	CommentLimit int64  `gorm:"not null;default:0"` // 0 = no limit
+	Usage        int64  `gorm:"not null;default:0"`
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Crawler is one crawler configuration. Query and Keywords hold the
+// canonical terms (pkg/query), newline-separated.
+type Crawler struct {
+	ID           int64  `gorm:"primaryKey"`
+	UserID       int64  `gorm:"not null;index"`
+	Source       string `gorm:"size:16;not null"`
+	Query        string `gorm:"type:text;not null"`
+	Keywords     string `gorm:"type:text;not null;default:''"`
+	QueryUUID    string `gorm:"size:36;not null;index"`
+	CommentLimit int64  `gorm:"not null;default:0"` // 0 = no limit
+	Usage        int64  `gorm:"not null;default:0"`
+	Enabled      bool   `gorm:"not null;default:true"`
+	LimitReached bool   `gorm:"not null;default:false"`
+	// Version increases with every configuration change, so a spawn can tell
+	// a changed subscriber from a re-sent one.
+	Version int64 `gorm:"not null;default:1"`
+	// CursorAt is the published time of the newest comment counted for the
+	// crawler; a subscriber moved to another node starts after it.
+	CursorAt  *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// AppliedIncrement records a usage increment the hub has applied, so a
+// repeated one is recognised and ignored.
+type AppliedIncrement struct {
+	NodeID    string    `gorm:"primaryKey;size:64"`
+	Seq       uint64    `gorm:"primaryKey;autoIncrement:false"`
+	CrawlerID int64     `gorm:"not null"`
+	Count     int64     `gorm:"not null"`
+	AppliedAt time.Time `gorm:"not null;index"`
+}

@@ -1,0 +1,244 @@
+// Package config loads a program's settings in one order for every binary:
+// the defaults in its struct, then a YAML file named by --config, then the
+// environment (BW_ + the upper-snake flag name, and BW_..._FILE for secrets),
+// then command-line flags.
+//
+// A settings struct tags each field with its flag name and usage:
+//
+//	Listen string `flag:"listen" usage:"address to listen on"`
+//
+// Supported field types: string, bool, int, int64, float64, time.Duration and
+// []string (comma-separated on the command line and in the environment).
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// EnvPrefix starts every environment variable the binaries read.
+const EnvPrefix = "BW_"
+
+// ErrHelp is returned when the user asked for -h or --help.
+var ErrHelp = flag.ErrHelp
+
+// field is one tagged setting.
+type field struct {
+	name  string
+	usage string
+	v     reflect.Value
+}
+
+// Load fills cfg (a pointer to a tagged struct) from file, environment and
+// args. Unknown YAML keys and unknown flags are errors, so a typo never passes
+// silently.
+func Load(name string, cfg any, args []string, lookupEnv func(string) (string, bool), usageOut io.Writer) error {
+	fields, err := fieldsOf(cfg)
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	var configPath string
+	fs.StringVar(&configPath, "config", "", "YAML file with settings (flag names as keys)")
+	for _, f := range fields {
+		fs.Var(value{f.v}, f.name, f.usage)
+	}
+
+	if path := scanConfigFlag(args); path != "" {
+		if err := loadYAML(path, fields); err != nil {
+			return err
+		}
+	} else if path, ok := lookupEnv(EnvPrefix + "CONFIG"); ok && path != "" {
+		if err := loadYAML(path, fields); err != nil {
+			return err
+		}
+	}
+	for _, f := range fields {
+		key := EnvName(f.name)
+		if s, ok := lookupEnv(key); ok {
+			if err := f.Set(s); err != nil {
+				return fmt.Errorf("config: %s: %w", key, err)
+			}
+		} else if path, ok := lookupEnv(key + "_FILE"); ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("config: %s_FILE: %w", key, err)
+			}
+			if err := f.Set(strings.TrimSpace(string(b))); err != nil {
+				return fmt.Errorf("config: %s_FILE: %w", key, err)
+			}
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("config: unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// Names lists the flag names a settings struct defines, for tests that check
+// example configs name only real flags.
+func Names(cfg any) ([]string, error) {
+	fields, err := fieldsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{"config"}
+	for _, f := range fields {
+		names = append(names, f.name)
+	}
+	return names, nil
+}
+
+// EnvName is the environment variable of a flag: BW_ + upper snake case.
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func fieldsOf(cfg any) ([]field, error) {
+	rv := reflect.ValueOf(cfg)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return nil, errors.New("config: Load needs a pointer to a struct")
+	}
+	rv = rv.Elem()
+	var out []field
+	for i := 0; i < rv.NumField(); i++ {
+		sf := rv.Type().Field(i)
+		name := sf.Tag.Get("flag")
+		if name == "" {
+			continue
+		}
+		out = append(out, field{name: name, usage: sf.Tag.Get("usage"), v: rv.Field(i)})
+	}
+	return out, nil
+}
+
+func scanConfigFlag(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		for _, p := range []string{"--config", "-config"} {
+			if a == p && i+1 < len(args) {
+				return args[i+1]
+			}
+			if strings.HasPrefix(a, p+"=") {
+				return strings.TrimPrefix(a, p+"=")
+			}
+		}
+	}
+	return ""
+}
+
+func loadYAML(path string, fields []field) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: unable to read %s: %w", path, err)
+	}
+	var raw map[string]yaml.Node
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("config: %s is not valid YAML: %w", path, err)
+	}
+	byName := make(map[string]field, len(fields))
+	for _, f := range fields {
+		byName[f.name] = f
+	}
+	for k, node := range raw {
+		f, ok := byName[k]
+		if !ok {
+			return fmt.Errorf("config: %s: unknown setting %q", path, k)
+		}
+		var s string
+		switch node.Kind {
+		case yaml.ScalarNode:
+			s = node.Value
+		case yaml.SequenceNode:
+			var items []string
+			if err := node.Decode(&items); err != nil {
+				return fmt.Errorf("config: %s: %s: %w", path, k, err)
+			}
+			s = strings.Join(items, ",")
+		default:
+			return fmt.Errorf("config: %s: %s must be a scalar or a list", path, k)
+		}
+		if err := (value{f.v}).Set(s); err != nil {
+			return fmt.Errorf("config: %s: %s: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+// value adapts a struct field to flag.Value.
+type value struct{ v reflect.Value }
+
+func (f field) Set(s string) error { return value{f.v}.Set(s) }
+
+func (v value) String() string {
+	if !v.v.IsValid() {
+		return ""
+	}
+	switch x := v.v.Interface().(type) {
+	case []string:
+		return strings.Join(x, ",")
+	case time.Duration:
+		return x.String()
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func (v value) IsBoolFlag() bool { return v.v.IsValid() && v.v.Kind() == reflect.Bool }
+
+func (v value) Set(s string) error {
+	switch v.v.Interface().(type) {
+	case string:
+		v.v.SetString(s)
+	case bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", s)
+		}
+		v.v.SetBool(b)
+	case int, int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("want a whole number, got %q", s)
+		}
+		v.v.SetInt(n)
+	case float64:
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("want a number, got %q", s)
+		}
+		v.v.SetFloat(x)
+	case time.Duration:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("want a duration like 2s, got %q", s)
+		}
+		v.v.SetInt(int64(d))
+	case []string:
+		var items []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				items = append(items, p)
+			}
+		}
+		v.v.Set(reflect.ValueOf(items))
+	default:
+		return fmt.Errorf("unsupported setting type %s", v.v.Type())
+	}
+	return nil
+}

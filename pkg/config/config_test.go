@@ -1,0 +1,76 @@
+package config
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+type settings struct {
+	Listen   string        `flag:"listen" usage:"address"`
+	Interval time.Duration `flag:"poll-interval" usage:"interval"`
+	Allow    []string      `flag:"allow-targets" usage:"cidrs"`
+	Debug    bool          `flag:"debug" usage:"debug"`
+	Token    string        `flag:"node-token" usage:"token"`
+}
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoad_PrecedenceDefaultsFileEnvFlags(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte("listen: 1.2.3.4:1\npoll-interval: 5s\nallow-targets: [10.0.0.0/8, 127.0.0.0/8]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := settings{Listen: "default", Interval: time.Second}
+	err := Load("x", &cfg, []string{"--config", path, "--debug"}, env(map[string]string{
+		"BW_POLL_INTERVAL":   "7s",
+		"BW_NODE_TOKEN_FILE": tokenFile,
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := settings{Listen: "1.2.3.4:1", Interval: 7 * time.Second, Allow: []string{"10.0.0.0/8", "127.0.0.0/8"}, Debug: true, Token: "s3cret"}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("got %+v, want %+v", cfg, want)
+	}
+	if err := Load("x", &cfg, []string{"--poll-interval=3s"}, env(map[string]string{"BW_POLL_INTERVAL": "7s"}), io.Discard); err != nil || cfg.Interval != 3*time.Second {
+		t.Fatalf("flag must beat env: %v %v", cfg.Interval, err)
+	}
+}
+
+func TestLoad_RejectsTyposAndBadValues(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	_ = os.WriteFile(path, []byte("lisen: x\n"), 0o600)
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"unknown yaml key", []string{"--config", path}, nil, "unknown setting"},
+		{"bad duration env", nil, map[string]string{"BW_POLL_INTERVAL": "soon"}, "duration"},
+		{"unknown flag", []string{"--nope"}, nil, "not defined"},
+		{"missing file", []string{"--config", filepath.Join(dir, "missing.yaml")}, nil, "unable to read"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg settings
+			err := Load("x", &cfg, tc.args, env(tc.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want error containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,172 @@
+// Package httpx holds the small HTTP pieces both servers and their clients
+// share: JSON answers, size-capped request decoding, bearer-token checks and a
+// server that shuts down gracefully.
+package httpx
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// MaxBodyBytes caps every request body both servers read.
+const MaxBodyBytes = 4 << 20
+
+// ErrBadRequest marks a request that failed validation; it becomes a 400.
+var ErrBadRequest = errors.New("bad request")
+
+// WriteJSON writes v with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// WriteError writes an api.Error with the given status.
+func WriteError(w http.ResponseWriter, status int, format string, args ...any) {
+	WriteJSON(w, status, api.Error{Error: fmt.Sprintf(format, args...)})
+}
+
+// DecodeJSON reads one JSON document of at most MaxBodyBytes into v, refusing
+// unknown fields and trailing data. Its errors wrap ErrBadRequest and say
+// what is wrong in words an operator can act on.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &tooBig):
+			return fmt.Errorf("%w: body larger than %d bytes", ErrBadRequest, MaxBodyBytes)
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("%w: body is empty, want a JSON object", ErrBadRequest)
+		case errors.As(err, &syntax):
+			return fmt.Errorf("%w: malformed JSON at byte %d: %v", ErrBadRequest, syntax.Offset, err)
+		case errors.As(err, &typ):
+			return fmt.Errorf("%w: field %q must be %s", ErrBadRequest, typ.Field, typ.Type)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return fmt.Errorf("%w: truncated JSON body", ErrBadRequest)
+		default:
+			return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data after the JSON object", ErrBadRequest)
+	}
+	return nil
+}
+
+// RequireToken wraps h so that only requests carrying "Authorization: Bearer
+// <token>" reach it. The comparison takes constant time. An empty token turns
+// the check off (for local demos only).
+func RequireToken(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="blackwidow"`)
+			if len(got) == 0 {
+				WriteError(w, http.StatusUnauthorized, "missing bearer token")
+			} else {
+				WriteError(w, http.StatusUnauthorized, "invalid bearer token")
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Recover turns a panic in a handler into a 500 and a log line, so no panic
+// reaches a user.
+func Recover(logger *slog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				logger.Error("handler panic", "path", r.URL.Path, "panic", v)
+				WriteError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Server timeouts: generous enough for batched polls, short enough that a
+// slow client cannot hold a connection for long.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 90 * time.Second
+	// ShutdownGrace is how long a server waits for requests in flight.
+	ShutdownGrace = 10 * time.Second
+)
+
+// Serve runs h on ln until ctx ends, then shuts down gracefully.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("httpx: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ErrorFromResponse reads an api.Error body from a non-2xx response.
+func ErrorFromResponse(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e api.Error
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		return &StatusError{Code: resp.StatusCode, Message: e.Error}
+	}
+	msg := strings.TrimSpace(string(b))
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return &StatusError{Code: resp.StatusCode, Message: msg}
+}
+
+// StatusError is a non-2xx answer from one of the servers.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }

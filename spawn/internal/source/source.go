@@ -1,0 +1,75 @@
+// Package source defines what a data source is to a spawn: something that
+// crawls one thing (a feed, a stream connection) and hands every item it finds
+// to the spawn, which fans it out to the subscribers that share the source.
+// Each kind of source lives in its own package (rss, twitter, stream); the
+// Registry chooses among them.
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// ErrUnsupported is returned for a source kind this spawn is not configured
+// to crawl (for example twitter without credentials).
+var ErrUnsupported = errors.New("source: unsupported source kind")
+
+// Item is one piece of content a data source found, before it becomes a
+// crawler's comment.
+type Item struct {
+	// ID is stable for the same upstream item (feed GUID or link hash, tweet
+	// id), so a re-fetched item is recognised.
+	ID          string
+	Author      string
+	Text        string
+	URL         string
+	PublishedAt time.Time
+	FetchedAt   time.Time
+	// Terms, when set, are the query terms the item matched upstream (a
+	// stream that filters server-side); empty means "every subscriber of the
+	// source may want it".
+	Terms []string
+}
+
+// Emit hands a batch of items to the spawn. It blocks while the spawn's store
+// is pushing back and returns ctx's error when the source must stop.
+type Emit func(ctx context.Context, items []Item) error
+
+// DataSource crawls one thing until its context ends.
+type DataSource interface {
+	// Run crawls until ctx ends. It reports passing problems through the
+	// status it returns from Err, not by returning: Run returns only when
+	// ctx is done.
+	Run(ctx context.Context, emit Emit)
+	// Err is the latest error, nil when the source is healthy.
+	Err() error
+	// SetSubscribers tells the source which subscriber specs currently use
+	// it, for sources whose request depends on them (a Twitter filter's
+	// track terms). Sources that do not care ignore it.
+	SetSubscribers(specs []api.SubscriberSpec)
+}
+
+// Kind builds the data sources of one source kind.
+type Kind interface {
+	// Keys names the data sources a subscriber needs, for example one per
+	// feed URL. Equal keys mean one shared data source on the node.
+	Keys(spec api.SubscriberSpec) ([]string, error)
+	// New creates the data source for a key returned by Keys.
+	New(key string) (DataSource, error)
+}
+
+// Registry maps source kinds to their builders.
+type Registry map[string]Kind
+
+// Lookup returns the builder for a source kind.
+func (r Registry) Lookup(kind string) (Kind, error) {
+	k, ok := r[kind]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnsupported, kind)
+	}
+	return k, nil
+}
