@@ -166,3 +166,11 @@ type HealthDataSource struct {
 	Subscribers int    `json:"subscribers"`
 	Error       string `json:"error,omitempty"`
 }
+
+// Event is something an operator may want to know happened: a node joined or
+// was lost, a reload, a crawler reaching its limit, a detach.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"`
+	Message string    `json:"message"`
+}

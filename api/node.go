@@ -95,7 +95,11 @@ type Cursor struct {
 // SubscribersRequest upserts subscribers on a spawn. With Exact set the spawn
 // removes every subscriber not listed (the hard-reload reconcile).
 type SubscribersRequest struct {
-	Epoch       string           `json:"epoch"`
+	Epoch string `json:"epoch"`
+	// Seq comes from the same per-node counter as PollRequest.Seq; a spawn
+	// ignores a request older than one it has already seen, so a delayed or
+	// duplicated request never undoes a newer one.
+	Seq         uint64           `json:"seq"`
 	Exact       bool             `json:"exact,omitempty"`
 	Subscribers []SubscriberSpec `json:"subscribers"`
 }
@@ -103,6 +107,7 @@ type SubscribersRequest struct {
 // RemoveRequest removes subscribers from a spawn.
 type RemoveRequest struct {
 	Epoch      string  `json:"epoch"`
+	Seq        uint64  `json:"seq"`
 	CrawlerIDs []int64 `json:"crawler_ids"`
 }
 
@@ -117,15 +122,20 @@ type SubscribersResponse struct {
 	Results []SubscriberResult `json:"results"`
 }
 
-// Lease is an allowance of comments a subscriber may store before ExpiresAt,
-// which is expressed on the spawn's own clock (see PollRequest.Anchor), so no
-// network delay can make a spawn use a lease longer than the hub counts it.
+// Lease lets one subscriber instance count comments until its Reserved
+// count reaches Total or the spawn's clock reaches ExpiresAt. Total is
+// cumulative for the instance, so a lost, repeated or reordered grant can
+// never add up to more than the hub granted. ExpiresAt is on the spawn's own
+// clock (PollResponse.Clock), anchored on an answer the hub has already
+// received, so no network delay can make a spawn use a lease longer than the
+// hub counts it.
 type Lease struct {
-	CrawlerID int64 `json:"crawler_id"`
-	// Seq increases with every grant to the crawler within one hub epoch; a
-	// spawn ignores a grant not newer than the one it holds.
+	CrawlerID int64  `json:"crawler_id"`
+	Instance  uint64 `json:"instance"`
+	// Seq increases with every grant; a spawn ignores a grant not newer
+	// than the one it holds.
 	Seq       uint64 `json:"seq"`
-	Amount    int64  `json:"amount"`
+	Total     int64  `json:"total"`
 	ExpiresAt int64  `json:"expires_at"`
 }
 
@@ -133,11 +143,13 @@ type Lease struct {
 type PollRequest struct {
 	Epoch  string `json:"epoch"`
 	NodeID string `json:"node_id"`
-	// Seq increases with every poll of the node within an epoch; a spawn
-	// ignores the leases of a poll older than one it has answered.
+	// Seq increases with every request to the node within an epoch; a
+	// spawn treats a poll older than a request it has seen as stale: it
+	// answers it but applies nothing from it.
 	Seq uint64 `json:"seq"`
-	// Subscribers are the crawler ids the hub believes run on the node. Each
-	// one named is refreshed against orphaning.
+	// Subscribers are exactly the subscribers the hub wants on the node.
+	// Each one named is refreshed against orphaning; one not named is
+	// dropped.
 	Subscribers []SubscriberRef `json:"subscribers"`
 	Leases      []Lease         `json:"leases,omitempty"`
 	// Acks are usage increment sequence numbers the hub has applied.
@@ -157,6 +169,7 @@ type Increment struct {
 	Seq       uint64 `json:"seq"`
 	CrawlerID int64  `json:"crawler_id"`
 	UserID    int64  `json:"user_id"`
+	Instance  uint64 `json:"instance,omitempty"`
 	LeaseSeq  uint64 `json:"lease_seq,omitempty"`
 	Count     int64  `json:"count"`
 	// Newest is the published time of the newest comment counted, carried to
@@ -174,9 +187,15 @@ type SubscriberStatus struct {
 	DataSource string  `json:"data_source,omitempty"`
 	Stored     int64   `json:"stored"`
 	RatePerSec float64 `json:"rate_per_sec"`
-	// LeaseSeq and LeaseLeft describe the lease the spawn holds.
-	LeaseSeq  uint64 `json:"lease_seq,omitempty"`
-	LeaseLeft int64  `json:"lease_left,omitempty"`
+	// Instance identifies this run of the subscriber on the spawn; it
+	// changes when the subscriber is removed and created again.
+	Instance uint64 `json:"instance"`
+	// Reserved counts the comments this instance has counted against its
+	// leases (stored or on their way to the store).
+	Reserved int64 `json:"reserved"`
+	// LeaseSeq and LeaseTotal describe the lease the spawn holds now.
+	LeaseSeq   uint64 `json:"lease_seq,omitempty"`
+	LeaseTotal int64  `json:"lease_total,omitempty"`
 }
 
 // DataSourceStatus describes one data source on a spawn.
@@ -196,6 +215,8 @@ type PollResponse struct {
 	Subscribers []SubscriberStatus `json:"subscribers"`
 	Increments  []Increment        `json:"increments,omitempty"`
 	DataSources []DataSourceStatus `json:"data_sources,omitempty"`
+	// Pending counts comments waiting for the store, per crawler.
+	Pending map[int64]int `json:"pending,omitempty"`
 	// Store says whether the comment store keeps up ("ok" or "degraded").
 	Store string `json:"store,omitempty"`
 }

@@ -1,0 +1,136 @@
+// Package app assembles a hub from its settings: the SQL store, the cluster
+// control loop and the HTTP server. The hub binary and the end-to-end tests
+// both start hubs through it.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/server"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+)
+
+// Settings are the hub's flags; each also reads BW_<NAME> and the --config
+// YAML file.
+type Settings struct {
+	Listen       string        `flag:"listen" usage:"address to serve the admin and node APIs on"`
+	DB           string        `flag:"db" usage:"database: sqlite://FILE or postgres://…"`
+	Routing      string        `flag:"routing" usage:"subscriber routing: modulo or rendezvous"`
+	PollInterval time.Duration `flag:"poll-interval" usage:"how often each spawn is polled"`
+	OrphanAfter  time.Duration `flag:"orphan-after" usage:"a spawn stops a subscriber the hub has not polled for this long"`
+	DetachAfter  time.Duration `flag:"detach-after" usage:"a spawn the hub has not contacted for this long drops everything and registers again"`
+	NodeFailures int           `flag:"node-failures" usage:"failed polls in a row before a node is removed"`
+	NodeToken    string        `flag:"node-token" usage:"shared token of hub-spawn calls (prefer BW_NODE_TOKEN)"`
+	AdminToken   string        `flag:"admin-token" usage:"token of the admin API (prefer BW_ADMIN_TOKEN)"`
+	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
+	LogFormat    string        `flag:"log-format" usage:"text or json"`
+}
+
+// DefaultSettings are the hub's defaults (DESIGN.md section 8).
+func DefaultSettings() Settings {
+	return Settings{
+		Listen:       "127.0.0.1:8700",
+		DB:           "sqlite://blackwidow.db",
+		Routing:      cluster.RoutingModulo,
+		PollInterval: cluster.DefaultPollInterval,
+		OrphanAfter:  cluster.DefaultOrphanAfter,
+		DetachAfter:  cluster.DefaultDetachAfter,
+		NodeFailures: cluster.DefaultNodeFailures,
+		LogLevel:     "info",
+		LogFormat:    "text",
+	}
+}
+
+// Hub is a running hub.
+type Hub struct {
+	addr  string
+	epoch string
+	stop  context.CancelFunc
+	done  chan struct{}
+	err   error
+}
+
+// Start opens the database, binds the listener and runs the hub until ctx
+// ends or Stop is called.
+func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error) {
+	router, err := cluster.NewRouter(cfg.Routing)
+	if err != nil {
+		return nil, err
+	}
+	store, err := sqlstore.Open(ctx, cfg.DB, logger)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cluster.New(cluster.Config{
+		Store: store, Router: router, RoutingName: cfg.Routing, NodeToken: cfg.NodeToken,
+		PollInterval: cfg.PollInterval, NodeFailures: cfg.NodeFailures,
+		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Logger: logger,
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("hub: unable to listen on %s: %w", cfg.Listen, err)
+	}
+	if cfg.AdminToken == "" || cfg.NodeToken == "" {
+		logger.Warn("running without tokens: set BW_ADMIN_TOKEN and BW_NODE_TOKEN outside a local demo")
+	}
+	srv := &server.Server{Hub: c, Store: store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: logger}
+	logger.Info("hub listening", "addr", ln.Addr().String(), "epoch", c.Epoch(), "db", sqlstore.Redact(cfg.DB), "routing", cfg.Routing)
+
+	ctx, stop := context.WithCancel(ctx)
+	h := &Hub{addr: ln.Addr().String(), epoch: c.Epoch(), stop: stop, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	record := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && h.err == nil {
+			h.err = err
+			stop()
+		}
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); record(c.Run(ctx)) }()
+	go func() { defer wg.Done(); record(httpx.Serve(ctx, ln, srv.Handler())) }()
+	go func() {
+		wg.Wait()
+		if err := store.Close(); err != nil {
+			record(err)
+		}
+		logger.Info("hub stopped")
+		close(h.done)
+	}()
+	return h, nil
+}
+
+// Addr is the bound address.
+func (h *Hub) Addr() string { return h.addr }
+
+// URL is the hub's base URL.
+func (h *Hub) URL() string { return "http://" + h.addr }
+
+// Epoch identifies this run of the hub.
+func (h *Hub) Epoch() string { return h.epoch }
+
+// Stop shuts the hub down and waits for it.
+func (h *Hub) Stop() error {
+	h.stop()
+	return h.Wait()
+}
+
+// Wait blocks until the hub has stopped and returns why it stopped.
+func (h *Hub) Wait() error {
+	<-h.done
+	return h.err
+}

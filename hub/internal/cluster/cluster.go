@@ -1,0 +1,319 @@
+// Package cluster is the hub's control loop: it knows the live spawns, routes
+// every enabled crawler's subscriber to one of them, polls each spawn once
+// per interval with one batched request, applies the usage the spawns report
+// exactly once, grants comment leases, and reloads — hard when a node joins
+// or is lost, soft when crawlers change or a send fails.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+)
+
+// Defaults of the hub's timings (DESIGN.md section 4).
+const (
+	DefaultPollInterval = 2 * time.Second
+	DefaultOrphanAfter  = 10 * time.Second
+	DefaultDetachAfter  = 15 * time.Second
+	DefaultNodeFailures = 3
+	// sendConcurrency bounds requests to different nodes in flight at once.
+	sendConcurrency = 64
+	// eventsKept is how many recent events the hub remembers for operators.
+	eventsKept = 200
+)
+
+// ErrUnknownNode is returned for a node id the hub does not know.
+var ErrUnknownNode = errors.New("cluster: unknown node")
+
+// Config configures a Hub.
+type Config struct {
+	Store        *sqlstore.Store
+	Router       Router
+	RoutingName  string
+	NodeToken    string
+	PollInterval time.Duration
+	// PollTimeout bounds one request to a spawn; zero picks PollInterval.
+	PollTimeout  time.Duration
+	NodeFailures int
+	OrphanAfter  time.Duration
+	DetachAfter  time.Duration
+	// LeaseTTL is how long a lease lasts; zero picks 3 poll intervals.
+	LeaseTTL   time.Duration
+	Logger     *slog.Logger
+	HTTPClient *http.Client
+}
+
+// Hub is the control loop. Its methods are safe for concurrent use.
+type Hub struct {
+	cfg    Config
+	epoch  string
+	logger *slog.Logger
+	client *http.Client
+
+	reloadMu sync.Mutex    // one reload at a time
+	wake     chan struct{} // a soft reload is wanted
+	hardWant bool          // guarded by mu: the wanted reload is hard
+
+	mu       sync.Mutex
+	nodes    map[string]*node
+	crawlers map[int64]*crawler
+	byUser   map[int64][]*crawler
+	users    map[int64]*user
+	events   []api.Event
+	wg       sync.WaitGroup
+	ctx      context.Context
+}
+
+// node is a live spawn as the hub sees it.
+type node struct {
+	id, url      string
+	registeredAt time.Time
+	lastPoll     time.Time
+	failures     int
+	removed      bool
+	want         map[int64]bool // crawlers routed here
+	acks         []uint64       // increments applied, to acknowledge
+	anchorClock  int64          // spawn clock of the last answer
+	anchorAt     time.Time      // when the hub received that answer
+	store        string
+	dataSources  []api.DataSourceStatus
+	pending      map[int64]int
+	leased       map[int64]bool // crawlers with lease accounts on the node
+
+	opMu sync.Mutex // serialises requests to the node
+	seq  uint64     // guarded by opMu
+}
+
+// crawler is a crawler's configuration and live state.
+type crawler struct {
+	row         sqlstore.Crawler
+	spec        api.SubscriberSpec
+	node        string // where it is routed ("" if inactive or no node)
+	sentNode    string // where a send last succeeded
+	sentVersion int64
+	needSend    bool
+	state       string
+	err         string
+	rate        float64
+	leases      leaseBook
+}
+
+type user struct {
+	row sqlstore.User
+}
+
+// New builds a hub with a fresh epoch.
+func New(cfg Config) (*Hub, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("cluster: a store is required")
+	}
+	if cfg.Router == nil {
+		cfg.Router = moduloRouter{}
+		cfg.RoutingName = RoutingModulo
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = cfg.PollInterval
+	}
+	if cfg.NodeFailures <= 0 {
+		cfg.NodeFailures = DefaultNodeFailures
+	}
+	if cfg.OrphanAfter <= 0 {
+		cfg.OrphanAfter = DefaultOrphanAfter
+	}
+	if cfg.DetachAfter <= 0 {
+		cfg.DetachAfter = DefaultDetachAfter
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 3 * cfg.PollInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	return &Hub{
+		cfg:      cfg,
+		epoch:    uuid.NewString(),
+		logger:   cfg.Logger.With("component", "hub"),
+		client:   cfg.HTTPClient,
+		wake:     make(chan struct{}, 1),
+		nodes:    map[string]*node{},
+		crawlers: map[int64]*crawler{},
+		users:    map[int64]*user{},
+	}, nil
+}
+
+// Epoch identifies this run of the hub; spawns polled by another epoch
+// re-register.
+func (h *Hub) Epoch() string { return h.epoch }
+
+// Run loads the crawlers and runs the poll and reload loops until ctx ends.
+func (h *Hub) Run(ctx context.Context) error {
+	h.mu.Lock()
+	h.ctx = ctx
+	h.mu.Unlock()
+	if _, err := h.Reload(ctx, false); err != nil {
+		return err
+	}
+	h.wg.Add(2)
+	go func() { defer h.wg.Done(); h.pollLoop(ctx) }()
+	go func() { defer h.wg.Done(); h.reloadLoop(ctx) }()
+	<-ctx.Done()
+	h.wg.Wait()
+	return nil
+}
+
+// RequestReload asks for a reload soon; several requests coalesce, and a
+// hard one wins over soft ones.
+func (h *Hub) RequestReload(hard bool) {
+	h.mu.Lock()
+	h.hardWant = h.hardWant || hard
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Hub) reloadLoop(ctx context.Context) {
+	retry := time.NewTicker(h.cfg.PollInterval)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.wake:
+		case <-retry.C:
+			// Re-send what failed, even when no event asked for it.
+			if !h.anyNeedSend() {
+				continue
+			}
+		}
+		h.mu.Lock()
+		hard := h.hardWant
+		h.hardWant = false
+		h.mu.Unlock()
+		if _, err := h.Reload(ctx, hard); err != nil && ctx.Err() == nil {
+			h.logger.Error("reload failed", "hard", hard, "err", err)
+		}
+	}
+}
+
+func (h *Hub) anyNeedSend() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.crawlers {
+		if c.needSend && c.node != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Register adds a spawn, or renews one that registers again after a detach,
+// and triggers a hard reload.
+func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
+	if req.NodeID == "" || len(req.NodeID) > 64 {
+		return api.RegisterResponse{}, fmt.Errorf("%w: node_id must be 1 to 64 characters", ErrInvalid)
+	}
+	if err := validNodeURL(req.URL); err != nil {
+		return api.RegisterResponse{}, err
+	}
+	now := time.Now()
+	h.mu.Lock()
+	if old, ok := h.nodes[req.NodeID]; ok {
+		old.removed = true
+	}
+	h.nodes[req.NodeID] = &node{
+		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), registeredAt: now, lastPoll: now,
+		want: map[int64]bool{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
+		leased: map[int64]bool{},
+	}
+	// Whatever the spawn ran before registering again is gone.
+	for _, c := range h.crawlers {
+		if c.sentNode == req.NodeID {
+			c.sentNode, c.needSend = "", true
+		}
+	}
+	h.eventLocked("node_joined", fmt.Sprintf("node %s joined from %s", short(req.NodeID), req.URL))
+	h.mu.Unlock()
+	registrations.Inc()
+	h.logger.Info("node registered", "node_id", req.NodeID, "url", req.URL)
+	h.RequestReload(true)
+	return api.RegisterResponse{
+		Epoch:        h.epoch,
+		NodeID:       req.NodeID,
+		PollInterval: api.Duration(h.cfg.PollInterval),
+		OrphanAfter:  api.Duration(h.cfg.OrphanAfter),
+		DetachAfter:  api.Duration(h.cfg.DetachAfter),
+	}, nil
+}
+
+// removeNodeLocked forgets a node whose polls keep failing.
+func (h *Hub) removeNodeLocked(n *node, reason string) {
+	if n.removed {
+		return
+	}
+	n.removed = true
+	delete(h.nodes, n.id)
+	for _, c := range h.crawlers {
+		if c.sentNode == n.id {
+			c.sentNode = ""
+		}
+		if c.node == n.id {
+			c.node, c.needSend, c.state = "", true, api.StatePending
+		}
+		c.leases.nodeLost(n.id)
+	}
+	nodesLost.Inc()
+	h.eventLocked("node_lost", fmt.Sprintf("node %s lost: %s", short(n.id), reason))
+	h.logger.Warn("node removed", "node_id", n.id, "reason", reason)
+}
+
+// sortedNodeIDsLocked lists live nodes sorted by id, the order routing uses.
+func (h *Hub) sortedNodeIDsLocked() []string {
+	ids := make([]string, 0, len(h.nodes))
+	for id := range h.nodes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (h *Hub) eventLocked(kind, msg string) {
+	h.events = append(h.events, api.Event{Time: time.Now().UTC(), Kind: kind, Message: msg})
+	if len(h.events) > eventsKept {
+		h.events = slices.Delete(h.events, 0, len(h.events)-eventsKept)
+	}
+}
+
+// Events returns the recent events, oldest first.
+func (h *Hub) Events() []api.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events)
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

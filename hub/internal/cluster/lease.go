@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// Lease sizing.
+const (
+	// minLease is the smallest allowance worth granting to a subscriber
+	// with no recent rate.
+	minLease = 10
+	// leaseRateFactor sizes a grant as this many lease lifetimes of the
+	// subscriber's recent rate, so a steady subscriber never waits.
+	leaseRateFactor = 2.0
+	// leaseMarginFraction and leaseMarginFixed pad the hub-side expiry for
+	// clock-rate drift between hub and spawn.
+	leaseMarginFraction = 0.05
+	leaseMarginFixed    = 50 * time.Millisecond
+)
+
+// instKey names one run of a crawler's subscriber on one node.
+type instKey struct {
+	node     string
+	instance uint64
+}
+
+// instLease is the hub's account of one subscriber instance: what it was
+// granted (cumulative), what it reported reserving, and what of it has been
+// applied as usage. granted − used is the most it can still add to usage.
+type instLease struct {
+	granted     int64
+	spawnExpiry int64     // spawn clock of the newest grant's expiry
+	hubExpiry   time.Time // hub time after which the newest grant is dead
+	reserved    int64
+	statusClock int64 // spawn clock of the latest status
+	used        int64
+	current     bool // seen in its node's latest poll
+	nodeLost    bool
+}
+
+// leaseBook is a crawler's lease accounts.
+type leaseBook struct {
+	seq  uint64
+	inst map[instKey]*instLease
+}
+
+func (b *leaseBook) get(k instKey) *instLease {
+	if b.inst == nil {
+		b.inst = map[instKey]*instLease{}
+	}
+	l, ok := b.inst[k]
+	if !ok {
+		l = &instLease{}
+		b.inst[k] = l
+	}
+	return l
+}
+
+// retire marks the crawler's accounts on a node as not current, before a
+// poll's statuses mark the live one again.
+func (b *leaseBook) retire(nodeID string) {
+	for k, l := range b.inst {
+		if k.node == nodeID {
+			l.current = false
+		}
+	}
+}
+
+// observe records a status from a node's poll.
+func (b *leaseBook) observe(nodeID string, st api.SubscriberStatus, clock int64) {
+	if st.State == api.StateMissing || st.Instance == 0 {
+		return
+	}
+	l := b.get(instKey{nodeID, st.Instance})
+	l.current = true
+	l.reserved = st.Reserved
+	l.statusClock = clock
+}
+
+// nodeLost marks every account on a lost node: after its expiry nothing
+// more can be counted against it.
+func (b *leaseBook) nodeLost(nodeID string) {
+	for k, l := range b.inst {
+		if k.node == nodeID {
+			l.nodeLost, l.current = true, false
+		}
+	}
+}
+
+// settle forgets accounts that can no longer add usage: retired instances
+// whose lease has expired and whose node has nothing left to store for the
+// crawler, and instances of lost nodes once their lease has expired (a dead
+// node's lease counts as spent until then).
+// It reports whether the crawler still has accounts on the node.
+func (b *leaseBook) settle(nodeID string, pending map[int64]int, crawlerID int64, now time.Time) bool {
+	left := false
+	for k, l := range b.inst {
+		if !now.Before(l.hubExpiry) {
+			switch {
+			case l.nodeLost:
+				delete(b.inst, k)
+				continue
+			case k.node == nodeID && !l.current && pending[crawlerID] == 0 && l.used >= l.reserved:
+				delete(b.inst, k)
+				continue
+			}
+		}
+		if k.node == nodeID {
+			left = true
+		}
+	}
+	return left
+}
+
+// outstanding is the most this account can still add to usage.
+func (l *instLease) outstanding(now time.Time) int64 {
+	if l.nodeLost && !now.Before(l.hubExpiry) {
+		return 0
+	}
+	g := l.granted
+	if l.statusClock >= l.spawnExpiry {
+		// The spawn reported after its lease ran out: what it reserved
+		// then is all it will ever count under the grants so far.
+		g = l.reserved
+	}
+	return max(0, max(g, l.reserved)-l.used)
+}
+
+func (b *leaseBook) outstanding(now time.Time) int64 {
+	var sum int64
+	for _, l := range b.inst {
+		sum += l.outstanding(now)
+	}
+	return sum
+}
+
+// grantLocked sizes this poll's leases for the node's limited subscribers.
+// The sum of what every account may still add never exceeds what remains of
+// the crawler's limit or of its user's limit.
+func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
+	ttl := h.cfg.LeaseTTL
+	if now.Sub(n.anchorAt) > ttl/2 {
+		// The anchor is old: a lease on it would be mostly expired.
+		// The answer to this poll brings a fresh one.
+		return nil
+	}
+	// Per-user totals, computed only for users with limited crawlers here.
+	userOut := map[int64]int64{}
+	userWeight := map[int64]float64{}
+	for id := range n.want {
+		c, ok := h.crawlers[id]
+		if !ok || !c.spec.Limited {
+			continue
+		}
+		if _, done := userOut[c.row.UserID]; done {
+			continue
+		}
+		userOut[c.row.UserID] = 0
+		for _, uc := range h.byUser[c.row.UserID] {
+			if uc.spec.Limited {
+				userOut[c.row.UserID] += uc.leases.outstanding(now)
+				if uc.node != "" {
+					userWeight[c.row.UserID] += uc.rate + 1
+				}
+			}
+		}
+	}
+	var leases []api.Lease
+	for id := range n.want {
+		c, ok := h.crawlers[id]
+		if !ok || !c.spec.Limited {
+			continue
+		}
+		var cur *instLease
+		var curKey instKey
+		for k, l := range c.leases.inst {
+			if k.node == n.id && l.current {
+				cur, curKey = l, k
+			}
+		}
+		if cur == nil {
+			continue // first status not seen yet
+		}
+		remaining := int64(math.MaxInt64)
+		if c.row.CommentLimit > 0 {
+			remaining = c.row.CommentLimit - c.row.Usage - c.leases.outstanding(now)
+		}
+		want := max(int64(minLease), int64(math.Ceil(c.rate*ttl.Seconds()*leaseRateFactor)))
+		if u, ok := h.users[c.row.UserID]; ok && u.row.CommentLimit > 0 {
+			ur := u.row.CommentLimit - u.row.Usage - userOut[c.row.UserID]
+			remaining = min(remaining, ur)
+			if w := userWeight[c.row.UserID]; w > 0 {
+				share := int64(math.Ceil(float64(ur) * (c.rate + 1) / w))
+				want = min(want, max(1, share))
+			}
+		}
+		amount := max(0, min(want, remaining))
+		base := cur.outstanding(now) + cur.used
+		if amount == 0 && base <= cur.reserved {
+			continue // nothing to grant and nothing left to extend
+		}
+		c.leases.seq++
+		total := base + amount
+		userOut[c.row.UserID] += total - (cur.outstanding(now) + cur.used)
+		cur.granted = total
+		cur.spawnExpiry = n.anchorClock + ttl.Milliseconds()
+		cur.hubExpiry = n.anchorAt.Add(ttl + time.Duration(float64(ttl)*leaseMarginFraction) + leaseMarginFixed)
+		leases = append(leases, api.Lease{CrawlerID: id, Instance: curKey.instance, Seq: c.leases.seq, Total: total, ExpiresAt: cur.spawnExpiry})
+		leaseGrants.Inc()
+		leaseComments.Add(float64(amount))
+	}
+	return leases
+}
+
+// applyUsageLocked adds newly applied increments to the in-memory usage and
+// stops crawlers and users that reached their limit.
+func (h *Hub) applyUsageLocked(n *node, applied []api.Increment) {
+	var reached []int64
+	userHit := false
+	for _, inc := range applied {
+		usageApplied.Add(float64(inc.Count))
+		if u, ok := h.users[inc.UserID]; ok {
+			u.row.Usage += inc.Count
+			if u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {
+				userHit = true
+			}
+		}
+		c, ok := h.crawlers[inc.CrawlerID]
+		if !ok {
+			continue
+		}
+		c.row.Usage += inc.Count
+		if !inc.Newest.IsZero() {
+			t := inc.Newest
+			c.row.CursorAt = laterCursor(c.row.CursorAt, &t)
+		}
+		if c.spec.Limited || len(c.leases.inst) > 0 {
+			c.leases.get(instKey{n.id, inc.Instance}).used += inc.Count
+			n.leased[c.row.ID] = true
+		}
+		if c.row.CommentLimit > 0 && c.row.Usage >= c.row.CommentLimit && !c.row.LimitReached {
+			c.row.LimitReached = true
+			reached = append(reached, c.row.ID)
+			h.eventLocked("limit_reached", fmt.Sprintf("crawler %d reached its limit of %d", c.row.ID, c.row.CommentLimit))
+		}
+	}
+	if len(reached) == 0 && !userHit {
+		return
+	}
+	ctx := ctxOrBackground(h.ctx)
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		for _, id := range reached {
+			if err := h.cfg.Store.SetLimitReached(ctx, id, true); err != nil {
+				h.logger.Error("unable to mark limit reached", "crawler_id", id, "err", err)
+			}
+		}
+		h.RequestReload(false)
+	}()
+}
+
+// ctxOrBackground keeps a nil context out of SQL calls made before Run.
+func ctxOrBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}

@@ -1,0 +1,229 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+)
+
+// ErrInvalid marks a bad request from a spawn or an operator.
+var ErrInvalid = errors.New("cluster: invalid")
+
+// maxAnswerBytes caps what the hub reads from one spawn answer.
+const maxAnswerBytes = 16 << 20
+
+func (h *Hub) pollLoop(ctx context.Context) {
+	t := time.NewTicker(h.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.PollAll(ctx)
+	}
+}
+
+// PollAll polls every node once, concurrently. A node whose previous request
+// is still running is skipped this round.
+func (h *Hub) PollAll(ctx context.Context) {
+	h.mu.Lock()
+	nodes := make([]*node, 0, len(h.nodes))
+	for _, n := range h.nodes {
+		nodes = append(nodes, n)
+	}
+	h.mu.Unlock()
+	sem := make(chan struct{}, sendConcurrency)
+	done := make(chan struct{}, len(nodes))
+	for _, n := range nodes {
+		if !n.opMu.TryLock() {
+			done <- struct{}{}
+			continue
+		}
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; done <- struct{}{} }()
+			defer n.opMu.Unlock()
+			h.pollLocked(ctx, n)
+		}()
+	}
+	for range nodes {
+		<-done
+	}
+}
+
+// pollLocked polls one node; the caller holds n.opMu.
+func (h *Hub) pollLocked(ctx context.Context, n *node) {
+	n.seq++
+	h.mu.Lock()
+	if n.removed {
+		h.mu.Unlock()
+		return
+	}
+	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks}
+	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want))
+	for id := range n.want {
+		if c, ok := h.crawlers[id]; ok {
+			req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.row.Version})
+		}
+	}
+	req.Leases = h.grantLocked(n, time.Now())
+	sentAcks := len(n.acks)
+	h.mu.Unlock()
+
+	var resp api.PollResponse
+	start := time.Now()
+	err := h.call(ctx, n, api.PathPoll, req, &resp)
+	received := time.Now()
+	pollSeconds.Observe(received.Sub(start).Seconds())
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		h.pollFailed(n, err)
+		return
+	}
+	polls.Inc()
+
+	// Apply usage outside the hub lock: it is one SQL transaction.
+	var applyErr error
+	var applied []api.Increment
+	if len(resp.Increments) > 0 {
+		for i := range resp.Increments {
+			resp.Increments[i].NodeID = n.id
+		}
+		applied, applyErr = h.cfg.Store.ApplyIncrements(ctx, resp.Increments)
+		if applyErr != nil {
+			h.logger.Error("apply usage failed", "node_id", n.id, "increments", len(resp.Increments), "err", applyErr)
+		}
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n.acks = n.acks[sentAcks:]
+	if applyErr == nil {
+		for _, inc := range resp.Increments {
+			n.acks = append(n.acks, inc.Seq)
+		}
+		h.applyUsageLocked(n, applied)
+	}
+	n.failures = 0
+	n.lastPoll = time.Now()
+	// The spawn read its clock before this answer arrived, so anchoring on
+	// the arrival time keeps every lease's hub-side expiry later than its
+	// spawn-side one, whatever the network delay.
+	n.anchorClock, n.anchorAt = resp.Clock, received
+	n.store = resp.Store
+	n.dataSources = resp.DataSources
+	n.pending = resp.Pending
+	resend := false
+	for id := range n.leased {
+		if c, ok := h.crawlers[id]; ok {
+			c.leases.retire(n.id)
+		}
+	}
+	for _, st := range resp.Subscribers {
+		c, ok := h.crawlers[st.CrawlerID]
+		if !ok || c.node != n.id {
+			continue
+		}
+		if c.spec.Limited {
+			c.leases.observe(n.id, st, resp.Clock)
+			n.leased[c.row.ID] = true
+		}
+		if st.State == api.StateMissing {
+			// The spawn does not run it (lost send, orphaned, restarted):
+			// send it again.
+			if c.sentNode == n.id && c.sentVersion == c.row.Version {
+				c.sentNode = ""
+			}
+			c.needSend, resend = true, true
+			continue
+		}
+		c.state, c.err, c.rate = st.State, st.Error, st.RatePerSec
+	}
+	for id := range n.leased {
+		c, ok := h.crawlers[id]
+		if !ok {
+			delete(n.leased, id)
+			continue
+		}
+		if !c.leases.settle(n.id, resp.Pending, id, time.Now()) {
+			delete(n.leased, id)
+		}
+	}
+	if resend {
+		h.RequestReload(false)
+	}
+}
+
+func (h *Hub) pollFailed(n *node, err error) {
+	pollFailures.Inc()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n.removed {
+		return
+	}
+	n.failures++
+	h.logger.Warn("node poll failed", "node_id", n.id, "failures", n.failures, "err", err)
+	if n.failures >= h.cfg.NodeFailures {
+		h.removeNodeLocked(n, fmt.Sprintf("%d polls failed, last: %v", n.failures, err))
+		h.RequestReload(true)
+	}
+}
+
+// call POSTs (or PUTs) a JSON request to a node with the node token.
+func (h *Hub) call(ctx context.Context, n *node, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("cluster: encode %s: %w", path, err)
+	}
+	method := http.MethodPost
+	if path == api.PathSubscribers {
+		method = http.MethodPut
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.cfg.PollTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, method, n.url+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("cluster: build %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if h.cfg.NodeToken != "" {
+		req.Header.Set("Authorization", "Bearer "+h.cfg.NodeToken)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("cluster: %s %s: %w", path, n.url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("cluster: %s %s: %w", path, n.url, httpx.ErrorFromResponse(resp))
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBytes))
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(out); err != nil {
+		return fmt.Errorf("cluster: %s %s: bad answer: %w", path, n.url, err)
+	}
+	return nil
+}
+
+func validNodeURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: url must be an http(s) URL the hub can reach, got %q", ErrInvalid, raw)
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+)
+
+// plan is what one reload sends to one node.
+type plan struct {
+	n       *node
+	exact   bool
+	upserts []api.SubscriberSpec
+	removes []int64
+}
+
+// Reload re-reads crawlers and users from SQL, routes every active crawler
+// and reconciles the nodes. A hard reload sends every node its exact set (the
+// subscribers that stay put are untouched: the spawn treats an identical
+// spec as a no-op); a soft reload sends only what changed or failed.
+func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error) {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	kind := "soft"
+	if hard {
+		kind = "hard"
+	}
+	start := time.Now()
+	rows, err := h.cfg.Store.ListCrawlers(ctx)
+	if err != nil {
+		return api.ReloadResponse{}, fmt.Errorf("cluster: reload: %w", err)
+	}
+	users, err := h.cfg.Store.ListUsers(ctx)
+	if err != nil {
+		return api.ReloadResponse{}, fmt.Errorf("cluster: reload: %w", err)
+	}
+
+	resp := api.ReloadResponse{Kind: kind}
+	h.mu.Lock()
+	h.syncLocked(rows, users)
+	plans := h.planLocked(hard, &resp)
+	if hard || resp.Moved > 0 || resp.Removed > 0 || resp.Assigned > 0 {
+		h.eventLocked("reload_"+kind, fmt.Sprintf("%s reload: %d sent, %d moved, %d removed", kind, resp.Assigned, resp.Moved, resp.Removed))
+	}
+	h.mu.Unlock()
+
+	resp.Failed = h.execute(ctx, plans)
+	reloads.WithLabelValues(kind).Inc()
+	moves.Add(float64(resp.Moved))
+	h.logger.Info("reload", "kind", kind, "sent", resp.Assigned, "moved", resp.Moved, "removed", resp.Removed, "failed", resp.Failed, "took", time.Since(start).Round(time.Millisecond))
+	return resp, nil
+}
+
+// syncLocked brings the in-memory crawlers and users in line with SQL.
+func (h *Hub) syncLocked(rows []sqlstore.Crawler, users []sqlstore.User) {
+	h.users = make(map[int64]*user, len(users))
+	for _, u := range users {
+		h.users[u.ID] = &user{row: u}
+	}
+	seen := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		seen[r.ID] = true
+		c, ok := h.crawlers[r.ID]
+		if !ok {
+			c = &crawler{state: api.StatePending}
+			h.crawlers[r.ID] = c
+		}
+		// Usage in memory runs ahead of a row read before the latest
+		// increments were applied; never move it backwards.
+		usage := max(c.row.Usage, r.Usage)
+		if !ok || c.row.Version != r.Version || c.row.CommentLimit != r.CommentLimit || c.row.LimitReached != r.LimitReached || c.row.Enabled != r.Enabled {
+			c.row = r
+		}
+		c.row.Usage = usage
+		c.row.CursorAt = laterCursor(c.row.CursorAt, r.CursorAt)
+	}
+	for id := range h.crawlers {
+		if !seen[id] {
+			delete(h.crawlers, id)
+		}
+	}
+	h.byUser = make(map[int64][]*crawler, len(h.users))
+	for _, c := range h.crawlers {
+		c.spec = h.specLocked(c)
+		h.byUser[c.row.UserID] = append(h.byUser[c.row.UserID], c)
+	}
+}
+
+func laterCursor(a, b *time.Time) *time.Time {
+	if a == nil {
+		return b
+	}
+	if b == nil || a.After(*b) {
+		return a
+	}
+	return b
+}
+
+// specLocked derives the subscriber a spawn runs for a crawler.
+func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
+	r := c.row
+	spec := api.SubscriberSpec{
+		CrawlerID: r.ID, UserID: r.UserID, Version: r.Version, Source: r.Source,
+		Query: splitLines(r.Query), Keywords: splitLines(r.Keywords), QueryUUID: r.QueryUUID,
+		Limited: r.CommentLimit > 0,
+	}
+	if u, ok := h.users[r.UserID]; ok && u.row.CommentLimit > 0 {
+		spec.Limited = true
+	}
+	if r.CursorAt != nil {
+		spec.Cursor = &api.Cursor{PublishedAt: *r.CursorAt}
+	}
+	return spec
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// activeLocked says whether a crawler should run, and if not, in which state
+// it rests.
+func (h *Hub) activeLocked(c *crawler) (bool, string) {
+	switch {
+	case !c.row.Enabled:
+		return false, api.StateDisabled
+	case c.row.LimitReached:
+		return false, api.StateLimitReached
+	}
+	if u, ok := h.users[c.row.UserID]; ok && u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {
+		return false, api.StateLimitReached
+	}
+	return true, ""
+}
+
+// planLocked routes every crawler and builds the per-node requests.
+func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
+	ids := h.sortedNodeIDsLocked()
+	plans := make(map[string]*plan, len(ids))
+	for _, id := range ids {
+		n := h.nodes[id]
+		n.want = map[int64]bool{}
+		plans[id] = &plan{n: n, exact: hard}
+	}
+	for id, c := range h.crawlers {
+		active, rest := h.activeLocked(c)
+		prev := c.node
+		if !active {
+			c.node, c.state, c.err = "", rest, ""
+			if prev != "" {
+				if p, ok := plans[prev]; ok && !hard {
+					p.removes = append(p.removes, id)
+				}
+				resp.Removed++
+			}
+			continue
+		}
+		q, err := uuid.Parse(c.row.QueryUUID)
+		if err != nil {
+			c.node, c.state, c.err = "", api.StateFailed, "stored query uuid is invalid: "+err.Error()
+			continue
+		}
+		target := h.cfg.Router.Route(q, ids)
+		c.node = target
+		if target == "" {
+			c.state, c.err = api.StatePending, "no spawn node is registered"
+			continue
+		}
+		p := plans[target]
+		p.n.want[id] = true
+		moved := prev != "" && prev != target
+		if moved {
+			resp.Moved++
+			if op, ok := plans[prev]; ok && !hard {
+				op.removes = append(op.removes, id)
+			}
+		}
+		stays := c.sentNode == target && c.sentVersion == c.row.Version && !c.needSend
+		if hard || !stays {
+			p.upserts = append(p.upserts, c.spec)
+			if !stays {
+				resp.Assigned++
+				c.state, c.err = api.StatePending, ""
+			}
+		}
+	}
+	out := make([]*plan, 0, len(plans))
+	for _, id := range ids {
+		p := plans[id]
+		if p.exact || len(p.upserts) > 0 || len(p.removes) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// execute sends the plans, one goroutine per node (bounded), and reports how
+// many subscribers could not be sent. Failures are re-sent by the next soft
+// reload, which routing sends to the same node while it lives.
+func (h *Hub) execute(ctx context.Context, plans []*plan) int {
+	var g errgroup.Group
+	g.SetLimit(sendConcurrency)
+	var mu sync.Mutex
+	failed := 0
+	for _, p := range plans {
+		g.Go(func() error {
+			f := h.send(ctx, p)
+			mu.Lock()
+			failed += f
+			mu.Unlock()
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return failed
+}
+
+func (h *Hub) send(ctx context.Context, p *plan) int {
+	n := p.n
+	n.opMu.Lock()
+	defer n.opMu.Unlock()
+	failed := 0
+	if len(p.removes) > 0 && !p.exact {
+		n.seq++
+		req := api.RemoveRequest{Epoch: h.epoch, Seq: n.seq, CrawlerIDs: p.removes}
+		if err := h.call(ctx, n, api.PathSubscribersRemove, req, nil); err != nil {
+			// The next poll carries the node's exact set, which drops them.
+			h.logger.Warn("remove failed", "node_id", n.id, "crawlers", len(p.removes), "err", err)
+		}
+	}
+	if len(p.upserts) == 0 && !p.exact {
+		return 0
+	}
+	n.seq++
+	req := api.SubscribersRequest{Epoch: h.epoch, Seq: n.seq, Exact: p.exact, Subscribers: p.upserts}
+	if req.Subscribers == nil {
+		req.Subscribers = []api.SubscriberSpec{}
+	}
+	var resp api.SubscribersResponse
+	err := h.call(ctx, n, api.PathSubscribers, req, &resp)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		sendFailures.Inc()
+		h.logger.Warn("send failed", "node_id", n.id, "subscribers", len(p.upserts), "err", err)
+		for _, spec := range p.upserts {
+			if c, ok := h.crawlers[spec.CrawlerID]; ok && c.node == n.id {
+				c.needSend, c.state, c.err = true, api.StateFailed, "send to node failed: "+err.Error()
+				failed++
+			}
+		}
+		return failed
+	}
+	for _, r := range resp.Results {
+		c, ok := h.crawlers[r.CrawlerID]
+		if !ok || c.node != n.id {
+			continue
+		}
+		if r.Error != "" {
+			c.needSend, c.state, c.err = true, api.StateFailed, r.Error
+			c.sentNode = ""
+			failed++
+			continue
+		}
+		for _, spec := range p.upserts {
+			if spec.CrawlerID == r.CrawlerID {
+				c.sentVersion = spec.Version
+			}
+		}
+		c.sentNode, c.needSend = n.id, false
+		if c.state == api.StateFailed {
+			c.state, c.err = api.StatePending, ""
+		}
+	}
+	return failed
+}

@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+)
+
+// ErrNoNode is returned when a request needs a spawn and none is live.
+var ErrNoNode = errors.New("cluster: no spawn node is live")
+
+// CrawlerView joins a crawler's SQL row with its live state.
+func (h *Hub) CrawlerView(row sqlstore.Crawler) api.Crawler {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.crawlerViewLocked(row)
+}
+
+func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
+	v := api.Crawler{
+		ID: row.ID, UserID: row.UserID, Source: row.Source,
+		Query: orEmpty(splitLines(row.Query)), Keywords: orEmpty(splitLines(row.Keywords)),
+		CommentLimit: row.CommentLimit, Enabled: row.Enabled, Usage: row.Usage,
+		QueryUUID: row.QueryUUID, Version: row.Version, UpdatedAt: row.UpdatedAt,
+		State: api.StatePending,
+	}
+	c, ok := h.crawlers[row.ID]
+	if ok && c.row.Version == row.Version {
+		v.State, v.Error, v.Node, v.RatePerSec = c.state, c.err, c.node, c.rate
+		v.Usage = max(v.Usage, c.row.Usage)
+	}
+	// Decide from the row itself for states that need no node, so a change
+	// shows at once, before the soft reload it triggers.
+	switch {
+	case !row.Enabled:
+		v.State, v.Node, v.Error = api.StateDisabled, "", ""
+	case row.LimitReached:
+		v.State, v.Node, v.Error = api.StateLimitReached, "", ""
+	}
+	if u, ok := h.users[row.UserID]; ok && row.Enabled && u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {
+		v.State, v.Node = api.StateLimitReached, ""
+	}
+	return v
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// UserUsage is the in-memory usage of a user, which can run ahead of a row
+// read from SQL a moment ago.
+func (h *Hub) UserUsage(id int64, fromSQL int64) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if u, ok := h.users[id]; ok {
+		return max(u.row.Usage, fromSQL)
+	}
+	return fromSQL
+}
+
+// Nodes lists the live nodes sorted by id.
+func (h *Hub) Nodes() []api.Node {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]api.Node, 0, len(h.nodes))
+	for _, id := range h.sortedNodeIDsLocked() {
+		n := h.nodes[id]
+		state := "ok"
+		if n.failures > 0 {
+			state = "failing"
+		}
+		out = append(out, api.Node{
+			ID: n.id, URL: n.url, State: state, Subscribers: len(n.want),
+			RegisteredAt: n.registeredAt.UTC(), LastPoll: n.lastPoll.UTC(), Failures: n.failures,
+			Store: n.store, DataSources: slices.Clone(n.dataSources),
+		})
+	}
+	return out
+}
+
+// Health is the hub's GET /v1/health document.
+func (h *Hub) Health() api.HubHealth {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hh := api.HubHealth{Epoch: h.epoch, Routing: h.cfg.RoutingName, Nodes: []api.HealthNode{},
+		Crawlers: api.HealthCrawlers{ByState: map[string]int{}}}
+	for _, id := range h.sortedNodeIDsLocked() {
+		n := h.nodes[id]
+		hh.Nodes = append(hh.Nodes, api.HealthNode{ID: n.id, URL: n.url, Subscribers: len(n.want)})
+	}
+	for _, c := range h.crawlers {
+		hh.Crawlers.Total++
+		state := h.crawlerViewLocked(c.row).State
+		hh.Crawlers.ByState[state]++
+		if c.node != "" {
+			hh.Crawlers.Assigned++
+		}
+	}
+	return hh
+}
+
+// RecentComments asks the spawn running a crawler (or, when it runs nowhere,
+// any live spawn: they share the store) for its latest comments.
+func (h *Hub) RecentComments(ctx context.Context, crawlerID int64, n int) ([]api.Comment, error) {
+	h.mu.Lock()
+	var target *node
+	if c, ok := h.crawlers[crawlerID]; ok && c.node != "" {
+		target = h.nodes[c.node]
+	}
+	if target == nil {
+		for _, id := range h.sortedNodeIDsLocked() {
+			target = h.nodes[id]
+			break
+		}
+	}
+	h.mu.Unlock()
+	if target == nil {
+		return nil, ErrNoNode
+	}
+	u := target.url + "/v1/comments?" + url.Values{"crawler_id": {strconv.FormatInt(crawlerID, 10)}, "n": {strconv.Itoa(n)}}.Encode()
+	cctx, cancel := context.WithTimeout(ctx, h.cfg.PollTimeout*2)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: comments: %w", err)
+	}
+	if h.cfg.NodeToken != "" {
+		req.Header.Set("Authorization", "Bearer "+h.cfg.NodeToken)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: comments from %s: %w", target.url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("cluster: comments from %s: %w", target.url, httpx.ErrorFromResponse(resp))
+	}
+	var out []api.Comment
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out); err != nil {
+		return nil, fmt.Errorf("cluster: comments from %s: %w", target.url, err)
+	}
+	return out, nil
+}

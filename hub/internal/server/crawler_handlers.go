@@ -1,0 +1,198 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+)
+
+// maxRecentComments caps GET /v1/crawlers/{id}/comments.
+const maxRecentComments = 1000
+
+// canonical validates a crawler's source, query and keywords and fills the
+// row's canonical fields.
+func canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
+	terms, err := query.Canonical(source, q)
+	if err != nil {
+		return err
+	}
+	kw, err := query.Keywords(keywords)
+	if err != nil {
+		return err
+	}
+	c.Source = source
+	c.Query = strings.Join(terms, "\n")
+	c.Keywords = strings.Join(kw, "\n")
+	c.QueryUUID = query.UUID(source, terms).String()
+	return nil
+}
+
+func validLimit(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: comment_limit must be 0 (no limit) or more, got %d", httpx.ErrBadRequest, n)
+	}
+	return nil
+}
+
+func (s *Server) handleCreateCrawler(w http.ResponseWriter, r *http.Request) {
+	var in api.CrawlerCreate
+	if err := httpx.DecodeJSON(w, r, &in); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	row := sqlstore.Crawler{UserID: in.UserID, CommentLimit: in.CommentLimit, Enabled: in.Enabled == nil || *in.Enabled}
+	if in.UserID <= 0 {
+		httpx.WriteError(w, http.StatusBadRequest, "user_id must be a positive integer")
+		return
+	}
+	if err := validLimit(in.CommentLimit); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if err := canonical(&row, in.Source, in.Query, in.Keywords); err != nil {
+		s.writeStoreError(w, "crawler", err)
+		return
+	}
+	c, err := s.Store.CreateCrawler(r.Context(), row)
+	if err != nil {
+		s.writeStoreError(w, "crawler", err)
+		return
+	}
+	s.Hub.RequestReload(false)
+	httpx.WriteJSON(w, http.StatusCreated, s.Hub.CrawlerView(c))
+}
+
+func (s *Server) handleListCrawlers(w http.ResponseWriter, r *http.Request) {
+	rows, err := s.Store.ListCrawlers(r.Context())
+	if err != nil {
+		s.writeStoreError(w, "crawlers", err)
+		return
+	}
+	out := make([]api.Crawler, 0, len(rows))
+	for _, c := range rows {
+		out = append(out, s.Hub.CrawlerView(c))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetCrawler(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	c, err := s.Store.GetCrawler(r.Context(), id)
+	if err != nil {
+		s.writeStoreError(w, fmt.Sprintf("crawler %d", id), err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, s.Hub.CrawlerView(c))
+}
+
+func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var in api.CrawlerUpdate
+	if err := httpx.DecodeJSON(w, r, &in); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if in.Query == nil && in.Keywords == nil && in.CommentLimit == nil && in.Enabled == nil {
+		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give query, keywords, comment_limit or enabled")
+		return
+	}
+	if in.CommentLimit != nil {
+		if err := validLimit(*in.CommentLimit); err != nil {
+			httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+	}
+	c, err := s.Store.UpdateCrawler(r.Context(), id, func(c *sqlstore.Crawler) error {
+		q, kw := strings.Split(c.Query, "\n"), splitNonEmpty(c.Keywords)
+		if in.Query != nil {
+			q = in.Query
+		}
+		if in.Keywords != nil {
+			kw = in.Keywords
+		}
+		if err := canonical(c, c.Source, q, kw); err != nil {
+			return err
+		}
+		if in.CommentLimit != nil {
+			c.CommentLimit = *in.CommentLimit
+			// A raised (or removed) limit resumes a crawler stopped at it.
+			c.LimitReached = c.CommentLimit > 0 && c.Usage >= c.CommentLimit
+		}
+		if in.Enabled != nil {
+			c.Enabled = *in.Enabled
+		}
+		return nil
+	})
+	if err != nil {
+		s.writeStoreError(w, fmt.Sprintf("crawler %d", id), err)
+		return
+	}
+	s.Hub.RequestReload(false)
+	httpx.WriteJSON(w, http.StatusOK, s.Hub.CrawlerView(c))
+}
+
+func splitNonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func (s *Server) handleDeleteCrawler(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if err := s.Store.DeleteCrawler(r.Context(), id); err != nil {
+		s.writeStoreError(w, fmt.Sprintf("crawler %d", id), err)
+		return
+	}
+	s.Hub.RequestReload(false)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleRecentComments(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	n := 20
+	if v := r.URL.Query().Get("n"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 || n > maxRecentComments {
+			httpx.WriteError(w, http.StatusBadRequest, "n must be between 1 and %d", maxRecentComments)
+			return
+		}
+	}
+	if _, err := s.Store.GetCrawler(r.Context(), id); err != nil {
+		s.writeStoreError(w, fmt.Sprintf("crawler %d", id), err)
+		return
+	}
+	comments, err := s.Hub.RecentComments(r.Context(), id, n)
+	if err != nil {
+		if errors.Is(err, cluster.ErrNoNode) {
+			httpx.WriteError(w, http.StatusServiceUnavailable, "no spawn node is live to read the store")
+			return
+		}
+		httpx.WriteError(w, http.StatusBadGateway, "%v", err)
+		return
+	}
+	if comments == nil {
+		comments = []api.Comment{}
+	}
+	httpx.WriteJSON(w, http.StatusOK, comments)
+}

@@ -1,0 +1,82 @@
+// Package server is the hub's HTTP surface: the admin API (bwctl, the
+// dashboard) behind the admin token, the node API (spawn registration)
+// behind the node token, and the open health and metrics endpoints.
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+)
+
+// Server serves the hub's routes.
+type Server struct {
+	Hub        *cluster.Hub
+	Store      *sqlstore.Store
+	AdminToken string
+	NodeToken  string
+	Logger     *slog.Logger
+}
+
+// Handler lists every route of the hub.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	admin := func(h http.HandlerFunc) http.Handler { return httpx.RequireToken(s.AdminToken, h) }
+	node := func(h http.HandlerFunc) http.Handler { return httpx.RequireToken(s.NodeToken, h) }
+
+	// Node API.
+	mux.Handle("POST "+api.PathRegister, node(s.handleRegister))
+
+	// Admin API.
+	mux.Handle("POST /v1/users", admin(s.handleCreateUser))
+	mux.Handle("GET /v1/users", admin(s.handleListUsers))
+	mux.Handle("GET /v1/users/{id}", admin(s.handleGetUser))
+	mux.Handle("PATCH /v1/users/{id}", admin(s.handleUpdateUser))
+	mux.Handle("POST /v1/crawlers", admin(s.handleCreateCrawler))
+	mux.Handle("GET /v1/crawlers", admin(s.handleListCrawlers))
+	mux.Handle("GET /v1/crawlers/{id}", admin(s.handleGetCrawler))
+	mux.Handle("PATCH /v1/crawlers/{id}", admin(s.handleUpdateCrawler))
+	mux.Handle("DELETE /v1/crawlers/{id}", admin(s.handleDeleteCrawler))
+	mux.Handle("GET /v1/crawlers/{id}/comments", admin(s.handleRecentComments))
+	mux.Handle("GET /v1/nodes", admin(s.handleListNodes))
+	mux.Handle("POST /v1/reload", admin(s.handleReload))
+	mux.Handle("GET /v1/events", admin(s.handleEvents))
+
+	// Open.
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET "+api.PathHealth, s.handleHealth)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(cluster.Registry, promhttp.HandlerOpts{}))
+	return httpx.Recover(s.Logger, mux)
+}
+
+// pathID reads the {id} path value as a positive integer.
+func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		httpx.WriteError(w, http.StatusBadRequest, "id must be a positive integer, got %q", r.PathValue("id"))
+		return 0, false
+	}
+	return id, true
+}
+
+// writeStoreError maps store and validation errors to HTTP answers.
+func (s *Server) writeStoreError(w http.ResponseWriter, what string, err error) {
+	switch {
+	case errors.Is(err, sqlstore.ErrNotFound):
+		httpx.WriteError(w, http.StatusNotFound, "%s not found", what)
+	case errors.Is(err, sqlstore.ErrInvalid), errors.Is(err, query.ErrInvalid), errors.Is(err, httpx.ErrBadRequest), errors.Is(err, cluster.ErrInvalid):
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+	default:
+		s.Logger.Error("request failed", "what", what, "err", err)
+		httpx.WriteError(w, http.StatusInternalServerError, "internal error")
+	}
+}

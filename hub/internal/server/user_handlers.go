@@ -1,0 +1,82 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+)
+
+func (s *Server) userView(u sqlstore.User) api.User {
+	usage := s.Hub.UserUsage(u.ID, u.Usage)
+	state := "active"
+	if u.CommentLimit > 0 && usage >= u.CommentLimit {
+		state = api.StateLimitReached
+	}
+	return api.User{ID: u.ID, Name: u.Name, CommentLimit: u.CommentLimit, Usage: usage, State: state, CreatedAt: u.CreatedAt.UTC()}
+}
+
+func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request) {
+	var in api.UserCreate
+	if err := httpx.DecodeJSON(w, r, &in); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	u, err := s.Store.CreateUser(r.Context(), in.Name, in.CommentLimit)
+	if err != nil {
+		s.writeStoreError(w, "user", err)
+		return
+	}
+	s.Hub.RequestReload(false)
+	httpx.WriteJSON(w, http.StatusCreated, s.userView(u))
+}
+
+func (s *Server) handleListUsers(w http.ResponseWriter, r *http.Request) {
+	users, err := s.Store.ListUsers(r.Context())
+	if err != nil {
+		s.writeStoreError(w, "users", err)
+		return
+	}
+	out := make([]api.User, 0, len(users))
+	for _, u := range users {
+		out = append(out, s.userView(u))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetUser(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	u, err := s.Store.GetUser(r.Context(), id)
+	if err != nil {
+		s.writeStoreError(w, "user", err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, s.userView(u))
+}
+
+func (s *Server) handleUpdateUser(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var in api.UserUpdate
+	if err := httpx.DecodeJSON(w, r, &in); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if in.CommentLimit == nil {
+		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give comment_limit")
+		return
+	}
+	u, err := s.Store.SetUserLimit(r.Context(), id, *in.CommentLimit)
+	if err != nil {
+		s.writeStoreError(w, "user", err)
+		return
+	}
+	s.Hub.RequestReload(false)
+	httpx.WriteJSON(w, http.StatusOK, s.userView(u))
+}

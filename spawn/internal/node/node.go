@@ -1,0 +1,801 @@
+// Package node is the spawn's runtime: it registers with the hub, keeps the
+// subscribers and data sources the hub assigns, shares one data source among
+// every subscriber that wants the same data, counts comments against leases,
+// writes them through a bounded buffer to the store, and drops whatever the
+// hub stops supervising.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+)
+
+// Defaults the spawn keeps until the hub tells it its own at registration.
+const (
+	DefaultOrphanAfter = 10 * time.Second
+	DefaultDetachAfter = 15 * time.Second
+	// registerRetryMin is the first back-off after a failed registration;
+	// each failure doubles it up to registerRetryMax, and every wait is a
+	// random value between half of it and all of it.
+	registerRetryMin = 200 * time.Millisecond
+	registerRetryMax = 10 * time.Second
+	// registerTimeout bounds one registration request.
+	registerTimeout = 5 * time.Second
+	// maxIncrementsPerPoll bounds one poll answer; the rest follow on the
+	// next poll.
+	maxIncrementsPerPoll = 10000
+	// seenPerSubscriber bounds the comment ids a subscriber remembers to
+	// avoid counting an item twice.
+	seenPerSubscriber = 20000
+)
+
+// Config is what a spawn node needs.
+type Config struct {
+	HubURL       string
+	AdvertiseURL string
+	NodeToken    string
+	Sources      source.Registry
+	Store        store.Store
+	Logger       *slog.Logger
+	HTTPClient   *http.Client
+	// OrphanAfter and DetachAfter apply until the hub sends its own.
+	OrphanAfter time.Duration
+	DetachAfter time.Duration
+	// WatchEvery is how often orphans and detachment are checked; zero
+	// picks a quarter of OrphanAfter.
+	WatchEvery time.Duration
+}
+
+// ErrStale marks a hub request older than one the spawn has already seen.
+var ErrStale = errors.New("node: stale request")
+
+// ErrEpoch marks a request from a hub instance other than the one the spawn
+// is attached to.
+var ErrEpoch = errors.New("node: epoch mismatch")
+
+// ErrNotAttached marks a hub request while the spawn is not registered.
+var ErrNotAttached = errors.New("node: not attached")
+
+// Node is one spawn.
+type Node struct {
+	cfg    Config
+	id     string
+	start  time.Time
+	logger *slog.Logger
+	writer *writer
+	kick   chan struct{} // wakes the attach loop
+
+	mu          sync.Mutex
+	runCtx      context.Context
+	state       string
+	epoch       string
+	lastContact time.Time
+	lastSeq     uint64
+	orphanAfter time.Duration
+	detachAfter time.Duration
+	subs        map[int64]*subscriber
+	sources     map[string]*dataSource
+	instances   uint64
+	incSeq      uint64
+	incs        []api.Increment // counted usage not yet acknowledged
+	pending     map[int64]int   // per crawler: comments counted, not yet stored
+	wg          sync.WaitGroup  // data source goroutines
+}
+
+// subscriber is one crawler's consumer on this node.
+type subscriber struct {
+	spec       api.SubscriberSpec
+	instance   uint64
+	keys       []string
+	kind       source.Kind
+	lastPolled time.Time
+	stored     int64
+	reserved   int64
+	rejected   int64
+	rate       rateMeter
+	leaseSeq   uint64
+	leaseTotal int64 // cumulative allowance of this instance
+	leaseUntil int64 // spawn clock, ms
+	seen       map[string]struct{}
+	seenOrder  []string
+}
+
+// dataSource is one shared crawl and the subscribers it feeds.
+type dataSource struct {
+	key    string
+	ds     source.DataSource
+	subs   map[int64]*subscriber
+	cancel context.CancelFunc
+}
+
+// New builds a node. Run starts it.
+func New(cfg Config) (*Node, error) {
+	if cfg.HubURL == "" {
+		return nil, errors.New("node: hub URL is required")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("node: a store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: registerTimeout}
+	}
+	if cfg.OrphanAfter <= 0 {
+		cfg.OrphanAfter = DefaultOrphanAfter
+	}
+	if cfg.DetachAfter <= 0 {
+		cfg.DetachAfter = DefaultDetachAfter
+	}
+	cfg.HubURL = strings.TrimRight(cfg.HubURL, "/")
+	n := &Node{
+		cfg:         cfg,
+		id:          uuid.NewString(),
+		start:       time.Now(),
+		logger:      cfg.Logger.With("component", "spawn"),
+		kick:        make(chan struct{}, 1),
+		state:       api.NodeRegistering,
+		orphanAfter: cfg.OrphanAfter,
+		detachAfter: cfg.DetachAfter,
+		subs:        map[int64]*subscriber{},
+		sources:     map[string]*dataSource{},
+		pending:     map[int64]int{},
+	}
+	n.writer = newWriter(cfg.Store, n.logger, n.recordWritten)
+	return n, nil
+}
+
+// ID is the node id the spawn registers with; it lasts for the process.
+func (n *Node) ID() string { return n.id }
+
+// clock is the spawn's monotonic clock in milliseconds. Leases expire on it.
+func (n *Node) clock() int64 { return time.Since(n.start).Milliseconds() }
+
+// Run registers and serves assignments until ctx ends; then it stops every
+// data source and drains the store buffer within drainTimeout.
+func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
+	n.mu.Lock()
+	n.runCtx = ctx
+	n.mu.Unlock()
+
+	drainCtx, cancelDrain := context.WithCancel(context.Background())
+	defer cancelDrain()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	writerDone := make(chan struct{})
+	go func() { defer wg.Done(); defer close(writerDone); n.writer.run(ctx, drainCtx) }()
+	go func() { defer wg.Done(); n.attachLoop(ctx) }()
+	go func() { defer wg.Done(); n.watch(ctx) }()
+
+	<-ctx.Done()
+	n.mu.Lock()
+	n.dropAllLocked("shutdown")
+	n.mu.Unlock()
+	n.wg.Wait() // data sources have stopped emitting
+	select {
+	case <-writerDone:
+	case <-time.After(drainTimeout):
+		n.logger.Error("store drain timed out", "waiting", len(n.writer.in))
+		cancelDrain()
+	}
+	wg.Wait()
+	return nil
+}
+
+// attachLoop registers whenever the node is not attached.
+func (n *Node) attachLoop(ctx context.Context) {
+	delay := registerRetryMin
+	for {
+		n.mu.Lock()
+		attached := n.state == api.NodeAttached
+		n.mu.Unlock()
+		if !attached {
+			registrations.Inc()
+			if err := n.register(ctx); err != nil {
+				registrationFailures.Inc()
+				n.logger.Warn("registration failed", "hub", n.cfg.HubURL, "err", err, "retry_in", delay)
+				if !sleepJitter(ctx, delay) {
+					return
+				}
+				delay = min(delay*2, registerRetryMax)
+				continue
+			}
+			delay = registerRetryMin
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.kick:
+		}
+	}
+}
+
+func (n *Node) register(ctx context.Context) error {
+	kinds := make([]string, 0, len(n.cfg.Sources))
+	for k := range n.cfg.Sources {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: kinds, Clock: n.clock()}
+	var resp api.RegisterResponse
+	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
+	defer cancel()
+	if err := postJSON(rctx, n.cfg.HTTPClient, n.cfg.HubURL+api.PathRegister, n.cfg.NodeToken, req, &resp); err != nil {
+		return fmt.Errorf("node: unable to register with %s: %w", n.cfg.HubURL, err)
+	}
+	if resp.Epoch == "" {
+		return errors.New("node: hub answered registration without an epoch")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.state = api.NodeAttached
+	n.epoch = resp.Epoch
+	n.lastSeq = 0
+	n.lastContact = time.Now()
+	if resp.OrphanAfter > 0 {
+		n.orphanAfter = time.Duration(resp.OrphanAfter)
+	}
+	if resp.DetachAfter > 0 {
+		n.detachAfter = time.Duration(resp.DetachAfter)
+	}
+	n.logger.Info("registered", "node_id", n.id, "epoch", resp.Epoch, "url", n.cfg.AdvertiseURL)
+	return nil
+}
+
+// detachLocked drops everything and makes the attach loop register again.
+func (n *Node) detachLocked(reason string) {
+	if n.state != api.NodeAttached {
+		return
+	}
+	detaches.Inc()
+	n.logger.Warn("detached", "reason", reason, "subscribers", len(n.subs))
+	n.state = api.NodeDetached
+	n.epoch = ""
+	n.dropAllLocked(reason)
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// watch stops orphans and detaches a node the hub no longer contacts.
+func (n *Node) watch(ctx context.Context) {
+	every := n.cfg.WatchEvery
+	if every <= 0 {
+		every = n.cfg.OrphanAfter / 4
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		n.mu.Lock()
+		if n.state == api.NodeAttached && now.Sub(n.lastContact) > n.detachAfter {
+			n.detachLocked("hub silent for " + n.detachAfter.String())
+		}
+		for id, s := range n.subs {
+			if now.Sub(s.lastPolled) > n.orphanAfter {
+				orphansDropped.Inc()
+				n.logger.Warn("orphan subscriber stopped", "crawler_id", id, "unpolled_for", now.Sub(s.lastPolled).Round(time.Millisecond))
+				n.removeLocked(id)
+			}
+		}
+		n.mu.Unlock()
+	}
+}
+
+// checkHubLocked validates the epoch and sequence of a hub request. A fresh
+// request advances the sequence; a stale one is reported with ErrStale.
+func (n *Node) checkHubLocked(epoch string, seq uint64) error {
+	if n.state != api.NodeAttached {
+		return ErrNotAttached
+	}
+	if epoch != n.epoch {
+		n.detachLocked("new hub epoch " + epoch)
+		return ErrEpoch
+	}
+	n.lastContact = time.Now()
+	if seq <= n.lastSeq {
+		return ErrStale
+	}
+	n.lastSeq = seq
+	return nil
+}
+
+// Upsert applies a SubscribersRequest.
+func (n *Node) Upsert(req api.SubscribersRequest) (api.SubscribersResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.checkHubLocked(req.Epoch, req.Seq); err != nil {
+		return api.SubscribersResponse{}, err
+	}
+	resp := api.SubscribersResponse{Results: make([]api.SubscriberResult, 0, len(req.Subscribers))}
+	keep := make(map[int64]bool, len(req.Subscribers))
+	for _, spec := range req.Subscribers {
+		keep[spec.CrawlerID] = true
+		res := api.SubscriberResult{CrawlerID: spec.CrawlerID}
+		if err := n.upsertLocked(spec); err != nil {
+			res.Error = err.Error()
+		}
+		resp.Results = append(resp.Results, res)
+	}
+	if req.Exact {
+		for id := range n.subs {
+			if !keep[id] {
+				n.removeLocked(id)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// Remove applies a RemoveRequest.
+func (n *Node) Remove(req api.RemoveRequest) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.checkHubLocked(req.Epoch, req.Seq); err != nil {
+		return err
+	}
+	for _, id := range req.CrawlerIDs {
+		n.removeLocked(id)
+	}
+	return nil
+}
+
+// upsertLocked creates a subscriber, or updates one in place: a re-sent spec
+// changes nothing, and a changed spec with the same data source keys keeps
+// its data sources running.
+func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
+	kind, err := n.cfg.Sources.Lookup(spec.Source)
+	if err != nil {
+		return err
+	}
+	keys, err := kind.Keys(spec)
+	if err != nil {
+		return err
+	}
+	slices.Sort(keys)
+	now := time.Now()
+	if s, ok := n.subs[spec.CrawlerID]; ok {
+		s.lastPolled = now
+		if s.spec.Version == spec.Version && s.spec.QueryUUID == spec.QueryUUID {
+			return nil
+		}
+		if slices.Equal(s.keys, keys) {
+			s.spec = spec
+			for _, k := range keys {
+				n.sources[k].refreshLocked()
+			}
+			return nil
+		}
+		n.removeLocked(spec.CrawlerID)
+	}
+	n.instances++
+	s := &subscriber{spec: spec, instance: n.instances, keys: keys, kind: kind, lastPolled: now, seen: map[string]struct{}{}}
+	for _, k := range keys {
+		ds, ok := n.sources[k]
+		if !ok {
+			if ds, err = n.startSourceLocked(kind, k); err != nil {
+				// Undo the keys joined so far: nothing half-applied.
+				for _, done := range keys {
+					if done == k {
+						break
+					}
+					n.leaveLocked(done, spec.CrawlerID)
+				}
+				return err
+			}
+		}
+		ds.subs[spec.CrawlerID] = s
+		ds.refreshLocked()
+	}
+	n.subs[spec.CrawlerID] = s
+	n.logger.Info("subscriber started", "crawler_id", spec.CrawlerID, "query_uuid", spec.QueryUUID, "data_sources", strings.Join(keys, ","))
+	return nil
+}
+
+func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, error) {
+	impl, err := kind.New(key)
+	if err != nil {
+		return nil, err
+	}
+	if n.runCtx == nil {
+		return nil, errors.New("node: not running")
+	}
+	ctx, cancel := context.WithCancel(n.runCtx)
+	ds := &dataSource{key: key, ds: impl, subs: map[int64]*subscriber{}, cancel: cancel}
+	n.sources[key] = ds
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		impl.Run(ctx, n.emitter(ds))
+	}()
+	dataSourcesStarted.Inc()
+	n.logger.Info("data source started", "key", key)
+	return ds, nil
+}
+
+func (d *dataSource) refreshLocked() {
+	specs := make([]api.SubscriberSpec, 0, len(d.subs))
+	for _, s := range d.subs {
+		specs = append(specs, s.spec)
+	}
+	d.ds.SetSubscribers(specs)
+}
+
+// leaveLocked takes a subscriber off a data source, stopping the source when
+// it was the last one.
+func (n *Node) leaveLocked(key string, crawlerID int64) {
+	ds, ok := n.sources[key]
+	if !ok {
+		return
+	}
+	delete(ds.subs, crawlerID)
+	if len(ds.subs) == 0 {
+		ds.cancel()
+		delete(n.sources, key)
+		n.logger.Info("data source stopped", "key", key)
+		return
+	}
+	ds.refreshLocked()
+}
+
+func (n *Node) removeLocked(crawlerID int64) {
+	s, ok := n.subs[crawlerID]
+	if !ok {
+		return
+	}
+	for _, k := range s.keys {
+		n.leaveLocked(k, crawlerID)
+	}
+	delete(n.subs, crawlerID)
+	n.logger.Info("subscriber stopped", "crawler_id", crawlerID)
+}
+
+func (n *Node) dropAllLocked(reason string) {
+	for id := range n.subs {
+		n.removeLocked(id)
+	}
+	_ = reason
+}
+
+// emitter fans a data source's items out to its subscribers: each one
+// filters by its keywords, skips what it has counted before, and counts a
+// comment only against a live lease. Counted comments go to the store buffer,
+// which blocks when the store is slow.
+func (n *Node) emitter(ds *dataSource) source.Emit {
+	return func(ctx context.Context, items []source.Item) error {
+		var out []pending
+		n.mu.Lock()
+		if n.sources[ds.key] != ds {
+			n.mu.Unlock()
+			return context.Canceled
+		}
+		now := n.clock()
+		for _, it := range items {
+			for _, s := range ds.subs {
+				if p, ok := s.accept(it, now); ok {
+					n.pendingLocked(p.comment.CrawlerID, 1)
+					out = append(out, p)
+				}
+			}
+		}
+		n.mu.Unlock()
+		for _, p := range out {
+			if err := n.writer.enqueue(ctx, p); err != nil {
+				// The subscriber is gone and its data source stopped: the
+				// comment was counted against a lease but will not be
+				// stored, so give the reservation back.
+				n.unreserve(p)
+				return err
+			}
+		}
+		return ctx.Err()
+	}
+}
+
+// pendingLocked tracks comments between counting and storing, so the hub
+// knows when a crawler's usage on this node is complete.
+func (n *Node) pendingLocked(crawlerID int64, delta int) {
+	n.pending[crawlerID] += delta
+	if n.pending[crawlerID] <= 0 {
+		delete(n.pending, crawlerID)
+	}
+}
+
+// unreserve returns a reservation whose comment never reached the store.
+func (n *Node) unreserve(p pending) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s, ok := n.subs[p.comment.CrawlerID]; ok && s.instance == p.instance {
+		s.reserved--
+	}
+	n.pendingLocked(p.comment.CrawlerID, -1)
+}
+
+// accept decides whether an item becomes one of the subscriber's comments.
+func (s *subscriber) accept(it source.Item, now int64) (pending, bool) {
+	if _, dup := s.seen[it.ID]; dup {
+		return pending{}, false
+	}
+	if c := s.spec.Cursor; c != nil && !it.PublishedAt.After(c.PublishedAt) {
+		return pending{}, false
+	}
+	if len(it.Terms) > 0 && !intersects(it.Terms, s.spec.Query) {
+		return pending{}, false
+	}
+	matched, ok := matchKeywords(it, s.spec.Keywords)
+	if !ok {
+		return pending{}, false
+	}
+	if s.spec.Limited {
+		if s.reserved >= s.leaseTotal || now >= s.leaseUntil {
+			s.rejected++
+			commentsRejected.Inc()
+			return pending{}, false
+		}
+	}
+	s.reserved++
+	s.remember(it.ID)
+	s.rate.add(time.Now(), 1)
+	return pending{
+		comment: api.Comment{
+			ID:          it.ID,
+			CrawlerID:   s.spec.CrawlerID,
+			Source:      s.spec.Source,
+			Author:      it.Author,
+			Text:        it.Text,
+			URL:         it.URL,
+			PublishedAt: it.PublishedAt.UTC(),
+			FetchedAt:   it.FetchedAt.UTC(),
+			Matched:     matched,
+		},
+		userID:   s.spec.UserID,
+		instance: s.instance,
+		leaseSeq: s.leaseSeq,
+	}, true
+}
+
+func (s *subscriber) remember(id string) {
+	s.seen[id] = struct{}{}
+	s.seenOrder = append(s.seenOrder, id)
+	if len(s.seenOrder) > seenPerSubscriber {
+		drop := len(s.seenOrder) - seenPerSubscriber
+		for _, old := range s.seenOrder[:drop] {
+			delete(s.seen, old)
+		}
+		s.seenOrder = append(s.seenOrder[:0], s.seenOrder[drop:]...)
+	}
+}
+
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchKeywords reports the keywords an item mentions, and whether it passes
+// the filter (an empty filter passes everything).
+func matchKeywords(it source.Item, keywords []string) ([]string, bool) {
+	if len(keywords) == 0 {
+		return nil, true
+	}
+	text := strings.ToLower(it.Text)
+	var matched []string
+	for _, k := range keywords {
+		if containsWord(text, k) {
+			matched = append(matched, k)
+		}
+	}
+	return matched, len(matched) > 0
+}
+
+// containsWord reports whether needle occurs in text bounded by non-letters.
+func containsWord(text, needle string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], needle)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(needle)
+		if (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 0x80
+}
+
+// recordWritten turns written comments into usage increments, one per
+// (crawler, instance, lease) in the batch.
+func (n *Node) recordWritten(batch []pending) {
+	type key struct {
+		crawler  int64
+		instance uint64
+		lease    uint64
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	idx := map[key]int{}
+	for _, p := range batch {
+		c := p.comment
+		if s, ok := n.subs[c.CrawlerID]; ok {
+			s.stored++
+		}
+		k := key{c.CrawlerID, p.instance, p.leaseSeq}
+		i, ok := idx[k]
+		n.pendingLocked(c.CrawlerID, -1)
+		if !ok {
+			n.incSeq++
+			n.incs = append(n.incs, api.Increment{NodeID: n.id, Seq: n.incSeq, CrawlerID: c.CrawlerID, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq})
+			i = len(n.incs) - 1
+			idx[k] = i
+		}
+		n.incs[i].Count++
+		if c.PublishedAt.After(n.incs[i].Newest) {
+			n.incs[i].Newest = c.PublishedAt
+		}
+	}
+}
+
+// Poll answers the hub's batched status poll.
+func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if req.NodeID != "" && req.NodeID != n.id {
+		return api.PollResponse{}, fmt.Errorf("%w: poll for node %s reached node %s", ErrEpoch, req.NodeID, n.id)
+	}
+	err := n.checkHubLocked(req.Epoch, req.Seq)
+	if err != nil && !errors.Is(err, ErrStale) {
+		return api.PollResponse{}, err
+	}
+	fresh := err == nil
+	now := time.Now()
+	if fresh {
+		wanted := make(map[int64]bool, len(req.Subscribers))
+		for _, ref := range req.Subscribers {
+			wanted[ref.CrawlerID] = true
+			if s, ok := n.subs[ref.CrawlerID]; ok {
+				s.lastPolled = now
+			}
+		}
+		for id := range n.subs {
+			if !wanted[id] {
+				n.logger.Info("subscriber no longer assigned here", "crawler_id", id)
+				n.removeLocked(id)
+			}
+		}
+		for _, l := range req.Leases {
+			if s, ok := n.subs[l.CrawlerID]; ok && s.instance == l.Instance && l.Seq > s.leaseSeq {
+				s.leaseSeq, s.leaseTotal, s.leaseUntil = l.Seq, l.Total, l.ExpiresAt
+			}
+		}
+	}
+	if len(req.Acks) > 0 {
+		acked := make(map[uint64]bool, len(req.Acks))
+		for _, a := range req.Acks {
+			acked[a] = true
+		}
+		n.incs = slices.DeleteFunc(n.incs, func(i api.Increment) bool { return acked[i.Seq] })
+	}
+	clock := n.clock()
+	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health()}
+	for _, ref := range req.Subscribers {
+		s, ok := n.subs[ref.CrawlerID]
+		if !ok {
+			resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{CrawlerID: ref.CrawlerID, State: api.StateMissing})
+			continue
+		}
+		resp.Subscribers = append(resp.Subscribers, n.statusLocked(s, clock, now))
+	}
+	resp.Increments = slices.Clone(n.incs[:min(len(n.incs), maxIncrementsPerPoll)])
+	resp.DataSources = n.dataSourcesLocked()
+	if len(n.pending) > 0 {
+		resp.Pending = maps.Clone(n.pending)
+	}
+	polls.Inc()
+	return resp, nil
+}
+
+func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.SubscriberStatus {
+	st := api.SubscriberStatus{
+		CrawlerID:  s.spec.CrawlerID,
+		Version:    s.spec.Version,
+		QueryUUID:  s.spec.QueryUUID,
+		State:      api.StateRunning,
+		DataSource: strings.Join(s.keys, ","),
+		Stored:     s.stored,
+		RatePerSec: s.rate.perSecond(now),
+		Instance:   s.instance,
+		Reserved:   s.reserved,
+		LeaseSeq:   s.leaseSeq,
+		LeaseTotal: s.leaseTotal,
+	}
+	if s.spec.Limited && (s.reserved >= s.leaseTotal || clock >= s.leaseUntil) {
+		st.State = api.StateQuotaWait
+	}
+	var errs []string
+	for _, k := range s.keys {
+		if ds, ok := n.sources[k]; ok {
+			if err := ds.ds.Err(); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	if len(errs) > 0 && len(errs) == len(s.keys) {
+		st.State = api.StateFailed
+	}
+	st.Error = strings.Join(errs, "; ")
+	return st
+}
+
+func (n *Node) dataSourcesLocked() []api.DataSourceStatus {
+	out := make([]api.DataSourceStatus, 0, len(n.sources))
+	for k, ds := range n.sources {
+		st := api.DataSourceStatus{Key: k, Subscribers: len(ds.subs)}
+		if len(ds.subs) > 0 {
+			for _, s := range ds.subs {
+				st.Source = s.spec.Source
+				break
+			}
+		}
+		if err := ds.ds.Err(); err != nil {
+			st.Error = err.Error()
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b api.DataSourceStatus) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// Health is the spawn's GET /v1/health document.
+func (n *Node) Health() api.SpawnHealth {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	h := api.SpawnHealth{NodeID: n.id, State: n.state, Epoch: n.epoch, Hub: n.cfg.HubURL, Store: n.writer.health(),
+		Subscribers: []api.HealthSubscriber{}, DataSources: []api.HealthDataSource{}}
+	clock, now := n.clock(), time.Now()
+	ids := make([]int64, 0, len(n.subs))
+	for id := range n.subs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		st := n.statusLocked(n.subs[id], clock, now)
+		h.Subscribers = append(h.Subscribers, api.HealthSubscriber{CrawlerID: id, QueryUUID: st.QueryUUID, State: st.State, DataSource: st.DataSource, Stored: st.Stored, Error: st.Error})
+	}
+	for _, ds := range n.dataSourcesLocked() {
+		h.DataSources = append(h.DataSources, api.HealthDataSource{Key: ds.Key, Subscribers: ds.Subscribers, Error: ds.Error})
+	}
+	return h
+}
+
+// Recent reads a crawler's latest comments from the store.
+func (n *Node) Recent(ctx context.Context, crawlerID int64, limit int) ([]api.Comment, error) {
+	return n.cfg.Store.Recent(ctx, crawlerID, limit)
+}

@@ -1,0 +1,87 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+)
+
+// rateWindow is how far back a subscriber's comment rate looks.
+const rateWindow = 30 * time.Second
+
+// rateMeter counts events in one-second buckets over rateWindow.
+type rateMeter struct {
+	buckets [30]int64
+	stamps  [30]int64
+}
+
+func (r *rateMeter) add(now time.Time, n int64) {
+	sec := now.Unix()
+	i := sec % int64(len(r.buckets))
+	if r.stamps[i] != sec {
+		r.stamps[i], r.buckets[i] = sec, 0
+	}
+	r.buckets[i] += n
+}
+
+func (r *rateMeter) perSecond(now time.Time) float64 {
+	sec := now.Unix()
+	var sum int64
+	for i := range r.buckets {
+		if sec-r.stamps[i] < int64(len(r.buckets)) {
+			sum += r.buckets[i]
+		}
+	}
+	return float64(sum) / rateWindow.Seconds()
+}
+
+// sleepJitter waits a random time between d/2 and d, or until ctx ends. It
+// reports whether ctx is still alive.
+func sleepJitter(ctx context.Context, d time.Duration) bool {
+	wait := d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// maxResponseBytes caps what the spawn reads from the hub.
+const maxResponseBytes = 1 << 20
+
+func postJSON(ctx context.Context, c *http.Client, url, token string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("node: encode request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("node: build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return httpx.ErrorFromResponse(resp)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
+		return fmt.Errorf("node: decode answer: %w", err)
+	}
+	return nil
+}

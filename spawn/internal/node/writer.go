@@ -1,0 +1,162 @@
+package node
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+)
+
+// Writer tuning. The buffer bounds memory and is what pushes back on the data
+// sources when the store is slow.
+const (
+	writerBuffer     = 4096                   // comments waiting for the store
+	writerBatch      = 512                    // comments per store call at most
+	writerLinger     = 20 * time.Millisecond  // wait for more before a partial batch
+	writeRetryMin    = 100 * time.Millisecond // first retry after a failed write
+	writeRetryMax    = 5 * time.Second        // retries back off up to this
+	writeCallTimeout = 30 * time.Second       // one store call at most
+)
+
+// pending is a comment counted against its subscriber, on its way to the
+// store.
+type pending struct {
+	comment  api.Comment
+	userID   int64
+	instance uint64
+	leaseSeq uint64
+}
+
+// writer moves counted comments into the store, retrying each batch until it
+// is written, and reports what was written so it becomes usage.
+type writer struct {
+	store   store.Store
+	logger  *slog.Logger
+	in      chan pending
+	written func([]pending)
+
+	mu       sync.Mutex
+	degraded bool
+	lastErr  error
+}
+
+func newWriter(st store.Store, logger *slog.Logger, written func([]pending)) *writer {
+	return &writer{store: st, logger: logger, in: make(chan pending, writerBuffer), written: written}
+}
+
+// enqueue blocks while the buffer is full: this is the backpressure a slow
+// store puts on the data sources.
+func (w *writer) enqueue(ctx context.Context, p pending) error {
+	select {
+	case w.in <- p:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// health reports "ok" or "degraded" (the last write failed and is being
+// retried).
+func (w *writer) health() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.degraded {
+		return "degraded"
+	}
+	return "ok"
+}
+
+// run writes batches until ctx ends and the buffer is drained. Draining keeps
+// its promise: a counted comment is retried until written or until drainCtx
+// gives up at shutdown.
+func (w *writer) run(ctx, drainCtx context.Context) {
+	batch := make([]pending, 0, writerBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case p := <-w.in:
+			batch = append(batch, p)
+		case <-ctx.Done():
+			w.drain(drainCtx)
+			return
+		}
+		timer := time.NewTimer(writerLinger)
+	fill:
+		for len(batch) < writerBatch {
+			select {
+			case p := <-w.in:
+				batch = append(batch, p)
+			case <-timer.C:
+				break fill
+			}
+		}
+		timer.Stop()
+		w.write(drainCtx, batch)
+	}
+}
+
+func (w *writer) drain(ctx context.Context) {
+	for {
+		batch := make([]pending, 0, writerBatch)
+	fill:
+		for len(batch) < writerBatch {
+			select {
+			case p := <-w.in:
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
+		if len(batch) == 0 {
+			return
+		}
+		if !w.write(ctx, batch) {
+			w.logger.Error("store unreachable at shutdown, comments not written", "count", len(batch)+len(w.in))
+			return
+		}
+	}
+}
+
+// write stores one batch, retrying with backoff until it succeeds or ctx
+// ends. It reports whether the batch was written.
+func (w *writer) write(ctx context.Context, batch []pending) bool {
+	comments := make([]api.Comment, len(batch))
+	for i, p := range batch {
+		comments[i] = p.comment
+	}
+	delay := writeRetryMin
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, writeCallTimeout)
+		err := w.store.Write(cctx, comments)
+		cancel()
+		if err == nil {
+			w.mu.Lock()
+			if w.degraded {
+				w.logger.Info("store recovered", "attempts", attempt+1)
+			}
+			w.degraded, w.lastErr = false, nil
+			w.mu.Unlock()
+			storeWrites.Add(float64(len(batch)))
+			w.written(batch)
+			return true
+		}
+		storeWriteErrors.Inc()
+		w.mu.Lock()
+		if !w.degraded {
+			w.logger.Warn("store write failed, retrying", "count", len(batch), "err", err)
+		}
+		w.degraded, w.lastErr = true, err
+		w.mu.Unlock()
+		jitter := time.Duration(rand.Int64N(int64(delay) / 2))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay + jitter):
+		}
+		delay = min(delay*2, writeRetryMax)
+	}
+}
