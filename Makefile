@@ -1,0 +1,45 @@
+# Black Widow — build, test and demo.
+GO       ?= go
+BIN      := bin
+PKGS     := ./...
+# Fuzz targets run for a bounded time inside `make test`.
+FUZZTIME ?= 10s
+
+.PHONY: all build test unit vet fmt-check services services-down demo bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./hub ./spawn ./cmd/bwctl ./cmd/feedserver
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Starts PostgreSQL and Cassandra (installing them on first use), then runs
+# every test against them with the race detector.
+test: build fmt-check vet
+	scripts/services.sh up
+	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_BIN_DIR=$(CURDIR)/$(BIN) \
+		$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# Tests that need no external server.
+unit:
+	$(GO) test -race -count=1 -short $(PKGS)
+
+services:
+	@scripts/services.sh up
+
+services-down:
+	@scripts/services.sh down
+
+demo: build
+	scripts/demo.sh
+
+bench:
+	scripts/bench.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,275 @@
+// Package e2e starts real hubs and spawns on loopback ports in one test
+// process (and, in binaries_test.go, as separate processes) against a local
+// feed server, and checks the system's promises end to end.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
+	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
+	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
+)
+
+// Test timings: the defaults scaled down twentyfold, so every recovery the
+// tests wait for takes well under a second or two.
+const (
+	pollInterval = 100 * time.Millisecond
+	orphanAfter  = 500 * time.Millisecond
+	detachAfter  = 750 * time.Millisecond
+	feedInterval = 50 * time.Millisecond
+	waitTimeout  = 20 * time.Second
+)
+
+const (
+	nodeToken  = "test-node-token"
+	adminToken = "test-admin-token"
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// testLogger writes to the test log only when the test fails or -v is set.
+func testLogger(t *testing.T, name string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t, name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct {
+	t    *testing.T
+	name string
+}
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	defer func() { _ = recover() }() // a log line after the test ended
+	w.t.Logf("%s: %s", w.name, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// cluster is a hub, its spawns, a feed server and an admin client.
+type cluster struct {
+	t        *testing.T
+	ctx      context.Context
+	hubCfg   hubapp.Settings
+	hub      *hubapp.Hub
+	spawns   []*spawnapp.Spawn
+	feeds    *feedserver.Server
+	feedBase string
+	storeDir string
+	client   *api.Client
+}
+
+type clusterOpts struct {
+	spawns  int
+	routing string
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func newCluster(t *testing.T, o clusterOpts) *cluster {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	feeds := feedserver.New(feedserver.Options{})
+	fs := httptest.NewServer(feeds.Handler())
+	t.Cleanup(fs.Close)
+
+	c := &cluster{t: t, ctx: ctx, feeds: feeds, feedBase: fs.URL, storeDir: filepath.Join(dir, "data")}
+	c.hubCfg = hubapp.DefaultSettings()
+	c.hubCfg.Listen = freeAddr(t)
+	c.hubCfg.DB = "sqlite://" + filepath.Join(dir, "hub.db")
+	c.hubCfg.PollInterval = pollInterval
+	c.hubCfg.OrphanAfter = orphanAfter
+	c.hubCfg.DetachAfter = detachAfter
+	c.hubCfg.NodeToken = nodeToken
+	c.hubCfg.AdminToken = adminToken
+	if o.routing != "" {
+		c.hubCfg.Routing = o.routing
+	}
+	c.startHub()
+	c.client = api.NewClient(c.hub.URL(), adminToken, nil)
+	for range o.spawns {
+		c.addSpawn()
+	}
+	c.waitNodes(o.spawns)
+	return c
+}
+
+func (c *cluster) startHub() {
+	c.t.Helper()
+	h, err := hubapp.Start(c.ctx, c.hubCfg, testLogger(c.t, "hub"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.hub = h
+	c.t.Cleanup(func() { _ = h.Stop() })
+}
+
+func (c *cluster) addSpawn() *spawnapp.Spawn {
+	c.t.Helper()
+	cfg := spawnapp.DefaultSettings()
+	cfg.Hub = "http://" + c.hubCfg.Listen
+	cfg.Store = "file://" + c.storeDir
+	cfg.AllowTargets = []string{"127.0.0.0/8"}
+	cfg.FeedInterval = feedInterval
+	cfg.OrphanAfter = orphanAfter
+	cfg.DetachAfter = detachAfter
+	cfg.NodeToken = nodeToken
+	s, err := spawnapp.Start(c.ctx, cfg, testLogger(c.t, fmt.Sprintf("spawn%d", len(c.spawns)+1)))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.spawns = append(c.spawns, s)
+	c.t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+func (c *cluster) waitNodes(n int) {
+	c.t.Helper()
+	waitFor(c.t, fmt.Sprintf("%d nodes registered", n), func() bool {
+		nodes, err := c.client.ListNodes(c.ctx)
+		return err == nil && len(nodes) == n
+	})
+}
+
+func (c *cluster) feedURL(name string) string { return c.feedBase + "/feeds/" + name + ".xml" }
+
+func (c *cluster) user(limit int64) api.User {
+	c.t.Helper()
+	u, err := c.client.CreateUser(c.ctx, api.UserCreate{Name: "customer", CommentLimit: limit})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return u
+}
+
+func (c *cluster) rssCrawler(userID int64, feeds []string, keywords []string, limit int64) api.Crawler {
+	c.t.Helper()
+	cr, err := c.client.CreateCrawler(c.ctx, api.CrawlerCreate{UserID: userID, Source: api.SourceRSS, Query: feeds, Keywords: keywords, CommentLimit: limit})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cr
+}
+
+func (c *cluster) crawler(id int64) api.Crawler {
+	c.t.Helper()
+	cr, err := c.client.GetCrawler(c.ctx, id)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cr
+}
+
+// spawnHealth reads a spawn's GET /v1/health over HTTP, as an operator would.
+func spawnHealth(t *testing.T, s *spawnapp.Spawn) (api.SpawnHealth, bool) {
+	t.Helper()
+	resp, err := http.Get(s.URL() + api.PathHealth)
+	if err != nil {
+		return api.SpawnHealth{}, false
+	}
+	defer resp.Body.Close()
+	var h api.SpawnHealth
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&h) != nil {
+		return api.SpawnHealth{}, false
+	}
+	return h, true
+}
+
+// runningOn maps each crawler id to the spawns (by node id) whose health
+// lists it as a subscriber.
+func (c *cluster) runningOn(spawns ...*spawnapp.Spawn) map[int64][]string {
+	if len(spawns) == 0 {
+		spawns = c.spawns
+	}
+	out := map[int64][]string{}
+	for _, s := range spawns {
+		h, ok := spawnHealth(c.t, s)
+		if !ok {
+			continue
+		}
+		for _, sub := range h.Subscribers {
+			out[sub.CrawlerID] = append(out[sub.CrawlerID], h.NodeID)
+		}
+	}
+	return out
+}
+
+// storedComments reads every comment line the file store holds for a crawler.
+func (c *cluster) storedComments(crawlerID int64) []api.Comment {
+	c.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(c.storeDir, fmt.Sprint(crawlerID), "*.jsonl"))
+	var out []api.Comment
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var cm api.Comment
+			if err := json.Unmarshal(sc.Bytes(), &cm); err != nil {
+				c.t.Fatalf("%s: bad line %q: %v", f, sc.Text(), err)
+			}
+			out = append(out, cm)
+		}
+		fh.Close()
+	}
+	return out
+}
+
+// adminDo sends a raw admin request, for the bad-input tests.
+func (c *cluster) adminDo(method, path, token, body string) (int, string) {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(c.ctx, method, c.hub.URL()+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

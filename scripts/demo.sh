@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs the whole system on one machine: a local feed server that publishes
+# new items continuously, a hub and three spawns, a few crawlers (two of them
+# on the same feed, so they share one data source), and a progress view
+# until Ctrl-C. Nothing is left running afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=${BIN:-bin}
+RUN=${BW_DEMO_DIR:-demo-run}
+HUB_ADDR=${BW_DEMO_HUB:-127.0.0.1:8700}
+FEED_ADDR=${BW_DEMO_FEEDS:-127.0.0.1:8780}
+REFRESH=${BW_DEMO_REFRESH:-3}
+
+for b in hub spawn bwctl feedserver; do
+	[ -x "$BIN/$b" ] || { echo "demo: $BIN/$b missing; run 'make build' first" >&2; exit 1; }
+done
+
+rm -rf "$RUN"
+mkdir -p "$RUN/logs"
+pids=()
+cleanup() {
+	trap - INT TERM EXIT
+	echo
+	echo "demo: stopping..."
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	echo "demo: stopped. Logs and data are in $RUN/."
+}
+trap cleanup INT TERM EXIT
+
+export BW_NODE_TOKEN=${BW_NODE_TOKEN:-demo-node-token}
+export BW_ADMIN_TOKEN=${BW_ADMIN_TOKEN:-demo-admin-token}
+export BW_HUB_URL="http://$HUB_ADDR"
+
+"$BIN/feedserver" --listen "$FEED_ADDR" --feeds news,tech,sport --every 1s >"$RUN/logs/feedserver.log" 2>&1 &
+pids+=($!)
+"$BIN/hub" --listen "$HUB_ADDR" --db "sqlite://$RUN/blackwidow.db" --poll-interval 1s >"$RUN/logs/hub.log" 2>&1 &
+pids+=($!)
+
+wait_http() {
+	local url=$1 deadline=$((SECONDS + 20))
+	until curl -fsS -o /dev/null "$url" 2>/dev/null; do
+		if ((SECONDS > deadline)); then echo "demo: $url did not come up; see $RUN/logs" >&2; exit 1; fi
+		sleep 0.2
+	done
+}
+wait_http "http://$FEED_ADDR/healthz"
+wait_http "http://$HUB_ADDR/healthz"
+
+for i in 1 2 3; do
+	"$BIN/spawn" --hub "http://$HUB_ADDR" --store "file://$RUN/data" --allow-targets 127.0.0.0/8 \
+		--feed-interval 2s >"$RUN/logs/spawn$i.log" 2>&1 &
+	pids+=($!)
+done
+
+bw() { "$BIN/bwctl" "$@"; }
+bw user add demo-customer --limit 5000 >/dev/null
+feeds="http://$FEED_ADDR/feeds"
+bw crawler add --user 1 --source rss --query "$feeds/news.xml" --keywords golang,cassandra >/dev/null
+bw crawler add --user 1 --source rss --query "$feeds/news.xml" --keywords weather >/dev/null
+bw crawler add --user 1 --source rss --query "$feeds/tech.xml" >/dev/null
+bw crawler add --user 1 --source rss --query "$feeds/sport.xml,$feeds/tech.xml" --limit 40 >/dev/null
+
+while true; do
+	clear 2>/dev/null || printf '\n\n'
+	echo "Black Widow demo — hub $BW_HUB_URL, feeds at http://$FEED_ADDR/feeds/{news,tech,sport}.xml"
+	echo "Crawlers 1 and 2 read the same feed: they run on one spawn and share one fetch."
+	echo "Crawler 4 stops at its limit of 40 comments. Ctrl-C stops everything."
+	echo
+	bw crawler list || true
+	echo
+	bw node list || true
+	echo
+	echo "Comments on disk: $(cat "$RUN"/data/*/*.jsonl 2>/dev/null | wc -l) lines under $RUN/data/"
+	sleep "$REFRESH"
+done
