@@ -4,7 +4,7 @@
 package e2e
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -240,16 +240,27 @@ func (c *cluster) storedComments(crawlerID int64) []api.Comment {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
+		b, err := io.ReadAll(fh)
+		fh.Close()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		// A line still being appended has no newline yet: skip it.
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			b = b[:i+1]
+		} else {
+			b = nil
+		}
+		for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
 			var cm api.Comment
-			if err := json.Unmarshal(sc.Bytes(), &cm); err != nil {
-				c.t.Fatalf("%s: bad line %q: %v", f, sc.Text(), err)
+			if err := json.Unmarshal(line, &cm); err != nil {
+				c.t.Fatalf("%s: bad line %q: %v", f, line, err)
 			}
 			out = append(out, cm)
 		}
-		fh.Close()
 	}
 	return out
 }

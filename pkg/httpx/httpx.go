@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -149,24 +148,6 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return nil
 }
 
-// ErrorFromResponse reads an api.Error body from a non-2xx response.
-func ErrorFromResponse(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var e api.Error
-	if json.Unmarshal(b, &e) == nil && e.Error != "" {
-		return &StatusError{Code: resp.StatusCode, Message: e.Error}
-	}
-	msg := strings.TrimSpace(string(b))
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
-	}
-	return &StatusError{Code: resp.StatusCode, Message: msg}
-}
-
-// StatusError is a non-2xx answer from one of the servers.
-type StatusError struct {
-	Code    int
-	Message string
-}
-
-func (e *StatusError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+// ErrorFromResponse reads an api.Error body from a non-2xx response into an
+// *api.StatusError.
+func ErrorFromResponse(resp *http.Response) error { return api.ErrorFromResponse(resp) }

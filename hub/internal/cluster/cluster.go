@@ -184,8 +184,13 @@ func (h *Hub) Run(ctx context.Context) error {
 // hard one wins over soft ones.
 func (h *Hub) RequestReload(hard bool) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.requestReloadLocked(hard)
+}
+
+// requestReloadLocked is RequestReload for a caller holding h.mu.
+func (h *Hub) requestReloadLocked(hard bool) {
 	h.hardWant = h.hardWant || hard
-	h.mu.Unlock()
 	select {
 	case h.wake <- struct{}{}:
 	default:

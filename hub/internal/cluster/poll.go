@@ -163,7 +163,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 		}
 	}
 	if resend {
-		h.RequestReload(false)
+		h.requestReloadLocked(false)
 	}
 }
 
@@ -178,7 +178,7 @@ func (h *Hub) pollFailed(n *node, err error) {
 	h.logger.Warn("node poll failed", "node_id", n.id, "failures", n.failures, "err", err)
 	if n.failures >= h.cfg.NodeFailures {
 		h.removeNodeLocked(n, fmt.Sprintf("%d polls failed, last: %v", n.failures, err))
-		h.RequestReload(true)
+		h.requestReloadLocked(true)
 	}
 }
 

@@ -1,0 +1,258 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Response limits of the client.
+const (
+	// MaxResponseBytes caps a response body the client reads, so a
+	// misbehaving server cannot exhaust the caller's memory.
+	MaxResponseBytes = 32 << 20
+	// maxErrorBytes caps the body of an error answer.
+	maxErrorBytes = 64 << 10
+)
+
+// StatusError is a non-2xx answer of a Black Widow server: the HTTP status
+// and the server's message (the "error" field of its Error body).
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+
+// Client calls the hub's admin API. It is what bwctl uses; it is safe for
+// concurrent use. Deadlines come from the context of each call.
+type Client struct {
+	baseURL string
+	token   string
+	http    *http.Client
+}
+
+// NewClient returns a client of the hub at baseURL (e.g.
+// "http://127.0.0.1:8700") that sends token as "Authorization: Bearer
+// <token>" (none when empty). A nil httpClient means http.DefaultClient.
+func NewClient(baseURL, token string, httpClient *http.Client) *Client {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: httpClient}
+}
+
+// BaseURL is the hub URL the client talks to.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// CreateUser adds a user (POST /v1/users).
+func (c *Client) CreateUser(ctx context.Context, in UserCreate) (User, error) {
+	var out User
+	err := c.do(ctx, http.MethodPost, PathUsers, nil, in, &out)
+	return out, err
+}
+
+// ListUsers lists every user (GET /v1/users).
+func (c *Client) ListUsers(ctx context.Context) ([]User, error) {
+	var out []User
+	if err := c.do(ctx, http.MethodGet, PathUsers, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return orEmpty(out), nil
+}
+
+// GetUser reads one user (GET /v1/users/{id}).
+func (c *Client) GetUser(ctx context.Context, id int64) (User, error) {
+	var out User
+	err := c.do(ctx, http.MethodGet, idPath(PathUsers, id), nil, nil, &out)
+	return out, err
+}
+
+// UpdateUser changes a user (PATCH /v1/users/{id}).
+func (c *Client) UpdateUser(ctx context.Context, id int64, in UserUpdate) (User, error) {
+	var out User
+	err := c.do(ctx, http.MethodPatch, idPath(PathUsers, id), nil, in, &out)
+	return out, err
+}
+
+// CreateCrawler adds a crawler (POST /v1/crawlers).
+func (c *Client) CreateCrawler(ctx context.Context, in CrawlerCreate) (Crawler, error) {
+	var out Crawler
+	err := c.do(ctx, http.MethodPost, PathCrawlers, nil, in, &out)
+	return out, err
+}
+
+// ListCrawlers lists every crawler with its live state (GET /v1/crawlers).
+func (c *Client) ListCrawlers(ctx context.Context) ([]Crawler, error) {
+	var out []Crawler
+	if err := c.do(ctx, http.MethodGet, PathCrawlers, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return orEmpty(out), nil
+}
+
+// GetCrawler reads one crawler with its live state (GET /v1/crawlers/{id}).
+func (c *Client) GetCrawler(ctx context.Context, id int64) (Crawler, error) {
+	var out Crawler
+	err := c.do(ctx, http.MethodGet, idPath(PathCrawlers, id), nil, nil, &out)
+	return out, err
+}
+
+// UpdateCrawler changes a crawler (PATCH /v1/crawlers/{id}). Fields left nil
+// keep their value. A non-nil empty Keywords clears the keyword filter: the
+// body is written so that it survives CrawlerUpdate's omitempty.
+func (c *Client) UpdateCrawler(ctx context.Context, id int64, in CrawlerUpdate) (Crawler, error) {
+	body := map[string]any{}
+	if in.Query != nil {
+		body["query"] = in.Query
+	}
+	if in.Keywords != nil {
+		body["keywords"] = in.Keywords
+	}
+	if in.CommentLimit != nil {
+		body["comment_limit"] = *in.CommentLimit
+	}
+	if in.Enabled != nil {
+		body["enabled"] = *in.Enabled
+	}
+	var out Crawler
+	err := c.do(ctx, http.MethodPatch, idPath(PathCrawlers, id), nil, body, &out)
+	return out, err
+}
+
+// DeleteCrawler removes a crawler (DELETE /v1/crawlers/{id}).
+func (c *Client) DeleteCrawler(ctx context.Context, id int64) error {
+	return c.do(ctx, http.MethodDelete, idPath(PathCrawlers, id), nil, nil, nil)
+}
+
+// ListNodes lists the live spawn nodes (GET /v1/nodes).
+func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
+	var out []Node
+	if err := c.do(ctx, http.MethodGet, PathNodes, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return orEmpty(out), nil
+}
+
+// Reload asks the hub for a "hard" or "soft" reload (POST /v1/reload).
+func (c *Client) Reload(ctx context.Context, kind string) (ReloadResponse, error) {
+	var out ReloadResponse
+	err := c.do(ctx, http.MethodPost, PathReload, nil, ReloadRequest{Kind: kind}, &out)
+	return out, err
+}
+
+// RecentComments reads a crawler's latest n comments, newest first (GET
+// /v1/crawlers/{id}/comments?n=N). n <= 0 leaves the count to the hub.
+func (c *Client) RecentComments(ctx context.Context, crawlerID int64, n int) ([]Comment, error) {
+	var q url.Values
+	if n > 0 {
+		q = url.Values{"n": {strconv.Itoa(n)}}
+	}
+	var out []Comment
+	path := strings.Replace(PathComments, "{id}", strconv.FormatInt(crawlerID, 10), 1)
+	if err := c.do(ctx, http.MethodGet, path, q, nil, &out); err != nil {
+		return nil, err
+	}
+	return orEmpty(out), nil
+}
+
+// Health reads the hub's health document (GET /v1/health).
+func (c *Client) Health(ctx context.Context) (HubHealth, error) {
+	var out HubHealth
+	err := c.do(ctx, http.MethodGet, PathHealth, nil, nil, &out)
+	return out, err
+}
+
+func idPath(base string, id int64) string { return base + "/" + strconv.FormatInt(id, 10) }
+
+// orEmpty turns a missing list (JSON null) into an empty one.
+func orEmpty[T any](out []T) []T {
+	if out == nil {
+		return []T{}
+	}
+	return out
+}
+
+// do sends one request and decodes a 2xx answer into out (when not nil). A
+// non-2xx answer becomes a *StatusError; transport failures are returned
+// wrapped, so errors.Is and errors.As see the net and context errors.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	u, err := url.Parse(c.baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("api: hub URL %q must look like http://host:port", c.baseURL)
+	}
+	target := c.baseURL + path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("api: unable to encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return fmt.Errorf("api: unable to build %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("api: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return ErrorFromResponse(resp)
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBytes))
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return fmt.Errorf("api: unable to read the answer to %s %s: %w", method, path, err)
+	}
+	if len(b) > MaxResponseBytes {
+		return fmt.Errorf("api: answer to %s %s is larger than %d bytes", method, path, MaxResponseBytes)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("api: unable to decode the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// ErrorFromResponse reads an Error body (or, from something that is not a
+// Black Widow server, plain text) from a non-2xx answer.
+func ErrorFromResponse(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+	var e Error
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		return &StatusError{Code: resp.StatusCode, Message: e.Error}
+	}
+	msg := strings.TrimSpace(string(b))
+	if msg == "" || strings.HasPrefix(msg, "<") {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return &StatusError{Code: resp.StatusCode, Message: msg}
+}
+
+// IsNotFound reports whether err is a 404 answer.
+func IsNotFound(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == http.StatusNotFound
+}

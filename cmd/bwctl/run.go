@@ -1,0 +1,360 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// Defaults of the global flags.
+const (
+	defaultHubURL = "http://127.0.0.1:8700"
+	// defaultTimeout bounds one bwctl invocation: every command is one or
+	// two quick admin calls.
+	defaultTimeout = 10 * time.Second
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the hub refused or could not be reached
+	exitUsage = 2 // the command line is wrong
+)
+
+// Environment variables bwctl reads.
+const (
+	envHubURL     = "BW_HUB_URL"
+	envToken      = "BW_ADMIN_TOKEN"
+	envTokenFile  = "BW_ADMIN_TOKEN_FILE"
+	envTimeout    = "BW_TIMEOUT"
+	envConfig     = "BW_CONFIG"
+	maxTokenBytes = 4 << 10
+	// maxConfigBytes caps a --config file.
+	maxConfigBytes = 1 << 20
+)
+
+// usageError is a mistake on the command line (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// flagSpecs lists every flag bwctl knows and whether it takes a value. A
+// flag means the same in every command, so the command line is parsed in one
+// pass, flags anywhere, before the command is known.
+var flagSpecs = map[string]bool{
+	// global
+	"hub": true, "token": true, "timeout": true, "json": false, "help": false, "h": false, "config": true,
+	// per command
+	"limit": true, "user": true, "source": true, "query": true, "keywords": true,
+	"disabled": false, "n": true, "hard": false, "soft": false,
+}
+
+// globalFlags are accepted by every command.
+var globalFlags = []string{"hub", "token", "timeout", "json", "help", "h", "config"}
+
+// line is a parsed command line: positional words and flags.
+type line struct {
+	words []string
+	flags map[string]string // name → value; "true"/"false" for switches
+}
+
+func (l line) has(name string) bool { _, ok := l.flags[name]; return ok }
+
+func (l line) on(name string) bool { return l.flags[name] == "true" }
+
+var negativeNumber = regexp.MustCompile(`^-[0-9]+$`)
+
+// parseLine splits args into words and flags. Flags may come anywhere, as
+// -name or --name, with their value as the next argument or after "=". "--"
+// ends the flags. A negative number is a word, not a flag.
+func parseLine(args []string) (line, error) {
+	l := line{flags: map[string]string{}}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			l.words = append(l.words, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' || negativeNumber.MatchString(a) {
+			l.words = append(l.words, a)
+			continue
+		}
+		name := strings.TrimPrefix(a[1:], "-")
+		name, val, hasVal := strings.Cut(name, "=")
+		takesValue, known := flagSpecs[name]
+		if !known {
+			return line{}, usagef("unknown flag %s (run 'bwctl help')", quote(a))
+		}
+		switch {
+		case takesValue && !hasVal:
+			if i+1 >= len(args) {
+				return line{}, usagef("flag --%s needs a value", name)
+			}
+			i++
+			val = args[i]
+		case !takesValue && hasVal:
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				return line{}, usagef("flag --%s is a switch: give it alone or as --%s=true|false", name, name)
+			}
+			val = strconv.FormatBool(b)
+		case !takesValue:
+			val = "true"
+		}
+		l.flags[name] = val
+	}
+	return l, nil
+}
+
+// cli is one bwctl invocation.
+type cli struct {
+	ctx     context.Context
+	out     io.Writer
+	client  *api.Client
+	hubURL  string
+	token   string
+	timeout time.Duration
+	json    bool
+}
+
+// run executes one bwctl command line and returns the exit code. It writes
+// results to stdout and, on failure, one line "bwctl: <reason>" to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) (code int) {
+	defer func() {
+		// No input may crash bwctl; a bug still ends with one line.
+		if v := recover(); v != nil {
+			fmt.Fprintf(stderr, "bwctl: internal error: %v\n", v)
+			code = exitFail
+		}
+	}()
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	c, cmd, words, l, err := setup(ctx, args, stdout, env)
+	if err == nil && cmd == nil {
+		printUsage(stdout)
+		return exitOK
+	}
+	if err == nil {
+		var cancel context.CancelFunc
+		c.ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		err = cmd.run(c, words, l)
+	}
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "bwctl: %s\n", oneLine(ue.msg))
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "bwctl: %s\n", oneLine(describe(err, c)))
+	return exitFail
+}
+
+// setup parses the command line and the environment. A nil command with a
+// nil error means help was asked for.
+func setup(ctx context.Context, args []string, stdout io.Writer, env func(string) string) (*cli, *command, []string, line, error) {
+	l, err := parseLine(args)
+	if err != nil {
+		return nil, nil, nil, line{}, err
+	}
+	if l.on("help") || l.on("h") || (len(l.words) > 0 && l.words[0] == "help") {
+		return nil, nil, nil, l, nil
+	}
+	if len(l.words) == 0 {
+		return nil, nil, nil, l, usagef("no command given (run 'bwctl help')")
+	}
+	cmd, rest, err := lookup(l.words)
+	if err != nil {
+		return nil, nil, nil, l, err
+	}
+	for name := range l.flags {
+		if !slices.Contains(globalFlags, name) && !slices.Contains(cmd.flags, name) {
+			return nil, nil, nil, l, usagef("%s does not take --%s (usage: bwctl %s)", cmd.name(), name, cmd.synopsis())
+		}
+	}
+	if len(rest) != len(cmd.args) {
+		return nil, nil, nil, l, usagef("usage: bwctl %s", cmd.synopsis())
+	}
+	// Settings: flags, then the environment, then the --config file, then
+	// the defaults.
+	var file fileSettings
+	if path := first(l.flags["config"], env(envConfig)); path != "" {
+		if file, err = loadConfig(path); err != nil {
+			return nil, nil, nil, l, err
+		}
+	}
+	c := &cli{ctx: ctx, out: stdout, json: l.on("json") || (!l.has("json") && file.JSON), timeout: defaultTimeout}
+	if c.hubURL, err = hubURL(first(l.flags["hub"], env(envHubURL), file.Hub, defaultHubURL)); err != nil {
+		return nil, nil, nil, l, err
+	}
+	if c.token, err = adminToken(l, env); err != nil {
+		return nil, nil, nil, l, err
+	}
+	if c.token == "" {
+		c.token = file.Token
+	}
+	if s := first(l.flags["timeout"], env(envTimeout), file.Timeout); s != "" {
+		if c.timeout, err = parseTimeout(s); err != nil {
+			return nil, nil, nil, l, err
+		}
+	}
+	c.client = api.NewClient(c.hubURL, c.token, &http.Client{})
+	return c, cmd, rest, l, nil
+}
+
+// fileSettings are the keys a --config YAML file may set (flag names).
+type fileSettings struct {
+	Hub     string `yaml:"hub"`
+	Token   string `yaml:"token"`
+	Timeout string `yaml:"timeout"`
+	JSON    bool   `yaml:"json"`
+}
+
+// loadConfig reads a --config file; an unknown key is an error, so a typo
+// never passes silently.
+func loadConfig(path string) (fileSettings, error) {
+	var fs fileSettings
+	f, err := os.Open(path)
+	if err != nil {
+		return fs, fmt.Errorf("unable to read the config file: %w", err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(io.LimitReader(f, maxConfigBytes))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fs); err != nil && !errors.Is(err, io.EOF) {
+		return fs, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return fs, nil
+}
+
+// first returns the first non-empty string.
+func first(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// hubURL checks --hub; a bare host:port means http.
+func hubURL(s string) (string, error) {
+	raw := s
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", usagef("hub URL %s must look like http://host:port", quote(raw))
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// adminToken reads --token, BW_ADMIN_TOKEN or the file BW_ADMIN_TOKEN_FILE.
+func adminToken(l line, env func(string) string) (string, error) {
+	if t := first(l.flags["token"], env(envToken)); t != "" {
+		return t, nil
+	}
+	path := env(envTokenFile)
+	if path == "" {
+		return "", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("unable to read %s: %w", envTokenFile, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenBytes))
+	if err != nil {
+		return "", fmt.Errorf("unable to read %s: %w", envTokenFile, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// parseTimeout reads a Go duration ("10s", "1m") or a number of seconds.
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		n, nerr := strconv.ParseFloat(s, 64)
+		if nerr != nil {
+			return 0, usagef("--timeout %s is not a duration like 10s", quote(s))
+		}
+		d = time.Duration(n * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, usagef("--timeout must be positive, got %s", quote(s))
+	}
+	return d, nil
+}
+
+// displayURL hides a password in a URL shown to the operator.
+func displayURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// describe turns an error into the reason bwctl prints.
+func describe(err error, c *cli) string {
+	hub := defaultHubURL
+	var timeout time.Duration
+	if c != nil {
+		hub, timeout = displayURL(c.hubURL), c.timeout
+	}
+	var (
+		se     *api.StatusError
+		dnsErr *net.DNSError
+		opErr  *net.OpError
+		urlErr *url.Error
+	)
+	switch {
+	case errors.As(err, &se):
+		reason := fmt.Sprintf("%s (%d)", se.Message, se.Code)
+		if se.Code == http.StatusUnauthorized {
+			if c == nil || c.token == "" {
+				reason += ": no admin token given, set BW_ADMIN_TOKEN or --token"
+			} else {
+				reason += ": the hub refused the admin token"
+			}
+		}
+		return reason
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("hub at %s did not answer within %s", hub, timeout)
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("hub unreachable at %s: connection refused", hub)
+	case errors.As(err, &dnsErr):
+		return fmt.Sprintf("hub unreachable at %s: unknown host %s", hub, dnsErr.Name)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fmt.Sprintf("hub unreachable at %s: %v", hub, opErr.Err)
+	case errors.As(err, &urlErr):
+		return fmt.Sprintf("request to the hub at %s failed: %v", hub, urlErr.Err)
+	default:
+		return err.Error()
+	}
+}

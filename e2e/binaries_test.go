@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
+)
+
+// binDir returns a directory with hub, spawn and bwctl: BW_BIN_DIR when set
+// (make test builds them first), else a fresh build.
+func binDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("BW_BIN_DIR"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "bwctl")); err == nil {
+			return d
+		}
+	}
+	if testing.Short() {
+		t.Skip("builds the binaries; skipped with -short")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+"/", "../hub", "../spawn", "../cmd/bwctl")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// proc is a started binary whose output is kept for the test log.
+type proc struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func startProc(t *testing.T, env []string, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(name, args...)}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(name), p.output())
+		}
+	})
+	return p
+}
+
+// TestBinaries_EndToEnd runs the real hub, two spawns and bwctl as separate
+// processes, kills a spawn with SIGKILL and checks its crawler moves.
+func TestBinaries_EndToEnd(t *testing.T) {
+	bin := binDir(t)
+	dir := t.TempDir()
+	feeds := feedserver.New(feedserver.Options{})
+	fs := httptest.NewServer(feeds.Handler())
+	t.Cleanup(fs.Close)
+
+	hubAddr := freeAddr(t)
+	env := []string{"BW_NODE_TOKEN=bin-node", "BW_ADMIN_TOKEN=bin-admin", "BW_HUB_URL=http://" + hubAddr}
+	startProc(t, env, filepath.Join(bin, "hub"), "--listen", hubAddr, "--db", "sqlite://"+filepath.Join(dir, "hub.db"),
+		"--poll-interval", "200ms", "--orphan-after", "1s", "--detach-after", "1500ms")
+	spawnArgs := []string{"--hub", "http://" + hubAddr, "--store", "file://" + filepath.Join(dir, "data"),
+		"--allow-targets", "127.0.0.0/8", "--feed-interval", "100ms"}
+	s1 := startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...)
+	s2 := startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...)
+
+	bwctl := func(args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(bin, "bwctl"), args...)
+		cmd.Env = append(os.Environ(), env...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err != nil {
+			return stdout.String(), fmt.Errorf("bwctl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+		}
+		return stdout.String(), nil
+	}
+	var nodes []api.Node
+	waitFor(t, "two nodes in bwctl node list", func() bool {
+		out, err := bwctl("node", "list", "--json")
+		return err == nil && json.Unmarshal([]byte(out), &nodes) == nil && len(nodes) == 2
+	})
+
+	out, err := bwctl("user", "add", "acme", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u api.User
+	if err := json.Unmarshal([]byte(out), &u); err != nil || u.ID == 0 {
+		t.Fatalf("user add printed %q: %v", out, err)
+	}
+	out, err = bwctl("crawler", "add", "--user", fmt.Sprint(u.ID), "--source", "rss", "--query", fs.URL+"/feeds/bin.xml", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cr api.Crawler
+	if err := json.Unmarshal([]byte(out), &cr); err != nil || cr.ID == 0 {
+		t.Fatalf("crawler add printed %q: %v", out, err)
+	}
+	show := func() api.Crawler {
+		out, err := bwctl("crawler", "show", fmt.Sprint(cr.ID), "--json")
+		if err != nil {
+			return api.Crawler{}
+		}
+		var c api.Crawler
+		_ = json.Unmarshal([]byte(out), &c)
+		return c
+	}
+	waitFor(t, "crawler running", func() bool { return show().State == api.StateRunning })
+	feeds.Publish("bin", feedserver.Item{GUID: "one", Title: "first", Description: "first item", Published: time.Now()})
+	waitFor(t, "comment visible through bwctl", func() bool {
+		out, err := bwctl("comments", "recent", fmt.Sprint(cr.ID), "--json")
+		var cs []api.Comment
+		return err == nil && json.Unmarshal([]byte(out), &cs) == nil && len(cs) == 1 && cs[0].ID == "one"
+	})
+
+	// SIGKILL the spawn running the crawler: the survivor takes it over.
+	running := show().Node
+	victim := s1
+	if nodeIDOf(s2) == running {
+		victim = s2
+	}
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waitFor(t, "crawler running on the survivor", func() bool {
+		c := show()
+		return c.State == api.StateRunning && c.Node != "" && c.Node != running
+	})
+	t.Logf("crawler running on the surviving spawn %s after SIGKILL", time.Since(killed).Round(time.Millisecond))
+
+	if _, err := bwctl("crawler", "show", "99999"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("bwctl on a missing crawler: %v", err)
+	}
+}
+
+// nodeIDOf reads the node id a spawn logged at start.
+func nodeIDOf(p *proc) string {
+	sc := bufio.NewScanner(strings.NewReader(p.output()))
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.Index(line, "node_id="); i >= 0 && strings.Contains(line, "spawn listening") {
+			f := strings.Fields(line[i+len("node_id="):])
+			if len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	return ""
+}

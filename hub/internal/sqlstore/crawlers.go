@@ -1,0 +1,181 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// CreateCrawler stores a new crawler and returns it with its id. The caller
+// fills Query, Keywords and QueryUUID in canonical form (pkg/query); the
+// store checks they are present, that the source is known and that the user
+// exists. Version starts at 1, Usage at 0; Enabled is kept as given (gorm
+// would otherwise turn a false into the column default, true).
+func (s *Store) CreateCrawler(ctx context.Context, c Crawler) (Crawler, error) {
+	row := Crawler{
+		UserID: c.UserID, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
+		QueryUUID: c.QueryUUID, CommentLimit: c.CommentLimit, Enabled: c.Enabled, Version: 1,
+	}
+	if row.UserID <= 0 {
+		return Crawler{}, fmt.Errorf("%w: user id must be positive, got %d", ErrInvalid, row.UserID)
+	}
+	if err := validCrawler(&row); err != nil {
+		return Crawler{}, err
+	}
+	enabled := row.Enabled
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&User{}).Where("id = ?", row.UserID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: user %d does not exist", ErrInvalid, row.UserID)
+		}
+		if err := tx.Create(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrForeignKeyViolated) {
+				return fmt.Errorf("%w: user %d does not exist", ErrInvalid, row.UserID)
+			}
+			return err
+		}
+		if !enabled {
+			row.Enabled = false
+			return tx.Model(&Crawler{}).Where("id = ?", row.ID).UpdateColumn("enabled", false).Error
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrInvalid) {
+			return Crawler{}, err
+		}
+		return Crawler{}, fmt.Errorf("sqlstore: unable to create crawler: %w", err)
+	}
+	return row, nil
+}
+
+// GetCrawler reads one crawler; ErrNotFound when the id does not exist.
+func (s *Store) GetCrawler(ctx context.Context, id int64) (Crawler, error) {
+	var c Crawler
+	if err := s.db.WithContext(ctx).Take(&c, "id = ?", id).Error; err != nil {
+		return Crawler{}, fmt.Errorf("sqlstore: unable to read crawler %d: %w", id, notFound(err))
+	}
+	return c, nil
+}
+
+// ListCrawlers reads every crawler, ordered by id.
+func (s *Store) ListCrawlers(ctx context.Context) ([]Crawler, error) {
+	crawlers := []Crawler{}
+	if err := s.db.WithContext(ctx).Order("id").Find(&crawlers).Error; err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to list crawlers: %w", err)
+	}
+	return crawlers, nil
+}
+
+// UpdateCrawler changes a crawler in one transaction: it reads the current
+// row (locked against concurrent updates), lets fn change it, checks the
+// result and saves it with Version increased by one, so spawns see a new
+// configuration. fn may change the configuration fields (Source, Query,
+// Keywords, QueryUUID, CommentLimit, Enabled, LimitReached, CursorAt); ID,
+// UserID, Usage and CreatedAt keep their stored values, because usage only
+// ever moves through ApplyIncrements. An error from fn aborts the update and
+// is returned as is. fn must not call the Store: on SQLite the transaction
+// holds the store's only connection.
+func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) error) (Crawler, error) {
+	var (
+		out   Crawler
+		fnErr error
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var cur Crawler
+		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&cur, "id = ?", id).Error; err != nil {
+			return notFound(err)
+		}
+		next := cur
+		if cur.CursorAt != nil {
+			t := *cur.CursorAt
+			next.CursorAt = &t
+		}
+		if err := fn(&next); err != nil {
+			fnErr = err
+			return err
+		}
+		next.ID, next.UserID, next.Usage, next.CreatedAt = cur.ID, cur.UserID, cur.Usage, cur.CreatedAt
+		if err := validCrawler(&next); err != nil {
+			return err
+		}
+		if next.CursorAt != nil {
+			t := dbTime(*next.CursorAt)
+			next.CursorAt = &t
+		}
+		next.Version = cur.Version + 1
+		next.UpdatedAt = now()
+		out = next
+		return tx.Model(&Crawler{}).Where("id = ?", id).UpdateColumns(map[string]any{
+			"source":        next.Source,
+			"query":         next.Query,
+			"keywords":      next.Keywords,
+			"query_uuid":    next.QueryUUID,
+			"comment_limit": next.CommentLimit,
+			"enabled":       next.Enabled,
+			"limit_reached": next.LimitReached,
+			"cursor_at":     next.CursorAt,
+			"version":       next.Version,
+			"updated_at":    next.UpdatedAt,
+		}).Error
+	})
+	switch {
+	case fnErr != nil:
+		return Crawler{}, fnErr
+	case errors.Is(err, ErrInvalid):
+		return Crawler{}, err
+	case err != nil:
+		return Crawler{}, fmt.Errorf("sqlstore: unable to update crawler %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// DeleteCrawler removes a crawler. Its usage stays with its user; late
+// increments for it still count to the user (see ApplyIncrements).
+func (s *Store) DeleteCrawler(ctx context.Context, id int64) error {
+	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Crawler{})
+	if res.Error != nil {
+		return fmt.Errorf("sqlstore: unable to delete crawler %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("sqlstore: unable to delete crawler %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// SetLimitReached marks (or clears) a crawler as stopped at its limit. It is
+// bookkeeping, not a configuration change: Version and UpdatedAt stay.
+func (s *Store) SetLimitReached(ctx context.Context, id int64, reached bool) error {
+	res := s.db.WithContext(ctx).Model(&Crawler{}).Where("id = ?", id).UpdateColumn("limit_reached", reached)
+	if res.Error != nil {
+		return fmt.Errorf("sqlstore: unable to mark crawler %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("sqlstore: unable to mark crawler %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// validCrawler checks the fields the store relies on. The canonical form of
+// the query itself is pkg/query's business.
+func validCrawler(c *Crawler) error {
+	switch {
+	case !slices.Contains(api.Sources, c.Source):
+		return fmt.Errorf("%w: unknown source %q (want one of %s)", ErrInvalid, c.Source, strings.Join(api.Sources, ", "))
+	case strings.TrimSpace(c.Query) == "":
+		return fmt.Errorf("%w: crawler query is empty", ErrInvalid)
+	case c.QueryUUID == "" || len(c.QueryUUID) > 36:
+		return fmt.Errorf("%w: crawler query uuid %q is not a uuid", ErrInvalid, c.QueryUUID)
+	}
+	return validLimit(c.CommentLimit)
+}

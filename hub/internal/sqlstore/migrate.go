@@ -1,0 +1,179 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Schema migrations.
+//
+// The schema is versioned by an ordered list of Go functions, each applied
+// once, in its own transaction, and recorded in the schema_migrations table
+// (version, name, applied_at) by that same transaction. Starting a hub on an
+// empty database runs them all; starting it again runs none; a new hub
+// release appends functions and runs only those. This was chosen over gorm's
+// AutoMigrate, which only ever adds (it cannot rename, drop, backfill or
+// change a type, and does not record what it did), and over SQL files run by
+// an external tool, which would make a one-binary SQLite demo need a second
+// program. Both supported databases run DDL inside transactions, so a failed
+// migration leaves nothing half-done.
+//
+// Each migration describes the schema with its own frozen struct types
+// (userV1, crawlerV1, …), never with the live models in models.go: when a
+// model gains a field, the field is added by a new migration, and the old
+// ones keep creating exactly what they created on the day they shipped.
+//
+// On PostgreSQL a transaction-scoped advisory lock serialises hubs that start
+// at the same moment against one database; SQLite transactions begin
+// IMMEDIATE, which serialises them already. A database migrated by a newer
+// hub (a version this binary does not know) is refused rather than used.
+
+// migration is one schema step.
+type migration struct {
+	version int64
+	name    string
+	up      func(tx *gorm.DB) error
+}
+
+// migrations is the schema's history. Append only: never edit or reorder a
+// migration that has shipped.
+var migrations = []migration{
+	{version: 1, name: "create users, crawlers and applied_increments", up: migrateV1},
+}
+
+// migrationLockKey is the PostgreSQL advisory lock taken while migrating
+// ("bwmigr" in ASCII).
+const migrationLockKey int64 = 0x62776d696772
+
+// schemaMigration is a row of schema_migrations.
+type schemaMigration struct {
+	Version   int64
+	Name      string
+	AppliedAt time.Time
+}
+
+func (schemaMigration) TableName() string { return "schema_migrations" }
+
+// migrate applies every migration of list the database has not recorded.
+func (s *Store) migrate(ctx context.Context, list []migration) error {
+	for i := 1; i < len(list); i++ {
+		if list[i].version <= list[i-1].version {
+			return fmt.Errorf("sqlstore: migrations out of order: %d after %d", list[i].version, list[i-1].version)
+		}
+	}
+	db := s.db.WithContext(ctx)
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if err := s.lockMigrationsTx(tx); err != nil {
+			return err
+		}
+		return tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version BIGINT NOT NULL PRIMARY KEY,
+			name VARCHAR(200) NOT NULL,
+			applied_at TIMESTAMP NOT NULL
+		)`).Error
+	})
+	if err != nil {
+		return fmt.Errorf("sqlstore: unable to create schema_migrations: %w", err)
+	}
+	var newest int64
+	if err := db.Model(&schemaMigration{}).Select("COALESCE(MAX(version), 0)").Scan(&newest).Error; err != nil {
+		return fmt.Errorf("sqlstore: unable to read schema version: %w", err)
+	}
+	if known := latestVersion(list); newest > known {
+		return fmt.Errorf("sqlstore: database schema version %d is newer than this hub knows (%d): run a newer hub", newest, known)
+	}
+	for _, m := range list {
+		applied := false
+		err := db.Transaction(func(tx *gorm.DB) error {
+			if err := s.lockMigrationsTx(tx); err != nil {
+				return err
+			}
+			var n int64
+			if err := tx.Model(&schemaMigration{}).Where("version = ?", m.version).Count(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			if err := m.up(tx); err != nil {
+				return err
+			}
+			applied = true
+			return tx.Create(&schemaMigration{Version: m.version, Name: m.name, AppliedAt: now()}).Error
+		})
+		if err != nil {
+			return fmt.Errorf("sqlstore: unable to apply schema migration %d (%s): %w", m.version, m.name, err)
+		}
+		if applied {
+			s.logger.Info("schema migration applied", "version", m.version, "name", m.name)
+		}
+	}
+	return nil
+}
+
+// lockMigrationsTx serialises migrating hubs on PostgreSQL until tx ends.
+func (s *Store) lockMigrationsTx(tx *gorm.DB) error {
+	if s.dialect != DialectPostgres {
+		return nil
+	}
+	return tx.Exec("SELECT pg_advisory_xact_lock(?)", migrationLockKey).Error
+}
+
+func latestVersion(list []migration) int64 {
+	if len(list) == 0 {
+		return 0
+	}
+	return list[len(list)-1].version
+}
+
+// Version 1: the initial schema.
+
+type userV1 struct {
+	ID           int64  `gorm:"primaryKey"`
+	Name         string `gorm:"size:200;not null"`
+	Email        string `gorm:"size:320"`
+	Billing      string `gorm:"size:200"`
+	CommentLimit int64  `gorm:"not null;default:0"`
+	Usage        int64  `gorm:"not null;default:0"`
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+func (userV1) TableName() string { return "users" }
+
+type crawlerV1 struct {
+	ID           int64   `gorm:"primaryKey"`
+	UserID       int64   `gorm:"not null;index:idx_crawlers_user_id"`
+	User         *userV1 `gorm:"foreignKey:UserID;constraint:OnUpdate:RESTRICT,OnDelete:RESTRICT"`
+	Source       string  `gorm:"size:16;not null"`
+	Query        string  `gorm:"type:text;not null"`
+	Keywords     string  `gorm:"type:text;not null;default:''"`
+	QueryUUID    string  `gorm:"size:36;not null;index:idx_crawlers_query_uuid"`
+	CommentLimit int64   `gorm:"not null;default:0"`
+	Usage        int64   `gorm:"not null;default:0"`
+	Enabled      bool    `gorm:"not null;default:true"`
+	LimitReached bool    `gorm:"not null;default:false"`
+	Version      int64   `gorm:"not null;default:1"`
+	CursorAt     *time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+func (crawlerV1) TableName() string { return "crawlers" }
+
+type appliedIncrementV1 struct {
+	NodeID    string    `gorm:"primaryKey;size:64"`
+	Seq       uint64    `gorm:"primaryKey;autoIncrement:false"`
+	CrawlerID int64     `gorm:"not null"`
+	Count     int64     `gorm:"not null"`
+	AppliedAt time.Time `gorm:"not null;index:idx_applied_increments_applied_at"`
+}
+
+func (appliedIncrementV1) TableName() string { return "applied_increments" }
+
+func migrateV1(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&userV1{}, &crawlerV1{}, &appliedIncrementV1{})
+}

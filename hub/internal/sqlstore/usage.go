@@ -1,0 +1,213 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// maxIDsPerQuery bounds the IN lists the store builds, well under SQLite's
+// and PostgreSQL's limits on bound parameters.
+const maxIDsPerQuery = 500
+
+// maxNodeID is the longest node id applied_increments can hold.
+const maxNodeID = 64
+
+// ApplyIncrements adds a batch of usage increments to the crawlers' and
+// users' usage, each exactly once, and returns the increments it applied
+// now, in input order.
+//
+// It follows the collector of seed 000: one transaction inserts the id
+// (NodeID, Seq) of every increment into applied_increments with ON CONFLICT
+// DO NOTHING, and only an increment whose row was actually inserted adds its
+// Count, with UPDATE … SET usage = usage + n (never a read-modify-write). An
+// increment seen before, in this batch or an earlier one, by this caller or a
+// concurrent one, inserts nothing and adds nothing, so usage equals the sum of
+// distinct increments whatever polls are lost, repeated or reordered. The
+// increment ids and the usage commit or roll back together.
+//
+// The count goes to the crawler's user as stored in SQL; for a crawler that
+// no longer exists it goes to inc.UserID, and the increment is still
+// recorded. A crawler's CursorAt moves forward to inc.Newest, never back. A
+// negative count (a spawn bug) is recorded with count 0, so it is
+// acknowledged and never comes back.
+//
+// Rows are locked in one global order (increment ids, then crawlers by id,
+// then users by id), so concurrent callers on PostgreSQL cannot deadlock.
+func (s *Store) ApplyIncrements(ctx context.Context, incs []api.Increment) ([]api.Increment, error) {
+	if len(incs) == 0 {
+		return nil, nil
+	}
+	for _, inc := range incs {
+		if inc.NodeID == "" || len(inc.NodeID) > maxNodeID {
+			return nil, fmt.Errorf("%w: increment %d has node id %q (want 1 to %d bytes)", ErrInvalid, inc.Seq, inc.NodeID, maxNodeID)
+		}
+	}
+	order := make([]int, len(incs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(incs[a].NodeID, incs[b].NodeID), cmp.Compare(incs[a].Seq, incs[b].Seq))
+	})
+
+	var applied []api.Increment
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		applied = applied[:0]
+		at := now()
+		fresh := make([]bool, len(incs))
+		for _, i := range order {
+			inc := incs[i]
+			if inc.Count < 0 {
+				s.logger.Warn("negative usage increment ignored", "node_id", inc.NodeID, "seq", inc.Seq, "crawler_id", inc.CrawlerID, "count", inc.Count)
+			}
+			res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&AppliedIncrement{
+				NodeID: inc.NodeID, Seq: inc.Seq, CrawlerID: inc.CrawlerID, Count: max(inc.Count, 0), AppliedAt: at,
+			})
+			if res.Error != nil {
+				return fmt.Errorf("record increment %s/%d: %w", inc.NodeID, inc.Seq, res.Error)
+			}
+			fresh[i] = res.RowsAffected == 1
+		}
+
+		// Who owns each crawler, as SQL says.
+		var crawlerIDs []int64
+		for i, inc := range incs {
+			if fresh[i] {
+				crawlerIDs = append(crawlerIDs, inc.CrawlerID)
+			}
+		}
+		if len(crawlerIDs) == 0 {
+			return nil
+		}
+		slices.Sort(crawlerIDs)
+		crawlerIDs = slices.Compact(crawlerIDs)
+		owner := make(map[int64]int64, len(crawlerIDs))
+		for chunk := range slices.Chunk(crawlerIDs, maxIDsPerQuery) {
+			var rows []struct{ ID, UserID int64 }
+			if err := tx.Model(&Crawler{}).Select("id", "user_id").Where("id IN ?", chunk).Scan(&rows).Error; err != nil {
+				return fmt.Errorf("read crawler owners: %w", err)
+			}
+			for _, r := range rows {
+				owner[r.ID] = r.UserID
+			}
+		}
+
+		type delta struct {
+			count  int64
+			newest time.Time
+		}
+		byCrawler := make(map[int64]*delta, len(crawlerIDs))
+		byUser := make(map[int64]int64)
+		for i, inc := range incs {
+			if !fresh[i] {
+				continue
+			}
+			inc.Count = max(inc.Count, 0)
+			applied = append(applied, inc)
+			userID, exists := owner[inc.CrawlerID]
+			if exists {
+				d := byCrawler[inc.CrawlerID]
+				if d == nil {
+					d = &delta{}
+					byCrawler[inc.CrawlerID] = d
+				}
+				d.count += inc.Count
+				if inc.Newest.After(d.newest) {
+					d.newest = inc.Newest
+				}
+			} else {
+				userID = inc.UserID
+			}
+			if userID <= 0 {
+				s.logger.Warn("usage increment has no user", "node_id", inc.NodeID, "seq", inc.Seq, "crawler_id", inc.CrawlerID, "count", inc.Count)
+				continue
+			}
+			byUser[userID] += inc.Count
+		}
+
+		for _, id := range crawlerIDs {
+			d := byCrawler[id]
+			if d == nil || (d.count == 0 && d.newest.IsZero()) {
+				continue
+			}
+			set := map[string]any{"usage": gorm.Expr("usage + ?", d.count)}
+			if !d.newest.IsZero() {
+				t := dbTime(d.newest)
+				set["cursor_at"] = gorm.Expr("CASE WHEN cursor_at IS NULL OR cursor_at < ? THEN ? ELSE cursor_at END", t, t)
+			}
+			if err := tx.Model(&Crawler{}).Where("id = ?", id).UpdateColumns(set).Error; err != nil {
+				return fmt.Errorf("add usage to crawler %d: %w", id, err)
+			}
+		}
+		userIDs := make([]int64, 0, len(byUser))
+		for id, n := range byUser {
+			if n > 0 {
+				userIDs = append(userIDs, id)
+			}
+		}
+		slices.Sort(userIDs)
+		for _, id := range userIDs {
+			res := tx.Model(&User{}).Where("id = ?", id).UpdateColumn("usage", gorm.Expr("usage + ?", byUser[id]))
+			if res.Error != nil {
+				return fmt.Errorf("add usage to user %d: %w", id, res.Error)
+			}
+			if res.RowsAffected == 0 {
+				s.logger.Warn("usage for unknown user dropped", "user_id", id, "count", byUser[id])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to apply %d usage increments: %w", len(incs), err)
+	}
+	return applied, nil
+}
+
+// AppliedIDs reports which of a node's increment sequence numbers have been
+// applied, in the order given, without duplicates. The hub acknowledges
+// these, whether they were applied by this poll or an earlier one.
+func (s *Store) AppliedIDs(ctx context.Context, nodeID string, seqs []uint64) ([]uint64, error) {
+	found := make(map[uint64]bool, len(seqs))
+	uniq := slices.Clone(seqs)
+	slices.Sort(uniq)
+	uniq = slices.Compact(uniq)
+	for chunk := range slices.Chunk(uniq, maxIDsPerQuery) {
+		var got []uint64
+		err := s.db.WithContext(ctx).Model(&AppliedIncrement{}).
+			Where("node_id = ? AND seq IN ?", nodeID, chunk).Pluck("seq", &got).Error
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: unable to read applied increments of node %s: %w", nodeID, err)
+		}
+		for _, seq := range got {
+			found[seq] = true
+		}
+	}
+	out := make([]uint64, 0, len(found))
+	for _, seq := range seqs {
+		if found[seq] {
+			out = append(out, seq)
+			delete(found, seq)
+		}
+	}
+	return out, nil
+}
+
+// PruneApplied forgets increment ids applied before olderThan and reports
+// how many it removed. A forgotten id would be applied again if it came
+// back, so olderThan must lie further in the past than the oldest
+// increment a spawn (or a usage recovery) may still send.
+func (s *Store) PruneApplied(ctx context.Context, olderThan time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Where("applied_at < ?", dbTime(olderThan)).Delete(&AppliedIncrement{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("sqlstore: unable to prune applied increments: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}

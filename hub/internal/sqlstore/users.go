@@ -1,0 +1,82 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// MaxUserName is the longest user name, in characters.
+const MaxUserName = 200
+
+// CreateUser adds a user. The name is trimmed and must be 1 to MaxUserName
+// characters; limit is the comment limit, 0 for none.
+func (s *Store) CreateUser(ctx context.Context, name string, limit int64) (User, error) {
+	name = strings.TrimSpace(name)
+	switch n := utf8.RuneCountInString(name); {
+	case !utf8.ValidString(name):
+		return User{}, fmt.Errorf("%w: user name is not valid UTF-8", ErrInvalid)
+	case n == 0:
+		return User{}, fmt.Errorf("%w: user name is empty", ErrInvalid)
+	case n > MaxUserName:
+		return User{}, fmt.Errorf("%w: user name has %d characters, at most %d allowed", ErrInvalid, n, MaxUserName)
+	}
+	if err := validLimit(limit); err != nil {
+		return User{}, err
+	}
+	u := User{Name: name, CommentLimit: limit}
+	if err := s.db.WithContext(ctx).Create(&u).Error; err != nil {
+		return User{}, fmt.Errorf("sqlstore: unable to create user: %w", err)
+	}
+	return u, nil
+}
+
+// GetUser reads one user; ErrNotFound when the id does not exist.
+func (s *Store) GetUser(ctx context.Context, id int64) (User, error) {
+	var u User
+	if err := s.db.WithContext(ctx).Take(&u, "id = ?", id).Error; err != nil {
+		return User{}, fmt.Errorf("sqlstore: unable to read user %d: %w", id, notFound(err))
+	}
+	return u, nil
+}
+
+// ListUsers reads every user, ordered by id.
+func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
+	users := []User{}
+	if err := s.db.WithContext(ctx).Order("id").Find(&users).Error; err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to list users: %w", err)
+	}
+	return users, nil
+}
+
+// SetUserLimit changes a user's comment limit (0 for none) and returns the
+// updated user.
+func (s *Store) SetUserLimit(ctx context.Context, id, limit int64) (User, error) {
+	if err := validLimit(limit); err != nil {
+		return User{}, err
+	}
+	var u User
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&u, "id = ?", id).Error; err != nil {
+			return notFound(err)
+		}
+		u.CommentLimit, u.UpdatedAt = limit, now()
+		return tx.Model(&User{}).Where("id = ?", id).
+			UpdateColumns(map[string]any{"comment_limit": u.CommentLimit, "updated_at": u.UpdatedAt}).Error
+	})
+	if err != nil {
+		return User{}, fmt.Errorf("sqlstore: unable to set the limit of user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+func validLimit(limit int64) error {
+	if limit < 0 {
+		return fmt.Errorf("%w: comment limit must be 0 (no limit) or more, got %d", ErrInvalid, limit)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Measures the Cassandra store's write path against a baseline (a minimal,
+# concurrent, prepared gocql insert loop writing the same rows) with
+# BenchmarkWrite in spawn/internal/store/cassandra, and prints comments/s for
+# both and their ratio (target: store >= 0.9 x baseline).
+#
+# Needs a Cassandra: BW_TEST_CASSANDRA=host:port, or the one that
+# scripts/cassandra.sh runs (scripts/services.sh up starts it).
+#
+# Settings: BW_BENCH_ROUNDS (default 3; rounds alternate baseline and store,
+# the median of each is reported), BW_BENCH_TIME (go test -benchtime per
+# round, default 3s), BW_BENCH_WORKERS (baseline goroutines, default 256).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${BW_TEST_CASSANDRA:-}" ]; then
+	if scripts/cassandra.sh status >/dev/null 2>&1; then
+		eval "$(scripts/cassandra.sh env)"
+	else
+		echo "bench-store: BW_TEST_CASSANDRA is not set and no Cassandra is up; run: scripts/services.sh up" >&2
+		exit 1
+	fi
+fi
+export BW_TEST_CASSANDRA
+ROUNDS=${BW_BENCH_ROUNDS:-3}
+TIME=${BW_BENCH_TIME:-3s}
+PKG=./spawn/internal/store/cassandra/
+
+run() {
+	local out
+	if ! out=$(go test -count=1 -run '^$' -bench '^BenchmarkWrite$' -benchtime "$1" "$PKG" 2>&1); then
+		echo "$out" >&2
+		echo "bench-store: benchmark failed" >&2
+		exit 1
+	fi
+	echo "$out"
+}
+
+# Warm-up round (JIT of a freshly started Cassandra), not counted.
+run 5x >/dev/null
+results=""
+for _ in $(seq 1 "$ROUNDS"); do
+	results+=$(run "$TIME" | grep 'comments/s')$'\n'
+done
+
+echo "$results" | awk -v rounds="$ROUNDS" '
+/^BenchmarkWrite\// {
+	name = $1; sub(/^BenchmarkWrite\//, "", name); sub(/-[0-9]+$/, "", name)
+	for (i = 2; i < NF; i++) if ($(i+1) == "comments/s") v[name, ++n[name]] = $i
+}
+function median(name,   k, j, t, a, m) {
+	m = n[name]
+	for (k = 1; k <= m; k++) a[k] = v[name, k] + 0
+	for (k = 1; k <= m; k++) for (j = k + 1; j <= m; j++) if (a[j] < a[k]) { t = a[k]; a[k] = a[j]; a[j] = t }
+	return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+}
+function all(name,   k, s) {
+	for (k = 1; k <= n[name]; k++) s = s (k > 1 ? ", " : "") int(v[name, k] + 0.5)
+	return s
+}
+END {
+	if (!n["baseline"] || !n["store"]) { print "bench-store: no results" > "/dev/stderr"; exit 1 }
+	b = median("baseline"); s = median("store")
+	printf "baseline (gocql loop):       %8.0f comments/s  (rounds: %s)\n", b, all("baseline")
+	printf "store Write:                 %8.0f comments/s  (rounds: %s)\n", s, all("store")
+	if (n["store-alt"]) printf "store, other write mode:     %8.0f comments/s  (rounds: %s)\n", median("store-alt"), all("store-alt")
+	printf "ratio store/baseline:        %8.2f  (target >= 0.90)\n", s / b
+}'

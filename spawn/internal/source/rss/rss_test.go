@@ -1,0 +1,626 @@
+package rss
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Test timings: short, so a test that waits on several polls stays fast.
+const (
+	testInterval   = 20 * time.Millisecond
+	testMaxBackoff = 80 * time.Millisecond
+	testFetch      = 300 * time.Millisecond
+	waitDeadline   = 5 * time.Second
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitDeadline)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", waitDeadline, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// feedServer is an httptest feed whose answer a test can change.
+type feedServer struct {
+	*httptest.Server
+	mu          sync.Mutex
+	body        string
+	etag        string
+	lastMod     string
+	status      int
+	header      http.Header
+	hang        bool
+	requests    int
+	notModified int
+	conditional []string // If-None-Match / If-Modified-Since seen, as "inm|ims"
+}
+
+func newFeedServer(t *testing.T, body string) *feedServer {
+	t.Helper()
+	fs := &feedServer{body: body, status: http.StatusOK}
+	release := make(chan struct{})
+	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fs.mu.Lock()
+		fs.requests++
+		inm, ims := r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since")
+		if inm != "" || ims != "" {
+			fs.conditional = append(fs.conditional, inm+"|"+ims)
+		}
+		body, etag, lastMod, status, hang := fs.body, fs.etag, fs.lastMod, fs.status, fs.hang
+		for k, v := range fs.header {
+			w.Header()[k] = v
+		}
+		if etag != "" && inm == etag {
+			fs.notModified++
+			fs.mu.Unlock()
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fs.mu.Unlock()
+		if hang {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		if etag != "" {
+			w.Header().Set("ETag", etag)
+		}
+		if lastMod != "" {
+			w.Header().Set("Last-Modified", lastMod)
+		}
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(fs.Close)
+	t.Cleanup(func() { close(release) })
+	return fs
+}
+
+func (fs *feedServer) set(fn func(fs *feedServer)) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fn(fs)
+}
+
+func (fs *feedServer) count() (requests, notModified int) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.requests, fs.notModified
+}
+
+// recorder collects what a source emits.
+type recorder struct {
+	mu      sync.Mutex
+	batches [][]source.Item
+	fail    error
+}
+
+func (r *recorder) emit(ctx context.Context, items []source.Item) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	r.batches = append(r.batches, items)
+	return ctx.Err()
+}
+
+func (r *recorder) all() []source.Item {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []source.Item
+	for _, b := range r.batches {
+		out = append(out, b...)
+	}
+	return out
+}
+
+func (r *recorder) batchCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.batches)
+}
+
+func testOptions() Options {
+	return Options{
+		Client:       netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
+		Interval:     testInterval,
+		MaxBackoff:   testMaxBackoff,
+		FetchTimeout: testFetch,
+	}
+}
+
+// start runs the data source for url until the test ends, and checks that
+// Run returns promptly once cancelled.
+func start(t *testing.T, opts Options, url string) (*feed, *recorder) {
+	t.Helper()
+	k := New(opts)
+	keys, err := k.Keys(api.SubscriberSpec{CrawlerID: 1, Source: api.SourceRSS, Query: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := k.New(keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ds.Run(ctx, rec.emit)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(waitDeadline):
+			t.Error("Run did not return after its context ended")
+		}
+	})
+	return ds.(*feed), rec
+}
+
+const rssDoc = `<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:content="http://purl.org/rss/1.0/modules/content/">
+<channel>
+  <title>Example</title>
+  <link>https://example.com/</link>
+  <description>test</description>
+  <item>
+    <title>Newest: golang &amp; friends</title>
+    <link>https://example.com/3</link>
+    <guid isPermaLink="false">guid-3</guid>
+    <description>&lt;p&gt;Hello &lt;b&gt;world&lt;/b&gt;&lt;/p&gt;&lt;script&gt;alert(1)&lt;/script&gt;</description>
+    <dc:creator>alice</dc:creator>
+    <pubDate>Tue, 02 Jan 2024 10:00:00 +0000</pubDate>
+  </item>
+  <item>
+    <title>Link only</title>
+    <link>/relative/2</link>
+    <content:encoded><![CDATA[<div>Full <i>content</i> here</div>]]></content:encoded>
+    <description>short summary</description>
+    <pubDate>Mon, 01 Jan 2024 10:00:00 +0000</pubDate>
+  </item>
+  <item>
+    <title>Title and date only</title>
+    <pubDate>Sun, 31 Dec 2023 10:00:00 +0000</pubDate>
+  </item>
+</channel>
+</rss>`
+
+const atomDoc = `<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom">
+  <title>Atom example</title>
+  <id>urn:feed</id>
+  <updated>2024-02-02T00:00:00Z</updated>
+  <author><name>feed author</name></author>
+  <entry>
+    <title>Second entry</title>
+    <id>urn:entry:2</id>
+    <link href="https://example.com/e2"/>
+    <updated>2024-02-02T00:00:00Z</updated>
+    <summary type="html">&lt;p&gt;weather report&lt;/p&gt;</summary>
+  </entry>
+  <entry>
+    <title>First entry</title>
+    <id>urn:entry:1</id>
+    <link href="https://example.com/e1"/>
+    <published>2024-02-01T00:00:00Z</published>
+    <updated>2024-02-01T12:00:00Z</updated>
+    <author><name>bob</name></author>
+    <content type="html">&lt;p&gt;cassandra tips&lt;/p&gt;</content>
+  </entry>
+</feed>`
+
+func TestFeed_ParsesRSSAndAtom(t *testing.T) {
+	type want struct {
+		id, text, url, author string
+		published             time.Time
+	}
+	day := func(y int, m time.Month, d, h int) time.Time { return time.Date(y, m, d, h, 0, 0, 0, time.UTC) }
+	tests := []struct {
+		name string
+		doc  string
+		want func(base string) []want
+	}{
+		{
+			name: "rss",
+			doc:  rssDoc,
+			want: func(base string) []want {
+				return []want{
+					{id: hashID("Title and date only\nSun, 31 Dec 2023 10:00:00 +0000\n"), text: "Title and date only", published: day(2023, 12, 31, 10)},
+					{id: hashID("/relative/2"), text: "Link only\nFull content here", url: base + "/relative/2", published: day(2024, 1, 1, 10)},
+					{id: "guid-3", text: "Newest: golang & friends\nHello world", url: "https://example.com/3", author: "alice", published: day(2024, 1, 2, 10)},
+				}
+			},
+		},
+		{
+			name: "atom",
+			doc:  atomDoc,
+			want: func(string) []want {
+				return []want{
+					{id: "urn:entry:1", text: "First entry\ncassandra tips", url: "https://example.com/e1", author: "bob", published: day(2024, 2, 1, 0)},
+					{id: "urn:entry:2", text: "Second entry\nweather report", url: "https://example.com/e2", author: "feed author", published: day(2024, 2, 2, 0)},
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := newFeedServer(t, tt.doc)
+			before := time.Now()
+			ds, rec := start(t, testOptions(), fs.URL+"/feed")
+			waitFor(t, "items emitted", func() bool { return rec.batchCount() > 0 })
+			if err := ds.Err(); err != nil {
+				t.Fatalf("Err() = %v", err)
+			}
+			got := rec.all()
+			want := tt.want(fs.URL)
+			if len(got) != len(want) {
+				t.Fatalf("got %d items, want %d: %+v", len(got), len(want), got)
+			}
+			for i, w := range want {
+				g := got[i]
+				if g.ID != w.id || g.Text != w.text || g.URL != w.url || g.Author != w.author || !g.PublishedAt.Equal(w.published) {
+					t.Errorf("item %d:\n got %+v\nwant %+v", i, g, w)
+				}
+				if g.FetchedAt.Before(before) || g.FetchedAt.After(time.Now()) {
+					t.Errorf("item %d: fetched at %v, want the fetch time", i, g.FetchedAt)
+				}
+			}
+		})
+	}
+}
+
+func TestKind_KeysOnePerCanonicalFeedURL(t *testing.T) {
+	k := New(testOptions())
+	tests := []struct {
+		name    string
+		query   []string
+		want    []string
+		wantErr bool
+	}{
+		{name: "one feed", query: []string{"http://example.com/a.xml"}, want: []string{"rss:http://example.com/a.xml"}},
+		{name: "two feeds sorted", query: []string{"https://b.example/x", "http://a.example/y"}, want: []string{"rss:http://a.example/y", "rss:https://b.example/x"}},
+		{name: "same feed spelled twice", query: []string{"HTTP://Example.COM:80/a", "http://example.com/a#top"}, want: []string{"rss:http://example.com/a"}},
+		{name: "not http", query: []string{"ftp://example.com/a"}, wantErr: true},
+		{name: "empty", query: nil, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := k.Keys(api.SubscriberSpec{CrawlerID: 7, Source: api.SourceRSS, Query: tt.query})
+			if tt.wantErr {
+				if !errors.Is(err, query.ErrInvalid) {
+					t.Fatalf("Keys(%q) error = %v, want query.ErrInvalid", tt.query, err)
+				}
+				return
+			}
+			if err != nil || strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Fatalf("Keys(%q) = %v, %v; want %v", tt.query, got, err, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{"http://example.com/", "rss:", "rss:file:///etc/passwd", "rss:http://"} {
+		if _, err := k.New(bad); err == nil {
+			t.Errorf("New(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestFeed_EmitsEachItemOnceAcrossFetches(t *testing.T) {
+	fs := newFeedServer(t, rssDoc)
+	_, rec := start(t, testOptions(), fs.URL)
+	waitFor(t, "first batch", func() bool { return rec.batchCount() == 1 })
+	first := rec.all()
+
+	// The feed does not change: several more fetches emit nothing.
+	n, _ := fs.count()
+	waitFor(t, "three more fetches", func() bool { r, _ := fs.count(); return r >= n+3 })
+	if c := rec.batchCount(); c != 1 {
+		t.Fatalf("%d batches after unchanged re-fetches, want 1", c)
+	}
+
+	// A new item (newest first in the document) is emitted alone.
+	fs.set(func(fs *feedServer) {
+		fs.body = strings.Replace(rssDoc, "<item>", `<item><title>Brand new</title><guid>guid-4</guid><pubDate>Wed, 03 Jan 2024 10:00:00 +0000</pubDate></item>
+  <item>`, 1)
+	})
+	waitFor(t, "second batch", func() bool { return rec.batchCount() == 2 })
+	all := rec.all()
+	if len(all) != len(first)+1 || all[len(all)-1].ID != "guid-4" {
+		t.Fatalf("after a new item, emitted %+v", all[len(first):])
+	}
+}
+
+func TestFeed_UndatedItemsKeepFirstSeenTime(t *testing.T) {
+	doc := `<rss version="2.0"><channel><title>t</title>
+<item><title>b</title><link>https://example.com/b</link></item>
+<item><title>a</title><link>https://example.com/a</link></item>
+</channel></rss>`
+	fs := newFeedServer(t, doc)
+	ds, rec := start(t, testOptions(), fs.URL)
+	waitFor(t, "first batch", func() bool { return rec.batchCount() == 1 })
+	first := rec.all()
+	if len(first) != 2 || first[0].ID != hashID("https://example.com/a") || first[1].ID != hashID("https://example.com/b") {
+		t.Fatalf("undated items must keep document order oldest first: %+v", first)
+	}
+	n, _ := fs.count()
+	waitFor(t, "two more fetches", func() bool { r, _ := fs.count(); return r >= n+2 })
+
+	// A new subscriber gets the current items again, with the same ids
+	// and the same first-seen publication times.
+	ds.SetSubscribers([]api.SubscriberSpec{{CrawlerID: 2, Version: 1}})
+	waitFor(t, "replay", func() bool { return rec.batchCount() == 2 })
+	replay := rec.all()[2:]
+	for i := range first {
+		if replay[i].ID != first[i].ID || !replay[i].PublishedAt.Equal(first[i].PublishedAt) {
+			t.Fatalf("replayed item %d = %+v, first emitted as %+v", i, replay[i], first[i])
+		}
+	}
+	// The same subscribers again: nothing to replay.
+	ds.SetSubscribers([]api.SubscriberSpec{{CrawlerID: 2, Version: 1}})
+	n, _ = fs.count()
+	waitFor(t, "two more fetches", func() bool { r, _ := fs.count(); return r >= n+2 })
+	if c := rec.batchCount(); c != 2 {
+		t.Fatalf("%d batches, want 2: an unchanged subscriber set replays nothing", c)
+	}
+}
+
+func TestFeed_ConditionalGet(t *testing.T) {
+	fs := newFeedServer(t, atomDoc)
+	lastMod := "Mon, 01 Jan 2024 00:00:00 GMT"
+	fs.set(func(fs *feedServer) { fs.etag, fs.lastMod = `"v1"`, lastMod })
+	ds, rec := start(t, testOptions(), fs.URL)
+	waitFor(t, "first batch", func() bool { return rec.batchCount() == 1 })
+	waitFor(t, "three 304 answers", func() bool { _, nm := fs.count(); return nm >= 3 })
+	if err := ds.Err(); err != nil {
+		t.Fatalf("Err() after 304s = %v, want nil", err)
+	}
+	if c := rec.batchCount(); c != 1 {
+		t.Fatalf("%d batches, want 1", c)
+	}
+	fs.mu.Lock()
+	cond := fs.conditional[0]
+	fs.mu.Unlock()
+	if cond != `"v1"|`+lastMod {
+		t.Fatalf("conditional headers %q, want If-None-Match and If-Modified-Since", cond)
+	}
+
+	// A changed feed gets a new ETag; its new item comes through.
+	fs.set(func(fs *feedServer) {
+		fs.etag = `"v2"`
+		fs.body = strings.Replace(atomDoc, "<entry>", `<entry><title>Third</title><id>urn:entry:3</id><updated>2024-02-03T00:00:00Z</updated></entry><entry>`, 1)
+	})
+	waitFor(t, "second batch", func() bool { return rec.batchCount() == 2 })
+	if got := rec.all(); got[len(got)-1].ID != "urn:entry:3" {
+		t.Fatalf("new item not emitted: %+v", got)
+	}
+}
+
+func TestFeed_ErrorsAreReportedAndPollingContinues(t *testing.T) {
+	big := `<rss version="2.0"><channel><title>t</title><description>` + strings.Repeat("x", 4096) + `</description></channel></rss>`
+	tests := []struct {
+		name    string
+		setup   func(fs *feedServer)
+		opts    func(o *Options)
+		want    string
+		wantIs  error
+		maxTime time.Duration
+	}{
+		{name: "malformed", setup: func(fs *feedServer) { fs.body = "this is not a feed" }, want: "rss: unable to parse "},
+		{name: "truncated", setup: func(fs *feedServer) { fs.body = rssDoc[:len(rssDoc)/2] }, want: "rss: unable to parse "},
+		{name: "oversize", setup: func(fs *feedServer) { fs.body = big }, opts: func(o *Options) { o.MaxBodyBytes = 1024 }, want: "rss: unable to fetch ", wantIs: ErrTooLarge},
+		{name: "server error", setup: func(fs *feedServer) { fs.status = http.StatusInternalServerError }, want: "500", wantIs: ErrStatus},
+		{name: "never answers", setup: func(fs *feedServer) { fs.hang = true }, opts: func(o *Options) { o.FetchTimeout = 50 * time.Millisecond }, want: "rss: unable to fetch ", wantIs: context.DeadlineExceeded},
+		{name: "private target refused by default", opts: func(o *Options) { o.Client = nil }, want: "rss: unable to fetch ", wantIs: netguard.ErrForbiddenTarget},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := newFeedServer(t, rssDoc)
+			if tt.setup != nil {
+				fs.set(tt.setup)
+			}
+			opts := testOptions()
+			if tt.opts != nil {
+				tt.opts(&opts)
+			}
+			ds, rec := start(t, opts, fs.URL+"/feed.xml")
+			waitFor(t, "an error", func() bool { return ds.Err() != nil })
+			err := ds.Err()
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), fs.URL+"/feed.xml") {
+				t.Fatalf("Err() = %q, want it to contain %q and the feed URL", err, tt.want)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Fatalf("Err() = %v, want errors.Is %v", err, tt.wantIs)
+			}
+			if rec.batchCount() != 0 {
+				t.Fatalf("emitted %d batches from a failing feed", rec.batchCount())
+			}
+			if tt.name == "private target refused by default" {
+				if n, _ := fs.count(); n != 0 {
+					t.Fatalf("refused target saw %d requests", n)
+				}
+				return
+			}
+			// It keeps polling (with backoff) and recovers once the feed
+			// is fixed.
+			n, _ := fs.count()
+			waitFor(t, "more attempts", func() bool { r, _ := fs.count(); return r >= n+2 })
+			fs.set(func(fs *feedServer) { fs.body, fs.status, fs.hang = rssDoc, http.StatusOK, false })
+			waitFor(t, "recovery", func() bool { return ds.Err() == nil && rec.batchCount() == 1 })
+		})
+	}
+}
+
+func TestFeed_OversizeAnnouncedByContentLength(t *testing.T) {
+	fs := newFeedServer(t, rssDoc)
+	fs.set(func(fs *feedServer) { fs.header = http.Header{"Content-Length": {"999999"}} })
+	opts := testOptions()
+	opts.MaxBodyBytes = 1000
+	ds, _ := start(t, opts, fs.URL)
+	waitFor(t, "an error", func() bool { return ds.Err() != nil })
+	if err := ds.Err(); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "999999 bytes announced") {
+		t.Fatalf("Err() = %v, want ErrTooLarge for the announced length", err)
+	}
+}
+
+func TestFeed_FailedHandOverIsRetried(t *testing.T) {
+	fs := newFeedServer(t, rssDoc)
+	fs.set(func(fs *feedServer) { fs.etag = `"v1"` })
+	ds, rec := start(t, testOptions(), fs.URL)
+	rec.mu.Lock()
+	rec.fail = errors.New("store gone")
+	rec.mu.Unlock()
+	waitFor(t, "hand-over error", func() bool { return ds.Err() != nil })
+	if err := ds.Err(); !strings.Contains(err.Error(), "unable to hand over") {
+		t.Fatalf("Err() = %v", err)
+	}
+	rec.mu.Lock()
+	rec.fail = nil
+	rec.mu.Unlock()
+	// The validators were not kept, so the next fetch is a full one and
+	// the items come through.
+	waitFor(t, "items after recovery", func() bool { return rec.batchCount() == 1 && ds.Err() == nil })
+	if got := len(rec.all()); got != 3 {
+		t.Fatalf("emitted %d items, want 3", got)
+	}
+}
+
+func TestFeed_Backoff(t *testing.T) {
+	f := &feed{opts: Options{Interval: 100 * time.Millisecond, MaxBackoff: time.Second}.withDefaults()}
+	tests := []struct {
+		failures   int
+		retryAfter time.Duration
+		lo, hi     time.Duration
+	}{
+		{1, 0, 50 * time.Millisecond, 100 * time.Millisecond},
+		{2, 0, 100 * time.Millisecond, 200 * time.Millisecond},
+		{3, 0, 200 * time.Millisecond, 400 * time.Millisecond},
+		{10, 0, 500 * time.Millisecond, time.Second},
+		{100, 0, 500 * time.Millisecond, time.Second},
+		{1, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond},
+		{1, time.Hour, time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.failures, "/", tt.retryAfter), func(t *testing.T) {
+			for range 50 {
+				if d := f.backoff(tt.failures, tt.retryAfter); d < tt.lo || d > tt.hi {
+					t.Fatalf("backoff(%d, %v) = %v, want in [%v, %v]", tt.failures, tt.retryAfter, d, tt.lo, tt.hi)
+				}
+			}
+		})
+	}
+}
+
+func TestFeed_RetryAfterHonoured(t *testing.T) {
+	fs := newFeedServer(t, rssDoc)
+	fs.set(func(fs *feedServer) {
+		fs.status = http.StatusTooManyRequests
+		fs.header = http.Header{"Retry-After": {"1"}}
+	})
+	opts := testOptions()
+	opts.MaxBackoff = 10 * time.Second
+	ds, _ := start(t, opts, fs.URL)
+	waitFor(t, "an error", func() bool { return ds.Err() != nil })
+	if !errors.Is(ds.Err(), ErrStatus) {
+		t.Fatalf("Err() = %v", ds.Err())
+	}
+	// Polls would come every ~20ms without Retry-After; with it the next
+	// one waits a second.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if n, _ := fs.count(); n > 1 {
+			t.Fatalf("fetched %d times within 500ms despite Retry-After: 1", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestFeed_FutureDatesClamped(t *testing.T) {
+	doc := `<rss version="2.0"><channel><title>t</title>
+<item><title>from the future</title><guid>f</guid><pubDate>Fri, 01 Jan 2100 00:00:00 +0000</pubDate></item>
+</channel></rss>`
+	fs := newFeedServer(t, doc)
+	_, rec := start(t, testOptions(), fs.URL)
+	waitFor(t, "item", func() bool { return rec.batchCount() == 1 })
+	if it := rec.all()[0]; it.PublishedAt.After(time.Now()) || it.PublishedAt.Year() != time.Now().Year() {
+		t.Fatalf("published at %v, want clamped to the fetch time", it.PublishedAt)
+	}
+}
+
+func TestFeed_SeenSetBounded(t *testing.T) {
+	// A feed that shows a sliding window of 3 items, moving on each fetch.
+	var mu sync.Mutex
+	next := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		n := next
+		next++
+		mu.Unlock()
+		fmt.Fprint(w, `<rss version="2.0"><channel><title>t</title>`)
+		for i := n + 2; i >= n; i-- {
+			fmt.Fprintf(w, `<item><title>item %d</title><guid>g%d</guid></item>`, i, i)
+		}
+		fmt.Fprint(w, `</channel></rss>`)
+	}))
+	t.Cleanup(srv.Close)
+	opts := testOptions()
+	opts.SeenLimit = 10
+	_, rec := start(t, opts, srv.URL)
+	waitFor(t, "40 items", func() bool { return len(rec.all()) >= 40 })
+	seen := map[string]bool{}
+	for _, it := range rec.all() {
+		if seen[it.ID] {
+			t.Fatalf("item %s emitted twice", it.ID)
+		}
+		seen[it.ID] = true
+	}
+}
+
+func TestStripHTML(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain  text\n here", "plain text here"},
+		{"<p>Hello <b>world</b></p><p>again</p>", "Hello world again"},
+		{"a &amp; b &lt;c&gt;", "a & b <c>"},
+		{"1 < 2 and 3 > 2", "1 < 2 and 3 > 2"},
+		{"x<script type='a'>alert('<b>')</script>y", "x y"},
+		{"<style>p{}</style>text<!-- hidden -->", "text"},
+		{"broken <a href='x'", "broken <a href='x'"},
+		{"line<br/>break", "line break"},
+	}
+	for _, tt := range tests {
+		if got := stripHTML(tt.in); got != tt.want {
+			t.Errorf("stripHTML(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestTruncateKeepsRunes(t *testing.T) {
+	s := strings.Repeat("é", 10) // 2 bytes each
+	if got := truncate(s, 5); got != "éé" {
+		t.Fatalf("truncate = %q", got)
+	}
+	if got := truncate("abc", 5); got != "abc" {
+		t.Fatalf("truncate = %q", got)
+	}
+}

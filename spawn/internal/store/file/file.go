@@ -1,0 +1,565 @@
+// Package file is the embedded comment store, file://DIR: JSON Lines on
+// local disk, one comment object a line, in DIR/<crawler id>/<YYYY-MM-DD>.jsonl
+// by the UTC day of the comment's published time. It needs no server, so a
+// whole cluster runs on one machine, and several spawns (processes or
+// stores in one process) may share one directory.
+//
+// Its promises: Write returns only after the lines are fsynced; a line is
+// written whole or not at all, so readers never see half a comment; and a
+// comment already stored for a crawler is never written a second time.
+// Writers of a crawler take an exclusive flock on the crawler's directory,
+// so these hold across processes; readers take no lock and ignore a final
+// line that has no newline yet.
+package file
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+)
+
+const (
+	// Scheme starts every file store URI.
+	Scheme = "file://"
+	// dayLayout names a day file (plus the ".jsonl" extension).
+	dayLayout = "2006-01-02"
+	// fileExt ends every day file.
+	fileExt = ".jsonl"
+	// maxCachedCrawlers bounds the crawlers whose id index stays in memory;
+	// an evicted index is rebuilt from the files when next needed.
+	maxCachedCrawlers = 256
+	// maxLineBytes caps one line when reading, far above any real comment.
+	maxLineBytes = 16 << 20
+	// tailChunk is how much of a file is read at a time when looking for
+	// its last newline.
+	tailChunk = 64 << 10
+	// dirPerm and filePerm are the modes of created directories and files.
+	dirPerm  = 0o755
+	filePerm = 0o644
+)
+
+// ErrClosed is returned by a Store used after Close.
+var ErrClosed = errors.New("file: store is closed")
+
+// dayFile matches the names of day files.
+var dayFile = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}\.jsonl$`)
+
+// ParseURI returns the directory of a file store URI: file://./data and
+// file://data are relative to the working directory, file:///srv/data is
+// absolute. Percent-escapes are decoded.
+func ParseURI(uri string) (string, error) {
+	rest, ok := strings.CutPrefix(uri, Scheme)
+	if !ok {
+		return "", fmt.Errorf("file: store URI %q must start with %s", uri, Scheme)
+	}
+	if strings.ContainsAny(rest, "?#") {
+		return "", fmt.Errorf("file: store URI %q must not carry a query or fragment", uri)
+	}
+	dir, err := url.PathUnescape(rest)
+	if err != nil {
+		return "", fmt.Errorf("file: store URI %q: %w", uri, err)
+	}
+	if dir == "" {
+		return "", fmt.Errorf("file: store URI %q names no directory (want file://./data or file:///abs/path)", uri)
+	}
+	return filepath.Clean(dir), nil
+}
+
+// Store is the file store. It is safe for concurrent use.
+type Store struct {
+	dir string
+
+	mu       sync.Mutex // guards the fields below
+	closed   bool
+	crawlers map[int64]*crawler
+	lru      []int64 // crawler ids, least recently used first
+}
+
+var _ store.Store = (*Store)(nil)
+
+// crawler is one crawler's index: the comment ids its files hold, and how
+// far each file has been read into it. mu serialises the crawler's writers
+// in this process; the directory flock serialises them across processes.
+type crawler struct {
+	mu      sync.Mutex
+	ids     map[string]struct{}
+	indexed map[string]int64 // file name → bytes indexed (up to a newline)
+}
+
+// Open opens (creating) the store in dir and cuts any half-written final
+// line a crash left behind.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return nil, fmt.Errorf("file: unable to create %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, crawlers: map[int64]*crawler{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file: unable to read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		id, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil || !e.IsDir() {
+			continue
+		}
+		if err := s.repair(id); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) crawlerDir(id int64) string {
+	return filepath.Join(s.dir, strconv.FormatInt(id, 10))
+}
+
+// repair truncates the partial final line of each of a crawler's files.
+func (s *Store) repair(id int64) error {
+	unlock, err := lockDir(s.crawlerDir(id))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	names, err := dayFiles(s.crawlerDir(id))
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		path := filepath.Join(s.crawlerDir(id), name)
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("file: unable to open %s: %w", path, err)
+		}
+		_, err = cutPartialLine(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases the store. Writes in flight finish first.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.crawlers = map[int64]*crawler{}
+	s.lru = nil
+	return nil
+}
+
+// crawler returns a crawler's index, evicting the least recently used one
+// when too many are held.
+func (s *Store) crawler(id int64) (*crawler, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if i := slices.Index(s.lru, id); i >= 0 {
+		s.lru = append(slices.Delete(s.lru, i, i+1), id)
+		return s.crawlers[id], nil
+	}
+	c := &crawler{ids: map[string]struct{}{}, indexed: map[string]int64{}}
+	s.crawlers[id] = c
+	s.lru = append(s.lru, id)
+	if len(s.lru) > maxCachedCrawlers {
+		// An index still in use by a writer stays valid for it; the
+		// next writer builds a fresh one from the files.
+		delete(s.crawlers, s.lru[0])
+		s.lru = s.lru[1:]
+	}
+	return c, nil
+}
+
+// Write appends the comments not yet stored, one JSON line each, and
+// returns once they are on disk. A retried batch writes nothing twice.
+func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
+	byCrawler := map[int64][]api.Comment{}
+	for _, c := range comments {
+		byCrawler[c.CrawlerID] = append(byCrawler[c.CrawlerID], c)
+	}
+	ids := make([]int64, 0, len(byCrawler))
+	for id := range byCrawler {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.writeCrawler(id, byCrawler[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) writeCrawler(id int64, comments []api.Comment) error {
+	c, err := s.crawler(id)
+	if err != nil {
+		return err
+	}
+	dir := s.crawlerDir(id)
+	created, err := mkdir(dir)
+	if err != nil {
+		return err
+	}
+	if created {
+		if err := syncDir(s.dir); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Another writer (another spawn on this directory) may have appended
+	// since this index was last brought up to date.
+	if err := c.refresh(dir); err != nil {
+		return err
+	}
+
+	byDay := map[string]*bytes.Buffer{}
+	var newIDs []string
+	batch := map[string]bool{}
+	for _, cm := range comments {
+		if _, dup := c.ids[cm.ID]; cm.ID != "" && (dup || batch[cm.ID]) {
+			continue
+		}
+		line, err := json.Marshal(cm)
+		if err != nil {
+			return fmt.Errorf("file: unable to encode comment %q of crawler %d: %w", cm.ID, id, err)
+		}
+		name := cm.PublishedAt.UTC().Format(dayLayout) + fileExt
+		buf := byDay[name]
+		if buf == nil {
+			buf = &bytes.Buffer{}
+			byDay[name] = buf
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+		batch[cm.ID] = true
+		newIDs = append(newIDs, cm.ID)
+	}
+	names := make([]string, 0, len(byDay))
+	for name := range byDay {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	createdFile := false
+	for _, name := range names {
+		size, fresh, err := appendLines(filepath.Join(dir, name), byDay[name].Bytes())
+		if err != nil {
+			return err
+		}
+		createdFile = createdFile || fresh
+		c.indexed[name] = size
+	}
+	if createdFile {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	}
+	for _, cid := range newIDs {
+		c.ids[cid] = struct{}{}
+	}
+	return nil
+}
+
+// appendLines appends data (whole lines) to a file with one write on an
+// O_APPEND descriptor and fsyncs it. A partial final line left by a crash
+// is cut first; a failed write is cut back, so the file holds the lines
+// whole or not at all. The caller holds the directory lock. It returns the
+// file's new size and whether the file was created.
+func appendLines(path string, data []byte) (int64, bool, error) {
+	_, statErr := os.Stat(path)
+	// Read access lets cutPartialLine look at the tail; writes still
+	// land at the end, whatever the offset.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, filePerm)
+	if err != nil {
+		return 0, false, fmt.Errorf("file: unable to open %s: %w", path, err)
+	}
+	defer f.Close()
+	size, err := cutPartialLine(f)
+	if err != nil {
+		return 0, false, err
+	}
+	if _, err := f.Write(data); err != nil {
+		// Take back whatever part of the write landed.
+		_ = f.Truncate(size)
+		return 0, false, fmt.Errorf("file: unable to write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Truncate(size)
+		return 0, false, fmt.Errorf("file: unable to sync %s: %w", path, err)
+	}
+	return size + int64(len(data)), errors.Is(statErr, os.ErrNotExist), nil
+}
+
+// cutPartialLine truncates f after its last newline and returns the new
+// size. f must be open for reading and writing.
+func cutPartialLine(f *os.File) (int64, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("file: unable to stat %s: %w", f.Name(), err)
+	}
+	size := info.Size()
+	end, err := lastNewline(f, size)
+	if err != nil {
+		return 0, err
+	}
+	if end == size {
+		return size, nil
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, fmt.Errorf("file: unable to cut the partial line of %s: %w", f.Name(), err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("file: unable to sync %s: %w", f.Name(), err)
+	}
+	return end, nil
+}
+
+// lastNewline returns the offset just past the last '\n' among the first
+// size bytes of the file (0 when there is none), reading backwards.
+func lastNewline(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, tailChunk)
+	for end := size; end > 0; {
+		start := max(end-tailChunk, 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("file: unable to read %s: %w", f.Name(), err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+// refresh brings the crawler's index up to date with its files: the first
+// time by reading them all, then by reading what was appended since.
+func (c *crawler) refresh(dir string) error {
+	names, err := dayFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("file: unable to stat %s: %w", path, err)
+		}
+		off := c.indexed[name]
+		if info.Size() < off {
+			// The file shrank under us (edited by hand?): start over.
+			c.ids, c.indexed = map[string]struct{}{}, map[string]int64{}
+			return c.refresh(dir)
+		}
+		if info.Size() == off {
+			continue
+		}
+		n, err := scanLines(path, off, func(line []byte) {
+			var head struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(line, &head) == nil && head.ID != "" {
+				c.ids[head.ID] = struct{}{}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		c.indexed[name] = off + n
+	}
+	return nil
+}
+
+// scanLines calls fn with every complete line of a file from offset on and
+// returns how many bytes the complete lines took. A final line without its
+// newline is left out: it is a write in progress or a crash's remains.
+func scanLines(path string, offset int64, fn func(line []byte)) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("file: unable to open %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("file: unable to seek %s: %w", path, err)
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	var n int64
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: gather it whole.
+			full := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(full) <= maxLineBytes {
+				line, err = r.ReadSlice('\n')
+				full = append(full, line...)
+			}
+			line = full
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return n, fmt.Errorf("file: %s has a line longer than %d bytes at offset %d", path, maxLineBytes, offset+n)
+			}
+			return n, fmt.Errorf("file: unable to read %s: %w", path, err)
+		}
+		n += int64(len(line))
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			fn(trimmed)
+		}
+	}
+}
+
+// Recent returns up to n of a crawler's comments, newest published first,
+// reading day files from the newest day back until it has enough.
+func (s *Store) Recent(ctx context.Context, crawlerID int64, n int) ([]api.Comment, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if n <= 0 {
+		return []api.Comment{}, nil
+	}
+	dir := s.crawlerDir(crawlerID)
+	names, err := dayFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(names)
+	out := []api.Comment{}
+	seen := map[string]bool{}
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var day []api.Comment
+		_, err := scanLines(filepath.Join(dir, name), 0, func(line []byte) {
+			var c api.Comment
+			if json.Unmarshal(line, &c) != nil || seen[c.ID] {
+				return // a damaged line costs that comment, not the answer
+			}
+			seen[c.ID] = true
+			day = append(day, c)
+		})
+		if err != nil {
+			return nil, err
+		}
+		slices.SortStableFunc(day, func(a, b api.Comment) int {
+			if c := b.PublishedAt.Compare(a.PublishedAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.ID, a.ID)
+		})
+		out = append(out, day...)
+		// Days do not overlap: once n are found, older days hold only
+		// older comments.
+		if len(out) >= n {
+			return out[:n], nil
+		}
+	}
+	return out, nil
+}
+
+// dayFiles lists a crawler directory's day files, oldest day first. A
+// missing directory has none.
+func dayFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("file: unable to read %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && dayFile.MatchString(e.Name()) {
+			if _, err := time.Parse(dayLayout, strings.TrimSuffix(e.Name(), fileExt)); err == nil {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// mkdir creates dir if needed and reports whether it did.
+func mkdir(dir string) (bool, error) {
+	err := os.Mkdir(dir, dirPerm)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, os.ErrExist) {
+		return false, nil
+	}
+	return false, fmt.Errorf("file: unable to create %s: %w", dir, err)
+}
+
+// lockDir takes an exclusive flock on a directory and returns its release.
+func lockDir(dir string) (func(), error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file: unable to open %s: %w", dir, err)
+	}
+	for {
+		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("file: unable to lock %s: %w", dir, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(d.Fd()), syscall.LOCK_UN)
+		d.Close()
+	}, nil
+}
+
+// syncDir makes a directory's new entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("file: unable to open %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("file: unable to sync %s: %w", dir, err)
+	}
+	return nil
+}
