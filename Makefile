@@ -4,6 +4,9 @@ BIN      := bin
 PKGS     := ./...
 # Fuzz targets run for a bounded time inside `make test`.
 FUZZTIME ?= 10s
+# The service scripts install what they miss (Java, Maven, PostgreSQL) with
+# apt-get when run as root; set to 0 to be told instead.
+export BW_AUTO_INSTALL ?= 1
 
 .PHONY: all build test unit vet fmt-check services services-down demo bench clean
 
@@ -24,6 +27,7 @@ test: build fmt-check vet
 	scripts/services.sh up
 	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_BIN_DIR=$(CURDIR)/$(BIN) \
 		$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./spawn/internal/source/rss/
 
 # Tests that need no external server.
 unit:
