@@ -27,6 +27,9 @@ test: build fmt-check vet
 	scripts/services.sh up
 	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_BIN_DIR=$(CURDIR)/$(BIN) \
 		$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	# Stops and restarts the shared Cassandra, so it runs alone.
+	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_CASSANDRA_OUTAGE_TEST=1 \
+		$(GO) test -race -count=1 -timeout 5m -run TestCassandra_OutageLosesNothingCounted ./e2e/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./spawn/internal/source/rss/
 
 # Tests that need no external server.
@@ -43,7 +46,8 @@ demo: build
 	scripts/demo.sh
 
 bench:
-	scripts/bench.sh
+	scripts/bench-store.sh
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./hub/internal/cluster/
 
 clean:
 	rm -rf $(BIN)

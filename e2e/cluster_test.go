@@ -294,3 +294,7 @@ func TestAdminAPI_BadInputChangesNothing(t *testing.T) {
 		t.Fatalf("bad registrations changed the nodes: %d", len(nodes))
 	}
 }
+
+func feedItem(id string, published time.Time) feedserver.Item {
+	return feedserver.Item{GUID: id, Title: "story " + id, Description: "text of " + id, Published: published}
+}

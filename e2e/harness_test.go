@@ -81,12 +81,16 @@ type cluster struct {
 	feeds    *feedserver.Server
 	feedBase string
 	storeDir string
+	storeURI string
 	client   *api.Client
 }
 
 type clusterOpts struct {
 	spawns  int
 	routing string
+	// store is the spawns' --store URI; empty means a file store in a
+	// temporary directory.
+	store string
 }
 
 func freeAddr(t *testing.T) string {
@@ -109,7 +113,10 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	fs := httptest.NewServer(feeds.Handler())
 	t.Cleanup(fs.Close)
 
-	c := &cluster{t: t, ctx: ctx, feeds: feeds, feedBase: fs.URL, storeDir: filepath.Join(dir, "data")}
+	c := &cluster{t: t, ctx: ctx, feeds: feeds, feedBase: fs.URL, storeDir: filepath.Join(dir, "data"), storeURI: o.store}
+	if c.storeURI == "" {
+		c.storeURI = "file://" + c.storeDir
+	}
 	c.hubCfg = hubapp.DefaultSettings()
 	c.hubCfg.Listen = freeAddr(t)
 	c.hubCfg.DB = "sqlite://" + filepath.Join(dir, "hub.db")
@@ -144,7 +151,7 @@ func (c *cluster) addSpawn() *spawnapp.Spawn {
 	c.t.Helper()
 	cfg := spawnapp.DefaultSettings()
 	cfg.Hub = "http://" + c.hubCfg.Listen
-	cfg.Store = "file://" + c.storeDir
+	cfg.Store = c.storeURI
 	cfg.AllowTargets = []string{"127.0.0.0/8"}
 	cfg.FeedInterval = feedInterval
 	cfg.OrphanAfter = orphanAfter
