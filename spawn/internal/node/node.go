@@ -41,6 +41,9 @@ const (
 	// seenPerSubscriber bounds the comment ids a subscriber remembers to
 	// avoid counting an item twice.
 	seenPerSubscriber = 20000
+	// backlogPerSubscriber bounds the items a limited subscriber holds while
+	// it waits for a lease; older ones are dropped beyond it.
+	backlogPerSubscriber = 1000
 )
 
 // Config is what a spawn node needs.
@@ -112,6 +115,7 @@ type subscriber struct {
 	leaseUntil int64 // spawn clock, ms
 	seen       map[string]struct{}
 	seenOrder  []string
+	backlog    []source.Item // items waiting for a lease
 }
 
 // dataSource is one shared crawl and the subscribers it feeds.
@@ -513,6 +517,21 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 	}
 }
 
+// drainBacklogLocked counts the held items a new lease now covers.
+func (n *Node) drainBacklogLocked(s *subscriber) []pending {
+	held := s.backlog
+	s.backlog = nil
+	now := n.clock()
+	var out []pending
+	for _, it := range held {
+		if p, ok := s.accept(it, now); ok {
+			n.pendingLocked(p.comment.CrawlerID, 1)
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // pendingLocked tracks comments between counting and storing, so the hub
 // knows when a crawler's usage on this node is complete.
 func (n *Node) pendingLocked(crawlerID int64, delta int) {
@@ -547,12 +566,18 @@ func (s *subscriber) accept(it source.Item, now int64) (pending, bool) {
 	if !ok {
 		return pending{}, false
 	}
-	if s.spec.Limited {
-		if s.reserved >= s.leaseTotal || now >= s.leaseUntil {
+	if s.spec.Limited && (s.reserved >= s.leaseTotal || now >= s.leaseUntil) {
+		// No live lease: keep the item until the next grant, so a
+		// subscriber waiting for quota loses nothing its source sent once.
+		if i := slices.IndexFunc(s.backlog, func(b source.Item) bool { return b.ID == it.ID }); i < 0 {
+			s.backlog = append(s.backlog, it)
+		}
+		if len(s.backlog) > backlogPerSubscriber {
+			s.backlog = s.backlog[len(s.backlog)-backlogPerSubscriber:]
 			s.rejected++
 			commentsRejected.Inc()
-			return pending{}, false
 		}
+		return pending{}, false
 	}
 	s.reserved++
 	s.remember(it.ID)
@@ -690,10 +715,25 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 				n.removeLocked(id)
 			}
 		}
+		var released []pending
 		for _, l := range req.Leases {
 			if s, ok := n.subs[l.CrawlerID]; ok && s.instance == l.Instance && l.Seq > s.leaseSeq {
 				s.leaseSeq, s.leaseTotal, s.leaseUntil = l.Seq, l.Total, l.ExpiresAt
+				released = append(released, n.drainBacklogLocked(s)...)
 			}
+		}
+		if len(released) > 0 && n.runCtx != nil {
+			// Enqueueing may block on a slow store: not under the lock.
+			ctx := n.runCtx
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				for _, p := range released {
+					if n.writer.enqueue(ctx, p) != nil {
+						n.unreserve(p)
+					}
+				}
+			}()
 		}
 	}
 	if len(req.Acks) > 0 {
