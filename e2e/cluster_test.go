@@ -298,3 +298,23 @@ func TestAdminAPI_BadInputChangesNothing(t *testing.T) {
 func feedItem(id string, published time.Time) feedserver.Item {
 	return feedserver.Item{GUID: id, Title: "story " + id, Description: "text of " + id, Published: published}
 }
+
+// TestCluster_HubRestartWakesSpawnsAtOnce gives spawns a detach_after far
+// longer than the wait, so the only way back in time is the new hub
+// contacting the nodes its predecessor knew.
+func TestCluster_HubRestartWakesSpawnsAtOnce(t *testing.T) {
+	c := newCluster(t, clusterOpts{spawns: 2, detachAfter: time.Minute})
+	u := c.user(0)
+	cr := c.rssCrawler(u.ID, []string{c.feedURL("wake")}, nil, 0)
+	waitFor(t, "running", func() bool { return c.crawler(cr.ID).State == api.StateRunning })
+	if err := c.hub.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restart := time.Now()
+	c.startHub()
+	waitFor(t, "crawler running under the new hub", func() bool {
+		on := c.runningOn()
+		return len(on[cr.ID]) == 1 && c.crawler(cr.ID).State == api.StateRunning
+	})
+	t.Logf("crawler running again %s after the hub restarted (spawns' detach_after is 1m)", time.Since(restart).Round(time.Millisecond))
+}

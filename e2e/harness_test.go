@@ -91,6 +91,8 @@ type clusterOpts struct {
 	// store is the spawns' --store URI; empty means a file store in a
 	// temporary directory.
 	store string
+	// detachAfter overrides the hub's detach_after (sent to spawns).
+	detachAfter time.Duration
 }
 
 func freeAddr(t *testing.T) string {
@@ -127,6 +129,9 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	c.hubCfg.AdminToken = adminToken
 	if o.routing != "" {
 		c.hubCfg.Routing = o.routing
+	}
+	if o.detachAfter > 0 {
+		c.hubCfg.DetachAfter = o.detachAfter
 	}
 	c.startHub()
 	c.client = api.NewClient(c.hub.URL(), adminToken, nil)

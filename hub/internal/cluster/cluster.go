@@ -172,6 +172,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if _, err := h.Reload(ctx, false); err != nil {
 		return err
 	}
+	h.wakeKnownNodes(ctx)
 	h.wg.Add(2)
 	go func() { defer h.wg.Done(); h.pollLoop(ctx) }()
 	go func() { defer h.wg.Done(); h.reloadLoop(ctx) }()
@@ -258,7 +259,11 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		}
 	}
 	h.eventLocked("node_joined", fmt.Sprintf("node %s joined from %s", short(req.NodeID), req.URL))
+	ctx := ctxOrBackground(h.ctx)
 	h.mu.Unlock()
+	if err := h.cfg.Store.RememberNode(ctx, req.NodeID, req.URL); err != nil {
+		h.logger.Warn("unable to remember node", "node_id", req.NodeID, "err", err)
+	}
 	registrations.Inc()
 	h.logger.Info("node registered", "node_id", req.NodeID, "url", req.URL)
 	h.RequestReload(true)
@@ -288,6 +293,14 @@ func (h *Hub) removeNodeLocked(n *node, reason string) {
 		c.leases.nodeLost(n.id)
 	}
 	nodesLost.Inc()
+	ctx := ctxOrBackground(h.ctx)
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		if err := h.cfg.Store.ForgetNode(ctx, n.id); err != nil {
+			h.logger.Warn("unable to forget node", "node_id", n.id, "err", err)
+		}
+	}()
 	h.eventLocked("node_lost", fmt.Sprintf("node %s lost: %s", short(n.id), reason))
 	h.logger.Warn("node removed", "node_id", n.id, "reason", reason)
 }
@@ -321,4 +334,43 @@ func short(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// wakeKnownNodes contacts the nodes a previous hub run knew. Each answers a
+// request from a new epoch by dropping what it runs and registering at once,
+// so a hub restart recovers in about a poll interval instead of the spawns'
+// detach_after. The request has sequence 0, which a spawn already attached
+// to this epoch ignores as stale.
+func (h *Hub) wakeKnownNodes(ctx context.Context) {
+	known, err := h.cfg.Store.KnownNodes(ctx)
+	if err != nil {
+		h.logger.Warn("unable to read known nodes", "err", err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, k := range known {
+		h.mu.Lock()
+		_, live := h.nodes[k.ID]
+		h.mu.Unlock()
+		if live {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := &node{id: k.ID, url: k.URL}
+			err := h.call(ctx, n, api.PathPoll, api.PollRequest{Epoch: h.epoch, NodeID: k.ID}, nil)
+			var answered *api.StatusError
+			if err != nil && !errors.As(err, &answered) {
+				// Nobody there any more: it registers anew if it comes back.
+				h.logger.Info("node known before the restart is gone", "node_id", k.ID, "url", k.URL, "err", err)
+				if err := h.cfg.Store.ForgetNode(ctx, k.ID); err != nil {
+					h.logger.Warn("unable to forget node", "node_id", k.ID, "err", err)
+				}
+				return
+			}
+			h.logger.Info("woke a node known before the restart", "node_id", k.ID, "url", k.URL)
+		}()
+	}
+	wg.Wait()
 }

@@ -42,6 +42,7 @@ type migration struct {
 // migration that has shipped.
 var migrations = []migration{
 	{version: 1, name: "create users, crawlers and applied_increments", up: migrateV1},
+	{version: 2, name: "create known_nodes", up: migrateV2},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating
@@ -176,4 +177,17 @@ func (appliedIncrementV1) TableName() string { return "applied_increments" }
 
 func migrateV1(tx *gorm.DB) error {
 	return tx.Migrator().CreateTable(&userV1{}, &crawlerV1{}, &appliedIncrementV1{})
+}
+
+// knownNodeV2 is known_nodes as migration 2 creates it.
+type knownNodeV2 struct {
+	ID     string    `gorm:"primaryKey;size:64"`
+	URL    string    `gorm:"size:2048;not null"`
+	SeenAt time.Time `gorm:"not null"`
+}
+
+func (knownNodeV2) TableName() string { return "known_nodes" }
+
+func migrateV2(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&knownNodeV2{})
 }

@@ -736,7 +736,7 @@ func TestStore_ConcurrentOpen(t *testing.T) {
 func TestStore_SchemaMatchesModels(t *testing.T) {
 	eachDB(t, func(t *testing.T, dsn string) {
 		s := openTest(t, dsn)
-		for _, model := range []any{&User{}, &Crawler{}, &AppliedIncrement{}} {
+		for _, model := range []any{&User{}, &Crawler{}, &AppliedIncrement{}, &KnownNode{}} {
 			stmt := &gorm.Statement{DB: s.db}
 			if err := stmt.Parse(model); err != nil {
 				t.Fatal(err)
@@ -795,4 +795,30 @@ func TestRedact(t *testing.T) {
 	if strings.Contains(got, "secret") {
 		t.Fatalf("Redact kept the password: %s", got)
 	}
+}
+
+func TestStore_KnownNodes(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		s := openTest(t, dsn)
+		ctx := context.Background()
+		if err := s.RememberNode(ctx, "a", "http://127.0.0.1:1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RememberNode(ctx, "a", "http://127.0.0.1:2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RememberNode(ctx, "b", "http://127.0.0.1:3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ForgetNode(ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := s.KnownNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes) != 1 || nodes[0].ID != "a" || nodes[0].URL != "http://127.0.0.1:2" {
+			t.Fatalf("known nodes %+v", nodes)
+		}
+	})
 }
