@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// TestLimits_NeverExceededAndUsageEqualsStored spreads a user's crawlers
+// over three spawns with more items than the limits allow, and checks that
+// the comments stored never exceed any limit and equal the usage in SQL.
+func TestLimits_NeverExceededAndUsageEqualsStored(t *testing.T) {
+	c := newCluster(t, clusterOpts{spawns: 3})
+	const userLimit = 60
+	u := c.user(userLimit)
+	limits := []int64{25, 0, 0, 15}
+	var crawlers []api.Crawler
+	for i, l := range limits {
+		crawlers = append(crawlers, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("lim%d", i))}, nil, l))
+	}
+	base := time.Now().Add(-time.Hour)
+	for round := range 40 {
+		for i := range limits {
+			c.feeds.Publish(fmt.Sprintf("lim%d", i), feedItem(fmt.Sprintf("l%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
+		}
+	}
+	took := waitFor(t, "the user's limit used up", func() bool {
+		us, err := c.client.GetUser(c.ctx, u.ID)
+		return err == nil && us.Usage == userLimit
+	})
+	t.Logf("user reached its limit of %d after %s", userLimit, took)
+	waitFor(t, "every crawler stopped", func() bool {
+		for _, cr := range crawlers {
+			if st := c.crawler(cr.ID).State; st != api.StateLimitReached {
+				return false
+			}
+		}
+		return len(c.runningOn()) == 0
+	})
+	var total int
+	for i, cr := range crawlers {
+		stored := len(c.storedComments(cr.ID))
+		usage := c.crawler(cr.ID).Usage
+		t.Logf("crawler %d (limit %d): stored %d, usage %d", cr.ID, limits[i], stored, usage)
+		if int64(stored) != usage {
+			t.Errorf("crawler %d: stored %d comments, usage says %d", cr.ID, stored, usage)
+		}
+		if limits[i] > 0 && int64(stored) > limits[i] {
+			t.Errorf("crawler %d: stored %d, over its limit of %d", cr.ID, stored, limits[i])
+		}
+		total += stored
+	}
+	if total != userLimit {
+		t.Errorf("user stored %d comments, limit %d", total, userLimit)
+	}
+
+	// Raising the user's limit resumes the crawlers that have room.
+	more := int64(userLimit + 10)
+	if _, err := c.client.UpdateUser(c.ctx, u.ID, api.UserUpdate{CommentLimit: &more}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "usage reaches the raised limit", func() bool {
+		us, err := c.client.GetUser(c.ctx, u.ID)
+		return err == nil && us.Usage == more
+	})
+	waitFor(t, "stored equals raised limit", func() bool {
+		n := 0
+		for _, cr := range crawlers {
+			n += len(c.storedComments(cr.ID))
+		}
+		return n == int(more)
+	})
+}
