@@ -48,6 +48,7 @@ demo: build
 bench:
 	scripts/bench-store.sh
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./hub/internal/cluster/
+	$(GO) test -run '^$$' -bench Throughput -benchtime 200000x -count 3 ./spawn/internal/node/
 
 clean:
 	rm -rf $(BIN)

@@ -102,7 +102,7 @@ func (s *chanSource) Err() error                          { return nil }
 func (s *chanSource) SetSubscribers([]api.SubscriberSpec) {}
 
 // attachedNode returns a running node attached to epoch "e1" without a hub.
-func attachedNode(t *testing.T) (*Node, *chanKind, *memStore) {
+func attachedNode(t testing.TB) (*Node, *chanKind, *memStore) {
 	t.Helper()
 	kind := newChanKind()
 	st := &memStore{}
