@@ -13,9 +13,6 @@ const (
 	PathSubscribersRemove = "/v1/subscribers/remove"
 	// PathPoll is the hub's batched status poll of one spawn.
 	PathPoll = "/v1/poll"
-	// PathRecoverUsage asks a spawn to read a lost node's usage journal from
-	// the shared comment store.
-	PathRecoverUsage = "/v1/usage/recover"
 	// PathHealth is the JSON health document of both servers.
 	PathHealth = "/v1/health"
 )
@@ -219,17 +216,4 @@ type PollResponse struct {
 	Pending map[int64]int `json:"pending,omitempty"`
 	// Store says whether the comment store keeps up ("ok" or "degraded").
 	Store string `json:"store,omitempty"`
-}
-
-// RecoverRequest asks a spawn for the usage a lost node journaled in the
-// shared store for the given crawlers.
-type RecoverRequest struct {
-	Epoch      string  `json:"epoch"`
-	NodeID     string  `json:"node_id"`
-	CrawlerIDs []int64 `json:"crawler_ids"`
-}
-
-// RecoverResponse lists the increments found.
-type RecoverResponse struct {
-	Increments []Increment `json:"increments"`
 }

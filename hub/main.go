@@ -5,41 +5,19 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+	"log/slog"
 
 	"github.com/blackwidow-crawl/blackwidow/hub/app"
-	"github.com/blackwidow-crawl/blackwidow/pkg/config"
-	"github.com/blackwidow-crawl/blackwidow/pkg/logx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/service"
 )
 
 func main() {
-	if err := run(); err != nil {
-		if errors.Is(err, config.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "hub:", err)
-		os.Exit(1)
-	}
-}
-
-func run() error {
 	cfg := app.DefaultSettings()
-	if err := config.Load("hub", &cfg, os.Args[1:], os.LookupEnv, os.Stderr); err != nil {
-		return err
-	}
-	logger, err := logx.New(os.Stderr, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	h, err := app.Start(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	return h.Wait()
+	service.Main("hub", &cfg, func(ctx context.Context, cfg *app.Settings, logger *slog.Logger) (*service.Service, error) {
+		h, err := app.Start(ctx, *cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		return h.Service, nil
+	})
 }

@@ -5,41 +5,19 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+	"log/slog"
 
-	"github.com/blackwidow-crawl/blackwidow/pkg/config"
-	"github.com/blackwidow-crawl/blackwidow/pkg/logx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/service"
 	"github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
 func main() {
-	if err := run(); err != nil {
-		if errors.Is(err, config.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "spawn:", err)
-		os.Exit(1)
-	}
-}
-
-func run() error {
 	cfg := app.DefaultSettings()
-	if err := config.Load("spawn", &cfg, os.Args[1:], os.LookupEnv, os.Stderr); err != nil {
-		return err
-	}
-	logger, err := logx.New(os.Stderr, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	s, err := app.Start(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	return s.Wait()
+	service.Main("spawn", &cfg, func(ctx context.Context, cfg *app.Settings, logger *slog.Logger) (*service.Service, error) {
+		s, err := app.Start(ctx, *cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		return s.Service, nil
+	})
 }

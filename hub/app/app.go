@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/server"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/service"
 )
 
 // Settings are the hub's flags; each also reads BW_<NAME> and the --config
@@ -48,13 +48,14 @@ func DefaultSettings() Settings {
 	}
 }
 
+// Logging names the log settings, for service.Main.
+func (s *Settings) Logging() (string, string) { return s.LogLevel, s.LogFormat }
+
 // Hub is a running hub.
 type Hub struct {
+	*service.Service
 	addr  string
 	epoch string
-	stop  context.CancelFunc
-	done  chan struct{}
-	err   error
 }
 
 // Start opens the database, binds the listener and runs the hub until ctx
@@ -88,29 +89,15 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 	srv := &server.Server{Hub: c, Store: store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: logger}
 	logger.Info("hub listening", "addr", ln.Addr().String(), "epoch", c.Epoch(), "db", sqlstore.Redact(cfg.DB), "routing", cfg.Routing)
 
-	ctx, stop := context.WithCancel(ctx)
-	h := &Hub{addr: ln.Addr().String(), epoch: c.Epoch(), stop: stop, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	record := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil && h.err == nil {
-			h.err = err
-			stop()
-		}
-	}
-	wg.Add(2)
-	go func() { defer wg.Done(); record(c.Run(ctx)) }()
-	go func() { defer wg.Done(); record(httpx.Serve(ctx, ln, srv.Handler())) }()
-	go func() {
-		wg.Wait()
-		if err := store.Close(); err != nil {
-			record(err)
-		}
-		logger.Info("hub stopped")
-		close(h.done)
-	}()
+	h := &Hub{addr: ln.Addr().String(), epoch: c.Epoch()}
+	h.Service = service.Start(ctx,
+		func() error {
+			logger.Info("hub stopped")
+			return store.Close()
+		},
+		c.Run,
+		func(ctx context.Context) error { return httpx.Serve(ctx, ln, srv.Handler()) },
+	)
 	return h, nil
 }
 
@@ -122,15 +109,3 @@ func (h *Hub) URL() string { return "http://" + h.addr }
 
 // Epoch identifies this run of the hub.
 func (h *Hub) Epoch() string { return h.epoch }
-
-// Stop shuts the hub down and waits for it.
-func (h *Hub) Stop() error {
-	h.stop()
-	return h.Wait()
-}
-
-// Wait blocks until the hub has stopped and returns why it stopped.
-func (h *Hub) Wait() error {
-	<-h.done
-	return h.err
-}

@@ -10,10 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/service"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -56,13 +56,14 @@ func DefaultSettings() Settings {
 	}
 }
 
+// Logging names the log settings, for service.Main.
+func (s *Settings) Logging() (string, string) { return s.LogLevel, s.LogFormat }
+
 // Spawn is a running spawn.
 type Spawn struct {
+	*service.Service
 	Node *node.Node
 	addr string
-	stop context.CancelFunc
-	done chan struct{}
-	err  error
 }
 
 // Start opens the store, binds the listener and runs the spawn until ctx
@@ -105,29 +106,15 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	}
 	logger.Info("spawn listening", "addr", ln.Addr().String(), "advertise", advertise, "node_id", n.ID(), "hub", cfg.Hub)
 
-	ctx, stop := context.WithCancel(ctx)
-	s := &Spawn{Node: n, addr: ln.Addr().String(), stop: stop, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	record := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil && s.err == nil {
-			s.err = err
-			stop()
-		}
-	}
-	wg.Add(2)
-	go func() { defer wg.Done(); record(n.Run(ctx, DrainTimeout)) }()
-	go func() { defer wg.Done(); record(httpx.Serve(ctx, ln, n.Handler())) }()
-	go func() {
-		wg.Wait()
-		if err := st.Close(); err != nil {
-			record(err)
-		}
-		logger.Info("spawn stopped", "node_id", n.ID())
-		close(s.done)
-	}()
+	s := &Spawn{Node: n, addr: ln.Addr().String()}
+	s.Service = service.Start(ctx,
+		func() error {
+			logger.Info("spawn stopped", "node_id", n.ID())
+			return st.Close()
+		},
+		func(ctx context.Context) error { return n.Run(ctx, DrainTimeout) },
+		func(ctx context.Context) error { return httpx.Serve(ctx, ln, n.Handler()) },
+	)
 	return s, nil
 }
 
@@ -136,18 +123,6 @@ func (s *Spawn) URL() string { return "http://" + s.addr }
 
 // ID is the spawn's node id.
 func (s *Spawn) ID() string { return s.Node.ID() }
-
-// Stop shuts the spawn down gracefully and waits for it.
-func (s *Spawn) Stop() error {
-	s.stop()
-	return s.Wait()
-}
-
-// Wait blocks until the spawn has stopped.
-func (s *Spawn) Wait() error {
-	<-s.done
-	return s.err
-}
 
 // OpenStore chooses the comment store from the --store URI.
 func OpenStore(ctx context.Context, uri string, logger *slog.Logger) (store.Store, error) {

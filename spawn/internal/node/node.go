@@ -188,7 +188,7 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 
 	<-ctx.Done()
 	n.mu.Lock()
-	n.dropAllLocked("shutdown")
+	n.dropAllLocked()
 	n.mu.Unlock()
 	n.wg.Wait() // data sources have stopped emitting
 	select {
@@ -270,7 +270,7 @@ func (n *Node) detachLocked(reason string) {
 	n.logger.Warn("detached", "reason", reason, "subscribers", len(n.subs))
 	n.state = api.NodeDetached
 	n.epoch = ""
-	n.dropAllLocked(reason)
+	n.dropAllLocked()
 	select {
 	case n.kick <- struct{}{}:
 	default:
@@ -475,11 +475,10 @@ func (n *Node) removeLocked(crawlerID int64) {
 	n.logger.Info("subscriber stopped", "crawler_id", crawlerID)
 }
 
-func (n *Node) dropAllLocked(reason string) {
+func (n *Node) dropAllLocked() {
 	for id := range n.subs {
 		n.removeLocked(id)
 	}
-	_ = reason
 }
 
 // emitter fans a data source's items out to its subscribers: each one
