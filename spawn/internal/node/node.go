@@ -558,6 +558,9 @@ func (s *subscriber) accept(it source.Item, now int64) (pending, bool) {
 	if c := s.spec.Cursor; c != nil && !it.PublishedAt.After(c.PublishedAt) {
 		return pending{}, false
 	}
+	if it.QueryUUID != "" && it.QueryUUID != s.spec.QueryUUID {
+		return pending{}, false
+	}
 	if len(it.Terms) > 0 && !intersects(it.Terms, s.spec.Query) {
 		return pending{}, false
 	}

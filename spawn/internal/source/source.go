@@ -33,6 +33,10 @@ type Item struct {
 	// stream that filters server-side); empty means "every subscriber of the
 	// source may want it".
 	Terms []string
+	// QueryUUID, when set, names the one query the item was delivered for
+	// (a stream subscription shared by the subscribers of that query); only
+	// subscribers with this query uuid receive it.
+	QueryUUID string
 }
 
 // Emit hands a batch of items to the spawn. It blocks while the spawn's store
