@@ -94,8 +94,10 @@ func TestBinaries_EndToEnd(t *testing.T) {
 
 	hubAddr := freeAddr(t)
 	env := []string{"BW_NODE_TOKEN=bin-node", "BW_ADMIN_TOKEN=bin-admin", "BW_HUB_URL=http://" + hubAddr}
-	startProc(t, env, filepath.Join(bin, "hub"), "--listen", hubAddr, "--db", "sqlite://"+filepath.Join(dir, "hub.db"),
-		"--poll-interval", "200ms", "--orphan-after", "1s", "--detach-after", "1500ms")
+	const poll = 200 * time.Millisecond
+	hubArgs := []string{"--listen", hubAddr, "--db", "sqlite://" + filepath.Join(dir, "hub.db"),
+		"--poll-interval", poll.String(), "--orphan-after", "1s", "--detach-after", "1500ms"}
+	hub := startProc(t, env, filepath.Join(bin, "hub"), hubArgs...)
 	spawnArgs := []string{"--hub", "http://" + hubAddr, "--store", "file://" + filepath.Join(dir, "data"),
 		"--allow-targets", "127.0.0.0/8", "--feed-interval", "100ms"}
 	s1 := startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...)
@@ -165,7 +167,32 @@ func TestBinaries_EndToEnd(t *testing.T) {
 		c := show()
 		return c.State == api.StateRunning && c.Node != "" && c.Node != running
 	})
-	t.Logf("crawler running on the surviving spawn %s after SIGKILL", time.Since(killed).Round(time.Millisecond))
+	moved := time.Since(killed)
+	t.Logf("crawler running on the surviving spawn %s after SIGKILL", moved.Round(time.Millisecond))
+	// Promise: within 3 poll intervals plus the node-failure threshold
+	// (3 failed polls, the default).
+	if bound := 3*poll + defaultNodeFailures*poll; moved > bound+schedulingSlack {
+		t.Errorf("moving the killed spawn's crawler took %s, over the bound of %s", moved, bound)
+	}
+	survivor := show().Node
+
+	// SIGKILL the hub and start it again on the same database: the spawn
+	// sees the new epoch, registers, and the crawler runs again.
+	if err := hub.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = hub.cmd.Wait()
+	restarted := time.Now()
+	startProc(t, env, filepath.Join(bin, "hub"), hubArgs...)
+	waitFor(t, "crawler running again under the restarted hub", func() bool {
+		c := show()
+		return c.State == api.StateRunning && c.Node == survivor
+	})
+	back := time.Since(restarted)
+	t.Logf("crawler running again %s after the hub was killed and restarted", back.Round(time.Millisecond))
+	if back > 20*time.Second {
+		t.Errorf("recovery from a hub restart took %s, over 20 s", back)
+	}
 
 	if _, err := bwctl("crawler", "show", "99999"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("bwctl on a missing crawler: %v", err)

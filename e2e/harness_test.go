@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/e2e/faultproxy"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
 	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
@@ -83,7 +84,25 @@ type cluster struct {
 	storeDir string
 	storeURI string
 	client   *api.Client
+	// links are the fault proxies between the hub and each spawn, in the
+	// order of spawns, when the cluster was built with proxied set.
+	links   []*link
+	proxied bool
 }
+
+// link is the pair of proxies a proxied spawn talks through: down carries
+// the hub's calls to the spawn, up the spawn's registration with the hub.
+type link struct {
+	down, up *faultproxy.Proxy
+}
+
+// cut breaks the link both ways; heal restores it.
+func (l *link) cut()  { l.down.Cut(); l.up.Cut() }
+func (l *link) heal() { l.down.Heal(); l.up.Heal() }
+
+// setFaults applies random faults to the hub's calls to the spawn (polls,
+// sends, removals) and to the spawn's registrations.
+func (l *link) setFaults(f faultproxy.Faults) { l.down.SetFaults(f); l.up.SetFaults(f) }
 
 type clusterOpts struct {
 	spawns  int
@@ -93,6 +112,8 @@ type clusterOpts struct {
 	store string
 	// detachAfter overrides the hub's detach_after (sent to spawns).
 	detachAfter time.Duration
+	// proxied puts a fault proxy between the hub and every spawn.
+	proxied bool
 }
 
 func freeAddr(t *testing.T) string {
@@ -115,7 +136,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 	fs := httptest.NewServer(feeds.Handler())
 	t.Cleanup(fs.Close)
 
-	c := &cluster{t: t, ctx: ctx, feeds: feeds, feedBase: fs.URL, storeDir: filepath.Join(dir, "data"), storeURI: o.store}
+	c := &cluster{t: t, ctx: ctx, feeds: feeds, feedBase: fs.URL, storeDir: filepath.Join(dir, "data"), storeURI: o.store, proxied: o.proxied}
 	if c.storeURI == "" {
 		c.storeURI = "file://" + c.storeDir
 	}
@@ -162,13 +183,40 @@ func (c *cluster) addSpawn() *spawnapp.Spawn {
 	cfg.OrphanAfter = orphanAfter
 	cfg.DetachAfter = detachAfter
 	cfg.NodeToken = nodeToken
+	var l *link
+	if c.proxied {
+		l = c.newLink()
+		cfg.Hub, cfg.Advertise = l.up.URL(), l.down.URL()
+	}
 	s, err := spawnapp.Start(c.ctx, cfg, testLogger(c.t, fmt.Sprintf("spawn%d", len(c.spawns)+1)))
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	if l != nil {
+		l.down.SetTarget(s.URL())
+		c.links = append(c.links, l)
+	}
 	c.spawns = append(c.spawns, s)
 	c.t.Cleanup(func() { _ = s.Stop() })
 	return s
+}
+
+// newLink starts the two proxies of a spawn's link to the hub.
+func (c *cluster) newLink() *link {
+	c.t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	c.t.Logf("fault proxy seed for spawn%d: %d", len(c.spawns)+1, seed)
+	down, err := faultproxy.New("", seed)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	up, err := faultproxy.New("http://"+c.hubCfg.Listen, seed+1)
+	if err != nil {
+		down.Close()
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { down.Close(); up.Close() })
+	return &link{down: down, up: up}
 }
 
 func (c *cluster) waitNodes(n int) {

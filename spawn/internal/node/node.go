@@ -277,13 +277,15 @@ func (n *Node) detachLocked(reason string) {
 	}
 }
 
-// watch stops orphans and detaches a node the hub no longer contacts.
+// watch stops orphans and detaches a node the hub no longer contacts. It
+// wakes at the earliest deadline, so nothing runs unsupervised past
+// orphan_after by more than a scheduling delay.
 func (n *Node) watch(ctx context.Context) {
-	every := n.cfg.WatchEvery
-	if every <= 0 {
-		every = n.cfg.OrphanAfter / 4
+	maxWait := n.cfg.WatchEvery
+	if maxWait <= 0 {
+		maxWait = n.cfg.OrphanAfter / 4
 	}
-	t := time.NewTicker(every)
+	t := time.NewTimer(maxWait)
 	defer t.Stop()
 	for {
 		select {
@@ -291,20 +293,32 @@ func (n *Node) watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		now := time.Now()
-		n.mu.Lock()
-		if n.state == api.NodeAttached && now.Sub(n.lastContact) > n.detachAfter {
-			n.detachLocked("hub silent for " + n.detachAfter.String())
-		}
-		for id, s := range n.subs {
-			if now.Sub(s.lastPolled) > n.orphanAfter {
-				orphansDropped.Inc()
-				n.logger.Warn("orphan subscriber stopped", "crawler_id", id, "unpolled_for", now.Sub(s.lastPolled).Round(time.Millisecond))
-				n.removeLocked(id)
-			}
-		}
-		n.mu.Unlock()
+		t.Reset(n.enforceDeadlines(time.Now(), maxWait))
 	}
+}
+
+// enforceDeadlines drops orphans and detaches when the hub has been silent
+// too long, and returns how long until the next deadline.
+func (n *Node) enforceDeadlines(now time.Time, maxWait time.Duration) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state == api.NodeAttached && now.Sub(n.lastContact) >= n.detachAfter {
+		n.detachLocked("hub silent for " + n.detachAfter.String())
+	}
+	next := maxWait
+	if n.state == api.NodeAttached {
+		next = min(next, n.lastContact.Add(n.detachAfter).Sub(now))
+	}
+	for id, s := range n.subs {
+		if now.Sub(s.lastPolled) >= n.orphanAfter {
+			orphansDropped.Inc()
+			n.logger.Warn("orphan subscriber stopped", "crawler_id", id, "unpolled_for", now.Sub(s.lastPolled).Round(time.Millisecond))
+			n.removeLocked(id)
+			continue
+		}
+		next = min(next, s.lastPolled.Add(n.orphanAfter).Sub(now))
+	}
+	return max(next, time.Millisecond)
 }
 
 // checkHubLocked validates the epoch and sequence of a hub request. A fresh
@@ -317,11 +331,13 @@ func (n *Node) checkHubLocked(epoch string, seq uint64) error {
 		n.detachLocked("new hub epoch " + epoch)
 		return ErrEpoch
 	}
-	n.lastContact = time.Now()
 	if seq <= n.lastSeq {
+		// An old message arriving late proves nothing about the hub now:
+		// it must not keep the node attached.
 		return ErrStale
 	}
 	n.lastSeq = seq
+	n.lastContact = time.Now()
 	return nil
 }
 
