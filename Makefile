@@ -8,7 +8,7 @@ FUZZTIME ?= 10s
 # apt-get when run as root; set to 0 to be told instead.
 export BW_AUTO_INSTALL ?= 1
 
-.PHONY: all build test unit vet fmt-check services services-down demo bench clean
+.PHONY: all build test unit vet fmt-check services services-down demo bench bench-hub clean
 
 all: build
 
@@ -25,12 +25,16 @@ fmt-check:
 # every test against them with the race detector.
 test: build fmt-check vet
 	scripts/services.sh up
-	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_BIN_DIR=$(CURDIR)/$(BIN) \
+	scripts/chromium.sh >/dev/null
+	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_BIN_DIR=$(CURDIR)/$(BIN) BW_ARTIFACTS=$(CURDIR)/e2e/artifacts \
 		$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	# Stops and restarts the shared Cassandra, so it runs alone.
 	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_CASSANDRA_OUTAGE_TEST=1 \
 		$(GO) test -race -count=1 -timeout 5m -run TestCassandra_OutageLosesNothingCounted ./e2e/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./spawn/internal/source/rss/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeLine -fuzztime $(FUZZTIME) ./spawn/internal/source/twitter/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime $(FUZZTIME) ./spawn/internal/source/stream/
+	$(GO) test -run '^$$' -fuzz FuzzMatch -fuzztime $(FUZZTIME) ./spawn/internal/match/
 
 # Tests that need no external server.
 unit:
@@ -47,8 +51,12 @@ demo: build
 
 bench:
 	scripts/bench-store.sh
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./hub/internal/cluster/
+	$(GO) test -run '^$$' -bench Route -benchtime 2s ./hub/internal/cluster/
 	$(GO) test -run '^$$' -bench Throughput -benchtime 200000x -count 3 ./spawn/internal/node/
+
+# The hub against 1,000 simulated spawns and 100,000 crawlers (several minutes).
+bench-hub:
+	$(GO) test -run '^$$' -bench HubScale -benchtime 3x -timeout 30m ./hub/internal/cluster/
 
 clean:
 	rm -rf $(BIN)

@@ -174,3 +174,35 @@ type Event struct {
 	Kind    string    `json:"kind"`
 	Message string    `json:"message"`
 }
+
+// Paths of the dashboard's admin routes.
+const (
+	PathScaling        = "/v1/scaling"
+	PathCrawlerHistory = "/v1/crawlers/{id}/history"
+)
+
+// Scaling is the hub's autoscaling signal (GET /v1/scaling): how many spawn
+// nodes the current load wants at the configured subscribers per node.
+type Scaling struct {
+	// Nodes is the number of live spawn nodes.
+	Nodes int `json:"nodes"`
+	// Subscribers counts the subscribers the hub runs or wants to run: every
+	// enabled crawler that is not at its (or its user's) limit.
+	Subscribers int `json:"subscribers"`
+	// TargetSubscribersPerNode is the hub's --scaling-target.
+	TargetSubscribersPerNode int `json:"target_subscribers_per_node"`
+	// DesiredNodes is max(1, ceil(subscribers / target)).
+	DesiredNodes int `json:"desired_nodes"`
+}
+
+// CrawlerHistory is a crawler's recent comment rate (GET
+// /v1/crawlers/{id}/history): one sample per step of the comments counted as
+// usage in that step, expressed per minute, oldest first. The hub keeps it in
+// memory, so it starts empty (all zeros) after a hub restart.
+type CrawlerHistory struct {
+	CrawlerID   int64 `json:"crawler_id"`
+	StepSeconds int   `json:"step_seconds"`
+	// Until is the end of the newest sample.
+	Until             time.Time `json:"until"`
+	CommentsPerMinute []float64 `json:"comments_per_minute"`
+}

@@ -256,3 +256,22 @@ func IsNotFound(err error) bool {
 	var se *StatusError
 	return errors.As(err, &se) && se.Code == http.StatusNotFound
 }
+
+// Scaling reads the hub's autoscaling signal (GET /v1/scaling).
+func (c *Client) Scaling(ctx context.Context) (Scaling, error) {
+	var out Scaling
+	err := c.do(ctx, http.MethodGet, PathScaling, nil, nil, &out)
+	return out, err
+}
+
+// CrawlerHistory reads a crawler's recent comments per minute (GET
+// /v1/crawlers/{id}/history).
+func (c *Client) CrawlerHistory(ctx context.Context, crawlerID int64) (CrawlerHistory, error) {
+	var out CrawlerHistory
+	path := strings.Replace(PathCrawlerHistory, "{id}", strconv.FormatInt(crawlerID, 10), 1)
+	if err := c.do(ctx, http.MethodGet, path, nil, nil, &out); err != nil {
+		return CrawlerHistory{}, err
+	}
+	out.CommentsPerMinute = orEmpty(out.CommentsPerMinute)
+	return out, nil
+}

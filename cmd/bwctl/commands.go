@@ -50,6 +50,7 @@ var commands = []*command{
 	{words: []string{"comments", "recent"}, args: []string{"CRAWLER"}, opts: "[--n N]", flags: []string{"n"},
 		help: "show a crawler's latest comments (default 20)", run: commentsRecent},
 	{words: []string{"status"}, help: "one-screen summary: hub, nodes, crawlers by state", run: status},
+	{words: []string{"scaling"}, help: "autoscaling signal: live nodes, wanted subscribers and the spawn count they need", run: scaling},
 }
 
 // lookup finds the command named by the first words and returns the words

@@ -18,6 +18,9 @@ const (
 	maxTextColumn   = 80
 	maxAuthorColumn = 24
 	maxIDColumn     = 24
+	// maxCellColumn caps every table cell, so one long value (a user name
+	// is up to 200 characters) cannot push the other columns off the screen.
+	maxCellColumn = 80
 )
 
 func printJSON(w io.Writer, v any) error {
@@ -38,14 +41,15 @@ func printKV(w io.Writer, kv [][2]string) error {
 	return tw.Flush()
 }
 
-// printTable prints an aligned table with a header row.
+// printTable prints an aligned table with a header row. Cells are cleaned
+// and cut at maxCellColumn characters.
 func printTable(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
 		cells := make([]string, len(r))
 		for i, s := range r {
-			cells[i] = clean(s)
+			cells[i] = truncate(s, maxCellColumn)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}

@@ -31,6 +31,9 @@ type Settings struct {
 	AdminToken   string        `flag:"admin-token" usage:"token of the admin API (prefer BW_ADMIN_TOKEN)"`
 	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
 	LogFormat    string        `flag:"log-format" usage:"text or json"`
+
+	// ScalingTarget feeds the autoscaling signal (GET /v1/scaling).
+	ScalingTarget int `flag:"scaling-target" usage:"subscribers one spawn should run; GET /v1/scaling and bw_hub_desired_nodes ask for max(1, ceil(subscribers / this)) spawns"`
 }
 
 // DefaultSettings are the hub's defaults (DESIGN.md section 8).
@@ -45,6 +48,8 @@ func DefaultSettings() Settings {
 		NodeFailures: cluster.DefaultNodeFailures,
 		LogLevel:     "info",
 		LogFormat:    "text",
+
+		ScalingTarget: server.DefaultScalingTarget,
 	}
 }
 
@@ -61,6 +66,9 @@ type Hub struct {
 // Start opens the database, binds the listener and runs the hub until ctx
 // ends or Stop is called.
 func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error) {
+	if cfg.ScalingTarget < 1 {
+		return nil, fmt.Errorf("hub: --scaling-target must be 1 or more, got %d", cfg.ScalingTarget)
+	}
 	router, err := cluster.NewRouter(cfg.Routing)
 	if err != nil {
 		return nil, err
@@ -86,7 +94,8 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 	if cfg.AdminToken == "" || cfg.NodeToken == "" {
 		logger.Warn("running without tokens: set BW_ADMIN_TOKEN and BW_NODE_TOKEN outside a local demo")
 	}
-	srv := &server.Server{Hub: c, Store: store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: logger}
+	srv := &server.Server{Hub: c, Store: store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: logger,
+		ScalingTarget: cfg.ScalingTarget}
 	logger.Info("hub listening", "addr", ln.Addr().String(), "epoch", c.Epoch(), "db", sqlstore.Redact(cfg.DB), "routing", cfg.Routing)
 
 	h := &Hub{addr: ln.Addr().String(), epoch: c.Epoch()}

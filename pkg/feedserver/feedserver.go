@@ -3,7 +3,8 @@
 // by the caller or generated on a timer, and the server counts the requests
 // of every feed so a test can prove that subscribers sharing a data source
 // cause one fetch per poll. It answers conditional requests (ETag and
-// Last-Modified) with 304 like a well-behaved publisher.
+// Last-Modified) with 304 like a well-behaved publisher, unless told to
+// answer everything in full.
 package feedserver
 
 import (
@@ -50,6 +51,10 @@ type Options struct {
 	// Logger receives a line per generated item at debug level; nil
 	// discards.
 	Logger *slog.Logger
+	// IgnoreConditional answers every request in full, as a publisher
+	// without conditional GET support does: no 304, whatever the request's
+	// If-None-Match or If-Modified-Since.
+	IgnoreConditional bool
 }
 
 // Item is one feed entry. Zero fields are filled in by Publish: GUID with a
@@ -327,7 +332,7 @@ func (s *Server) handleFeed(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Last-Modified", lm.Format(http.TimeFormat))
 	}
 	w.Header().Set("Cache-Control", "no-cache")
-	if notModified(r, etag, modified) {
+	if !s.opts.IgnoreConditional && notModified(r, etag, modified) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}

@@ -172,6 +172,20 @@ func TestServer_ConditionalGet(t *testing.T) {
 	}
 }
 
+func TestServer_IgnoreConditionalAnswersInFull(t *testing.T) {
+	s, base := newTestServer(t, Options{IgnoreConditional: true})
+	s.Publish("tech", Item{Title: "one", Published: time.Now().Add(-time.Hour)})
+	url := base + "/feeds/tech.xml"
+	resp, _ := get(t, url, nil)
+	etag := resp.Header.Get("ETag")
+	for _, h := range []map[string]string{{"If-None-Match": etag}, {"If-None-Match": "*"}, {"If-Modified-Since": time.Now().UTC().Format(http.TimeFormat)}} {
+		resp, body := get(t, url, h)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "<title>one</title>") {
+			t.Fatalf("with %v: status %d, want the feed in full", h, resp.StatusCode)
+		}
+	}
+}
+
 func TestServer_KeepsNewestItemsAndReplacesByGUID(t *testing.T) {
 	s, _ := newTestServer(t, Options{MaxItems: 3})
 	for i := range 5 {

@@ -12,12 +12,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 	"github.com/blackwidow-crawl/blackwidow/pkg/service"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/queue"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/stream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/cassandra"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/file"
@@ -33,14 +37,33 @@ type Settings struct {
 	Listen       string        `flag:"listen" usage:"address to serve the node API on"`
 	Advertise    string        `flag:"advertise" usage:"URL the hub reaches this spawn at (default: derived from the bound address)"`
 	Store        string        `flag:"store" usage:"comment store: file://DIR or cassandra://host[,host]/keyspace"`
-	Queue        string        `flag:"queue" usage:"optional queue for stored comments: nats://host:port"`
+	Queue        string        `flag:"queue" usage:"optional queue for stored comments: nats://host:port or tls://host:port (comma-separated for a cluster; nats://user:pass@host or nats://token@host for credentials)"`
+	QueueCreds   string        `flag:"queue-creds" usage:"NATS credentials file (user JWT and nkey seed) for --queue"`
+	QueueMaxAge  time.Duration `flag:"queue-max-age" usage:"how long the JetStream stream keeps a comment"`
 	AllowTargets []string      `flag:"allow-targets" usage:"CIDRs crawl targets may be in although private or loopback"`
-	FeedInterval time.Duration `flag:"feed-interval" usage:"how often a feed is fetched"`
+	FeedInterval time.Duration `flag:"feed-interval" usage:"how often a feed is fetched until its publishing rate is known"`
 	OrphanAfter  time.Duration `flag:"orphan-after" usage:"stop a subscriber not polled for this long (until the hub says otherwise)"`
 	DetachAfter  time.Duration `flag:"detach-after" usage:"drop everything when the hub is silent this long (until the hub says otherwise)"`
 	NodeToken    string        `flag:"node-token" usage:"shared token of hub-spawn calls (prefer BW_NODE_TOKEN)"`
 	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
 	LogFormat    string        `flag:"log-format" usage:"text or json"`
+
+	// Bounds of the adaptive feed interval, and politeness to each host.
+	FeedMinInterval time.Duration `flag:"feed-min-interval" usage:"fetch a busy feed at most this often (0: half of --feed-interval)"`
+	FeedMaxInterval time.Duration `flag:"feed-max-interval" usage:"fetch a quiet feed at least this often (0: 8 times --feed-interval)"`
+	FeedHostDelay   time.Duration `flag:"feed-host-delay" usage:"minimum pause between two requests to one host (0: 1s, or --feed-min-interval if shorter)"`
+
+	// Twitter and stream credentials belong to the spawn: the hub never
+	// sees them. Each source kind is available only when configured.
+	TwitterConsumerKey    string `flag:"twitter-consumer-key" usage:"Twitter API consumer key (prefer BW_TWITTER_CONSUMER_KEY_FILE)"`
+	TwitterConsumerSecret string `flag:"twitter-consumer-secret" usage:"Twitter API consumer secret (prefer BW_TWITTER_CONSUMER_SECRET_FILE)"`
+	TwitterAccessToken    string `flag:"twitter-access-token" usage:"Twitter access token of the crawling account (prefer BW_TWITTER_ACCESS_TOKEN_FILE)"`
+	TwitterAccessSecret   string `flag:"twitter-access-secret" usage:"Twitter access token secret (prefer BW_TWITTER_ACCESS_SECRET_FILE)"`
+	TwitterAPIURL         string `flag:"twitter-api-url" usage:"base URL of the Twitter REST API (search backfill)"`
+	TwitterStreamURL      string `flag:"twitter-stream-url" usage:"base URL of the Twitter streaming API (filter stream)"`
+	StreamURL             string `flag:"stream-url" usage:"base URL of the commercial stream service (compile and multi-stream endpoints); empty disables the stream source"`
+	StreamUsername        string `flag:"stream-username" usage:"account name at the stream service"`
+	StreamAPIKey          string `flag:"stream-api-key" usage:"API key at the stream service (prefer BW_STREAM_API_KEY_FILE)"`
 }
 
 // DefaultSettings are the spawn's defaults (DESIGN.md section 8).
@@ -49,10 +72,14 @@ func DefaultSettings() Settings {
 		Listen:       "127.0.0.1:0",
 		Store:        "file://./data",
 		FeedInterval: rss.DefaultInterval,
+		QueueMaxAge:  queue.DefaultMaxAge,
 		OrphanAfter:  node.DefaultOrphanAfter,
 		DetachAfter:  node.DefaultDetachAfter,
 		LogLevel:     "info",
 		LogFormat:    "text",
+
+		TwitterAPIURL:    twitter.DefaultAPIURL,
+		TwitterStreamURL: twitter.DefaultStreamURL,
 	}
 }
 
@@ -73,7 +100,9 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 		return nil, errors.New("spawn: --hub is required (the URL of the hub, e.g. http://127.0.0.1:8700)")
 	}
 	if cfg.Queue != "" {
-		return nil, errors.New("spawn: --queue: publishing to a queue is not available in this build")
+		if _, err := queue.ParseURL(cfg.Queue); err != nil {
+			return nil, err
+		}
 	}
 	allow, err := netguard.ParseAllow(cfg.AllowTargets)
 	if err != nil {
@@ -92,8 +121,25 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	if advertise == "" {
 		advertise = "http://" + ln.Addr().String()
 	}
-	sources := source.Registry{
-		"rss": rss.New(rss.Options{Client: netguard.NewClient(netguard.Options{Allow: allow}), Interval: cfg.FeedInterval, Logger: logger}),
+	if cfg.Queue != "" {
+		// The writer retries a batch until the store and the queue both
+		// take it; closing the wrapped store closes the queue after it.
+		pub, err := queue.Connect(ctx, queue.Options{
+			URL: cfg.Queue, CredsFile: cfg.QueueCreds, MaxAge: cfg.QueueMaxAge,
+			Name: "blackwidow spawn " + advertise, Logger: logger,
+		})
+		if err != nil {
+			ln.Close()
+			st.Close()
+			return nil, err
+		}
+		st = queue.Wrap(st, pub)
+	}
+	sources, err := sourceKinds(cfg, netguard.Options{Allow: allow}, logger)
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return nil, err
 	}
 	n, err := node.New(node.Config{
 		HubURL: cfg.Hub, AdvertiseURL: advertise, NodeToken: cfg.NodeToken, Sources: sources, Store: st, Logger: logger,
@@ -137,4 +183,47 @@ func OpenStore(ctx context.Context, uri string, logger *slog.Logger) (store.Stor
 		return cassandra.Open(ctx, uri, logger)
 	}
 	return nil, fmt.Errorf("spawn: --store must be file://DIR or cassandra://host[,host]/keyspace, got %q", uri)
+}
+
+// sourceKinds builds the source kinds the spawn crawls with: rss always,
+// twitter and stream when their credentials are configured. A kind without
+// credentials is registered as a stand-in that fails its subscribers saying
+// what is missing, rather than as an unknown kind.
+func sourceKinds(cfg Settings, guard netguard.Options, logger *slog.Logger) (source.Registry, error) {
+	kinds := source.Registry{
+		api.SourceRSS:     rss.New(rss.Options{Client: netguard.NewClient(guard), Interval: cfg.FeedInterval, MinInterval: cfg.FeedMinInterval, MaxInterval: cfg.FeedMaxInterval, HostDelay: cfg.FeedHostDelay, Logger: logger}),
+		api.SourceTwitter: twitter.Unconfigured(),
+		api.SourceStream:  stream.Unconfigured(),
+	}
+	creds := twitter.Credentials{
+		ConsumerKey: cfg.TwitterConsumerKey, ConsumerSecret: cfg.TwitterConsumerSecret,
+		AccessToken: cfg.TwitterAccessToken, AccessSecret: cfg.TwitterAccessSecret,
+	}
+	switch {
+	case creds.Complete():
+		k, err := twitter.New(twitter.Options{
+			Credentials: creds, APIURL: cfg.TwitterAPIURL, StreamURL: cfg.TwitterStreamURL,
+			Client: netguard.NewClient(guard), Logger: logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("spawn: %w", err)
+		}
+		kinds[api.SourceTwitter] = k
+	case !creds.IsZero():
+		return nil, errors.New("spawn: --twitter-consumer-key, --twitter-consumer-secret, --twitter-access-token and --twitter-access-secret must be set together")
+	}
+	switch {
+	case cfg.StreamURL != "" && cfg.StreamAPIKey != "":
+		k, err := stream.New(stream.Options{
+			URL: cfg.StreamURL, Username: cfg.StreamUsername, APIKey: cfg.StreamAPIKey,
+			Client: netguard.NewClient(guard), Logger: logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("spawn: %w", err)
+		}
+		kinds[api.SourceStream] = k
+	case cfg.StreamURL != "" || cfg.StreamAPIKey != "" || cfg.StreamUsername != "":
+		return nil, errors.New("spawn: --stream-url and --stream-api-key must be set together")
+	}
+	return kinds, nil
 }

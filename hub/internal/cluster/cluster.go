@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -34,6 +35,27 @@ const (
 	// eventsKept is how many recent events the hub remembers for operators.
 	eventsKept = 200
 )
+
+// Connections to spawns. The hub talks to every node once per poll
+// interval, so it keeps one or two connections to each open instead of the
+// default transport's 100 idle connections in all, which a cluster of
+// hundreds of nodes would churn through every round.
+const (
+	nodeIdlePerHost = 2
+	nodeIdleTimeout = 90 * time.Second
+	nodeDialTimeout = 5 * time.Second
+)
+
+func nodeTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil, // spawns are reached directly, never through HTTP_PROXY
+		DialContext:         (&net.Dialer{Timeout: nodeDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        0, // no cap across hosts
+		MaxIdleConnsPerHost: nodeIdlePerHost,
+		IdleConnTimeout:     nodeIdleTimeout,
+		ForceAttemptHTTP2:   false,
+	}
+}
 
 // ErrUnknownNode is returned for a node id the hub does not know.
 var ErrUnknownNode = errors.New("cluster: unknown node")
@@ -73,6 +95,7 @@ type Hub struct {
 	byUser   map[int64][]*crawler
 	users    map[int64]*user
 	events   []api.Event
+	history  usageHistory // comments per step, for the dashboard
 	wg       sync.WaitGroup
 	ctx      context.Context
 }
@@ -146,7 +169,7 @@ func New(cfg Config) (*Hub, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		cfg.HTTPClient = &http.Client{Transport: nodeTransport()}
 	}
 	return &Hub{
 		cfg:      cfg,

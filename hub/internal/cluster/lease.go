@@ -235,6 +235,7 @@ func (h *Hub) applyUsageLocked(n *node, applied []api.Increment) {
 			continue
 		}
 		c.row.Usage += inc.Count
+		h.history.add(c.row.ID, inc.Count, time.Now())
 		if !inc.Newest.IsZero() {
 			t := inc.Newest
 			c.row.CursorAt = laterCursor(c.row.CursorAt, &t)

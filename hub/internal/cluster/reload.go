@@ -17,15 +17,17 @@ import (
 // plan is what one reload sends to one node.
 type plan struct {
 	n       *node
-	exact   bool
 	upserts []api.SubscriberSpec
 	removes []int64
 }
 
 // Reload re-reads crawlers and users from SQL, routes every active crawler
-// and reconciles the nodes. A hard reload sends every node its exact set (the
-// subscribers that stay put are untouched: the spawn treats an identical
-// spec as a no-op); a soft reload sends only what changed or failed.
+// over the live nodes and sends each node only what changed for it: new,
+// moved or reconfigured subscribers, and removals. Subscribers that stay put
+// are not touched, in either kind. A hard reload (a node joined or was lost,
+// or an operator asked) then polls every node at once, so each one gets its
+// exact subscriber set and reports what it does not run, instead of waiting
+// for the next poll tick.
 func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error) {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
@@ -53,6 +55,9 @@ func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error)
 	h.mu.Unlock()
 
 	resp.Failed = h.execute(ctx, plans)
+	if hard {
+		h.PollAll(ctx)
+	}
 	reloads.WithLabelValues(kind).Inc()
 	moves.Add(float64(resp.Moved))
 	h.logger.Info("reload", "kind", kind, "sent", resp.Assigned, "moved", resp.Moved, "removed", resp.Removed, "failed", resp.Failed, "took", time.Since(start).Round(time.Millisecond))
@@ -150,7 +155,7 @@ func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 	for _, id := range ids {
 		n := h.nodes[id]
 		n.want = map[int64]bool{}
-		plans[id] = &plan{n: n, exact: hard}
+		plans[id] = &plan{n: n}
 	}
 	for id, c := range h.crawlers {
 		active, rest := h.activeLocked(c)
@@ -158,7 +163,7 @@ func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 		if !active {
 			c.node, c.state, c.err = "", rest, ""
 			if prev != "" {
-				if p, ok := plans[prev]; ok && !hard {
+				if p, ok := plans[prev]; ok {
 					p.removes = append(p.removes, id)
 				}
 				resp.Removed++
@@ -181,23 +186,24 @@ func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 		moved := prev != "" && prev != target
 		if moved {
 			resp.Moved++
-			if op, ok := plans[prev]; ok && !hard {
+			if op, ok := plans[prev]; ok {
 				op.removes = append(op.removes, id)
 			}
 		}
-		stays := c.sentNode == target && c.sentVersion == c.row.Version && !c.needSend
-		if hard || !stays {
+		// A subscriber the node already runs in this version is left
+		// alone, in a hard reload too: only what moved or changed travels.
+		// The node's exact set goes with every poll, which is what drops a
+		// subscriber the hub no longer routes there.
+		if c.sentNode != target || c.sentVersion != c.row.Version || c.needSend {
 			p.upserts = append(p.upserts, c.spec)
-			if !stays {
-				resp.Assigned++
-				c.state, c.err = api.StatePending, ""
-			}
+			resp.Assigned++
+			c.state, c.err = api.StatePending, ""
 		}
 	}
 	out := make([]*plan, 0, len(plans))
 	for _, id := range ids {
 		p := plans[id]
-		if p.exact || len(p.upserts) > 0 || len(p.removes) > 0 {
+		if len(p.upserts) > 0 || len(p.removes) > 0 {
 			out = append(out, p)
 		}
 	}
@@ -230,7 +236,7 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 	n.opMu.Lock()
 	defer n.opMu.Unlock()
 	failed := 0
-	if len(p.removes) > 0 && !p.exact {
+	if len(p.removes) > 0 {
 		n.seq++
 		req := api.RemoveRequest{Epoch: h.epoch, Seq: n.seq, CrawlerIDs: p.removes}
 		if err := h.call(ctx, n, api.PathSubscribersRemove, req, nil); err != nil {
@@ -238,14 +244,11 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 			h.logger.Warn("remove failed", "node_id", n.id, "crawlers", len(p.removes), "err", err)
 		}
 	}
-	if len(p.upserts) == 0 && !p.exact {
+	if len(p.upserts) == 0 {
 		return 0
 	}
 	n.seq++
-	req := api.SubscribersRequest{Epoch: h.epoch, Seq: n.seq, Exact: p.exact, Subscribers: p.upserts}
-	if req.Subscribers == nil {
-		req.Subscribers = []api.SubscriberSpec{}
-	}
+	req := api.SubscribersRequest{Epoch: h.epoch, Seq: n.seq, Subscribers: p.upserts}
 	var resp api.SubscribersResponse
 	err := h.call(ctx, n, api.PathSubscribers, req, &resp)
 	h.mu.Lock()
@@ -261,6 +264,10 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 		}
 		return failed
 	}
+	sent := make(map[int64]int64, len(p.upserts))
+	for _, spec := range p.upserts {
+		sent[spec.CrawlerID] = spec.Version
+	}
 	for _, r := range resp.Results {
 		c, ok := h.crawlers[r.CrawlerID]
 		if !ok || c.node != n.id {
@@ -272,10 +279,8 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 			failed++
 			continue
 		}
-		for _, spec := range p.upserts {
-			if spec.CrawlerID == r.CrawlerID {
-				c.sentVersion = spec.Version
-			}
+		if v, ok := sent[r.CrawlerID]; ok {
+			c.sentVersion = v
 		}
 		c.sentNode, c.needSend = n.id, false
 		if c.state == api.StateFailed {

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
@@ -25,6 +23,9 @@ type Server struct {
 	AdminToken string
 	NodeToken  string
 	Logger     *slog.Logger
+	// ScalingTarget is the subscribers per spawn node GET /v1/scaling aims
+	// at; zero means DefaultScalingTarget.
+	ScalingTarget int
 }
 
 // Handler lists every route of the hub.
@@ -50,11 +51,17 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/nodes", admin(s.handleListNodes))
 	mux.Handle("POST /v1/reload", admin(s.handleReload))
 	mux.Handle("GET /v1/events", admin(s.handleEvents))
+	mux.Handle("GET "+api.PathCrawlerHistory, admin(s.handleCrawlerHistory))
+	mux.Handle("GET "+api.PathScaling, admin(s.handleScaling))
+
+	// Dashboard: the page holds no data; it reads the admin API above.
+	mux.HandleFunc("GET /{$}", s.handleDashboard)
+	mux.HandleFunc("GET /assets/{file...}", s.handleAsset)
 
 	// Open.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET "+api.PathHealth, s.handleHealth)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(cluster.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.metricsHandler())
 	return httpx.Recover(s.Logger, mux)
 }
 

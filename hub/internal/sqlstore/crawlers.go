@@ -179,3 +179,58 @@ func validCrawler(c *Crawler) error {
 	}
 	return validLimit(c.CommentLimit)
 }
+
+// crawlerBatch is how many rows CreateCrawlers inserts per statement.
+const crawlerBatch = 500
+
+// CreateCrawlers stores many crawlers in one transaction, with the same
+// checks as CreateCrawler: all of them are created, or none.
+func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, error) {
+	rows := make([]Crawler, len(in))
+	users := map[int64]bool{}
+	var disabled []int
+	for i, c := range in {
+		rows[i] = Crawler{
+			UserID: c.UserID, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
+			QueryUUID: c.QueryUUID, CommentLimit: c.CommentLimit, Enabled: c.Enabled, Version: 1,
+		}
+		if rows[i].UserID <= 0 {
+			return nil, fmt.Errorf("%w: crawler %d: user id must be positive, got %d", ErrInvalid, i, c.UserID)
+		}
+		if err := validCrawler(&rows[i]); err != nil {
+			return nil, fmt.Errorf("crawler %d: %w", i, err)
+		}
+		users[c.UserID] = true
+		if !c.Enabled {
+			disabled = append(disabled, i)
+		}
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for id := range users {
+			var n int64
+			if err := tx.Model(&User{}).Where("id = ?", id).Count(&n).Error; err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("%w: user %d does not exist", ErrInvalid, id)
+			}
+		}
+		if err := tx.CreateInBatches(&rows, crawlerBatch).Error; err != nil {
+			return err
+		}
+		for _, i := range disabled {
+			rows[i].Enabled = false
+			if err := tx.Model(&Crawler{}).Where("id = ?", rows[i].ID).UpdateColumn("enabled", false).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrInvalid) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sqlstore: unable to create crawlers: %w", err)
+	}
+	return rows, nil
+}

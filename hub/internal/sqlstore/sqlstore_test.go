@@ -822,3 +822,44 @@ func TestStore_KnownNodes(t *testing.T) {
 		}
 	})
 }
+
+func TestStore_CreateCrawlersAllOrNothing(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openTest(t, dsn)
+		u := mustUser(t, s, "bulk", 0)
+		in := make([]Crawler, 1200)
+		for i := range in {
+			in[i] = newCrawler(u.ID, fmt.Sprintf("term%d", i))
+		}
+		in[7].Enabled = false
+		out, err := s.CreateCrawlers(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := s.ListCrawlers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != len(in) || len(all) != len(in) {
+			t.Fatalf("created %d, listed %d, want %d", len(out), len(all), len(in))
+		}
+		for i, c := range all {
+			if c.ID != out[i].ID || c.Version != 1 || c.Enabled != (i != 7) {
+				t.Fatalf("row %d = %+v, want id %d, version 1, enabled %v", i, c, out[i].ID, i != 7)
+			}
+		}
+
+		bad := []Crawler{newCrawler(u.ID, "fine"), newCrawler(4242, "nobody")}
+		if _, err := s.CreateCrawlers(ctx, bad); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("unknown user: err = %v, want ErrInvalid", err)
+		}
+		bad = []Crawler{newCrawler(u.ID, "fine"), {UserID: u.ID, Source: "ftp", Query: "x", QueryUUID: "y"}}
+		if _, err := s.CreateCrawlers(ctx, bad); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("bad source: err = %v, want ErrInvalid", err)
+		}
+		if after, _ := s.ListCrawlers(ctx); len(after) != len(in) {
+			t.Fatalf("a failed bulk create left %d rows, want %d", len(after), len(in))
+		}
+	})
+}

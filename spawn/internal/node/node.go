@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
@@ -124,6 +125,15 @@ type dataSource struct {
 	ds     source.DataSource
 	subs   map[int64]*subscriber
 	cancel context.CancelFunc
+	// index finds the subscribers whose keywords an item mentions; open
+	// are the subscribers without keywords, who see every item. Both are
+	// rebuilt from subs on the first emit after a change (stale), so a
+	// burst of subscriber changes costs one rebuild, and an item costs one
+	// pass over its text however many subscribers share the source.
+	index *match.Index
+	open  []*subscriber
+	stale bool
+	hits  []match.Hit // reused by the emitter
 }
 
 // New builds a node. Run starts it.
@@ -454,12 +464,43 @@ func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, err
 	return ds, nil
 }
 
+// refreshLocked runs after the source's subscriber set or a subscriber's
+// spec changed: it tells the source, and marks the keyword index for a
+// rebuild on the next emit.
 func (d *dataSource) refreshLocked() {
 	specs := make([]api.SubscriberSpec, 0, len(d.subs))
 	for _, s := range d.subs {
 		specs = append(specs, s.spec)
 	}
+	d.stale = true
 	d.ds.SetSubscribers(specs)
+}
+
+// matchersLocked returns the keyword index and the subscribers without
+// keywords, rebuilding them if the subscribers changed since the last
+// call. The rebuild reuses the previous automaton when no new keyword
+// appeared, so subscribers coming and going over a stable vocabulary only
+// re-sort postings.
+func (d *dataSource) matchersLocked() (*match.Index, []*subscriber) {
+	if d.index != nil && !d.stale {
+		return d.index, d.open
+	}
+	byID := make(map[int64][]string, len(d.subs))
+	d.open = d.open[:0]
+	for id, s := range d.subs {
+		if len(s.spec.Keywords) == 0 {
+			d.open = append(d.open, s)
+			continue
+		}
+		byID[id] = s.spec.Keywords
+	}
+	if d.index == nil {
+		d.index = match.New(byID)
+	} else {
+		d.index = d.index.Update(byID)
+	}
+	d.stale = false
+	return d.index, d.open
 }
 
 // leaveLocked takes a subscriber off a data source, stopping the source when
@@ -497,10 +538,12 @@ func (n *Node) dropAllLocked() {
 	}
 }
 
-// emitter fans a data source's items out to its subscribers: each one
-// filters by its keywords, skips what it has counted before, and counts a
-// comment only against a live lease. Counted comments go to the store buffer,
-// which blocks when the store is slow.
+// emitter fans a data source's items out to its subscribers. Each item is
+// matched once against the source's keyword index; only the subscribers
+// whose keywords it mentions, and those without keywords, consider it: each
+// skips what it has counted before and counts a comment only against a live
+// lease. Counted comments go to the store buffer, which blocks when the
+// store is slow.
 func (n *Node) emitter(ds *dataSource) source.Emit {
 	return func(ctx context.Context, items []source.Item) error {
 		var out []pending
@@ -510,14 +553,27 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 			return context.Canceled
 		}
 		now := n.clock()
+		index, open := ds.matchersLocked()
 		for _, it := range items {
-			for _, s := range ds.subs {
-				if p, ok := s.accept(it, now); ok {
+			for _, s := range open {
+				if p, ok := s.acceptMatched(it, nil, now); ok {
+					n.pendingLocked(p.comment.CrawlerID, 1)
+					out = append(out, p)
+				}
+			}
+			ds.hits = index.AppendMatch(ds.hits[:0], it.Text)
+			for _, h := range ds.hits {
+				s, ok := ds.subs[h.Subscriber]
+				if !ok {
+					continue
+				}
+				if p, ok := s.acceptMatched(it, h.Keywords, now); ok {
 					n.pendingLocked(p.comment.CrawlerID, 1)
 					out = append(out, p)
 				}
 			}
 		}
+		clear(ds.hits[:cap(ds.hits)]) // keep no keyword slices alive between batches
 		n.mu.Unlock()
 		for _, p := range out {
 			if err := n.writer.enqueue(ctx, p); err != nil {
@@ -566,8 +622,22 @@ func (n *Node) unreserve(p pending) {
 	n.pendingLocked(p.comment.CrawlerID, -1)
 }
 
-// accept decides whether an item becomes one of the subscriber's comments.
+// accept decides whether an item becomes one of the subscriber's comments,
+// matching the subscriber's keywords itself: the path of items held for a
+// lease, which come one subscriber at a time.
 func (s *subscriber) accept(it source.Item, now int64) (pending, bool) {
+	matched, ok := matchKeywords(it, s.spec.Keywords)
+	if !ok {
+		return pending{}, false
+	}
+	return s.acceptMatched(it, matched, now)
+}
+
+// acceptMatched is accept for an item whose keyword filter the caller has
+// already applied (the data source's keyword index): matched are the
+// subscriber's keywords the item mentions, nil for a subscriber without
+// keywords.
+func (s *subscriber) acceptMatched(it source.Item, matched []string, now int64) (pending, bool) {
 	if _, dup := s.seen[it.ID]; dup {
 		return pending{}, false
 	}
@@ -578,10 +648,6 @@ func (s *subscriber) accept(it source.Item, now int64) (pending, bool) {
 		return pending{}, false
 	}
 	if len(it.Terms) > 0 && !intersects(it.Terms, s.spec.Query) {
-		return pending{}, false
-	}
-	matched, ok := matchKeywords(it, s.spec.Keywords)
-	if !ok {
 		return pending{}, false
 	}
 	if s.spec.Limited && (s.reserved >= s.leaseTotal || now >= s.leaseUntil) {
@@ -640,43 +706,27 @@ func intersects(a, b []string) bool {
 }
 
 // matchKeywords reports the keywords an item mentions, and whether it passes
-// the filter (an empty filter passes everything).
+// the filter (an empty filter passes everything). It applies the same rule
+// as the data source's keyword index, for one subscriber.
 func matchKeywords(it source.Item, keywords []string) ([]string, bool) {
 	if len(keywords) == 0 {
 		return nil, true
 	}
-	text := strings.ToLower(it.Text)
-	var matched []string
-	for _, k := range keywords {
-		if containsWord(text, k) {
-			matched = append(matched, k)
-		}
-	}
+	matched := match.Keywords(it.Text, keywords)
 	return matched, len(matched) > 0
 }
 
-// containsWord reports whether needle occurs in text bounded by non-letters.
+// containsWord reports whether needle occurs in text bounded by non-word
+// bytes; both are lowercased.
 func containsWord(text, needle string) bool {
-	for i := 0; ; {
-		j := strings.Index(text[i:], needle)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(needle)
-		if (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end])) {
-			return true
-		}
-		i = start + 1
-	}
-}
-
-func isWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 0x80
+	return match.ContainsWord(text, needle)
 }
 
 // recordWritten turns written comments into usage increments, one per
-// (crawler, instance, lease) in the batch.
-func (n *Node) recordWritten(batch []pending) {
+// (crawler, instance, lease) in the batch. A comment the store already held
+// (delivered again after a crawler moved) is not usage: its reservation goes
+// back to the lease.
+func (n *Node) recordWritten(batch []pending, fresh []bool) {
 	type key struct {
 		crawler  int64
 		instance uint64
@@ -685,14 +735,25 @@ func (n *Node) recordWritten(batch []pending) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	idx := map[key]int{}
-	for _, p := range batch {
+	for j, p := range batch {
 		c := p.comment
-		if s, ok := n.subs[c.CrawlerID]; ok {
+		s, live := n.subs[c.CrawlerID]
+		if live && s.instance != p.instance {
+			live = false
+		}
+		n.pendingLocked(c.CrawlerID, -1)
+		if !fresh[j] {
+			if live {
+				s.reserved--
+			}
+			duplicatesSkipped.Inc()
+			continue
+		}
+		if live {
 			s.stored++
 		}
 		k := key{c.CrawlerID, p.instance, p.leaseSeq}
 		i, ok := idx[k]
-		n.pendingLocked(c.CrawlerID, -1)
 		if !ok {
 			n.incSeq++
 			n.incs = append(n.incs, api.Increment{NodeID: n.id, Seq: n.incSeq, CrawlerID: c.CrawlerID, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq})

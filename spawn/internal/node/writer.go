@@ -37,14 +37,14 @@ type writer struct {
 	store   store.Store
 	logger  *slog.Logger
 	in      chan pending
-	written func([]pending)
+	written func(batch []pending, fresh []bool)
 
 	mu       sync.Mutex
 	degraded bool
 	lastErr  error
 }
 
-func newWriter(st store.Store, logger *slog.Logger, written func([]pending)) *writer {
+func newWriter(st store.Store, logger *slog.Logger, written func([]pending, []bool)) *writer {
 	return &writer{store: st, logger: logger, in: make(chan pending, writerBuffer), written: written}
 }
 
@@ -128,10 +128,16 @@ func (w *writer) write(ctx context.Context, batch []pending) bool {
 	for i, p := range batch {
 		comments[i] = p.comment
 	}
+	// fresh marks the comments the store did not hold before, across
+	// attempts: a failed attempt may have stored part of the batch.
+	fresh := make([]bool, len(batch))
 	delay := writeRetryMin
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, writeCallTimeout)
-		err := w.store.Write(cctx, comments)
+		began := time.Now()
+		err := w.writeOnce(cctx, comments, fresh)
+		storeWriteSeconds.Observe(time.Since(began).Seconds())
+		storeQueueDepth.Set(float64(len(w.in)))
 		cancel()
 		if err == nil {
 			w.mu.Lock()
@@ -141,7 +147,7 @@ func (w *writer) write(ctx context.Context, batch []pending) bool {
 			w.degraded, w.lastErr = false, nil
 			w.mu.Unlock()
 			storeWrites.Add(float64(len(batch)))
-			w.written(batch)
+			w.written(batch, fresh)
 			return true
 		}
 		storeWriteErrors.Inc()
@@ -159,4 +165,24 @@ func (w *writer) write(ctx context.Context, batch []pending) bool {
 		}
 		delay = min(delay*2, writeRetryMax)
 	}
+}
+
+// writeOnce makes one store call and marks in fresh the comments it stored
+// for the first time. A store that cannot tell marks every comment of a
+// successful call.
+func (w *writer) writeOnce(ctx context.Context, comments []api.Comment, fresh []bool) error {
+	if fw, ok := w.store.(store.FreshWriter); ok {
+		got, err := fw.WriteFresh(ctx, comments)
+		for i, f := range got {
+			fresh[i] = fresh[i] || f
+		}
+		return err
+	}
+	if err := w.store.Write(ctx, comments); err != nil {
+		return err
+	}
+	for i := range fresh {
+		fresh[i] = true
+	}
+	return nil
 }

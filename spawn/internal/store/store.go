@@ -21,3 +21,14 @@ type Store interface {
 	// Close releases the store's resources.
 	Close() error
 }
+
+// FreshWriter is a Store that can tell which comments of a batch it did not
+// hold before. The spawn counts only those as usage, so a comment delivered
+// again (a crawler moved to another spawn and its source re-sent an item the
+// old spawn stored) costs nothing and usage stays equal to what is stored.
+type FreshWriter interface {
+	// WriteFresh is Write that also reports, per comment, whether this call
+	// stored it for the first time. On error the flags still describe what
+	// was durably written before the error, so a retry loses no count.
+	WriteFresh(ctx context.Context, comments []api.Comment) ([]bool, error)
+}

@@ -1,29 +1,28 @@
 // Package rss is the RSS and Atom data source: one poller per feed URL on a
 // node, shared by every subscriber that reads the feed. A poller fetches its
-// feed through the guarded crawl client (size- and time-capped, private
-// addresses refused), asks only for what changed (ETag and Last-Modified),
-// and hands each item to the spawn once, oldest first, with an id that stays
-// the same across fetches and nodes.
+// feed through the guarded crawl client (private addresses refused at
+// connect time), within a size cap and connect, header and whole-fetch time
+// limits; asks only for what changed (ETag and Last-Modified); is polite to
+// publishers (one request at a time per host, a minimum delay between them,
+// never sooner than the feed's Cache-Control max-age or RSS <ttl> asks);
+// adapts its interval to how often the feed publishes; backs off with jitter
+// while the feed fails and reports its health; and hands each item to the
+// spawn once, oldest first, with an id that stays the same across fetches
+// and nodes.
 package rss
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mmcdole/gofeed"
 
@@ -35,15 +34,29 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultInterval is how often a healthy feed is fetched.
+	// DefaultInterval is the base polling interval: how often a feed is
+	// fetched before its publishing rate is known, and what the adaptive
+	// bounds derive from when they are not set.
 	DefaultInterval = 30 * time.Second
 	// DefaultMaxBackoff caps the wait between fetches of a failing feed;
 	// the wait doubles from Interval with every failure in a row.
 	DefaultMaxBackoff = 10 * time.Minute
 	// DefaultFetchTimeout bounds one fetch: connect, headers and body.
 	DefaultFetchTimeout = 30 * time.Second
+	// DefaultHeaderTimeout bounds the wait for a response's headers once
+	// the request is on its way: a server that accepts and never answers
+	// is given up on well before the whole fetch's time runs out.
+	DefaultHeaderTimeout = 15 * time.Second
+	// DefaultConnectTimeout bounds a TCP connect of the client the source
+	// builds when Options.Client is nil.
+	DefaultConnectTimeout = 10 * time.Second
 	// DefaultMaxBodyBytes caps a feed document; a larger one is an error.
 	DefaultMaxBodyBytes = 10 << 20
+	// DefaultHostDelay is the minimum time between the end of one request
+	// to a host and the start of the next, whichever feed of the node
+	// sends them. It is shortened to MinInterval when that is shorter, so
+	// that a spawn told to poll faster (a test, a demo) is not held back.
+	DefaultHostDelay = time.Second
 	// DefaultSeenLimit is how many item ids a poller remembers to emit
 	// each item once. It grows to twice the feed's length when a feed is
 	// longer, so a long feed is never emitted twice.
@@ -56,9 +69,15 @@ const (
 	// KeyPrefix starts every rss data source key; the rest is the
 	// canonical feed URL.
 	KeyPrefix = "rss:"
-	// intervalJitter spreads the fetches of feeds started together: each
-	// wait is lengthened by up to this fraction.
-	intervalJitter = 0.1
+	// minIntervalDivisor sets the default MinInterval: a busy feed may be
+	// fetched up to this many times as often as the base interval.
+	minIntervalDivisor = 2
+	// maxIntervalFactor sets the default MaxInterval: a quiet feed may be
+	// fetched down to once per this many base intervals.
+	maxIntervalFactor = 8
+	// failingAfter is how many failed fetches in a row turn a degraded
+	// feed into a failing one.
+	failingAfter = 3
 	// maxTextBytes caps the text of one item, so one huge post cannot
 	// bloat the store.
 	maxTextBytes = 32 << 10
@@ -76,6 +95,15 @@ var (
 	// ErrStatus means the feed answered with an HTTP status that carries
 	// no feed.
 	ErrStatus = errors.New("rss: unexpected HTTP status")
+	// ErrTimeout means a fetch ran out of time: no headers within
+	// HeaderTimeout, or no complete answer within FetchTimeout.
+	ErrTimeout = errors.New("rss: feed timed out")
+	// ErrDegraded marks the error of a feed whose last fetches failed,
+	// fewer than failingAfter in a row.
+	ErrDegraded = errors.New("rss: feed degraded")
+	// ErrFailing marks the error of a feed that failed failingAfter
+	// fetches in a row or more.
+	ErrFailing = errors.New("rss: feed failing")
 )
 
 // Options configure the rss source kind. Zero fields take the defaults.
@@ -84,14 +112,29 @@ type Options struct {
 	// private ranges, never http.DefaultClient: crawl targets are
 	// untrusted.
 	Client *http.Client
-	// Interval between fetches of a healthy feed.
+	// Interval is the base interval between fetches of a healthy feed
+	// (the spawn's --feed-interval).
 	Interval time.Duration
+	// MinInterval and MaxInterval bound the adaptive interval: a feed is
+	// fetched about twice per gap between its recent items, never more
+	// often than MinInterval nor less often than MaxInterval. They
+	// default to Interval/2 and 8×Interval.
+	MinInterval time.Duration
+	MaxInterval time.Duration
 	// MaxBackoff caps the wait after failures (at least Interval).
 	MaxBackoff time.Duration
-	// FetchTimeout bounds one fetch.
+	// FetchTimeout bounds one fetch, body included.
 	FetchTimeout time.Duration
+	// HeaderTimeout bounds the wait for response headers.
+	HeaderTimeout time.Duration
+	// ConnectTimeout bounds a TCP connect when Client is nil (a given
+	// Client brings its own).
+	ConnectTimeout time.Duration
 	// MaxBodyBytes caps a feed document.
 	MaxBodyBytes int64
+	// HostDelay is the minimum pause between two requests to one host;
+	// negative means none. Requests to one host never overlap either way.
+	HostDelay time.Duration
 	// SeenLimit bounds the ids remembered per feed.
 	SeenLimit int
 	// UserAgent is sent with every fetch.
@@ -102,12 +145,16 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Client == nil {
-		o.Client = netguard.NewClient(netguard.Options{})
-	}
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
 	}
+	if o.MinInterval <= 0 {
+		o.MinInterval = o.Interval / minIntervalDivisor
+	}
+	if o.MaxInterval <= 0 {
+		o.MaxInterval = o.Interval * maxIntervalFactor
+	}
+	o.MaxInterval = max(o.MaxInterval, o.MinInterval)
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = DefaultMaxBackoff
 	}
@@ -117,8 +164,25 @@ func (o Options) withDefaults() Options {
 	if o.FetchTimeout <= 0 {
 		o.FetchTimeout = DefaultFetchTimeout
 	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.Client == nil {
+		o.Client = netguard.NewClient(netguard.Options{
+			Timeout: o.FetchTimeout, DialTimeout: o.ConnectTimeout, ResponseHeaderTimeout: o.HeaderTimeout,
+		})
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	switch {
+	case o.HostDelay < 0:
+		o.HostDelay = 0
+	case o.HostDelay == 0:
+		o.HostDelay = min(DefaultHostDelay, o.MinInterval)
 	}
 	if o.SeenLimit <= 0 {
 		o.SeenLimit = DefaultSeenLimit
@@ -132,16 +196,19 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Kind builds rss data sources: one per feed URL.
+// Kind builds rss data sources: one per feed URL. Its host limiter is
+// shared by all of them, so the node as a whole is polite to each host.
 type Kind struct {
-	opts Options
+	opts  Options
+	hosts *hostLimiter
 }
 
 var _ source.Kind = (*Kind)(nil)
 
 // New returns the rss source kind.
 func New(opts Options) *Kind {
-	return &Kind{opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	return &Kind{opts: opts, hosts: newHostLimiter(opts.HostDelay)}
 }
 
 // Keys returns one key per feed URL of the subscriber's query, so crawlers
@@ -170,7 +237,7 @@ func (k *Kind) New(key string) (source.DataSource, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("rss: data source key %q does not hold an http(s) feed URL", key)
 	}
-	return newFeed(u, k.opts), nil
+	return newFeed(u, k.opts, k.hosts), nil
 }
 
 // entry is what a poller remembers about one item id.
@@ -185,42 +252,53 @@ type entry struct {
 type feed struct {
 	url    string
 	base   *url.URL
+	host   string
 	opts   Options
+	hosts  *hostLimiter
 	logger *slog.Logger
 	replay chan struct{}
 
-	mu   sync.Mutex
-	err  error
-	subs map[[2]int64]bool // (crawler id, spec version) pairs using the source
+	mu     sync.Mutex
+	health Health
+	subs   map[[2]int64]bool // (crawler id, spec version) pairs using the source
 
 	etag, lastModified string
 	known              map[string]*entry
 	polls              uint64
 	current            []source.Item // the feed's items at the last fetch, oldest first
+	maxAge             time.Duration // the publisher's Cache-Control max-age (or Expires)
+	ttl                time.Duration // the feed's RSS <ttl>
 }
 
-func newFeed(u *url.URL, opts Options) *feed {
+func newFeed(u *url.URL, opts Options, hosts *hostLimiter) *feed {
 	return &feed{
 		url:    u.String(),
 		base:   u,
+		host:   strings.ToLower(u.Host),
 		opts:   opts,
+		hosts:  hosts,
 		logger: opts.Logger.With("feed", u.String()),
 		replay: make(chan struct{}, 1),
 		known:  map[string]*entry{},
+		health: Health{State: Healthy, Interval: opts.Interval},
 	}
 }
 
-// Err is the latest fetch's error, nil after a successful fetch.
+// Err is nil while the feed is healthy. After a failed fetch it is a
+// *FeedError: the last fetch's error with the feed's state (ErrDegraded or
+// ErrFailing), how many fetches failed in a row and when the next attempt
+// is due.
 func (f *feed) Err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.err
+	return f.health.err(f.url)
 }
 
-func (f *feed) setErr(err error) {
+// Health is the feed's current health.
+func (f *feed) Health() Health {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.err = err
+	return f.health
 }
 
 // SetSubscribers notices subscribers that are new to the poller (or whose
@@ -228,7 +306,8 @@ func (f *feed) setErr(err error) {
 // emitted before they joined would otherwise never reach them, and a
 // crawler would see a different feed depending on whether its data source
 // happened to be shared. Subscribers that already have an item recognise it
-// by its id.
+// by its id, and a subscriber moved from another node skips what it stored
+// there by its cursor.
 func (f *feed) SetSubscribers(specs []api.SubscriberSpec) {
 	next := make(map[[2]int64]bool, len(specs))
 	added := false
@@ -250,13 +329,12 @@ func (f *feed) SetSubscribers(specs []api.SubscriberSpec) {
 	}
 }
 
-// Run polls the feed until ctx ends: right away, then every Interval while
-// fetches succeed, and with capped, jittered exponential backoff while they
-// fail.
+// Run polls the feed until ctx ends: right away, then at the adaptive
+// interval while fetches succeed, and with capped, jittered exponential
+// backoff while they fail.
 func (f *feed) Run(ctx context.Context, emit source.Emit) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -275,42 +353,8 @@ func (f *feed) Run(ctx context.Context, emit source.Emit) {
 		if ctx.Err() != nil {
 			return
 		}
-		prev := f.Err()
-		f.setErr(err)
-		var wait time.Duration
-		if err != nil {
-			failures++
-			wait = f.backoff(failures, retryAfter)
-			if prev == nil || prev.Error() != err.Error() {
-				f.logger.Warn("feed fetch failed", "err", err, "failures", failures, "retry_in", wait.Round(time.Millisecond))
-			}
-		} else {
-			if failures > 0 {
-				f.logger.Info("feed recovered", "failures", failures)
-			}
-			failures = 0
-			wait = jitter(f.opts.Interval)
-		}
-		timer.Reset(wait)
+		timer.Reset(f.record(time.Now(), err, retryAfter))
 	}
-}
-
-// backoff is the wait after the n-th failure in a row: Interval doubled per
-// failure, capped at MaxBackoff, then drawn at random from its upper half so
-// that feeds failing together do not retry together. A server's Retry-After
-// is honoured up to MaxBackoff.
-func (f *feed) backoff(n int, retryAfter time.Duration) time.Duration {
-	d := f.opts.Interval
-	for i := 1; i < n && d < f.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, f.opts.MaxBackoff)
-	d = d/2 + rand.N(d/2+1)
-	return min(max(d, retryAfter), f.opts.MaxBackoff)
-}
-
-func jitter(d time.Duration) time.Duration {
-	return d + rand.N(time.Duration(float64(d)*intervalJitter)+1)
 }
 
 // poll fetches the feed once and emits the items not emitted before. The
@@ -318,16 +362,22 @@ func jitter(d time.Duration) time.Duration {
 // failed hand-over is retried with a full fetch instead of a 304.
 func (f *feed) poll(ctx context.Context, emit source.Emit) (time.Duration, error) {
 	fetched, err := f.fetch(ctx)
+	if fetched.cacheHint {
+		f.maxAge = fetched.maxAge
+	}
 	if err != nil {
 		return fetched.retryAfter, err
 	}
 	if fetched.notModified {
 		return 0, nil
 	}
-	parsed, err := gofeed.NewParser().Parse(bytes.NewReader(fetched.body))
+	p := gofeed.NewParser()
+	p.KeepOriginalFeed = true
+	parsed, err := p.Parse(bytes.NewReader(fetched.body))
 	if err != nil {
 		return 0, fmt.Errorf("rss: unable to parse %s: %w", f.url, err)
 	}
+	f.ttl = feedTTL(parsed)
 	f.polls++
 	items := f.items(parsed, fetched.at)
 	f.current = items
@@ -351,246 +401,4 @@ func (f *feed) poll(ctx context.Context, emit source.Emit) (time.Duration, error
 	f.etag, f.lastModified = fetched.etag, fetched.lastModified
 	f.forget(len(items))
 	return 0, nil
-}
-
-// fetchResult is one fetch's outcome.
-type fetchResult struct {
-	at                 time.Time
-	notModified        bool
-	body               []byte
-	etag, lastModified string
-	retryAfter         time.Duration
-}
-
-func (f *feed) fetch(ctx context.Context) (fetchResult, error) {
-	res := fetchResult{at: time.Now()}
-	ctx, cancel := context.WithTimeout(ctx, f.opts.FetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
-	if err != nil {
-		return res, fmt.Errorf("rss: unable to fetch %s: %w", f.url, err)
-	}
-	req.Header.Set("User-Agent", f.opts.UserAgent)
-	req.Header.Set("Accept", acceptHeader)
-	if f.etag != "" {
-		req.Header.Set("If-None-Match", f.etag)
-	}
-	if f.lastModified != "" {
-		req.Header.Set("If-Modified-Since", f.lastModified)
-	}
-	resp, err := f.opts.Client.Do(req)
-	if err != nil {
-		return res, fmt.Errorf("rss: unable to fetch %s: %w", f.url, err)
-	}
-	defer func() {
-		_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
-		resp.Body.Close()
-	}()
-	switch {
-	case resp.StatusCode == http.StatusNotModified:
-		res.notModified = true
-		return res, nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
-		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), res.at)
-		return res, fmt.Errorf("rss: unable to fetch %s: %w: %s", f.url, ErrStatus, resp.Status)
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return res, fmt.Errorf("rss: unable to fetch %s: %w: %s", f.url, ErrStatus, resp.Status)
-	}
-	limit := f.opts.MaxBodyBytes
-	if resp.ContentLength > limit {
-		return res, fmt.Errorf("rss: unable to fetch %s: %w: %d bytes announced, at most %d allowed", f.url, ErrTooLarge, resp.ContentLength, limit)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return res, fmt.Errorf("rss: unable to read %s: %w", f.url, err)
-	}
-	if int64(len(body)) > limit {
-		return res, fmt.Errorf("rss: unable to fetch %s: %w: more than %d bytes", f.url, ErrTooLarge, limit)
-	}
-	res.body = body
-	res.etag = resp.Header.Get("ETag")
-	res.lastModified = resp.Header.Get("Last-Modified")
-	return res, nil
-}
-
-// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// items turns a parsed feed into source items, oldest first, one per id.
-func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
-	feedAuthor := personName(parsed.Authors)
-	out := make([]source.Item, 0, len(parsed.Items))
-	dup := make(map[string]bool, len(parsed.Items))
-	for _, gi := range parsed.Items {
-		if gi == nil {
-			continue
-		}
-		id := itemID(gi)
-		if dup[id] {
-			continue
-		}
-		dup[id] = true
-		e, ok := f.known[id]
-		if !ok {
-			e = &entry{firstSeen: now}
-			f.known[id] = e
-		}
-		e.lastPoll = f.polls
-		published := e.firstSeen
-		switch {
-		case gi.PublishedParsed != nil && !gi.PublishedParsed.IsZero():
-			published = *gi.PublishedParsed
-		case gi.UpdatedParsed != nil && !gi.UpdatedParsed.IsZero():
-			published = *gi.UpdatedParsed
-		}
-		// A date in the future (a skewed clock, a broken feed) would
-		// carry a crawler's cursor past every real item to come.
-		if published.After(e.firstSeen) {
-			published = e.firstSeen
-		}
-		author := personName(gi.Authors)
-		if author == "" {
-			author = feedAuthor
-		}
-		out = append(out, source.Item{
-			ID:          id,
-			Author:      author,
-			Text:        itemText(gi),
-			URL:         f.resolve(gi.Link),
-			PublishedAt: published.UTC(),
-			FetchedAt:   now.UTC(),
-		})
-	}
-	// Feeds list newest first; reversing before the stable sort keeps
-	// undated items (all first seen now) in publication order.
-	slices.Reverse(out)
-	slices.SortStableFunc(out, func(a, b source.Item) int { return a.PublishedAt.Compare(b.PublishedAt) })
-	return out
-}
-
-// forget bounds the remembered ids: when there are too many, it drops the
-// ones absent from the feed for longest. Ids in the current feed are never
-// dropped, or their items would be emitted again.
-func (f *feed) forget(feedLen int) {
-	limit := max(f.opts.SeenLimit, 2*feedLen)
-	if len(f.known) <= limit {
-		return
-	}
-	type aged struct {
-		id   string
-		poll uint64
-	}
-	var old []aged
-	for id, e := range f.known {
-		if e.lastPoll != f.polls {
-			old = append(old, aged{id, e.lastPoll})
-		}
-	}
-	slices.SortFunc(old, func(a, b aged) int { return compareUint(a.poll, b.poll) })
-	// Drop to 90% of the limit, so pruning does not run on every poll.
-	target := limit - limit/10
-	for _, a := range old {
-		if len(f.known) <= target {
-			break
-		}
-		delete(f.known, a.id)
-	}
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (f *feed) resolve(link string) string {
-	link = strings.TrimSpace(link)
-	if link == "" {
-		return ""
-	}
-	u, err := url.Parse(link)
-	if err != nil {
-		return link
-	}
-	return f.base.ResolveReference(u).String()
-}
-
-// itemID is stable for the same upstream item: its GUID, else a hash of its
-// link, else a hash of its title and date, else a hash of its text.
-func itemID(gi *gofeed.Item) string {
-	if g := strings.TrimSpace(gi.GUID); g != "" {
-		return g
-	}
-	if l := strings.TrimSpace(gi.Link); l != "" {
-		return hashID(l)
-	}
-	if gi.Title != "" || gi.Published != "" || gi.Updated != "" {
-		return hashID(gi.Title + "\n" + gi.Published + "\n" + gi.Updated)
-	}
-	return hashID(gi.Description + "\n" + gi.Content)
-}
-
-func hashID(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
-func personName(ps []*gofeed.Person) string {
-	for _, p := range ps {
-		if p == nil {
-			continue
-		}
-		if n := strings.TrimSpace(p.Name); n != "" {
-			return n
-		}
-		if e := strings.TrimSpace(p.Email); e != "" {
-			return e
-		}
-	}
-	return ""
-}
-
-// itemText is the title and the body (the full content when the feed has
-// it, else the description) as plain text, capped at maxTextBytes.
-func itemText(gi *gofeed.Item) string {
-	title := stripHTML(gi.Title)
-	body := stripHTML(gi.Content)
-	if body == "" {
-		body = stripHTML(gi.Description)
-	}
-	text := title
-	switch {
-	case body == "" || body == title:
-	case title == "":
-		text = body
-	default:
-		text = title + "\n" + body
-	}
-	return truncate(text, maxTextBytes)
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

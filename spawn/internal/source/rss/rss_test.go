@@ -48,6 +48,7 @@ type feedServer struct {
 	header      http.Header
 	hang        bool
 	requests    int
+	log         requestLog // when each request arrived
 	notModified int
 	conditional []string // If-None-Match / If-Modified-Since seen, as "inm|ims"
 }
@@ -57,6 +58,7 @@ func newFeedServer(t *testing.T, body string) *feedServer {
 	fs := &feedServer{body: body, status: http.StatusOK}
 	release := make(chan struct{})
 	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fs.log.add()
 		fs.mu.Lock()
 		fs.requests++
 		inm, ims := r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since")
@@ -140,9 +142,12 @@ func (r *recorder) batchCount() int {
 	return len(r.batches)
 }
 
+// loopback is the range test servers listen in.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
 func testOptions() Options {
 	return Options{
-		Client:       netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
+		Client:       netguard.NewClient(netguard.Options{Allow: loopback}),
 		Interval:     testInterval,
 		MaxBackoff:   testMaxBackoff,
 		FetchTimeout: testFetch,
@@ -431,7 +436,7 @@ func TestFeed_ErrorsAreReportedAndPollingContinues(t *testing.T) {
 		{name: "truncated", setup: func(fs *feedServer) { fs.body = rssDoc[:len(rssDoc)/2] }, want: "rss: unable to parse "},
 		{name: "oversize", setup: func(fs *feedServer) { fs.body = big }, opts: func(o *Options) { o.MaxBodyBytes = 1024 }, want: "rss: unable to fetch ", wantIs: ErrTooLarge},
 		{name: "server error", setup: func(fs *feedServer) { fs.status = http.StatusInternalServerError }, want: "500", wantIs: ErrStatus},
-		{name: "never answers", setup: func(fs *feedServer) { fs.hang = true }, opts: func(o *Options) { o.FetchTimeout = 50 * time.Millisecond }, want: "rss: unable to fetch ", wantIs: context.DeadlineExceeded},
+		{name: "never answers", setup: func(fs *feedServer) { fs.hang = true }, opts: func(o *Options) { o.FetchTimeout = 50 * time.Millisecond }, want: "no complete answer within 50ms", wantIs: ErrTimeout},
 		{name: "private target refused by default", opts: func(o *Options) { o.Client = nil }, want: "rss: unable to fetch ", wantIs: netguard.ErrForbiddenTarget},
 	}
 	for _, tt := range tests {

@@ -93,8 +93,14 @@ type Store struct {
 	selectDays    string
 	selectDay     string
 
+	selectHeld string
+
 	mu        sync.Mutex
 	knownDays map[partKey]struct{}
+	// unsettled are rows a failed WriteFresh found absent: the retry of
+	// the batch must still count them as new even if the failed attempt
+	// stored them.
+	unsettled map[rowKey]struct{}
 
 	closeOnce sync.Once
 }
@@ -156,7 +162,10 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 		selectDays: `SELECT day FROM ` + ks + `.crawler_days WHERE crawler_id = ?`,
 		selectDay: `SELECT comment_id, source, author, text, url, published_at, fetched_at, matched
 			FROM ` + ks + `.comments WHERE crawler_id = ? AND day = ? LIMIT ?`,
+		selectHeld: `SELECT published_at, comment_id FROM ` + ks + `.comments
+			WHERE crawler_id = ? AND day = ? AND published_at IN ?`,
 		knownDays: make(map[partKey]struct{}),
+		unsettled: make(map[rowKey]struct{}),
 	}
 	if err := s.createSchema(ctx); err != nil {
 		session.Close()
@@ -243,6 +252,90 @@ func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
 		return fmt.Errorf("cassandra: write %d comments: %w", len(comments), err)
 	}
 	return nil
+}
+
+// maxUnsettled bounds the rows remembered from failed writes; the writer
+// retries one batch at a time, so it holds at most a batch or two.
+const maxUnsettled = 1 << 16
+
+// WriteFresh is Write reporting which comments the store did not hold
+// before. It reads the batch's keys first (one query per partition), so a
+// comment delivered again is not counted twice. Two spawns writing the
+// same new comment at the same moment (a crawler moving) can both see it
+// as new; the hub's handover keeps that window short.
+func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool, error) {
+	fresh := make([]bool, len(comments))
+	if len(comments) == 0 {
+		return fresh, nil
+	}
+	parts := partition(comments)
+	held, err := s.held(ctx, parts)
+	if err != nil {
+		return fresh, fmt.Errorf("cassandra: read %d comment keys: %w", len(comments), err)
+	}
+	candidates := make(map[rowKey]bool, len(comments))
+	s.mu.Lock()
+	for i := range comments {
+		c := &comments[i]
+		k := rowKey{partKey{c.CrawlerID, utcDay(c.PublishedAt).Unix()}, c.PublishedAt.UnixMilli(), c.ID}
+		if _, seen := candidates[k]; seen {
+			continue // the same comment twice in one batch counts once
+		}
+		_, retried := s.unsettled[k]
+		isNew := retried || !held[k]
+		candidates[k] = isNew
+		fresh[i] = isNew
+	}
+	s.mu.Unlock()
+	if err := s.Write(ctx, comments); err != nil {
+		s.mu.Lock()
+		if len(s.unsettled)+len(candidates) > maxUnsettled {
+			clear(s.unsettled)
+		}
+		for k, isNew := range candidates {
+			if isNew {
+				s.unsettled[k] = struct{}{}
+			}
+		}
+		s.mu.Unlock()
+		return make([]bool, len(comments)), err
+	}
+	s.mu.Lock()
+	for k := range candidates {
+		delete(s.unsettled, k)
+	}
+	s.mu.Unlock()
+	return fresh, nil
+}
+
+// held reads which of the parts' rows are already stored.
+func (s *Store) held(ctx context.Context, parts []*part) (map[rowKey]bool, error) {
+	var mu sync.Mutex
+	out := map[rowKey]bool{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.inFlight)
+	for _, p := range parts {
+		g.Go(func() error {
+			pubs := make([]time.Time, 0, len(p.rows))
+			seen := map[int64]bool{}
+			for _, c := range p.rows {
+				if m := c.PublishedAt.UnixMilli(); !seen[m] {
+					seen[m] = true
+					pubs = append(pubs, ms(c.PublishedAt))
+				}
+			}
+			iter := s.session.Query(s.selectHeld, p.key.crawler, p.day, pubs).WithContext(gctx).Idempotent(true).Iter()
+			var pub time.Time
+			var id string
+			for iter.Scan(&pub, &id) {
+				mu.Lock()
+				out[rowKey{p.key, pub.UnixMilli(), id}] = true
+				mu.Unlock()
+			}
+			return iter.Close()
+		})
+	}
+	return out, g.Wait()
 }
 
 type part struct {

@@ -507,3 +507,37 @@ func TestConcurrentWriters(t *testing.T) {
 		t.Fatalf("%d comments stored, want 400", total)
 	}
 }
+
+func TestWriteFreshReportsOnlyNewComments(t *testing.T) {
+	testAddr(t)
+	s, _ := openTest(t)
+	ctx := ctxT(t)
+	base := time.Date(2024, 3, 5, 10, 0, 0, 0, time.UTC)
+	first := []api.Comment{mkComment(9, "a", base), mkComment(9, "b", base.Add(time.Second)), mkComment(9, "a", base.Add(24*time.Hour))}
+	fresh, err := s.WriteFresh(ctx, first)
+	if err != nil || !reflect.DeepEqual(fresh, []bool{true, true, true}) {
+		t.Fatalf("first write: fresh %v, err %v", fresh, err)
+	}
+	again := []api.Comment{mkComment(9, "b", base.Add(time.Second)), mkComment(9, "c", base), mkComment(9, "c", base)}
+	fresh, err = s.WriteFresh(ctx, again)
+	if err != nil || !reflect.DeepEqual(fresh, []bool{false, true, false}) {
+		t.Fatalf("second write: fresh %v, err %v, want [false true false]", fresh, err)
+	}
+
+	// A failed attempt that may have stored its rows: the retry still
+	// counts them as new.
+	retry := []api.Comment{mkComment(9, "d", base)}
+	s.mu.Lock()
+	s.unsettled[rowKey{partKey{9, utcDay(base).Unix()}, base.UnixMilli(), "d"}] = struct{}{}
+	s.mu.Unlock()
+	if err := s.Write(ctx, retry); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err = s.WriteFresh(ctx, retry)
+	if err != nil || !fresh[0] {
+		t.Fatalf("retried write: fresh %v, err %v, want new", fresh, err)
+	}
+	if fresh, _ = s.WriteFresh(ctx, retry); fresh[0] {
+		t.Fatal("a settled comment written again counted as new")
+	}
+}

@@ -197,9 +197,16 @@ func (s *Store) crawler(id int64) (*crawler, error) {
 // Write appends the comments not yet stored, one JSON line each, and
 // returns once they are on disk. A retried batch writes nothing twice.
 func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
-	byCrawler := map[int64][]api.Comment{}
-	for _, c := range comments {
-		byCrawler[c.CrawlerID] = append(byCrawler[c.CrawlerID], c)
+	_, err := s.WriteFresh(ctx, comments)
+	return err
+}
+
+// WriteFresh is Write reporting which comments were new to the store.
+func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool, error) {
+	fresh := make([]bool, len(comments))
+	byCrawler := map[int64][]int{}
+	for i, c := range comments {
+		byCrawler[c.CrawlerID] = append(byCrawler[c.CrawlerID], i)
 	}
 	ids := make([]int64, 0, len(byCrawler))
 	for id := range byCrawler {
@@ -208,16 +215,18 @@ func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
 	slices.Sort(ids)
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
-			return err
+			return fresh, err
 		}
-		if err := s.writeCrawler(id, byCrawler[id]); err != nil {
-			return err
+		if err := s.writeCrawler(id, comments, byCrawler[id], fresh); err != nil {
+			return fresh, err
 		}
 	}
-	return nil
+	return fresh, nil
 }
 
-func (s *Store) writeCrawler(id int64, comments []api.Comment) error {
+// writeCrawler appends the comments at idx (all of one crawler) and sets
+// fresh for each it stored for the first time.
+func (s *Store) writeCrawler(id int64, all []api.Comment, idx []int, fresh []bool) error {
 	c, err := s.crawler(id)
 	if err != nil {
 		return err
@@ -247,8 +256,10 @@ func (s *Store) writeCrawler(id int64, comments []api.Comment) error {
 
 	byDay := map[string]*bytes.Buffer{}
 	var newIDs []string
+	var newIdx []int
 	batch := map[string]bool{}
-	for _, cm := range comments {
+	for _, i := range idx {
+		cm := all[i]
 		if _, dup := c.ids[cm.ID]; cm.ID != "" && (dup || batch[cm.ID]) {
 			continue
 		}
@@ -266,6 +277,7 @@ func (s *Store) writeCrawler(id int64, comments []api.Comment) error {
 		buf.WriteByte('\n')
 		batch[cm.ID] = true
 		newIDs = append(newIDs, cm.ID)
+		newIdx = append(newIdx, i)
 	}
 	names := make([]string, 0, len(byDay))
 	for name := range byDay {
@@ -288,6 +300,9 @@ func (s *Store) writeCrawler(id int64, comments []api.Comment) error {
 	}
 	for _, cid := range newIDs {
 		c.ids[cid] = struct{}{}
+	}
+	for _, i := range newIdx {
+		fresh[i] = true
 	}
 	return nil
 }

@@ -345,3 +345,22 @@ func TestStore_OpenFailsOnAFile(t *testing.T) {
 		t.Fatalf("Open(a file) = %v", err)
 	}
 }
+
+func TestStore_WriteFreshReportsOnlyNewComments(t *testing.T) {
+	dir := t.TempDir()
+	a, b := openStore(t, dir), openStore(t, dir)
+	ctx := context.Background()
+	now := time.Now()
+	first := []api.Comment{comment(1, "x", now), comment(1, "y", now), comment(2, "x", now)}
+	fresh, err := a.WriteFresh(ctx, first)
+	if err != nil || !slices.Equal(fresh, []bool{true, true, true}) {
+		t.Fatalf("first write: fresh %v, err %v", fresh, err)
+	}
+	// Another store on the same directory (another spawn) writes a batch
+	// that repeats one comment, and one repeated within the batch.
+	again := []api.Comment{comment(1, "y", now), comment(1, "z", now), comment(1, "z", now)}
+	fresh, err = b.WriteFresh(ctx, again)
+	if err != nil || !slices.Equal(fresh, []bool{false, true, false}) {
+		t.Fatalf("second write: fresh %v, err %v, want [false true false]", fresh, err)
+	}
+}

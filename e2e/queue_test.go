@@ -1,0 +1,363 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
+)
+
+// Queue test timings.
+const (
+	natsGreetTimeout = 500 * time.Millisecond // one readiness probe of a test server
+	natsStopTimeout  = 10 * time.Second       // a test server's exit after a signal
+	natsCallTimeout  = 5 * time.Second        // one JetStream API call of the test
+)
+
+// The spawns' stream and subjects (spawn/internal/queue).
+const (
+	commentStream   = "BW_COMMENTS"
+	commentSubjects = "comments.>"
+)
+
+// natsServer is a nats-server process of one test, on its own port and
+// JetStream directory, so the test sees only its own comments and may stop
+// the server without disturbing anyone (the shared one of scripts/nats.sh
+// is never stopped).
+type natsServer struct {
+	t    *testing.T
+	bin  string
+	addr string
+	dir  string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// startNATS starts a private JetStream server from the binary
+// scripts/nats.sh installs. It is gated like the shared server: skipped
+// when BW_TEST_NATS is unset, unless BW_REQUIRE_SERVICES=1.
+func startNATS(t *testing.T) *natsServer {
+	t.Helper()
+	if os.Getenv("BW_TEST_NATS") == "" {
+		if os.Getenv("BW_REQUIRE_SERVICES") == "1" {
+			t.Fatal("BW_TEST_NATS is not set (run: scripts/services.sh up)")
+		}
+		t.Skip("BW_TEST_NATS not set")
+	}
+	bin := os.Getenv("BW_NATS_SERVER")
+	if bin == "" {
+		bin, _ = exec.LookPath("nats-server")
+	}
+	if bin == "" {
+		bin = "/usr/sbin/nats-server" // Debian's place, often not on PATH
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("nats-server not found (run: scripts/nats.sh up, or set BW_NATS_SERVER): %v", err)
+	}
+	s := &natsServer{t: t, bin: bin, addr: freeAddr(t), dir: t.TempDir()}
+	s.start()
+	t.Cleanup(func() { s.stop(syscall.SIGKILL) })
+	return s
+}
+
+func (s *natsServer) url() string { return "nats://" + s.addr }
+
+func (s *natsServer) start() {
+	s.t.Helper()
+	_, port, _ := net.SplitHostPort(s.addr)
+	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(s.bin, "--addr", "127.0.0.1", "--port", port, "--jetstream", "--store_dir", filepath.Join(s.dir, "js"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start nats-server: %v", err)
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	waitFor(s.t, "nats-server with JetStream on "+s.addr, s.ready)
+}
+
+// ready is true when the server greets clients with JetStream on.
+func (s *natsServer) ready() bool {
+	c, err := net.DialTimeout("tcp", s.addr, natsGreetTimeout)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(natsGreetTimeout))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && strings.HasPrefix(line, "INFO") && strings.Contains(line, `"jetstream":true`)
+}
+
+// stop ends the server with sig and waits for it to exit.
+func (s *natsServer) stop(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(natsStopTimeout):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// published is what a consumer replaying the comment stream from its start
+// sees: each comment's id by crawler, and how many messages there were.
+type published struct {
+	ids  map[int64]map[string]bool
+	msgs int
+}
+
+// readPublished replays every message of the comment stream, checking each
+// one's subject and Nats-Msg-Id against its comment.
+func readPublished(t *testing.T, url string) published {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), natsCallTimeout)
+	defer cancel()
+	st, err := js.Stream(ctx, commentStream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", commentStream, err)
+	}
+	n := st.CachedInfo().State.Msgs
+	cons, err := js.OrderedConsumer(ctx, commentStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{commentSubjects}, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := published{ids: map[int64]map[string]bool{}}
+	for uint64(out.msgs) < n {
+		m, err := cons.Next(jetstream.FetchMaxWait(waitTimeout))
+		if err != nil {
+			t.Fatalf("read %d of %d messages: %v", out.msgs, n, err)
+		}
+		var cm api.Comment
+		if err := json.Unmarshal(m.Data(), &cm); err != nil {
+			t.Fatalf("message on %s is not a comment: %v", m.Subject(), err)
+		}
+		if want := fmt.Sprintf("comments.%d", cm.CrawlerID); m.Subject() != want {
+			t.Fatalf("comment %s of crawler %d published on %s, want %s", cm.ID, cm.CrawlerID, m.Subject(), want)
+		}
+		if id, want := m.Headers().Get(jetstream.MsgIDHeader), fmt.Sprintf("%d:%s", cm.CrawlerID, cm.ID); id != want {
+			t.Fatalf("comment %s has Nats-Msg-Id %q, want %q", cm.ID, id, want)
+		}
+		if out.ids[cm.CrawlerID] == nil {
+			out.ids[cm.CrawlerID] = map[string]bool{}
+		}
+		out.ids[cm.CrawlerID][cm.ID] = true
+		out.msgs++
+	}
+	return out
+}
+
+// queueSpawn starts a spawn like cluster.addSpawn does, publishing to the
+// queue at url.
+func (c *cluster) queueSpawn(url string) *spawnapp.Spawn {
+	c.t.Helper()
+	cfg := spawnapp.DefaultSettings()
+	cfg.Hub = "http://" + c.hubCfg.Listen
+	cfg.Store = c.storeURI
+	cfg.Queue = url
+	cfg.AllowTargets = []string{"127.0.0.0/8"}
+	cfg.FeedInterval = feedInterval
+	cfg.OrphanAfter = orphanAfter
+	cfg.DetachAfter = detachAfter
+	cfg.NodeToken = nodeToken
+	s, err := spawnapp.Start(c.ctx, cfg, testLogger(c.t, fmt.Sprintf("spawn%d", len(c.spawns)+1)))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.spawns = append(c.spawns, s)
+	c.t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+// storedIDs is the set of a crawler's comment ids in the file store.
+func (c *cluster) storedIDs(crawlerID int64) map[string]bool {
+	out := map[string]bool{}
+	for _, cm := range c.storedComments(crawlerID) {
+		out[cm.ID] = true
+	}
+	return out
+}
+
+// sameIDs compares two id sets and says what differs.
+func sameIDs(t *testing.T, what string, stored, pub map[string]bool) {
+	t.Helper()
+	var missing, extra []string
+	for id := range stored {
+		if !pub[id] {
+			missing = append(missing, id)
+		}
+	}
+	for id := range pub {
+		if !stored[id] {
+			extra = append(extra, id)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	if len(missing) > 0 || len(extra) > 0 {
+		t.Errorf("%s: stored but not published %v; published but not stored %v", what, missing, extra)
+	}
+}
+
+// TestQueue_PublishesExactlyTheStoredComments runs a limited crawler with
+// more items than its limit and an unlimited one with a keyword filter on
+// two spawns, and replays the stream: every stored comment was published,
+// and nothing else (no rejected or filtered item), and the distinct
+// comments published equal the crawler's usage.
+func TestQueue_PublishesExactlyTheStoredComments(t *testing.T) {
+	srv := startNATS(t)
+	c := newCluster(t, clusterOpts{})
+	c.queueSpawn(srv.url())
+	c.queueSpawn(srv.url())
+	c.waitNodes(2)
+
+	const limit, offered = 15, 40
+	u := c.user(0)
+	limited := c.rssCrawler(u.ID, []string{c.feedURL("qlimited")}, nil, limit)
+	filtered := c.rssCrawler(u.ID, []string{c.feedURL("qfiltered")}, []string{"golang"}, 0)
+	base := time.Now().Add(-time.Hour)
+	for i := range offered {
+		c.feeds.Publish("qlimited", feedItem(fmt.Sprintf("lim-%d", i), base.Add(time.Duration(i)*time.Second)))
+	}
+	for i := range 10 {
+		id := fmt.Sprintf("other-%d", i)
+		if i%2 == 0 {
+			id = fmt.Sprintf("golang-%d", i)
+		}
+		c.feeds.Publish("qfiltered", feedItem(id, base.Add(time.Duration(i)*time.Second)))
+	}
+	waitFor(t, "the limited crawler at its limit", func() bool {
+		cr := c.crawler(limited.ID)
+		return cr.State == api.StateLimitReached && cr.Usage == limit
+	})
+	waitFor(t, "the filtered crawler's 5 matches counted", func() bool { return c.crawler(filtered.ID).Usage == 5 })
+
+	// A comment is counted only after it is stored and published, so the
+	// stream is complete once usage is.
+	pub := readPublished(t, srv.url())
+	for _, cr := range []api.Crawler{limited, filtered} {
+		stored := c.storedIDs(cr.ID)
+		usage := c.crawler(cr.ID).Usage
+		t.Logf("crawler %d: stored %d, published %d distinct, usage %d", cr.ID, len(stored), len(pub.ids[cr.ID]), usage)
+		sameIDs(t, fmt.Sprintf("crawler %d", cr.ID), stored, pub.ids[cr.ID])
+		if int64(len(pub.ids[cr.ID])) != usage {
+			t.Errorf("crawler %d: %d distinct comments published, usage %d", cr.ID, len(pub.ids[cr.ID]), usage)
+		}
+	}
+	if len(pub.ids) != 2 {
+		t.Errorf("comments published for crawlers %v, want only %d and %d", slices.Sorted(maps.Keys(pub.ids)), limited.ID, filtered.ID)
+	}
+	t.Logf("%d messages in the stream for %d distinct comments", pub.msgs, limit+5)
+}
+
+// TestQueue_OutageLosesNothingCounted kills the test's own NATS server while
+// a crawler runs: the spawn goes degraded and counts nothing it could not
+// publish, and once the server is back every comment is stored, published
+// and counted.
+func TestQueue_OutageLosesNothingCounted(t *testing.T) {
+	srv := startNATS(t)
+	c := newCluster(t, clusterOpts{})
+	sp := c.queueSpawn(srv.url())
+	c.waitNodes(1)
+	u := c.user(0)
+	cr := c.rssCrawler(u.ID, []string{c.feedURL("qoutage")}, nil, 0)
+	base := time.Now().Add(-time.Hour)
+	c.feeds.Publish("qoutage", feedItem("before", base))
+	waitFor(t, "the first comment counted", func() bool { return c.crawler(cr.ID).Usage == 1 })
+
+	srv.stop(syscall.SIGKILL)
+	const during = 20
+	for i := range during {
+		c.feeds.Publish("qoutage", feedItem(fmt.Sprintf("during-%d", i), base.Add(time.Duration(i+1)*time.Second)))
+	}
+	waitFor(t, "the spawn reports its store degraded", func() bool {
+		h, ok := spawnHealth(t, sp)
+		return ok && h.Store == "degraded"
+	})
+	waitFor(t, "the outage's comments in the file store", func() bool { return len(c.storedIDs(cr.ID)) == 1+during })
+	if usage := c.crawler(cr.ID).Usage; usage != 1 {
+		t.Fatalf("usage %d while the queue is down, want 1: counted without being published", usage)
+	}
+
+	srv.start()
+	restarted := time.Now()
+	waitFor(t, "every comment counted", func() bool { return c.crawler(cr.ID).Usage == 1+during })
+	t.Logf("every counted comment published %s after NATS came back", time.Since(restarted).Round(time.Millisecond))
+	waitFor(t, "the spawn's store ok again", func() bool {
+		h, ok := spawnHealth(t, sp)
+		return ok && h.Store == "ok"
+	})
+	pub := readPublished(t, srv.url())
+	sameIDs(t, "after the outage", c.storedIDs(cr.ID), pub.ids[cr.ID])
+	t.Logf("%d messages in the stream for %d distinct comments", pub.msgs, len(pub.ids[cr.ID]))
+}
+
+// TestQueue_SpawnRefusesBadQueue checks that a spawn does not start with a
+// queue it cannot use, and says why.
+func TestQueue_SpawnRefusesBadQueue(t *testing.T) {
+	closed := freeAddr(t)
+	cases := []struct{ name, queue, want string }{
+		{"http scheme", "http://127.0.0.1:4222", "only nats:// and tls:// are supported"},
+		{"no scheme", "127.0.0.1:4222", "names no server"},
+		{"unreachable", "nats://s3cret@" + closed, "unable to connect to nats://***@" + closed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := spawnapp.DefaultSettings()
+			cfg.Hub = "http://127.0.0.1:1"
+			cfg.Store = "file://" + filepath.Join(t.TempDir(), "data")
+			cfg.Queue = tc.queue
+			s, err := spawnapp.Start(context.Background(), cfg, testLogger(t, "spawn"))
+			if err == nil {
+				_ = s.Stop()
+				t.Fatalf("spawn started with --queue %s", tc.queue)
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error %q, want one saying %q (without credentials)", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// sentSince adds up the subscribers the hub's reloads sent after t, from
+// the "N sent, M moved" of its reload events.
+func (c *cluster) sentSince(t time.Time) (sent, moved int) {
+	c.t.Helper()
+	status, body := c.adminDo(http.MethodGet, "/v1/events", adminToken, "")
+	if status != http.StatusOK {
+		c.t.Fatalf("GET /v1/events: %d %s", status, body)
+	}
+	var events []api.Event
+	if err := json.Unmarshal([]byte(body), &events); err != nil {
+		c.t.Fatal(err)
+	}
+	for _, e := range events {
+		if !e.Time.After(t) || !strings.HasPrefix(e.Kind, "reload_") {
+			continue
+		}
+		var s, m, r int
+		var kind string
+		if _, err := fmt.Sscanf(e.Message, "%s reload: %d sent, %d moved, %d removed", &kind, &s, &m, &r); err != nil {
+			c.t.Fatalf("unexpected reload event %q: %v", e.Message, err)
+		}
+		sent, moved = sent+s, moved+m
+	}
+	return sent, moved
+}
+
+// TestReload_HardTouchesOnlyMovedSubscribers adds a node to a running
+// cluster in both routing modes: the hard reload it causes sends exactly
+// the subscribers that move, and a hard reload with nothing to move sends
+// nothing.
+func TestReload_HardTouchesOnlyMovedSubscribers(t *testing.T) {
+	for _, routing := range []string{"modulo", "rendezvous"} {
+		t.Run(routing, func(t *testing.T) {
+			c := newCluster(t, clusterOpts{spawns: 3, routing: routing})
+			ids := c.crawlers("r", 30)
+			before := c.runningOn()
+			joined := time.Now()
+			c.addSpawn()
+			c.waitNodes(4)
+			waitFor(t, "every crawler on one of four nodes", func() bool { return c.eachOnOne(ids) })
+			after := c.runningOn()
+			moved := 0
+			for _, id := range ids {
+				if before[id][0] != after[id][0] {
+					moved++
+				}
+			}
+			sent, reported := c.sentSince(joined)
+			t.Logf("%s: node joined, %d of %d subscribers moved, the hub sent %d (reported %d moved)", routing, moved, len(ids), sent, reported)
+			if sent != moved || reported != moved {
+				t.Errorf("hub sent %d and reported %d moved, but %d subscribers changed node", sent, reported, moved)
+			}
+			resp, err := c.client.Reload(c.ctx, "hard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Assigned != 0 || resp.Moved != 0 {
+				t.Errorf("a hard reload with nothing to move sent %+v", resp)
+			}
+		})
+	}
+}

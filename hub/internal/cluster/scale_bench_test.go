@@ -1,0 +1,307 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+)
+
+// The hub-scale benchmark runs a real hub (this package, a SQLite store)
+// against simulated spawns: real HTTP servers on loopback that answer the
+// node API the way a spawn does, without crawling. They run in a child
+// process, so the CPU time this process reports is the hub's own.
+const (
+	simEnv          = "BW_SIM_SPAWNS" // set in the child: how many spawns to simulate
+	crawlersPerUser = 100
+)
+
+// TestMain turns the test binary into the simulated spawns when asked.
+func TestMain(m *testing.M) {
+	if n, err := strconv.Atoi(os.Getenv(simEnv)); err == nil && n > 0 {
+		runSimulatedSpawns(n)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// simSpawn answers the node API from memory.
+type simSpawn struct {
+	mu   sync.Mutex
+	subs map[int64]api.SubscriberSpec
+}
+
+func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch r.URL.Path {
+	case api.PathSubscribers:
+		var req api.SubscribersRequest
+		if json.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		resp := api.SubscribersResponse{Results: make([]api.SubscriberResult, 0, len(req.Subscribers))}
+		for _, spec := range req.Subscribers {
+			s.subs[spec.CrawlerID] = spec
+			resp.Results = append(resp.Results, api.SubscriberResult{CrawlerID: spec.CrawlerID})
+		}
+		_ = json.NewEncoder(w).Encode(resp)
+	case api.PathSubscribersRemove:
+		var req api.RemoveRequest
+		_ = json.Unmarshal(body, &req)
+		for _, id := range req.CrawlerIDs {
+			delete(s.subs, id)
+		}
+	case api.PathPoll:
+		var req api.PollRequest
+		if json.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		resp := api.PollResponse{NodeID: req.NodeID, Clock: time.Now().UnixMilli(), Store: "ok"}
+		for _, ref := range req.Subscribers {
+			spec, ok := s.subs[ref.CrawlerID]
+			if !ok {
+				resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{CrawlerID: ref.CrawlerID, State: api.StateMissing})
+				continue
+			}
+			resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{
+				CrawlerID: spec.CrawlerID, Version: spec.Version, QueryUUID: spec.QueryUUID,
+				State: api.StateRunning, DataSource: "rss:" + spec.Query[0], Instance: 1,
+			})
+		}
+		_ = json.NewEncoder(w).Encode(resp)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// runSimulatedSpawns serves n simulated spawns, prints their URLs, and exits
+// when its standard input closes.
+func runSimulatedSpawns(n int) {
+	out := bufio.NewWriter(os.Stdout)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		srv := &http.Server{Handler: &simSpawn{subs: map[int64]api.SubscriberSpec{}}}
+		go func() { _ = srv.Serve(ln) }()
+		fmt.Fprintf(out, "http://%s\n", ln.Addr())
+	}
+	out.Flush()
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// startSimulatedSpawns starts the child process and returns the URLs.
+func startSimulatedSpawns(b *testing.B, n int) []string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", simEnv, n))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	urls := make([]string, 0, n)
+	for len(urls) < n && sc.Scan() {
+		urls = append(urls, strings.TrimSpace(sc.Text()))
+	}
+	if len(urls) != n {
+		b.Fatalf("simulated spawns: got %d URLs, want %d: %v", len(urls), n, sc.Err())
+	}
+	return urls
+}
+
+// cpuTime is this process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func maxRSSMiB() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Maxrss) / 1024 // Linux reports KiB
+}
+
+// scaleHub builds a hub with crawlers crawlers over nodes simulated spawns.
+func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
+	b.Helper()
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(b.TempDir(), "hub.db"), logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	// Customers of 100 crawlers each; a tenth of the crawlers are limited.
+	users := make([]int64, max(1, crawlers/crawlersPerUser))
+	for i := range users {
+		u, err := st.CreateUser(ctx, fmt.Sprintf("customer%d", i), 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		users[i] = u.ID
+	}
+	rows := make([]sqlstore.Crawler, crawlers)
+	for i := range rows {
+		q := []string{fmt.Sprintf("https://feeds.example/%d.xml", i)}
+		rows[i] = sqlstore.Crawler{UserID: users[i%len(users)], Source: api.SourceRSS, Query: q[0],
+			QueryUUID: query.UUID(api.SourceRSS, q).String(), Enabled: true}
+		if i%10 == 0 {
+			rows[i].CommentLimit = 1_000_000 // a tenth are limited: leases on every poll
+		}
+	}
+	if _, err := st.CreateCrawlers(ctx, rows); err != nil {
+		b.Fatal(err)
+	}
+	h, err := New(Config{Store: st, Logger: logger, PollInterval: 10 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	b.Cleanup(cancel)
+	h.mu.Lock()
+	h.ctx = hctx
+	h.mu.Unlock()
+	urls := startSimulatedSpawns(b, nodes)
+	for i, u := range urls {
+		if _, err := h.Register(api.RegisterRequest{NodeID: fmt.Sprintf("node-%04d", i), URL: u}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return h, urls
+}
+
+// BenchmarkHubScale measures a hub with 1,000 spawns and 100,000 crawlers
+// (BW_SCALE_NODES and BW_SCALE_CRAWLERS change the sizes): the first hard
+// reload that places every subscriber, a hard reload with nothing to move,
+// one batched poll round, and, for comparison, one round of the naive
+// polling that asks every subscriber separately.
+func BenchmarkHubScale(b *testing.B) {
+	nodes, crawlers := envInt("BW_SCALE_NODES", 1000), envInt("BW_SCALE_CRAWLERS", 100_000)
+	h, urls := scaleHub(b, nodes, crawlers)
+	ctx := context.Background()
+
+	measure := func(name string, requests int, fn func()) {
+		b.Run(name, func(b *testing.B) {
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for range b.N {
+				fn()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "hub-cpu-ms/op")
+			b.ReportMetric(float64(requests), "requests/op")
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+			b.ReportMetric(maxRSSMiB(), "max-rss-MiB")
+		})
+	}
+	first := true
+	measure("FirstHardReload", nodes, func() {
+		if !first {
+			// Forget what was sent, so every run places everything again.
+			h.mu.Lock()
+			for _, c := range h.crawlers {
+				c.sentNode, c.node = "", ""
+			}
+			h.mu.Unlock()
+		}
+		first = false
+		resp, err := h.Reload(ctx, true)
+		if err != nil || resp.Assigned != crawlers || resp.Failed != 0 {
+			b.Fatalf("reload: %+v %v", resp, err)
+		}
+	})
+	measure("SteadyHardReload", nodes, func() {
+		resp, err := h.Reload(ctx, true)
+		if err != nil || resp.Assigned != 0 {
+			b.Fatalf("steady reload sent %+v: %v", resp, err)
+		}
+	})
+	measure("PollRound", nodes, func() { h.PollAll(ctx) })
+	measure("NaivePerSubscriberPollRound", crawlers, func() { naiveRound(b, h, urls) })
+}
+
+// naiveRound polls every subscriber with its own request, as a hub that
+// checks each subscriber separately would, with the same concurrency.
+func naiveRound(b *testing.B, h *Hub, urls []string) {
+	type job struct {
+		url string
+		id  int64
+		v   int64
+	}
+	h.mu.Lock()
+	byURL := make(map[string]string, len(h.nodes))
+	for _, n := range h.nodes {
+		byURL[n.id] = n.url
+	}
+	jobs := make([]job, 0, len(h.crawlers))
+	for id, c := range h.crawlers {
+		if c.node != "" {
+			jobs = append(jobs, job{byURL[c.node], id, c.row.Version})
+		}
+	}
+	h.mu.Unlock()
+	var g errgroup.Group
+	g.SetLimit(sendConcurrency)
+	for _, j := range jobs {
+		g.Go(func() error {
+			body, _ := json.Marshal(api.PollRequest{Epoch: h.epoch, Subscribers: []api.SubscriberRef{{CrawlerID: j.id, Version: j.v}}})
+			resp, err := h.client.Post(j.url+api.PathPoll, "application/json", bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			var pr api.PollResponse
+			return json.NewDecoder(resp.Body).Decode(&pr)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	_ = urls
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}

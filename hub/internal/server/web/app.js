@@ -1,0 +1,513 @@
+// Black Widow hub dashboard: reads the hub's admin API with the operator's
+// admin token and redraws every REFRESH_MS. Every piece of data goes into the
+// page as text (textContent, text nodes, attributes): comment text comes
+// from crawled sources and is hostile input.
+'use strict';
+
+(() => {
+  // How often the page polls the admin API.
+  const REFRESH_MS = 2000;
+  // The hub's rate history moves once per 10-second step; no need to read
+  // it more often.
+  const HISTORY_REFRESH_MS = 10000;
+  // A request slower than this counts as failed; the next refresh retries.
+  const REQUEST_TIMEOUT_MS = 8000;
+  // Rate histories read at once, so many crawlers do not flood the hub.
+  const HISTORY_CONCURRENCY = 4;
+  const COMMENTS_SHOWN = 20;
+  const EVENTS_SHOWN = 60;
+  const QUERY_CHARS = 60;
+  const SPARK_WIDTH = 120;
+  const SPARK_HEIGHT = 26;
+  const TOKEN_KEY = 'bw.adminToken';
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  const $ = (id) => document.getElementById(id);
+
+  const view = {
+    selected: null, // crawler id whose comments are shown
+    histories: new Map(), // crawler id → {values: comments per minute, oldest first; step: seconds}
+    historyAt: 0,
+    historyBusy: false,
+    crawlers: [],
+    timer: null,
+    generation: 0, // bumps on every restart of the loop, so late answers are dropped
+    session: 0, // bumps on sign-out, so late histories are dropped
+  };
+
+  class AuthError extends Error {}
+
+  // Token storage: sessionStorage only, so closing the tab forgets it.
+  function getToken() {
+    try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  }
+  function setToken(t) {
+    try {
+      if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY);
+    } catch (e) { /* storage disabled: the token lives until reload */ }
+  }
+
+  async function api(path) {
+    const headers = { Accept: 'application/json' };
+    const token = getToken();
+    if (token) headers.Authorization = 'Bearer ' + token;
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), REQUEST_TIMEOUT_MS);
+    try {
+      let resp;
+      try {
+        resp = await fetch(path, { headers, signal: ctl.signal, cache: 'no-store', credentials: 'omit' });
+      } catch (e) {
+        throw new Error(ctl.signal.aborted ? 'the hub did not answer in time' : 'the hub is unreachable');
+      }
+      if (resp.status === 401) throw new AuthError(token ? 'The hub refused this admin token.' : 'This hub needs its admin token.');
+      if (!resp.ok) {
+        let msg = resp.statusText;
+        try {
+          const body = await resp.json();
+          if (body && typeof body.error === 'string') msg = body.error;
+        } catch (e) { /* not JSON */ }
+        throw new Error(`${resp.status} ${msg}`);
+      }
+      return await resp.json();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  // el builds an element. Children that are not nodes become text nodes.
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'dataset') Object.assign(e.dataset, v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children) {
+      if (c === undefined || c === null) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+
+  function badge(text, cls) {
+    return el('span', { class: 'badge ' + cls }, text);
+  }
+
+  function stateClass(state) {
+    return /^[a-z_]+$/.test(state || '') ? 's-' + state : 's-unknown';
+  }
+
+  function shortID(id) { return (id || '').slice(0, 8); }
+
+  function truncate(s, n) {
+    const chars = Array.from(s);
+    return chars.length <= n ? s : chars.slice(0, n - 1).join('') + '…';
+  }
+
+  function fmtNumber(n) { return Number(n || 0).toLocaleString('en-US'); }
+
+  function fmtRate(perMin) {
+    if (!perMin) return '0';
+    if (perMin < 10) return perMin.toFixed(1);
+    return fmtNumber(Math.round(perMin));
+  }
+
+  function ago(iso) {
+    const t = Date.parse(iso);
+    if (!t || t < 0) return 'never';
+    const s = Math.max(0, (Date.now() - t) / 1000);
+    if (s < 60) return s.toFixed(1) + ' s ago';
+    if (s < 3600) return Math.round(s / 60) + ' min ago';
+    return Math.round(s / 3600) + ' h ago';
+  }
+
+
+  const pad2 = (n) => String(n).padStart(2, '0');
+
+  // dateTime shows a time as local YYYY-MM-DD HH:MM:SS.
+  function dateTime(iso) {
+    const d = new Date(iso);
+    if (isNaN(d)) return '';
+    return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+  }
+
+  // clock shows a time as local HH:MM:SS.
+  function clock(iso) {
+    return dateTime(iso).slice(11);
+  }
+
+  // liveRate is a crawler's comments per minute as its spawn last reported
+  // it; a crawler that runs nowhere has none.
+  function liveRate(c) {
+    return c.state === 'running' || c.state === 'quota_wait' ? (c.rate_per_sec || 0) * 60 : 0;
+  }
+
+  // safeURL returns an http(s) URL to link to, or null.
+  function safeURL(raw) {
+    try {
+      const u = new URL(raw);
+      return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function setStatus(kind, text) {
+    const s = $('status');
+    s.className = 'status status-' + kind;
+    s.textContent = text;
+  }
+
+  // Screens.
+
+  function showLogin(message) {
+    $('main').hidden = true;
+    $('signout').hidden = true;
+    $('login').hidden = false;
+    const err = $('login-error');
+    err.textContent = message || '';
+    err.hidden = !message;
+    setStatus('wait', 'signed out');
+    $('token').focus();
+  }
+
+  function showMain() {
+    $('login').hidden = true;
+    $('main').hidden = false;
+    $('signout').hidden = !getToken();
+  }
+
+  // Rendering.
+
+  function renderCards(nodes, crawlers, scaling) {
+    $('card-nodes').textContent = fmtNumber(nodes.length);
+    const failing = nodes.filter((n) => n.state !== 'ok').length;
+    $('card-nodes-note').textContent = failing ? `${failing} failing` : 'all polled';
+    $('card-desired').textContent = fmtNumber(scaling.desired_nodes);
+    $('card-desired').classList.toggle('up', scaling.desired_nodes > nodes.length);
+    $('card-desired-note').textContent =
+      `${fmtNumber(scaling.subscribers)} subscribers at ${fmtNumber(scaling.target_subscribers_per_node)} a node`;
+    const running = crawlers.filter((c) => c.state === 'running').length;
+    $('card-running').textContent = fmtNumber(running);
+    $('card-crawlers-note').textContent = `of ${fmtNumber(crawlers.length)} crawlers`;
+    const rate = crawlers.reduce((sum, c) => sum + liveRate(c), 0);
+    $('card-rate').textContent = fmtRate(rate);
+  }
+
+  function renderNodes(nodes) {
+    const rows = nodes.map((n) => el('tr', { dataset: { nodeId: n.id } },
+      el('td', { class: 'mono', title: n.id }, shortID(n.id)),
+      el('td', { class: 'mono' }, n.url),
+      el('td', {}, badge(n.state, stateClass(n.state))),
+      el('td', { class: 'num' }, fmtNumber(n.subscribers)),
+      el('td', { class: 'num opt' }, fmtNumber((n.data_sources || []).length)),
+      el('td', { title: dateTime(n.last_poll) }, ago(n.last_poll)),
+      el('td', { class: 'opt' }, n.store ? badge(n.store, stateClass(n.store)) : el('span', { class: 'dim' }, '–')),
+    ));
+    $('nodes').tBodies[0].replaceChildren(...rows);
+    $('nodes-empty').hidden = nodes.length > 0;
+  }
+
+  function renderSources(nodes) {
+    const rows = [];
+    for (const n of nodes) {
+      const sources = (n.data_sources || []).slice().sort((a, b) => a.key.localeCompare(b.key));
+      for (const ds of sources) {
+        rows.push(el('tr', { dataset: { nodeId: n.id } },
+          el('td', { class: 'mono', title: n.id }, shortID(n.id)),
+          el('td', {}, ds.source || '–'),
+          el('td', { class: 'wrap mono' }, ds.key),
+          el('td', { class: 'num' }, fmtNumber(ds.subscribers)),
+          el('td', { class: 'opt wrap' }, ds.error ? el('span', { class: 'badge s-failed', title: ds.error }, truncate(ds.error, 60)) : ''),
+        ));
+      }
+    }
+    $('sources').tBodies[0].replaceChildren(...rows);
+    $('sources-empty').hidden = rows.length > 0;
+  }
+
+  function usageCell(c) {
+    const box = el('div', { class: 'usage' });
+    if (c.comment_limit > 0) {
+      const frac = Math.min(1, c.usage / c.comment_limit);
+      const pct = Math.round(frac * 100);
+      box.append(el('span', { class: 'usage-text' }, `${fmtNumber(c.usage)} / ${fmtNumber(c.comment_limit)}`, el('span', { class: 'dim' }, ` · ${pct}%`)));
+      const fill = el('div', { class: 'bar-fill' + (frac >= 1 ? ' full' : frac >= 0.8 ? ' high' : '') });
+      fill.style.width = (frac * 100).toFixed(1) + '%';
+      box.append(el('div', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': c.comment_limit, 'aria-valuenow': c.usage }, fill));
+    } else {
+      box.append(el('span', { class: 'usage-text' }, fmtNumber(c.usage), el('span', { class: 'dim' }, ' · no limit')));
+      box.append(el('div', { class: 'bar' }));
+    }
+    return box;
+  }
+
+  function sparkline(hist) {
+    const values = hist ? hist.values : [];
+    const svg = document.createElementNS(SVG_NS, 'svg');
+    svg.setAttribute('class', 'spark');
+    svg.setAttribute('width', SPARK_WIDTH);
+    svg.setAttribute('height', SPARK_HEIGHT);
+    svg.setAttribute('viewBox', `0 0 ${SPARK_WIDTH} ${SPARK_HEIGHT}`);
+    svg.setAttribute('role', 'img');
+    const peak = values.length ? Math.max(...values) : 0;
+    const title = document.createElementNS(SVG_NS, 'title');
+    title.textContent = values.length
+      ? `comments per minute over the last ${Math.round(values.length * hist.step / 60)} minutes; peak ${fmtRate(peak)}`
+      : 'no history yet';
+    svg.append(title);
+    if (values.length < 2) return svg;
+    const top = Math.max(peak, 1);
+    const step = SPARK_WIDTH / (values.length - 1);
+    const pts = values.map((v, i) => {
+      const x = (i * step).toFixed(1);
+      const y = (SPARK_HEIGHT - 2 - (v / top) * (SPARK_HEIGHT - 4)).toFixed(1);
+      return `${x},${y}`;
+    });
+    const area = document.createElementNS(SVG_NS, 'polygon');
+    area.setAttribute('points', `0,${SPARK_HEIGHT} ${pts.join(' ')} ${SPARK_WIDTH},${SPARK_HEIGHT}`);
+    const line = document.createElementNS(SVG_NS, 'polyline');
+    line.setAttribute('points', pts.join(' '));
+    svg.append(area, line);
+    return svg;
+  }
+
+  function renderCrawlers(crawlers) {
+    const focusedID = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.selectCrawler : undefined;
+    const rows = crawlers.map((c) => {
+      const id = String(c.id);
+      const query = (c.query || []).join(', ');
+      const keywords = (c.keywords || []).length ? ` [${c.keywords.join(', ')}]` : '';
+      const state = el('td', {}, badge(c.state, stateClass(c.state)));
+      if (c.error) state.append(el('div', { class: 'dim wrap', title: c.error }, truncate(c.error, 60)));
+      const rate = el('div', { class: 'rate' },
+        sparkline(view.histories.get(c.id)),
+        el('span', { class: 'rate-text', title: 'live rate reported by the spawn' }, fmtRate(liveRate(c))));
+      const tr = el('tr', { dataset: { crawlerId: id }, class: view.selected === c.id ? 'selected' : null, 'aria-selected': view.selected === c.id ? 'true' : 'false' },
+        el('td', { class: 'num' }, el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `show the latest comments of crawler ${id}` }, id)),
+        el('td', { class: 'num opt' }, c.user_id),
+        el('td', {}, c.source),
+        el('td', { class: 'opt wrap mono', title: query + keywords }, truncate(query, QUERY_CHARS), keywords ? el('span', { class: 'dim' }, truncate(keywords, 40)) : null),
+        state,
+        el('td', { class: 'mono', title: c.node || '' }, c.node ? shortID(c.node) : el('span', { class: 'dim' }, '–')),
+        el('td', {}, usageCell(c)),
+        el('td', {}, rate),
+      );
+      return tr;
+    });
+    $('crawlers').tBodies[0].replaceChildren(...rows);
+    $('crawlers-empty').hidden = crawlers.length > 0;
+    if (focusedID) {
+      const b = $('crawlers').querySelector(`button[data-select-crawler="${CSS.escape(focusedID)}"]`);
+      if (b) b.focus();
+    }
+  }
+
+  function renderComments(id, comments, error) {
+    const list = $('comments');
+    const empty = $('comments-empty');
+    $('comments-for').textContent = id ? `crawler ${id}` : '';
+    if (!id) {
+      list.replaceChildren();
+      empty.textContent = 'Select a crawler above.';
+      empty.hidden = false;
+      return;
+    }
+    if (error) {
+      empty.textContent = `Comments unavailable: ${error}`;
+      empty.hidden = false;
+      return; // keep what was shown before
+    }
+    const items = comments.slice(0, COMMENTS_SHOWN).map((cm) => {
+      const meta = el('div', { class: 'comment-meta' },
+        el('span', { class: 'comment-author' }, cm.author || 'anonymous'),
+        el('time', { datetime: cm.published_at, title: 'published ' + dateTime(cm.published_at) }, dateTime(cm.published_at)));
+      const href = safeURL(cm.url);
+      if (href) meta.append(el('a', { href, target: '_blank', rel: 'noopener noreferrer nofollow' }, 'source'));
+      for (const term of cm.matched || []) meta.append(el('span', { class: 'term' }, term));
+      return el('li', { dataset: { commentId: cm.id } }, meta, el('p', { class: 'comment-text' }, cm.text));
+    });
+    list.replaceChildren(...items);
+    empty.textContent = 'No comment stored yet.';
+    empty.hidden = items.length > 0;
+  }
+
+  function eventClass(kind) {
+    const known = ['node_joined', 'node_lost', 'reload_hard', 'reload_soft', 'limit_reached', 'detach', 'detached'];
+    return known.includes(kind) ? 'k-' + kind : 'k-other';
+  }
+
+  function renderEvents(events) {
+    const items = events.slice(-EVENTS_SHOWN).reverse().map((ev) => el('li', {},
+      el('time', { class: 'event-time', datetime: ev.time, title: dateTime(ev.time) }, clock(ev.time)),
+      badge((ev.kind || '').replace(/_/g, ' '), eventClass(ev.kind)),
+      el('span', { class: 'event-msg' }, ev.message)));
+    $('events').replaceChildren(...items);
+    $('events-empty').hidden = items.length > 0;
+  }
+
+  // Data.
+
+  // refreshHistories reads the rate history of every crawler, a few at a
+  // time, and redraws the crawlers when done. It runs beside the refresh
+  // loop so a slow history never delays the live numbers.
+  async function refreshHistories(crawlers) {
+    const session = view.session;
+    if (view.historyBusy) return;
+    view.historyBusy = true;
+    view.historyAt = Date.now();
+    const ids = crawlers.map((c) => c.id);
+    const next = new Map();
+    try {
+      let i = 0;
+      const worker = async () => {
+        while (i < ids.length) {
+          const id = ids[i++];
+          try {
+            const h = await api(`/v1/crawlers/${encodeURIComponent(id)}/history`);
+            next.set(id, { values: h.comments_per_minute || [], step: h.step_seconds || 10 });
+          } catch (e) {
+            if (e instanceof AuthError) throw e;
+            if (view.histories.has(id)) next.set(id, view.histories.get(id));
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(HISTORY_CONCURRENCY, ids.length) }, worker));
+      if (session !== view.session) return;
+      view.histories = next;
+      renderCrawlers(view.crawlers);
+    } catch (e) {
+      // An AuthError reaches the main loop on its next round.
+    } finally {
+      view.historyBusy = false;
+    }
+  }
+
+  async function refresh() {
+    const generation = view.generation;
+    try {
+      const [nodes, crawlers, events, scaling] = await Promise.all([
+        api('/v1/nodes'), api('/v1/crawlers'), api('/v1/events'), api('/v1/scaling'),
+      ]);
+      let comments = [];
+      let commentsError = null;
+      let selected = view.selected;
+      const exists = selected !== null && crawlers.some((c) => c.id === selected);
+      if (exists) {
+        try {
+          comments = await api(`/v1/crawlers/${encodeURIComponent(selected)}/comments?n=${COMMENTS_SHOWN}`);
+        } catch (e) {
+          if (e instanceof AuthError) throw e;
+          commentsError = e.message;
+        }
+      }
+      if (generation !== view.generation) return;
+      if (selected !== null && !exists) {
+        view.selected = selected = null; // deleted meanwhile
+        history.replaceState(null, '', location.pathname);
+      }
+      view.crawlers = crawlers;
+      showMain();
+      renderCards(nodes, crawlers, scaling);
+      renderNodes(nodes);
+      renderSources(nodes);
+      renderCrawlers(crawlers);
+      if (selected === view.selected) renderComments(view.selected, comments, commentsError);
+      renderEvents(events);
+      setStatus('ok', 'live · ' + clock(new Date()));
+      const newCrawler = crawlers.some((c) => !view.histories.has(c.id));
+      if (newCrawler || Date.now() - view.historyAt >= HISTORY_REFRESH_MS) refreshHistories(crawlers);
+    } catch (e) {
+      if (generation !== view.generation) return;
+      if (e instanceof AuthError) {
+        stop();
+        view.session++;
+        setToken('');
+        showLogin(e.message);
+        return;
+      }
+      setStatus('error', 'stale · ' + e.message + ' · retrying');
+    }
+    if (generation === view.generation) schedule();
+  }
+
+  function schedule() {
+    clearTimeout(view.timer);
+    view.timer = setTimeout(refresh, REFRESH_MS);
+  }
+
+  function stop() {
+    clearTimeout(view.timer);
+    view.timer = null;
+    view.generation++;
+  }
+
+  function start() {
+    stop();
+    setStatus('wait', 'connecting…');
+    refresh();
+  }
+
+  // The selected crawler is kept in the address (#crawler=ID), so a link
+  // opens the page on it.
+  function crawlerFromHash() {
+    const m = /^#crawler=([1-9][0-9]{0,17})$/.exec(location.hash);
+    return m ? Number(m[1]) : null;
+  }
+
+  function select(id) {
+    if (view.selected === id) return;
+    view.selected = id;
+    history.replaceState(null, '', '#crawler=' + id);
+    for (const tr of $('crawlers').tBodies[0].rows) {
+      const on = tr.dataset.crawlerId === String(id);
+      tr.classList.toggle('selected', on);
+      tr.setAttribute('aria-selected', on ? 'true' : 'false');
+    }
+    $('comments').replaceChildren();
+    $('comments-for').textContent = `crawler ${id}`;
+    $('comments-empty').textContent = 'Loading…';
+    $('comments-empty').hidden = false;
+    // Fetch its comments now rather than at the next tick.
+    stop();
+    refresh();
+  }
+
+  document.addEventListener('DOMContentLoaded', () => {
+    $('login-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const input = $('token');
+      const t = input.value.trim();
+      input.value = '';
+      if (!t) {
+        showLogin('Enter the admin token.');
+        return;
+      }
+      setToken(t);
+      $('login-error').hidden = true;
+      start();
+    });
+    $('signout').addEventListener('click', () => {
+      stop();
+      view.session++;
+      setToken('');
+      view.histories = new Map();
+      view.selected = null;
+      history.replaceState(null, '', location.pathname);
+      showLogin('');
+    });
+    view.selected = crawlerFromHash();
+    window.addEventListener('hashchange', () => {
+      const id = crawlerFromHash();
+      if (id !== null) select(id);
+    });
+    $('crawlers').tBodies[0].addEventListener('click', (ev) => {
+      if (ev.target.closest('a')) return;
+      const tr = ev.target.closest('tr[data-crawler-id]');
+      if (tr) select(Number(tr.dataset.crawlerId));
+    });
+    start();
+  });
+})();

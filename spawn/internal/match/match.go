@@ -1,0 +1,380 @@
+// Package match finds which subscribers of a shared data source want an
+// item. Every subscriber may filter on keywords; a source shared by
+// thousands of subscribers cannot test each of their keywords against each
+// item, so an Index compiles the keywords of all of them into one
+// Aho-Corasick automaton and finds, in a single pass over an item's text,
+// every subscriber whose keywords occur and which ones did.
+//
+// The rule is the same for one subscriber (Keywords) and for many (Index):
+// matching is case-insensitive (the text and the keywords are lowercased
+// with Unicode rules, the text once per item) and whole-word: a keyword
+// matches only where the bytes around it are not word bytes — letters,
+// digits, '_' and every byte of a non-ASCII character count as word bytes,
+// so "golang" does not match "golangs" and "café" does not match "cafés".
+// Keywords may contain spaces ("black widow") or punctuation ("c++").
+package match
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	ahocorasick "github.com/petar-dambovaliev/aho-corasick"
+)
+
+// reuseMinLive is the share of an automaton's patterns that must still be
+// in use for Update to keep the automaton instead of compiling a new one:
+// below it the automaton carries too many dead patterns.
+const reuseMinLive = 0.5
+
+// Hit is one subscriber an item's text matched.
+type Hit struct {
+	// Subscriber is the id the subscriber was indexed under.
+	Subscriber int64
+	// Keywords are the subscriber's keywords that occur in the text, as
+	// the subscriber spelled them and in its order.
+	Keywords []string
+}
+
+// posting says that a pattern is keyword kw of subscriber sub (dense
+// indexes into Index.subs and Index.keywords[sub]). It carries what a hit
+// needs, so that Match reads a pattern's postings in one sequential sweep.
+type posting struct {
+	sub, kw int32
+	id      int64    // Index.subs[sub]
+	one     []string // Index.keywords[sub][kw:kw+1]: the hit's keywords when only this one matched
+}
+
+// automaton is the compiled pattern set; Update shares it between indexes
+// whose keywords it covers.
+type automaton struct {
+	ac       ahocorasick.AhoCorasick
+	patterns []string         // lowercased, distinct; a pattern's id is its position
+	ids      map[string]int32 // pattern → id
+}
+
+// Index is an immutable keyword index of many subscribers. Match is safe
+// for concurrent use.
+type Index struct {
+	auto     *automaton
+	postings [][]posting // per pattern id
+	subs     []int64     // dense index → subscriber id, ascending
+	keywords [][]string  // dense index → keywords as given
+	live     int         // patterns with at least one posting
+	scratch  sync.Pool   // *scratch sized for this index
+}
+
+// New indexes subscribers by their keywords. Subscribers without keywords
+// are left out: they want every item, and the caller handles them. Empty
+// keywords never match.
+func New(subs map[int64][]string) *Index {
+	return build(nil, subs)
+}
+
+// Update returns an index of subs that shares this index's automaton when
+// every keyword of subs is already one of its patterns and enough of them
+// are still in use; otherwise it compiles a new one. Changing which
+// subscribers use a stable vocabulary of keywords is then cheap: only the
+// postings are rebuilt. The receiver stays valid.
+func (ix *Index) Update(subs map[int64][]string) *Index {
+	return build(ix, subs)
+}
+
+func build(prev *Index, subs map[int64][]string) *Index {
+	ix := &Index{}
+	for id, kws := range subs {
+		if len(kws) > 0 {
+			ix.subs = append(ix.subs, id)
+		}
+	}
+	slices.Sort(ix.subs)
+	ix.keywords = make([][]string, len(ix.subs))
+	lowered := make([][]string, len(ix.subs))
+	wanted := map[string]struct{}{}
+	for i, id := range ix.subs {
+		ix.keywords[i] = slices.Clone(subs[id])
+		lowered[i] = make([]string, len(ix.keywords[i]))
+		for j, k := range ix.keywords[i] {
+			lk := strings.ToLower(k)
+			lowered[i][j] = lk
+			if lk != "" {
+				wanted[lk] = struct{}{}
+			}
+		}
+	}
+	if prev != nil && prev.auto != nil && covers(prev.auto, wanted) {
+		ix.auto = prev.auto
+	} else {
+		ix.auto = compile(wanted)
+	}
+	ix.postings = make([][]posting, len(ix.auto.patterns))
+	for i := range lowered {
+		for j, lk := range lowered[i] {
+			if lk == "" {
+				continue
+			}
+			p := ix.auto.ids[lk]
+			if len(ix.postings[p]) == 0 {
+				ix.live++
+			}
+			own := ix.keywords[i]
+			ix.postings[p] = append(ix.postings[p], posting{sub: int32(i), kw: int32(j), id: ix.subs[i], one: own[j : j+1 : j+1]})
+		}
+	}
+	return ix
+}
+
+// covers reports whether a compiled automaton holds every wanted pattern
+// and enough of its patterns are wanted to be worth keeping.
+func covers(a *automaton, wanted map[string]struct{}) bool {
+	if float64(len(wanted)) < reuseMinLive*float64(len(a.patterns)) {
+		return false
+	}
+	for p := range wanted {
+		if _, ok := a.ids[p]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// compile builds the automaton of a pattern set. Standard match semantics
+// are the ones that report overlapping matches: "new york" and "york" both
+// occur in "new york", and a non-word-bounded occurrence of a keyword must
+// not hide a later bounded one.
+func compile(wanted map[string]struct{}) *automaton {
+	a := &automaton{ids: make(map[string]int32, len(wanted))}
+	for p := range wanted {
+		a.patterns = append(a.patterns, p)
+	}
+	slices.Sort(a.patterns)
+	for i, p := range a.patterns {
+		a.ids[p] = int32(i)
+	}
+	if len(a.patterns) > 0 {
+		b := ahocorasick.NewAhoCorasickBuilder(ahocorasick.Opts{MatchKind: ahocorasick.StandardMatch, DFA: true})
+		a.ac = b.Build(a.patterns)
+	}
+	return a
+}
+
+// Len is the number of subscribers in the index.
+func (ix *Index) Len() int { return len(ix.subs) }
+
+// Patterns is the number of distinct keywords the automaton holds, those
+// no subscriber uses any more included.
+func (ix *Index) Patterns() int { return len(ix.auto.patterns) }
+
+// scratch is the per-call working memory of Match, pooled per index.
+type scratch struct {
+	gen      uint32
+	text     []byte
+	patStamp []uint32 // pattern id → gen when found in this call
+	subStamp []uint32 // dense subscriber → gen when hit in this call
+	subHit   []int32  // dense subscriber → its hit's position
+	found    []int32  // pattern ids found, in order
+	counts   []int32  // per hit: keywords, then the next free slot (-1: a single keyword)
+	kwIdx    []int32  // per matched keyword: its index in the subscriber's list
+	hitSubs  []int32  // per hit: dense subscriber
+}
+
+func (ix *Index) getScratch() *scratch {
+	if s, ok := ix.scratch.Get().(*scratch); ok {
+		return s
+	}
+	return &scratch{
+		patStamp: make([]uint32, len(ix.auto.patterns)),
+		subStamp: make([]uint32, len(ix.subs)),
+		subHit:   make([]int32, len(ix.subs)),
+	}
+}
+
+// next starts a new call: stamps from earlier calls no longer count.
+func (s *scratch) next() {
+	s.gen++
+	if s.gen == 0 {
+		clear(s.patStamp)
+		clear(s.subStamp)
+		s.gen = 1
+	}
+	s.found, s.counts, s.kwIdx, s.hitSubs = s.found[:0], s.counts[:0], s.kwIdx[:0], s.hitSubs[:0]
+}
+
+// Match returns every indexed subscriber at least one of whose keywords
+// occurs in text, each with the keywords that did. Hits come in the order
+// in which their first keyword ends in the text. Match scans the text once
+// whatever the number of subscribers and allocates only the result; a
+// hit's Keywords may share memory with the index and must not be modified.
+func (ix *Index) Match(text string) []Hit {
+	return ix.AppendMatch(nil, text)
+}
+
+// AppendMatch is Match appending the hits to dst, so that a caller
+// matching item after item can reuse one slice and allocate nothing for
+// most items.
+func (ix *Index) AppendMatch(dst []Hit, text string) []Hit {
+	if ix.live == 0 {
+		return dst
+	}
+	s := ix.getScratch()
+	defer ix.scratch.Put(s)
+	s.next()
+	s.text = appendLower(s.text[:0], text)
+	lower := s.text
+	it := ix.auto.ac.IterOverlappingByte(lower)
+	for m := it.Next(); m != nil; m = it.Next() {
+		p := m.Pattern()
+		if s.patStamp[p] == s.gen || len(ix.postings[p]) == 0 || !bounded(lower, m.Start(), m.End()) {
+			continue
+		}
+		s.patStamp[p] = s.gen
+		s.found = append(s.found, int32(p))
+	}
+	if len(s.found) == 0 {
+		return dst
+	}
+	// Which subscribers were hit, and how many of their keywords each.
+	multi := 0 // keywords of hits with more than one
+	for _, p := range s.found {
+		for i := range ix.postings[p] {
+			po := &ix.postings[p][i]
+			if s.subStamp[po.sub] != s.gen {
+				s.subStamp[po.sub] = s.gen
+				s.subHit[po.sub] = int32(len(s.hitSubs))
+				s.hitSubs = append(s.hitSubs, po.sub)
+				s.counts = append(s.counts, 0)
+			}
+			h := s.subHit[po.sub]
+			switch s.counts[h]++; s.counts[h] {
+			case 2:
+				multi += 2
+			case 1:
+			default:
+				multi++
+			}
+		}
+	}
+	base := len(dst)
+	dst = slices.Grow(dst, len(s.hitSubs))[:base+len(s.hitSubs)]
+	hits := dst[base:]
+	if multi == 0 {
+		// The common case: one keyword per hit, which the hit shares
+		// with the index.
+		for _, p := range s.found {
+			for i := range ix.postings[p] {
+				po := &ix.postings[p][i]
+				hits[s.subHit[po.sub]] = Hit{Subscriber: po.id, Keywords: po.one}
+			}
+		}
+		return dst
+	}
+	// Some hits matched several keywords: those get their own slices of
+	// one shared array, in the subscriber's keyword order.
+	kws := make([]string, multi)
+	off := int32(0)
+	for h, n := range s.counts {
+		if n > 1 {
+			s.counts[h] = off // from here on: the hit's next free slot
+			off += n
+		} else {
+			s.counts[h] = -1
+		}
+	}
+	s.kwIdx = slices.Grow(s.kwIdx[:0], multi)[:multi]
+	for _, p := range s.found {
+		for i := range ix.postings[p] {
+			po := &ix.postings[p][i]
+			h := s.subHit[po.sub]
+			if s.counts[h] < 0 {
+				hits[h] = Hit{Subscriber: po.id, Keywords: po.one}
+				continue
+			}
+			s.kwIdx[s.counts[h]] = po.kw
+			s.counts[h]++
+			hits[h].Subscriber = po.id
+		}
+	}
+	start := int32(0)
+	for h, sub := range s.hitSubs {
+		end := s.counts[h]
+		if end < 0 {
+			continue
+		}
+		idx := s.kwIdx[start:end]
+		slices.Sort(idx)
+		own := ix.keywords[sub]
+		for i, k := range idx {
+			kws[int(start)+i] = own[k]
+		}
+		hits[h].Keywords = kws[start:end:end]
+		start = end
+	}
+	return dst
+}
+
+// Keywords returns the keywords that occur in text by the package's rule,
+// in the order given: the one-subscriber form of Index.Match.
+func Keywords(text string, keywords []string) []string {
+	if len(keywords) == 0 {
+		return nil
+	}
+	lower := strings.ToLower(text)
+	var matched []string
+	for _, k := range keywords {
+		if k != "" && ContainsWord(lower, strings.ToLower(k)) {
+			matched = append(matched, k)
+		}
+	}
+	return matched
+}
+
+// ContainsWord reports whether word occurs in text bounded by non-word
+// bytes. Both must already be lowercased.
+func ContainsWord(text, word string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], word)
+		if j < 0 {
+			return false
+		}
+		start := i + j
+		if bounded(text, start, start+len(word)) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+// bounded reports whether text[start:end] has no word byte on either side.
+func bounded[T string | []byte](text T, start, end int) bool {
+	return (start == 0 || !IsWordByte(text[start-1])) && (end == len(text) || !IsWordByte(text[end]))
+}
+
+// IsWordByte reports whether b belongs to a word in lowercased text:
+// ASCII letters and digits, '_' and any byte of a multi-byte character.
+func IsWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= utf8.RuneSelf
+}
+
+// appendLower appends s lowercased to dst, exactly as strings.ToLower
+// would lowercase it (invalid UTF-8 becomes U+FFFD), without allocating
+// once dst has grown. Match positions are positions in this lowercased
+// text, never in the original, whose length may differ.
+func appendLower(dst []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		i += n
+	}
+	return dst
+}

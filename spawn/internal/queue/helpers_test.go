@@ -1,0 +1,275 @@
+package queue
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// Test timings.
+const (
+	waitTimeout   = 20 * time.Second       // any condition a test waits for
+	waitTick      = 10 * time.Millisecond  // how often it is checked
+	serverStop    = 10 * time.Second       // a test server's graceful stop
+	greetDeadline = 500 * time.Millisecond // one readiness probe
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(waitTick)
+	}
+}
+
+// sharedNATS is the test NATS server (scripts/nats.sh), or a skip.
+func sharedNATS(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("BW_TEST_NATS")
+	if u == "" {
+		if os.Getenv("BW_REQUIRE_SERVICES") == "1" {
+			t.Fatal("BW_TEST_NATS is not set (run: scripts/services.sh up)")
+		}
+		t.Skip("BW_TEST_NATS not set")
+	}
+	return u
+}
+
+// isolated returns a subject prefix and stream name no other test uses, so
+// tests share one server without seeing each other's messages, and deletes
+// the stream at the end.
+func isolated(t testing.TB, url string) (prefix, stream string) {
+	t.Helper()
+	id := strings.ReplaceAll(uuid.NewString()[:13], "-", "")
+	prefix, stream = "bwtest_"+id, "BWTEST_"+id
+	t.Cleanup(func() {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteStream(ctx, stream)
+	})
+	return prefix, stream
+}
+
+// testConn connects a publisher with an isolated prefix and stream.
+func testConn(t testing.TB, url, prefix, stream string) *Conn {
+	t.Helper()
+	c, err := connect(context.Background(), Options{URL: url, Name: "queue test", Stream: stream}, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// natsServerBin finds the nats-server binary scripts/nats.sh uses.
+func natsServerBin(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("BW_NATS_SERVER"); b != "" {
+		return b
+	}
+	if b, err := exec.LookPath("nats-server"); err == nil {
+		return b
+	}
+	if _, err := os.Stat("/usr/sbin/nats-server"); err == nil {
+		return "/usr/sbin/nats-server"
+	}
+	t.Fatal("nats-server not found (run: scripts/nats.sh up, or set BW_NATS_SERVER)")
+	return ""
+}
+
+// ownServer is a nats-server process of one test, on its own port and
+// store directory, which the test may stop and start again.
+type ownServer struct {
+	t    testing.TB
+	bin  string
+	addr string
+	dir  string
+	js   bool
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// startOwnServer starts a private nats-server (gated like the shared one).
+func startOwnServer(t testing.TB, js bool) *ownServer {
+	t.Helper()
+	sharedNATS(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := &ownServer{t: t, bin: natsServerBin(t), addr: addr, dir: t.TempDir(), js: js}
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *ownServer) url() string { return "nats://" + s.addr }
+
+func (s *ownServer) start() {
+	s.t.Helper()
+	_, port, _ := net.SplitHostPort(s.addr)
+	args := []string{"--addr", "127.0.0.1", "--port", port}
+	if s.js {
+		args = append(args, "--jetstream", "--store_dir", filepath.Join(s.dir, "js"))
+	}
+	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(s.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start nats-server: %v", err)
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	waitFor(s.t, "nats-server on "+s.addr+" greets clients", s.greets)
+}
+
+// greets is true when the server sends its INFO line (with JetStream, when
+// asked for, ready).
+func (s *ownServer) greets() bool {
+	c, err := net.DialTimeout("tcp", s.addr, greetDeadline)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(greetDeadline))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "INFO") {
+		return false
+	}
+	return !s.js || strings.Contains(line, `"jetstream":true`)
+}
+
+// stop ends the server with SIGTERM and waits for it to exit.
+func (s *ownServer) stop() {
+	s.t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(serverStop):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// kill ends the server at once (cleanup).
+func (s *ownServer) kill() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+}
+
+// comments makes n comments of a crawler with ids tag-0…tag-(n-1).
+func comments(crawlerID int64, tag string, n int) []api.Comment {
+	at := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	out := make([]api.Comment, n)
+	for i := range out {
+		out[i] = api.Comment{
+			ID: fmt.Sprintf("%s-%d", tag, i), CrawlerID: crawlerID, Source: api.SourceRSS,
+			Text: strings.Repeat("comment text ", 20), URL: fmt.Sprintf("https://example.com/%s/%d", tag, i),
+			PublishedAt: at.Add(time.Duration(i) * time.Second), FetchedAt: at.Add(time.Hour),
+		}
+	}
+	return out
+}
+
+// streamMsgs is the number of messages a stream holds.
+func streamMsgs(t testing.TB, url, stream string) uint64 {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	return s.CachedInfo().State.Msgs
+}
+
+// readStream returns every message of a stream, oldest first.
+func readStream(t testing.TB, url, stream string) []jetstream.Msg {
+	t.Helper()
+	n := streamMsgs(t, url, stream)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []jetstream.Msg
+	for uint64(len(out)) < n {
+		m, err := cons.Next(jetstream.FetchMaxWait(waitTimeout))
+		if err != nil {
+			t.Fatalf("read %s after %d of %d messages: %v", stream, len(out), n, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+// Package queue publishes every comment a spawn stores to a message queue
+// (NATS, --queue nats://host:port), so that other systems can process the
+// comments as they arrive without reading the store.
+//
+// It is a store decorator: Wrap returns a store.Store whose Write first
+// writes the batch to the inner store and then publishes every comment of
+// it, and fails when publishing fails. The spawn's writer retries a failed
+// batch until it succeeds and counts its comments as usage only then, so the
+// queue gets the store's promise: a comment that is counted has been stored
+// and published, a queue outage loses nothing that was counted, and while
+// the queue is down the writer's bounded buffer pushes back on the data
+// sources exactly as a store outage does.
+//
+// Delivery is at least once. Retrying a batch writes it to the store again
+// (idempotent by comment key, so the store keeps one copy) and publishes it
+// again; JetStream drops a re-sent comment within its duplicate window
+// (DuplicateWindow) by its Nats-Msg-Id, "<crawler id>:<comment id>", but a
+// consumer may still see a comment twice (after a longer outage, or when a
+// crawler moves to another spawn and its source delivers the comment again)
+// and should treat (crawler_id, id) as the key.
+//
+// That holds for JetStream, which the spawn uses whenever the server has it:
+// a comment is published when the stream has acknowledged it, and the stream
+// keeps it for consumers that are offline. On a server without JetStream the
+// spawn falls back to core NATS: Publish returns once the server has the
+// batch (a flush), and the server hands it to the subscribers it has at that
+// moment; a consumer that is not subscribed then never sees those comments
+// (at most once for it).
+//
+// Comments that are not counted (no lease covered them) never reach the
+// store, so they never reach the queue either.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+)
+
+// SubjectPrefix starts every subject comments are published to:
+// comments.<crawler id>.
+const SubjectPrefix = "comments"
+
+// Subject is the subject a crawler's comments are published to.
+func Subject(crawlerID int64) string { return subject(SubjectPrefix, crawlerID) }
+
+func subject(prefix string, crawlerID int64) string {
+	return fmt.Sprintf("%s.%d", prefix, crawlerID)
+}
+
+// Publisher sends a batch of stored comments on. Publish returns nil only
+// when every comment of the batch has been handed over (acknowledged by
+// JetStream, or flushed to the server on core NATS).
+type Publisher interface {
+	Publish(ctx context.Context, comments []api.Comment) error
+	Close() error
+}
+
+// decorated is a store that publishes what it writes.
+type decorated struct {
+	inner store.Store
+	pub   Publisher
+}
+
+// Wrap returns a store that writes to inner and then publishes every
+// comment written with pub. Closing it closes inner, then pub.
+func Wrap(inner store.Store, pub Publisher) store.Store {
+	return &decorated{inner: inner, pub: pub}
+}
+
+// Write stores the batch and publishes it. An error from either means the
+// caller retries the whole batch: the store write is idempotent, and a
+// comment published twice is a duplicate at-least-once delivery allows.
+func (d *decorated) Write(ctx context.Context, comments []api.Comment) error {
+	if err := d.inner.Write(ctx, comments); err != nil {
+		return err
+	}
+	return d.pub.Publish(ctx, comments)
+}
+
+// WriteFresh is Write reporting which comments the inner store held for
+// the first time, when it can tell (store.FreshWriter); otherwise every
+// comment counts as new. Every comment of the batch is published either
+// way: one the store already held may be one whose publishing failed.
+func (d *decorated) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool, error) {
+	fw, ok := d.inner.(store.FreshWriter)
+	if !ok {
+		if err := d.Write(ctx, comments); err != nil {
+			return make([]bool, len(comments)), err
+		}
+		fresh := make([]bool, len(comments))
+		for i := range fresh {
+			fresh[i] = true
+		}
+		return fresh, nil
+	}
+	fresh, err := fw.WriteFresh(ctx, comments)
+	if err != nil {
+		return fresh, err
+	}
+	return fresh, d.pub.Publish(ctx, comments)
+}
+
+// Recent reads from the inner store.
+func (d *decorated) Recent(ctx context.Context, crawlerID int64, n int) ([]api.Comment, error) {
+	return d.inner.Recent(ctx, crawlerID, n)
+}
+
+// Close closes the store first (the writer has drained into it by then) and
+// the publisher after it.
+func (d *decorated) Close() error {
+	return errors.Join(d.inner.Close(), d.pub.Close())
+}

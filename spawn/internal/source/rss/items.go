@@ -1,0 +1,183 @@
+package rss
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mmcdole/gofeed"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// items turns a parsed feed into source items, oldest first, one per id.
+func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
+	feedAuthor := personName(parsed.Authors)
+	out := make([]source.Item, 0, len(parsed.Items))
+	dup := make(map[string]bool, len(parsed.Items))
+	for _, gi := range parsed.Items {
+		if gi == nil {
+			continue
+		}
+		id := itemID(gi)
+		if dup[id] {
+			continue
+		}
+		dup[id] = true
+		e, ok := f.known[id]
+		if !ok {
+			e = &entry{firstSeen: now}
+			f.known[id] = e
+		}
+		e.lastPoll = f.polls
+		published := e.firstSeen
+		switch {
+		case gi.PublishedParsed != nil && !gi.PublishedParsed.IsZero():
+			published = *gi.PublishedParsed
+		case gi.UpdatedParsed != nil && !gi.UpdatedParsed.IsZero():
+			published = *gi.UpdatedParsed
+		}
+		// A date in the future (a skewed clock, a broken feed) would
+		// carry a crawler's cursor past every real item to come.
+		if published.After(e.firstSeen) {
+			published = e.firstSeen
+		}
+		author := personName(gi.Authors)
+		if author == "" {
+			author = feedAuthor
+		}
+		out = append(out, source.Item{
+			ID:          id,
+			Author:      author,
+			Text:        itemText(gi),
+			URL:         f.resolve(gi.Link),
+			PublishedAt: published.UTC(),
+			FetchedAt:   now.UTC(),
+		})
+	}
+	// Feeds list newest first; reversing before the stable sort keeps
+	// undated items (all first seen now) in publication order.
+	slices.Reverse(out)
+	slices.SortStableFunc(out, func(a, b source.Item) int { return a.PublishedAt.Compare(b.PublishedAt) })
+	return out
+}
+
+// forget bounds the remembered ids: when there are too many, it drops the
+// ones absent from the feed for longest. Ids in the current feed are never
+// dropped, or their items would be emitted again.
+func (f *feed) forget(feedLen int) {
+	limit := max(f.opts.SeenLimit, 2*feedLen)
+	if len(f.known) <= limit {
+		return
+	}
+	type aged struct {
+		id   string
+		poll uint64
+	}
+	var old []aged
+	for id, e := range f.known {
+		if e.lastPoll != f.polls {
+			old = append(old, aged{id, e.lastPoll})
+		}
+	}
+	slices.SortFunc(old, func(a, b aged) int { return compareUint(a.poll, b.poll) })
+	// Drop to 90% of the limit, so pruning does not run on every poll.
+	target := limit - limit/10
+	for _, a := range old {
+		if len(f.known) <= target {
+			break
+		}
+		delete(f.known, a.id)
+	}
+}
+
+func compareUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (f *feed) resolve(link string) string {
+	link = strings.TrimSpace(link)
+	if link == "" {
+		return ""
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		return link
+	}
+	return f.base.ResolveReference(u).String()
+}
+
+// itemID is stable for the same upstream item: its GUID, else a hash of its
+// link, else a hash of its title and date, else a hash of its text.
+func itemID(gi *gofeed.Item) string {
+	if g := strings.TrimSpace(gi.GUID); g != "" {
+		return g
+	}
+	if l := strings.TrimSpace(gi.Link); l != "" {
+		return hashID(l)
+	}
+	if gi.Title != "" || gi.Published != "" || gi.Updated != "" {
+		return hashID(gi.Title + "\n" + gi.Published + "\n" + gi.Updated)
+	}
+	return hashID(gi.Description + "\n" + gi.Content)
+}
+
+func hashID(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func personName(ps []*gofeed.Person) string {
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		if n := strings.TrimSpace(p.Name); n != "" {
+			return n
+		}
+		if e := strings.TrimSpace(p.Email); e != "" {
+			return e
+		}
+	}
+	return ""
+}
+
+// itemText is the title and the body (the full content when the feed has
+// it, else the description) as plain text, capped at maxTextBytes.
+func itemText(gi *gofeed.Item) string {
+	title := stripHTML(gi.Title)
+	body := stripHTML(gi.Content)
+	if body == "" {
+		body = stripHTML(gi.Description)
+	}
+	text := title
+	switch {
+	case body == "" || body == title:
+	case title == "":
+		text = body
+	default:
+		text = title + "\n" + body
+	}
+	return truncate(text, maxTextBytes)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

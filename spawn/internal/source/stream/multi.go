@@ -1,0 +1,549 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Parts of Err.
+const (
+	connPart      = "connection"
+	messagesPart  = "messages"
+	compilePrefix = "compile "
+	subPrefix     = "subscribe "
+)
+
+// counters are what the connection has done, for tests and diagnostics.
+type counters struct {
+	dials        atomic.Int64
+	connects     atomic.Int64
+	stalls       atomic.Int64
+	tooLarge     atomic.Int64
+	malformed    atomic.Int64
+	truncated    atomic.Int64
+	ticks        atomic.Int64
+	items        atomic.Int64 // data messages handed over
+	unrouted     atomic.Int64 // data for a hash no query wants (just unsubscribed)
+	deleted      atomic.Int64
+	compiles     atomic.Int64
+	subscribes   atomic.Int64
+	unsubscribes atomic.Int64
+}
+
+// recentErrors is how many past errors the connection keeps for
+// diagnostics.
+const recentErrors = 32
+
+// compiled is a query's cached hash and the definition it was made from.
+type compiled struct {
+	csdl string
+	hash string
+}
+
+// multi is the node's one stream connection.
+type multi struct {
+	opts       Options
+	compileURL string
+	multiURL   string
+	auth       string
+	logger     *slog.Logger
+	rest       *http.Client // compile requests
+	dialer     *http.Client // WebSocket handshakes
+	changed    chan struct{}
+	stats      counters
+
+	mu        sync.Mutex
+	want      map[string][]string // query uuid → terms
+	hashes    map[string]compiled // query uuid → its compiled filter
+	hashOrder []string            // query uuids in caching order
+	routes    map[string][]string // subscribed hash → query uuids
+	errs      map[string]error
+	recent    []error // the last recentErrors errors, for diagnostics
+}
+
+func newMulti(opts Options, compileURL, multiURL string) *multi {
+	rest := *opts.Client
+	rest.Timeout = opts.RequestTimeout
+	dialer := *opts.Client
+	dialer.Timeout = opts.ConnectTimeout // the handshake only
+	return &multi{
+		opts:       opts,
+		compileURL: compileURL,
+		multiURL:   multiURL,
+		auth:       opts.Username + ":" + opts.APIKey,
+		logger:     opts.Logger.With("source", Key),
+		rest:       &rest,
+		dialer:     &dialer,
+		changed:    make(chan struct{}, 1),
+		want:       map[string][]string{},
+		hashes:     map[string]compiled{},
+		routes:     map[string][]string{},
+		errs:       map[string]error{},
+	}
+}
+
+// SetSubscribers records the distinct queries (by query uuid) the node's
+// stream subscribers want; Run subscribes and unsubscribes on the live
+// connection to match. It never blocks: the node calls it under its lock.
+func (m *multi) SetSubscribers(specs []api.SubscriberSpec) {
+	want := make(map[string][]string, len(specs))
+	for _, s := range specs {
+		if _, ok := want[s.QueryUUID]; !ok && s.QueryUUID != "" && len(s.Query) > 0 {
+			want[s.QueryUUID] = slices.Clone(s.Query)
+		}
+	}
+	m.mu.Lock()
+	same := maps.EqualFunc(want, m.want, slices.Equal)
+	if !same {
+		m.want = want
+	}
+	m.mu.Unlock()
+	if !same {
+		select {
+		case m.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Err joins the current errors: the connection's, each query's compile
+// error, refused subscriptions and the last bad message.
+func (m *multi) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parts := slices.Sorted(maps.Keys(m.errs))
+	errs := make([]error, len(parts))
+	for i, p := range parts {
+		errs[i] = m.errs[p]
+	}
+	return errors.Join(errs...)
+}
+
+func (m *multi) setErr(part string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		delete(m.errs, part)
+		return
+	}
+	m.errs[part] = err
+	m.recent = append(m.recent, err)
+	if over := len(m.recent) - recentErrors; over > 0 {
+		m.recent = append(m.recent[:0], m.recent[over:]...)
+	}
+}
+
+// Run keeps the connection up until ctx ends: connect, subscribe every
+// wanted query, follow subscriber changes, and reconnect with back-off
+// after any failure.
+func (m *multi) Run(ctx context.Context, emit source.Emit) {
+	fails := 0
+	for {
+		err := m.connect(ctx, emit, func() { fails = 0 })
+		if ctx.Err() != nil {
+			return
+		}
+		fails++
+		wait := m.backoff(fails, errors.Is(err, ErrUnauthorized))
+		m.setErr(connPart, err)
+		m.logger.Warn("stream connection failed", "err", err, "failures", fails, "retry_in", wait.Round(time.Millisecond))
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+// backoff is the wait after the n-th failure in a row: from BackoffMin
+// (AuthBackoffMin when the key was refused), doubled per failure, capped at
+// BackoffMax, then drawn from its upper half so that spawns failing
+// together do not return together.
+func (m *multi) backoff(n int, auth bool) time.Duration {
+	d := m.opts.BackoffMin
+	if auth {
+		d = m.opts.AuthBackoffMin
+	}
+	for i := 1; i < n && d < m.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, m.opts.BackoffMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+// connect opens the WebSocket and serves it until it fails.
+func (m *multi) connect(ctx context.Context, emit source.Emit, connected func()) error {
+	m.stats.dials.Add(1)
+	c, resp, err := websocket.Dial(ctx, m.multiURL, &websocket.DialOptions{
+		HTTPClient: m.dialer,
+		HTTPHeader: http.Header{"Authorization": {m.auth}, "User-Agent": {"BlackWidow-Spawn/1.0"}},
+	})
+	if err != nil {
+		return m.dialError(ctx, resp, err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(m.opts.MaxMessageBytes)
+	m.stats.connects.Add(1)
+	connected()
+	m.setErr(connPart, nil)
+	m.logger.Info("stream connected", "url", m.multiURL)
+	return m.serve(ctx, c, emit)
+}
+
+func (m *multi) dialError(ctx context.Context, resp *http.Response, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		detail := ""
+		if resp.Body != nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			detail = serviceError(b)
+		}
+		switch resp.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Errorf("%w: the service answered %s%s; check --stream-username and --stream-api-key", ErrUnauthorized, resp.Status, detail)
+		}
+		return fmt.Errorf("%w: the service answered %s%s", ErrStatus, resp.Status, detail)
+	}
+	return fmt.Errorf("%w: unable to connect to %s: %w", ErrConnectionLost, m.multiURL, err)
+}
+
+// serviceError is ": <message>" from an error document {"error": …}.
+func serviceError(body []byte) string {
+	var doc struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &doc) == nil && doc.Error != "" {
+		return ": " + clip(doc.Error)
+	}
+	return ""
+}
+
+// serve subscribes the wanted queries and keeps the subscriptions in step
+// with the subscribers, while a reader hands the items over, until the
+// connection fails or ctx ends.
+func (m *multi) serve(ctx context.Context, c *websocket.Conn, emit source.Emit) error {
+	sctx, cancel := context.WithCancel(ctx)
+	readDone := make(chan error, 1)
+	go func() { readDone <- m.read(sctx, c, emit) }()
+	stop := func(err error) error {
+		cancel()
+		c.CloseNow()
+		<-readDone
+		return err
+	}
+	subscribed := map[string]bool{}
+	compileFails := 0
+	var retry <-chan time.Time
+	resync := func() error {
+		failed, auth, err := m.reconcile(sctx, c, subscribed)
+		retry = nil
+		if failed {
+			compileFails++
+			retry = time.After(m.backoff(compileFails, auth))
+		} else {
+			compileFails = 0
+		}
+		return err
+	}
+	if err := resync(); err != nil {
+		return stop(err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return stop(ctx.Err())
+		case err := <-readDone:
+			cancel()
+			return err
+		case <-m.changed:
+		case <-retry:
+		}
+		if err := resync(); err != nil {
+			return stop(err)
+		}
+	}
+}
+
+// reconcile compiles the wanted queries not compiled yet, then subscribes
+// the hashes not subscribed and unsubscribes the ones no longer wanted. It
+// reports whether a compile failed (to retry later) and whether that was
+// the key, and returns an error only when the connection failed.
+func (m *multi) reconcile(ctx context.Context, c *websocket.Conn, subscribed map[string]bool) (failed, auth bool, err error) {
+	m.mu.Lock()
+	want := maps.Clone(m.want)
+	m.mu.Unlock()
+	desired := map[string][]string{}
+	for _, uuid := range slices.Sorted(maps.Keys(want)) {
+		if auth {
+			break // the key is refused: every compile would be
+		}
+		h, err := m.hash(ctx, uuid, want[uuid])
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, false, ctx.Err()
+			}
+			failed, auth = true, errors.Is(err, ErrUnauthorized)
+			m.setErr(compilePrefix+uuid, err)
+			m.logger.Warn("stream query compile failed", "query_uuid", uuid, "err", err)
+			continue
+		}
+		m.setErr(compilePrefix+uuid, nil)
+		desired[h] = append(desired[h], uuid)
+	}
+	m.mu.Lock()
+	// Items for a hash being unsubscribed may still arrive; without a
+	// route they are dropped.
+	m.routes = desired
+	for part := range m.errs {
+		if uuid, ok := strings.CutPrefix(part, compilePrefix); ok && want[uuid] == nil {
+			delete(m.errs, part)
+		}
+	}
+	m.mu.Unlock()
+	for _, h := range slices.Sorted(maps.Keys(subscribed)) {
+		if _, ok := desired[h]; ok {
+			continue
+		}
+		if err := m.send(ctx, c, "unsubscribe", h); err != nil {
+			return failed, auth, err
+		}
+		delete(subscribed, h)
+		m.setErr(subPrefix+h, nil)
+		m.stats.unsubscribes.Add(1)
+	}
+	for _, h := range slices.Sorted(maps.Keys(desired)) {
+		if subscribed[h] {
+			continue
+		}
+		if err := m.send(ctx, c, "subscribe", h); err != nil {
+			return failed, auth, err
+		}
+		subscribed[h] = true
+		m.stats.subscribes.Add(1)
+	}
+	return failed, auth, nil
+}
+
+func (m *multi) send(ctx context.Context, c *websocket.Conn, action, hash string) error {
+	b, _ := json.Marshal(map[string]string{"action": action, "hash": hash})
+	wctx, cancel := context.WithTimeout(ctx, m.opts.RequestTimeout)
+	defer cancel()
+	if err := c.Write(wctx, websocket.MessageText, b); err != nil {
+		return fmt.Errorf("%w: unable to send %s: %w", ErrConnectionLost, action, err)
+	}
+	return nil
+}
+
+// hash returns a query's filter hash, compiling it on first use.
+func (m *multi) hash(ctx context.Context, uuid string, terms []string) (string, error) {
+	def := csdl(terms)
+	m.mu.Lock()
+	c, ok := m.hashes[uuid]
+	m.mu.Unlock()
+	if ok && c.csdl == def {
+		return c.hash, nil
+	}
+	h, err := m.compile(ctx, def)
+	if err != nil {
+		return "", fmt.Errorf("%w %s: %w", ErrCompile, uuid, err)
+	}
+	m.stats.compiles.Add(1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.hashes[uuid]; !ok {
+		m.hashOrder = append(m.hashOrder, uuid)
+	}
+	m.hashes[uuid] = compiled{csdl: def, hash: h}
+	// Forget the oldest queries no longer wanted beyond the cache limit.
+	for i := 0; len(m.hashes) > hashCacheLimit && i < len(m.hashOrder); {
+		old := m.hashOrder[i]
+		if m.want[old] != nil {
+			i++
+			continue
+		}
+		delete(m.hashes, old)
+		m.hashOrder = slices.Delete(m.hashOrder, i, i+1)
+	}
+	return h, nil
+}
+
+// compile asks the service for the hash of a CSDL definition.
+func (m *multi) compile(ctx context.Context, def string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.compileURL, strings.NewReader(url.Values{"csdl": {def}}.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", m.auth)
+	resp, err := m.rest.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCompileResponseBytes))
+	if err != nil {
+		return "", fmt.Errorf("unable to read the answer: %w", err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return "", fmt.Errorf("%w: the service answered %s%s", ErrUnauthorized, resp.Status, serviceError(body))
+	case resp.StatusCode != http.StatusOK:
+		return "", fmt.Errorf("%w: the service answered %s%s", ErrStatus, resp.Status, serviceError(body))
+	}
+	var doc struct {
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", fmt.Errorf("%w: compile answer: %v", ErrMalformed, err)
+	}
+	if !validHash(doc.Hash) {
+		return "", fmt.Errorf("%w: compile answered hash %q", ErrMalformed, clip(doc.Hash))
+	}
+	return doc.Hash, nil
+}
+
+func validHash(h string) bool {
+	if h == "" || len(h) > maxHashBytes {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *multi) route(hash string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.routes[hash]
+}
+
+// read handles the service's messages until the connection fails: items go
+// to the spawn tagged with their query uuid, ticks prove the connection
+// alive, status messages report refused subscriptions. Silence longer than
+// StallTimeout ends the connection; time spent handing items over (the
+// store pushing back) does not count as silence.
+func (m *multi) read(ctx context.Context, c *websocket.Conn, emit source.Emit) error {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, m.opts.StallTimeout)
+		_, data, err := c.Read(rctx)
+		silent := errors.Is(rctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case silent:
+				m.stats.stalls.Add(1)
+				return fmt.Errorf("%w: no tick or item for %v", ErrStalled, m.opts.StallTimeout)
+			case errors.Is(err, websocket.ErrMessageTooBig):
+				m.stats.tooLarge.Add(1)
+				return fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, m.opts.MaxMessageBytes)
+			}
+			if code := websocket.CloseStatus(err); code != -1 {
+				return fmt.Errorf("%w: the service closed the connection (%v)", ErrConnectionLost, code)
+			}
+			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+		}
+		msg, err := decodeMessage(data)
+		if err != nil {
+			if errors.Is(err, ErrTruncated) {
+				m.stats.truncated.Add(1)
+			} else {
+				m.stats.malformed.Add(1)
+			}
+			m.setErr(messagesPart, err)
+			m.logger.Warn("stream message skipped", "err", err, "bytes", len(data))
+			continue
+		}
+		switch msg.kind {
+		case kindTick:
+			m.stats.ticks.Add(1)
+		case kindStatus:
+			m.status(msg)
+		case kindData:
+			if err := m.deliver(ctx, msg, emit); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// status records the service's answer to a subscription.
+func (m *multi) status(msg message) {
+	if msg.hash == "" {
+		if msg.status == "failure" {
+			m.setErr(messagesPart, fmt.Errorf("%w: %s", ErrSubscribe, clip(msg.text)))
+		}
+		return
+	}
+	if len(m.route(msg.hash)) == 0 {
+		return // an answer about a hash no longer wanted
+	}
+	switch msg.status {
+	case "failure":
+		err := fmt.Errorf("%w: hash %s: %s", ErrSubscribe, msg.hash, clip(msg.text))
+		m.setErr(subPrefix+msg.hash, err)
+		m.logger.Warn("stream subscription refused", "hash", msg.hash, "message", msg.text)
+	case "success":
+		m.setErr(subPrefix+msg.hash, nil)
+	}
+}
+
+// deliver hands over one interaction, once per query its hash stands for.
+func (m *multi) deliver(ctx context.Context, msg message, emit source.Emit) error {
+	if msg.deleted {
+		m.stats.deleted.Add(1)
+		return nil
+	}
+	uuids := m.route(msg.hash)
+	if len(uuids) == 0 {
+		m.stats.unrouted.Add(1)
+		return nil
+	}
+	it, err := interactionItem(msg.interaction, time.Now())
+	if err != nil {
+		m.stats.malformed.Add(1)
+		m.setErr(messagesPart, err)
+		return nil
+	}
+	m.setErr(messagesPart, nil)
+	items := make([]source.Item, len(uuids))
+	for i, uuid := range uuids {
+		items[i] = it
+		items[i].QueryUUID = uuid
+	}
+	if err := emit(ctx, items); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("stream: unable to hand over an item: %w", err)
+	}
+	m.stats.items.Add(1)
+	return nil
+}

@@ -1,0 +1,206 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/pkg/streamserver"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/stream"
+)
+
+// memStore keeps comments in memory, by crawler.
+type memStore struct {
+	mu   sync.Mutex
+	rows map[int64][]string
+}
+
+func (m *memStore) Write(_ context.Context, cs []api.Comment) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range cs {
+		if !slices.Contains(m.rows[c.CrawlerID], c.ID) {
+			m.rows[c.CrawlerID] = append(m.rows[c.CrawlerID], c.ID)
+		}
+	}
+	return nil
+}
+
+func (m *memStore) ids(crawler int64) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.rows[crawler])
+	slices.Sort(out)
+	return out
+}
+
+func (m *memStore) Recent(context.Context, int64, int) ([]api.Comment, error) { return nil, nil }
+func (m *memStore) Close() error                                              { return nil }
+
+// fakeHub answers registration only: the test drives the node directly.
+func fakeHub(t *testing.T) string {
+	t.Helper()
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != api.PathRegister {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Epoch: "e1", NodeID: "n1"})
+	}))
+	t.Cleanup(hub.Close)
+	return hub.URL
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func streamSpec(id int64, keywords []string, terms ...string) api.SubscriberSpec {
+	canon, err := query.Canonical(api.SourceStream, terms)
+	if err != nil {
+		panic(err)
+	}
+	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: api.SourceStream, Query: canon,
+		Keywords: keywords, QueryUUID: query.UUID(api.SourceStream, canon).String()}
+}
+
+// startNode runs a node with one source kind registered as "stream".
+func startNode(t *testing.T, kind source.Kind) (*node.Node, *memStore) {
+	t.Helper()
+	st := &memStore{rows: map[int64][]string{}}
+	n, err := node.New(node.Config{
+		HubURL: fakeHub(t), Store: st, Sources: source.Registry{api.SourceStream: kind},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitUntil(t, "registration", func() bool { return n.Health().State == api.NodeAttached })
+	return n, st
+}
+
+// TestNode_StreamSubscribersShareOneConnection runs a real node with the
+// stream kind against the local stream service: subscribers of the same
+// query share a subscription, every subscription rides one connection, and
+// each stored comment belongs to exactly the crawlers of the query it was
+// delivered for.
+func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
+	srv := streamserver.New(streamserver.Options{Username: "u", APIKey: "k", TickInterval: 50 * time.Millisecond})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Close)
+	kind, err := stream.New(stream.Options{
+		URL: ts.URL, Username: "u", APIKey: "k",
+		Client: netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, st := startNode(t, kind)
+	specs := []api.SubscriberSpec{
+		streamSpec(1, nil, "golang"),
+		streamSpec(2, nil, "golang"),
+		streamSpec(3, nil, "golang", "rust"),
+		streamSpec(4, []string{"release"}, "golang"),
+	}
+	resp, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if r.Error != "" {
+			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
+		}
+	}
+	waitUntil(t, "two subscriptions on one connection", func() bool {
+		subs := srv.Subscriptions()
+		return len(subs) == 1 && len(subs[0]) == 2
+	})
+
+	id := func(it streamserver.Interaction) string { return "ds:" + it.ID }
+	g := srv.Publish(streamserver.Interaction{Content: "golang news"})
+	r := srv.Publish(streamserver.Interaction{Content: "rust news"})
+	rel := srv.Publish(streamserver.Interaction{Content: "golang release"})
+	srv.Publish(streamserver.Interaction{Content: "python news"})
+
+	// Crawlers 1, 2 and 4 share the query "golang"; 3 has its own.
+	want := map[int64][]string{
+		1: {id(g), id(rel)},
+		2: {id(g), id(rel)},
+		3: {id(g), id(r), id(rel)},
+		4: {id(rel)},
+	}
+	for crawler, ids := range want {
+		slices.Sort(ids)
+		waitUntil(t, "crawler comments", func() bool { return len(st.ids(crawler)) >= len(ids) })
+	}
+	for crawler, ids := range want {
+		if got := st.ids(crawler); !slices.Equal(got, ids) {
+			t.Errorf("crawler %d stored %v, want %v", crawler, got, ids)
+		}
+	}
+	h := n.Health()
+	if len(h.DataSources) != 1 || h.DataSources[0].Key != stream.Key || h.DataSources[0].Subscribers != 4 {
+		t.Errorf("data sources %+v, want one %q with 4 subscribers", h.DataSources, stream.Key)
+	}
+	if c := srv.Connections(); c != 1 {
+		t.Errorf("%d connections, want 1", c)
+	}
+	var billed int64
+	for _, v := range srv.Billing() {
+		billed += v
+	}
+	if billed != 5 { // golang: g, rel; golang+rust: g, r, rel
+		t.Errorf("%d items billed, want 5", billed)
+	}
+
+	// Removing the last subscriber of a query unsubscribes its hash on the
+	// live connection.
+	if err := n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 2, CrawlerIDs: []int64{3}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "one subscription left", func() bool {
+		subs := srv.Subscriptions()
+		return len(subs) == 1 && len(subs[0]) == 1
+	})
+	if c := srv.Connections(); c != 1 {
+		t.Errorf("%d connections after a removal, want 1", c)
+	}
+}
+
+func TestNode_UnconfiguredStreamSaysWhy(t *testing.T) {
+	n, _ := startNode(t, stream.Unconfigured())
+	resp, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{streamSpec(1, nil, "x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Results) != 1 || !strings.Contains(resp.Results[0].Error, "stream endpoint and API key not configured on this spawn") {
+		t.Errorf("results %+v", resp.Results)
+	}
+}

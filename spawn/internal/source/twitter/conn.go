@@ -1,0 +1,334 @@
+package twitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// failureClass says which of Twitter's reconnect policies applies.
+type failureClass int
+
+const (
+	classNone      failureClass = iota // the context ended
+	classReopen                        // new terms: reconnect at once
+	classNetwork                       // linear back-off
+	classHTTP                          // exponential back-off
+	classRateLimit                     // exponential back-off from a minute
+)
+
+// Causes a connection's context is cancelled with.
+var (
+	errReopen   = errors.New("twitter: reopening with new terms")
+	errStallCut = errors.New("twitter: stall watchdog fired")
+	errNoAnswer = errors.New("twitter: connect watchdog fired")
+)
+
+// failures counts the failures in a row of each class.
+type failures struct{ network, http, rate int }
+
+// next records a failure and returns the wait before the next attempt.
+func (f *failures) next(o Options, c failureClass) time.Duration {
+	switch c {
+	case classNetwork:
+		f.network++
+		return min(time.Duration(f.network)*o.NetworkBackoffStep, o.NetworkBackoffMax)
+	case classHTTP:
+		f.http++
+		return doubled(o.HTTPBackoffMin, o.HTTPBackoffMax, f.http)
+	case classRateLimit:
+		f.rate++
+		return doubled(o.RateLimitBackoffMin, o.RateLimitBackoffMax, f.rate)
+	}
+	return 0
+}
+
+// doubled is first·2^(n-1), capped.
+func doubled(first, limit time.Duration, n int) time.Duration {
+	d := first
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// worker keeps one filter connection open for its share of the terms.
+// terms belongs to the manager; the goroutine gets its copies through
+// run's argument and update.
+type worker struct {
+	t      *tracker
+	bf     *backfiller
+	emit   source.Emit
+	id     int
+	name   string
+	terms  []string
+	update chan []string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// reopen hands the worker new terms; the latest ones win.
+func (w *worker) reopen(terms []string) {
+	select {
+	case <-w.update:
+	default:
+	}
+	w.update <- terms
+}
+
+func (w *worker) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// outcome is how one connection ended.
+type outcome struct {
+	class    failureClass
+	err      error
+	newTerms []string // set when new terms arrived meanwhile
+}
+
+// run connects, reads, and reconnects with the back-off the failure asks
+// for, until ctx ends. backfillFrom, when set, anchors the backfill after
+// the first connection.
+func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time) {
+	defer close(w.done)
+	o := w.t.opts
+	var (
+		fails  failures
+		wait   time.Duration
+		newest int64          // the newest tweet id this worker has seen
+		anchor = backfillFrom // when nothing newer is known, backfill from here
+	)
+	for {
+		if wait > 0 {
+			timer := time.NewTimer(wait)
+		waiting:
+			for {
+				select {
+				case <-ctx.Done():
+					timer.Stop()
+					return
+				case terms = <-w.update:
+				case <-timer.C:
+					break waiting
+				}
+			}
+		}
+		connected := func() {
+			fails = failures{}
+			since := newest
+			if since == 0 && !anchor.IsZero() {
+				since = idAt(anchor.Add(-backfillClockSkew))
+			}
+			if since > 0 {
+				w.bf.request(w.id, terms, since)
+			}
+			anchor = time.Now()
+		}
+		res := w.session(ctx, terms, &newest, connected)
+		if res.newTerms != nil {
+			terms = res.newTerms
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if res.class == classReopen {
+			wait = 0
+			w.t.logger.Info("twitter stream reopening", "stream", w.id, "track_terms", len(terms))
+			continue
+		}
+		wait = fails.next(o, res.class)
+		w.t.setErr(w.name, res.err)
+		w.t.logger.Warn("twitter stream failed", "stream", w.id, "err", res.err, "retry_in", wait)
+	}
+}
+
+// session runs one connection: the POST with the track terms, then the
+// messages until the stream ends, stalls, or new terms arrive.
+func (w *worker) session(ctx context.Context, terms []string, newest *int64, connected func()) (res outcome) {
+	t, o := w.t, w.t.opts
+	sctx, cancel := context.WithCancelCause(ctx)
+	var newTerms []string
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-sctx.Done():
+		case newTerms = <-w.update:
+			cancel(errReopen)
+		}
+	})
+	defer func() {
+		cancel(nil)
+		watch.Wait()
+		// New terms that arrived as the connection ended for another
+		// reason are kept; the failure's back-off still applies.
+		res.newTerms = newTerms
+	}()
+	classify := func(err error) outcome {
+		switch cause := context.Cause(sctx); {
+		case ctx.Err() != nil:
+			return outcome{class: classNone, err: ctx.Err()}
+		case errors.Is(cause, errReopen):
+			return outcome{class: classReopen}
+		case errors.Is(cause, errStallCut):
+			t.stats.stalls.Add(1)
+			return outcome{class: classNetwork, err: fmt.Errorf("%w: nothing received for %v", ErrStalled, o.StallTimeout)}
+		case errors.Is(cause, errNoAnswer):
+			return outcome{class: classNetwork, err: fmt.Errorf("%w: no response within %v", ErrNoAnswer, o.ConnectTimeout)}
+		case errors.Is(err, ErrMessageTooLarge):
+			t.stats.tooLarge.Add(1)
+			return outcome{class: classHTTP, err: err}
+		case errors.Is(err, ErrTruncated):
+			t.stats.truncated.Add(1)
+			return outcome{class: classNetwork, err: err}
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return outcome{class: classNetwork, err: fmt.Errorf("%w: the server closed the stream", ErrDisconnected)}
+		}
+		return outcome{class: classNetwork, err: fmt.Errorf("twitter: stream connection failed: %w", err)}
+	}
+
+	form := url.Values{"track": {strings.Join(terms, ",")}, "stall_warnings": {"true"}}
+	req, err := http.NewRequestWithContext(sctx, http.MethodPost, t.filterURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return outcome{class: classHTTP, err: fmt.Errorf("twitter: unable to build the stream request: %w", err)}
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("User-Agent", o.UserAgent)
+	t.stats.attempts.Add(1)
+	noAnswer := time.AfterFunc(o.ConnectTimeout, func() { cancel(errNoAnswer) })
+	resp, err := t.stream.Do(req)
+	noAnswer.Stop()
+	if err != nil {
+		res := classify(err)
+		if res.class == classNetwork {
+			t.stats.networkErrors.Add(1)
+		}
+		return res
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return w.refused(resp)
+	}
+	t.stats.connects.Add(1)
+	t.setErr(w.name, nil)
+	t.logger.Info("twitter stream connected", "stream", w.id, "track_terms", len(terms))
+	connected()
+
+	stall := time.AfterFunc(o.StallTimeout, func() { cancel(errStallCut) })
+	defer stall.Stop()
+	fr := newFramer(&activityReader{r: resp.Body, timer: stall, d: o.StallTimeout}, o.MaxMessageBytes)
+	for {
+		line, err := fr.next()
+		if err != nil {
+			res := classify(err)
+			if res.class == classNetwork {
+				t.stats.networkErrors.Add(1)
+			}
+			return res
+		}
+		if len(line) == 0 {
+			t.stats.keepAlives.Add(1)
+			continue
+		}
+		msg, err := decodeLine(line)
+		if err != nil {
+			t.stats.malformed.Add(1)
+			t.setErr(w.name, err)
+			t.logger.Warn("twitter stream message skipped", "stream", w.id, "err", err, "bytes", len(line))
+			continue
+		}
+		switch msg.kind {
+		case kindTweet:
+			now := time.Now()
+			it, err := tweetItem(msg.tweet, t.matcher.Load(), now)
+			if err != nil {
+				t.stats.malformed.Add(1)
+				t.setErr(w.name, err)
+				continue
+			}
+			if id, err := strconv.ParseInt(strings.TrimPrefix(it.ID, "tw:"), 10, 64); err == nil {
+				*newest = max(*newest, id)
+			}
+			t.setErr(w.name, nil) // a good tweet ends an earlier bad message's report
+			if len(it.Terms) == 0 {
+				t.stats.unmatched.Add(1)
+				continue
+			}
+			// Time spent handing over (the store pushing back) is not
+			// silence from Twitter.
+			stall.Stop()
+			if err := t.deliver(ctx, w.emit, []source.Item{it}); err != nil {
+				if ctx.Err() != nil {
+					return outcome{class: classNone, err: err}
+				}
+				return outcome{class: classNetwork, err: fmt.Errorf("twitter: unable to hand over a tweet: %w", err)}
+			}
+			stall.Reset(o.StallTimeout)
+		case kindDisconnect:
+			d := msg.disconnect
+			err := fmt.Errorf("%w: code %d: %s", ErrDisconnected, d.Code, d.Reason)
+			t.setErr(w.name, err)
+			t.logger.Warn("twitter stream disconnect message", "stream", w.id, "code", d.Code, "reason", d.Reason)
+		case kindLimit:
+			t.logger.Debug("twitter stream limit notice", "stream", w.id, "undelivered", msg.limit.Track)
+		case kindWarning:
+			t.logger.Warn("twitter stream stall warning", "stream", w.id, "code", msg.warning.Code, "percent_full", msg.warning.PercentFull)
+		}
+	}
+}
+
+// refused turns a non-200 answer into its failure class and error.
+func (w *worker) refused(resp *http.Response) outcome {
+	t := w.t
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+	detail := strings.TrimSpace(string(body))
+	if len(detail) > 200 {
+		detail = detail[:200]
+	}
+	status := fmt.Sprintf("%d %s", resp.StatusCode, statusText(resp.StatusCode))
+	switch resp.StatusCode {
+	case 420, http.StatusTooManyRequests:
+		t.stats.rateLimited.Add(1)
+		return outcome{class: classRateLimit, err: fmt.Errorf("%w: %s", ErrRateLimited, status)}
+	case http.StatusUnauthorized:
+		t.stats.httpErrors.Add(1)
+		return outcome{class: classHTTP, err: fmt.Errorf("%w: the stream answered %s; check --twitter-consumer-key and the other credentials", ErrUnauthorized, status)}
+	}
+	t.stats.httpErrors.Add(1)
+	if detail != "" {
+		return outcome{class: classHTTP, err: fmt.Errorf("%w: the stream answered %s: %s", ErrStatus, status, detail)}
+	}
+	return outcome{class: classHTTP, err: fmt.Errorf("%w: the stream answered %s", ErrStatus, status)}
+}
+
+func statusText(code int) string {
+	if code == 420 {
+		return "Enhance Your Calm"
+	}
+	return http.StatusText(code)
+}
+
+// activityReader re-arms the stall watchdog whenever bytes arrive.
+type activityReader struct {
+	r     io.Reader
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.timer.Reset(a.d)
+	}
+	return n, err
+}

@@ -1,0 +1,351 @@
+package twitter
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gotwitter "github.com/dghubble/go-twitter/twitter"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// readBufferBytes is the read buffer of a stream; longer messages are
+// assembled from several reads, up to the message cap.
+const readBufferBytes = 64 << 10
+
+// framer splits a stream body into messages: Twitter ends each with
+// "\r\n" (a bare "\n" is accepted too, as JSON never holds a raw newline),
+// and an empty message is a keep-alive.
+type framer struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+func newFramer(r io.Reader, max int) *framer {
+	return &framer{r: bufio.NewReaderSize(r, min(readBufferBytes, max+2)), max: max}
+}
+
+// next returns the next message without its line end. The slice is valid
+// until the following call. At the end of the body it returns io.EOF (or
+// the read error), wrapped in ErrTruncated when the body ended inside a
+// message.
+func (f *framer) next() ([]byte, error) {
+	f.buf = f.buf[:0]
+	for {
+		chunk, err := f.r.ReadSlice('\n')
+		if len(f.buf)+len(bytes.TrimRight(chunk, "\r\n")) > f.max {
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, f.max)
+		}
+		f.buf = append(f.buf, chunk...)
+		switch {
+		case err == nil:
+			return bytes.TrimRight(f.buf, "\r\n"), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case len(bytes.TrimSpace(f.buf)) > 0:
+			return nil, fmt.Errorf("%w: %d bytes of an unfinished message: %w", ErrTruncated, len(f.buf), err)
+		default:
+			return nil, err
+		}
+	}
+}
+
+// messageKind tells stream messages apart.
+type messageKind int
+
+const (
+	kindOther messageKind = iota
+	kindTweet
+	kindDelete
+	kindLimit
+	kindDisconnect
+	kindWarning
+)
+
+// message is one decoded stream message.
+type message struct {
+	kind       messageKind
+	tweet      *gotwitter.Tweet
+	limit      *gotwitter.StreamLimit
+	disconnect *gotwitter.StreamDisconnect
+	warning    *gotwitter.StallWarning
+}
+
+// decodeLine decodes one stream message into go-twitter's types, telling
+// the kinds apart by their keys as go-twitter does. Kinds the source does
+// not use (scrub_geo, withheld notices, …) are kindOther.
+func decodeLine(line []byte) (message, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(line, &keys); err != nil {
+		return message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	has := func(k string) bool { _, ok := keys[k]; return ok }
+	var m message
+	var err error
+	switch {
+	case has("delete"):
+		m.kind = kindDelete
+	case has("limit"):
+		var n struct {
+			Limit *gotwitter.StreamLimit `json:"limit"`
+		}
+		err = json.Unmarshal(line, &n)
+		m.kind, m.limit = kindLimit, n.Limit
+	case has("disconnect"):
+		var n struct {
+			Disconnect *gotwitter.StreamDisconnect `json:"disconnect"`
+		}
+		err = json.Unmarshal(line, &n)
+		m.kind, m.disconnect = kindDisconnect, n.Disconnect
+	case has("warning"):
+		var n struct {
+			Warning *gotwitter.StallWarning `json:"warning"`
+		}
+		err = json.Unmarshal(line, &n)
+		m.kind, m.warning = kindWarning, n.Warning
+	case (has("id_str") || has("id")) && (has("text") || has("full_text") || has("extended_tweet")):
+		m.kind, m.tweet = kindTweet, new(gotwitter.Tweet)
+		err = json.Unmarshal(line, m.tweet)
+	default:
+		return message{kind: kindOther}, nil
+	}
+	if err != nil {
+		return message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	switch {
+	case m.kind == kindLimit && m.limit == nil,
+		m.kind == kindDisconnect && m.disconnect == nil,
+		m.kind == kindWarning && m.warning == nil:
+		return message{}, fmt.Errorf("%w: empty notice", ErrMalformed)
+	}
+	return m, nil
+}
+
+// matcher finds the tracked terms a tweet contains.
+type matcher struct {
+	terms []string   // sorted, canonical
+	words [][]string // each term's words
+}
+
+func newMatcher(terms []string) *matcher {
+	m := &matcher{terms: terms, words: make([][]string, len(terms))}
+	for i, t := range terms {
+		m.words[i] = strings.Fields(t)
+	}
+	return m
+}
+
+// match returns the terms whose words all occur in text as whole words.
+func (m *matcher) match(text string) []string {
+	if m == nil || len(m.terms) == 0 {
+		return nil
+	}
+	text = strings.ToLower(text)
+	tokens := map[string]bool{}
+	for _, tok := range strings.FieldsFunc(text, func(r rune) bool {
+		return r < utf8.RuneSelf && !isWordByte(byte(r))
+	}) {
+		tokens[tok] = true
+	}
+	var out []string
+	for i, words := range m.words {
+		ok := len(words) > 0
+		for _, w := range words {
+			if isWord(w) {
+				ok = tokens[w]
+			} else {
+				ok = containsWord(text, w)
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok {
+			out = append(out, m.terms[i])
+		}
+	}
+	return out
+}
+
+// isWord reports whether s is made of word bytes only, so it can be looked
+// up among a text's tokens.
+func isWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isWordByte(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// containsWord reports whether needle occurs in text bounded by non-word
+// bytes; it handles terms with punctuation ("c++", "#golang").
+func containsWord(text, needle string) bool {
+	if needle == "" {
+		return false
+	}
+	for i := 0; ; {
+		j := strings.Index(text[i:], needle)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(needle)
+		if (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+// isWordByte is a byte that continues a word: letters, digits, '_' and
+// every byte of a non-ASCII character.
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
+}
+
+// tweetItem turns a tweet into an item carrying the tracked terms it
+// contains. It fails for a tweet without an id.
+func tweetItem(tw *gotwitter.Tweet, m *matcher, now time.Time) (source.Item, error) {
+	id := tw.IDStr
+	if id == "" && tw.ID > 0 {
+		id = strconv.FormatInt(tw.ID, 10)
+	}
+	if _, err := strconv.ParseUint(id, 10, 63); err != nil {
+		return source.Item{}, fmt.Errorf("%w: tweet id %q is not a number", ErrMalformed, id)
+	}
+	author := ""
+	if tw.User != nil {
+		author = tw.User.ScreenName
+	}
+	link := "https://twitter.com/i/web/status/" + id
+	if validScreenName(author) {
+		link = "https://twitter.com/" + author + "/status/" + id
+	}
+	text := fullText(tw)
+	if rt := tw.RetweetedStatus; rt != nil {
+		orig := ""
+		if rt.User != nil {
+			orig = rt.User.ScreenName
+		}
+		text = "RT @" + orig + ": " + fullText(rt)
+	}
+	text = capText(html.UnescapeString(text))
+	published := now
+	if t, err := tw.CreatedAtTime(); err == nil && !t.IsZero() && !t.After(now) {
+		published = t
+	}
+	return source.Item{
+		ID:          "tw:" + id,
+		Author:      author,
+		Text:        text,
+		URL:         link,
+		PublishedAt: published.UTC(),
+		FetchedAt:   now.UTC(),
+		Terms:       m.match(text),
+	}, nil
+}
+
+// fullText is a tweet's whole text: extended_tweet.full_text in
+// compatibility mode, full_text in extended mode, text otherwise.
+func fullText(tw *gotwitter.Tweet) string {
+	if tw.ExtendedTweet != nil && tw.ExtendedTweet.FullText != "" {
+		return tw.ExtendedTweet.FullText
+	}
+	if tw.FullText != "" {
+		return tw.FullText
+	}
+	return tw.Text
+}
+
+func validScreenName(s string) bool {
+	if s == "" || len(s) > 50 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] == '_' || s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+func capText(s string) string {
+	if len(s) <= maxTextBytes {
+		return s
+	}
+	i := maxTextBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+// idAt is the smallest tweet id Twitter could assign at t (ids are
+// snowflakes whose high bits count milliseconds since Twitter's epoch).
+func idAt(t time.Time) int64 {
+	ms := t.UnixMilli() - twitterEpochMs
+	if ms <= 0 {
+		return 0
+	}
+	return ms << snowflakeTimeShift
+}
+
+// searchQueries joins terms into standard-search queries of at most
+// maxSearchQueryBytes: "a OR (b c) OR d", every word quoted so that search
+// operators ("-x", "from:x") are taken literally.
+func searchQueries(terms []string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, t := range terms {
+		var words []string
+		for _, w := range strings.Fields(t) {
+			if w = strings.ReplaceAll(w, `"`, ""); w != "" {
+				words = append(words, `"`+w+`"`)
+			}
+		}
+		if len(words) == 0 {
+			continue
+		}
+		part := strings.Join(words, " ")
+		if len(words) > 1 {
+			part = "(" + part + ")"
+		}
+		if cur.Len() > 0 && cur.Len()+len(" OR ")+len(part) > maxSearchQueryBytes {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteString(" OR ")
+		}
+		cur.WriteString(part)
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// sortTweets orders tweets oldest first and drops repeated ids.
+func sortTweets(ts []gotwitter.Tweet) []gotwitter.Tweet {
+	slices.SortFunc(ts, func(a, b gotwitter.Tweet) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return slices.CompactFunc(ts, func(a, b gotwitter.Tweet) bool { return a.ID == b.ID && a.IDStr == b.IDStr })
+}

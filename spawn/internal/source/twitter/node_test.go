@@ -1,0 +1,195 @@
+package twitter_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/pkg/twitterserver"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
+)
+
+// memStore keeps comments in memory, by crawler.
+type memStore struct {
+	mu   sync.Mutex
+	rows map[int64][]string
+}
+
+func (m *memStore) Write(_ context.Context, cs []api.Comment) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range cs {
+		if !slices.Contains(m.rows[c.CrawlerID], c.ID) {
+			m.rows[c.CrawlerID] = append(m.rows[c.CrawlerID], c.ID)
+		}
+	}
+	return nil
+}
+
+func (m *memStore) ids(crawler int64) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.rows[crawler])
+	slices.Sort(out)
+	return out
+}
+
+func (m *memStore) Recent(context.Context, int64, int) ([]api.Comment, error) { return nil, nil }
+func (m *memStore) Close() error                                              { return nil }
+
+// fakeHub answers registration only: the test drives the node directly.
+func fakeHub(t *testing.T) string {
+	t.Helper()
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != api.PathRegister {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Epoch: "e1", NodeID: "n1"})
+	}))
+	t.Cleanup(hub.Close)
+	return hub.URL
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func twitterSpec(id int64, keywords []string, terms ...string) api.SubscriberSpec {
+	canon, err := query.Canonical(api.SourceTwitter, terms)
+	if err != nil {
+		panic(err)
+	}
+	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: api.SourceTwitter, Query: canon,
+		Keywords: keywords, QueryUUID: query.UUID(api.SourceTwitter, canon).String()}
+}
+
+// TestNode_TwitterSubscribersShareOneStream runs a real node with the
+// twitter kind against the local Twitter: four subscribers, one data source,
+// one stream, and each stored comment belongs to exactly the crawlers whose
+// terms (and keywords) it matches.
+func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
+	creds := twitter.Credentials{ConsumerKey: "ck", ConsumerSecret: "cs", AccessToken: "at", AccessSecret: "as"}
+	srv := twitterserver.New(twitterserver.Options{Credentials: twitterserver.Credentials(creds), KeepAlive: 50 * time.Millisecond})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Close)
+
+	kind, err := twitter.New(twitter.Options{
+		Credentials: creds, APIURL: ts.URL, StreamURL: ts.URL, ReopenDelay: 20 * time.Millisecond,
+		Client: netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &memStore{rows: map[int64][]string{}}
+	n, err := node.New(node.Config{
+		HubURL: fakeHub(t), Store: st, Sources: source.Registry{api.SourceTwitter: kind},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitUntil(t, "registration", func() bool { return n.Health().State == api.NodeAttached })
+
+	specs := []api.SubscriberSpec{
+		twitterSpec(1, nil, "golang"),
+		twitterSpec(2, nil, "rust"),
+		twitterSpec(3, nil, "golang", "rust"),
+		twitterSpec(4, []string{"release"}, "golang"),
+	}
+	resp, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if r.Error != "" {
+			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
+		}
+	}
+	waitUntil(t, "one stream tracking golang and rust", func() bool {
+		tr := srv.OpenTracks()
+		return len(tr) == 1 && slices.Equal(tr[0], []string{"golang", "rust"})
+	})
+
+	id := func(tw twitterserver.Tweet) string { return "tw:" + strconv.FormatInt(tw.ID, 10) }
+	g := srv.Publish(twitterserver.Tweet{Text: "golang news"})
+	r := srv.Publish(twitterserver.Tweet{Text: "rust news"})
+	both := srv.Publish(twitterserver.Tweet{Text: "golang release, rust too"})
+	srv.Publish(twitterserver.Tweet{Text: "python news"})
+
+	want := map[int64][]string{
+		1: {id(g), id(both)},
+		2: {id(r), id(both)},
+		3: {id(g), id(r), id(both)},
+		4: {id(both)},
+	}
+	for crawler, ids := range want {
+		slices.Sort(ids)
+		waitUntil(t, "crawler comments", func() bool { return len(st.ids(crawler)) >= len(ids) })
+	}
+	// Everything is stored by now; nothing else may arrive.
+	for crawler, ids := range want {
+		if got := st.ids(crawler); !slices.Equal(got, ids) {
+			t.Errorf("crawler %d stored %v, want %v", crawler, got, ids)
+		}
+	}
+	h := n.Health()
+	if len(h.DataSources) != 1 || h.DataSources[0].Key != twitter.Key || h.DataSources[0].Subscribers != 4 {
+		t.Errorf("data sources %+v, want one %q with 4 subscribers", h.DataSources, twitter.Key)
+	}
+	if c := srv.Streaming(); c != 1 {
+		t.Errorf("%d stream connections, want 1", c)
+	}
+
+	// An unconfigured spawn refuses twitter subscribers, saying why.
+	n2, err := node.New(node.Config{
+		HubURL: fakeHub(t), Store: &memStore{rows: map[int64][]string{}}, Sources: source.Registry{api.SourceTwitter: twitter.Unconfigured()},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done2 := make(chan struct{})
+	go func() { defer close(done2); _ = n2.Run(ctx2, time.Second) }()
+	t.Cleanup(func() { cancel2(); <-done2 })
+	waitUntil(t, "registration", func() bool { return n2.Health().State == api.NodeAttached })
+	resp, err = n2.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Results) != 1 || resp.Results[0].Error == "" {
+		t.Fatalf("unconfigured spawn accepted a twitter subscriber: %+v", resp.Results)
+	}
+	if e := resp.Results[0].Error; !strings.Contains(e, "twitter credentials not configured on this spawn") {
+		t.Errorf("error %q does not say the credentials are missing", e)
+	}
+}

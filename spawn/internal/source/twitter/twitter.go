@@ -1,0 +1,369 @@
+// Package twitter is the Twitter data source: one per node, shared by every
+// twitter subscriber on it. It tracks the union of the subscribers' query
+// terms on Twitter's filter stream (API v1.1 statuses/filter.json), at most
+// MaxTrackTerms terms per connection and as many connections as the union
+// needs, and hands each tweet to the spawn with the tracked terms it
+// contains, so the node gives it only to the subscribers whose query names
+// one of them. After every reconnect or re-open it fills the gap from the
+// standard search API (search/tweets.json, since_id = the newest tweet
+// seen), so a subscriber loses nothing while its connection was down or its
+// terms were being changed.
+//
+// # How the stream is reached
+//
+// Search goes through go-twitter (github.com/dghubble/go-twitter/twitter)
+// as it is: Search.Tweets over an OAuth 1.0a client, with go-twitter's Tweet,
+// StreamLimit, StreamDisconnect and StallWarning types decoding every
+// message. The filter stream is driven here, with those types, rather than
+// through go-twitter's Streams.Filter, because that Stream cannot meet what
+// Twitter's connection rules and the spawn require:
+//
+//   - its retry loop stops silently on any status but 200, 420, 429 and 503
+//     (a 401 just closes the message channel, with no status to report), stops
+//     on the first network error, and reconnects at once, without back-off,
+//     when a stream ends; its back-off policies cannot be configured or seen;
+//   - it has no stall detection (Twitter asks clients to reconnect after 90 s
+//     without data or keep-alive), no context, and no bound on one message:
+//     its reader grows its buffer until a "\r\n" arrives;
+//   - Stop closes the response body from another goroutine than the one
+//     that sets it, a data race under -race;
+//   - it sends the track list in the URL query of its POST, where 400 terms
+//     of up to 60 bytes do not fit in the URL length servers accept.
+//
+// So each connection here is one POST with a form body, read line by line
+// with a size cap and a stall watchdog, and each failure is classified and
+// backed off as Twitter's streaming guide asks: HTTP errors exponentially
+// from 5 s up to 320 s, 420 and 429 exponentially from one minute, network
+// errors (stalls and cut connections included) linearly by 250 ms up to 16 s.
+//
+// # Term matching
+//
+// A term matches a tweet as Twitter's track parameter does: every word of
+// the term occurs in the tweet's text, in any order, case-insensitively and
+// as a whole word ("go" does not match "good"; "#golang" and "golang," do
+// match "golang").
+package twitter
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Endpoints of the real service.
+const (
+	// DefaultAPIURL is the base of the REST API (search).
+	DefaultAPIURL = "https://api.twitter.com"
+	// DefaultStreamURL is the base of the streaming API.
+	DefaultStreamURL = "https://stream.twitter.com"
+	// filterPath is the filter stream below the stream base URL.
+	filterPath = "/1.1/statuses/filter.json"
+)
+
+// Limits Twitter sets on a filter stream.
+const (
+	// MaxTrackTerms is the most track terms one filter connection may
+	// carry; a larger union opens further connections.
+	MaxTrackTerms = 400
+	// MaxTrackBytes is the longest term Twitter tracks.
+	MaxTrackBytes = 60
+)
+
+// Defaults of Options: the reconnect policy of Twitter's streaming guide
+// and the limits of one connection.
+const (
+	// DefaultHTTPBackoffMin is the first wait after an HTTP error status;
+	// it doubles with each one in a row.
+	DefaultHTTPBackoffMin = 5 * time.Second
+	// DefaultHTTPBackoffMax caps the wait after HTTP errors.
+	DefaultHTTPBackoffMax = 320 * time.Second
+	// DefaultRateLimitBackoffMin is the first wait after 420 Enhance Your
+	// Calm or 429 Too Many Requests; it doubles with each one in a row.
+	DefaultRateLimitBackoffMin = time.Minute
+	// DefaultRateLimitBackoffMax caps the wait after rate limiting.
+	DefaultRateLimitBackoffMax = 16 * time.Minute
+	// DefaultNetworkBackoffStep is added to the wait with every network
+	// error in a row (refused or cut connection, stall, no answer).
+	DefaultNetworkBackoffStep = 250 * time.Millisecond
+	// DefaultNetworkBackoffMax caps the wait after network errors.
+	DefaultNetworkBackoffMax = 16 * time.Second
+	// DefaultStallTimeout is how long a stream may send neither data nor
+	// a keep-alive before it is dropped and reopened. Twitter sends a
+	// keep-alive every 30 seconds.
+	DefaultStallTimeout = 90 * time.Second
+	// DefaultConnectTimeout bounds the wait for a stream's response
+	// headers.
+	DefaultConnectTimeout = 30 * time.Second
+	// DefaultReopenDelay gathers subscriber changes for this long before
+	// the streams are opened or reopened with the new terms: Twitter
+	// penalises clients that reconnect too often.
+	DefaultReopenDelay = 2 * time.Second
+	// DefaultSearchTimeout bounds one search request.
+	DefaultSearchTimeout = 30 * time.Second
+	// DefaultMaxMessageBytes caps one stream message; a longer one ends
+	// the connection.
+	DefaultMaxMessageBytes = 1 << 20
+	// DefaultSeenLimit is how many tweet ids the source remembers so a
+	// tweet found both by the stream and by a backfill is handed over
+	// once.
+	DefaultSeenLimit = 10000
+	// DefaultUserAgent names the client to Twitter.
+	DefaultUserAgent = "BlackWidow-Spawn/1.0 (+https://github.com/blackwidow-crawl/blackwidow)"
+)
+
+const (
+	// Key is the one data source key of every twitter subscriber of a
+	// node: the node runs one tracker, however many subscribers it has.
+	Key = "twitter"
+	// searchPageSize is the count of one search request (the API's
+	// maximum).
+	searchPageSize = 100
+	// maxSearchQueryBytes is the longest query the standard search takes;
+	// a larger term set is searched in several queries.
+	maxSearchQueryBytes = 500
+	// maxBackfillPages bounds the pages read per query in one backfill,
+	// so a long outage costs a bounded number of search calls.
+	maxBackfillPages = 10
+	// maxBackfillAttempts is how often a failed backfill is tried before
+	// it is given up (and reported through Err).
+	maxBackfillAttempts = 5
+	// maxSearchBodyBytes caps one search response.
+	maxSearchBodyBytes = 8 << 20
+	// maxErrorBodyBytes is how much of an error response is read for its
+	// message.
+	maxErrorBodyBytes = 4 << 10
+	// backfillClockSkew widens a backfill anchored on a time instead of a
+	// tweet id, for the difference between our clock and Twitter's.
+	backfillClockSkew = 10 * time.Second
+	// maxTextBytes caps the text of one item.
+	maxTextBytes = 32 << 10
+	// twitterEpochMs is the Unix time in milliseconds tweet ids
+	// (snowflakes) count from; their bits above snowflakeTimeShift hold
+	// milliseconds since then.
+	twitterEpochMs     = 1288834974657
+	snowflakeTimeShift = 22
+)
+
+// ErrNotConfigured is what a twitter subscriber fails with on a spawn that
+// has no Twitter credentials.
+var ErrNotConfigured = fmt.Errorf("%w: twitter credentials not configured on this spawn", source.ErrUnsupported)
+
+// Errors the source reports through Err and Keys, checked with errors.Is.
+var (
+	// ErrUnauthorized means Twitter refused the credentials (401).
+	ErrUnauthorized = errors.New("twitter: credentials refused")
+	// ErrRateLimited means Twitter answered 420 or 429.
+	ErrRateLimited = errors.New("twitter: rate limited")
+	// ErrStatus means another unexpected HTTP status.
+	ErrStatus = errors.New("twitter: unexpected HTTP status")
+	// ErrNoAnswer means a stream sent no response headers within
+	// Options.ConnectTimeout.
+	ErrNoAnswer = errors.New("twitter: stream did not answer")
+	// ErrStalled means a stream sent nothing, not even a keep-alive, for
+	// Options.StallTimeout.
+	ErrStalled = errors.New("twitter: stream stalled")
+	// ErrDisconnected means the stream ended (closed by the server, or a
+	// disconnect message).
+	ErrDisconnected = errors.New("twitter: stream disconnected")
+	// ErrMessageTooLarge means one message exceeded
+	// Options.MaxMessageBytes.
+	ErrMessageTooLarge = errors.New("twitter: stream message too large")
+	// ErrTruncated means the stream ended inside a message.
+	ErrTruncated = errors.New("twitter: stream ended inside a message")
+	// ErrMalformed means a message that is not a JSON object, or a tweet
+	// without an id.
+	ErrMalformed = errors.New("twitter: malformed stream message")
+	// ErrResponseTooLarge means a search response exceeded its cap.
+	ErrResponseTooLarge = errors.New("twitter: response too large")
+	// ErrBadTerm means a query term Twitter cannot track.
+	ErrBadTerm = errors.New("twitter: term cannot be tracked")
+)
+
+// Credentials are OAuth 1.0a user credentials: the filter stream needs
+// user context, so all four are required.
+type Credentials struct {
+	ConsumerKey    string
+	ConsumerSecret string
+	AccessToken    string
+	AccessSecret   string
+}
+
+// IsZero reports whether no credential is set.
+func (c Credentials) IsZero() bool { return c == Credentials{} }
+
+// Complete reports whether every credential is set.
+func (c Credentials) Complete() bool {
+	return c.ConsumerKey != "" && c.ConsumerSecret != "" && c.AccessToken != "" && c.AccessSecret != ""
+}
+
+// Options configure the twitter source kind. Zero fields take the defaults;
+// Credentials are required.
+type Options struct {
+	Credentials Credentials
+	// APIURL is the base of the REST API; go-twitter's calls to
+	// api.twitter.com are rewritten to it (scheme, host and path prefix).
+	APIURL string
+	// StreamURL is the base of the streaming API; the filter stream is
+	// StreamURL + /1.1/statuses/filter.json.
+	StreamURL string
+	// Client supplies the transport every request goes through (its
+	// timeout is not used: streams are long-lived). nil means a netguard
+	// client with no allowed private ranges.
+	Client *http.Client
+
+	// The reconnect policy and the limits of a connection; each defaults
+	// to the Default constant of the same name.
+	HTTPBackoffMin      time.Duration
+	HTTPBackoffMax      time.Duration
+	RateLimitBackoffMin time.Duration
+	RateLimitBackoffMax time.Duration
+	NetworkBackoffStep  time.Duration
+	NetworkBackoffMax   time.Duration
+	StallTimeout        time.Duration
+	ConnectTimeout      time.Duration
+	ReopenDelay         time.Duration
+	SearchTimeout       time.Duration
+	MaxMessageBytes     int
+	SeenLimit           int
+	UserAgent           string
+	// Logger receives connection changes and failures; nil discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.APIURL == "" {
+		o.APIURL = DefaultAPIURL
+	}
+	if o.StreamURL == "" {
+		o.StreamURL = DefaultStreamURL
+	}
+	if o.Client == nil {
+		o.Client = netguard.NewClient(netguard.Options{})
+	}
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	set(&o.HTTPBackoffMin, DefaultHTTPBackoffMin)
+	set(&o.HTTPBackoffMax, DefaultHTTPBackoffMax)
+	set(&o.RateLimitBackoffMin, DefaultRateLimitBackoffMin)
+	set(&o.RateLimitBackoffMax, DefaultRateLimitBackoffMax)
+	set(&o.NetworkBackoffStep, DefaultNetworkBackoffStep)
+	set(&o.NetworkBackoffMax, DefaultNetworkBackoffMax)
+	set(&o.StallTimeout, DefaultStallTimeout)
+	set(&o.ConnectTimeout, DefaultConnectTimeout)
+	set(&o.ReopenDelay, DefaultReopenDelay)
+	set(&o.SearchTimeout, DefaultSearchTimeout)
+	o.HTTPBackoffMax = max(o.HTTPBackoffMax, o.HTTPBackoffMin)
+	o.RateLimitBackoffMax = max(o.RateLimitBackoffMax, o.RateLimitBackoffMin)
+	o.NetworkBackoffMax = max(o.NetworkBackoffMax, o.NetworkBackoffStep)
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.SeenLimit <= 0 {
+		o.SeenLimit = DefaultSeenLimit
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Kind builds the twitter data source of a node.
+type Kind struct {
+	opts      Options
+	apiURL    *url.URL
+	filterURL string
+}
+
+var _ source.Kind = (*Kind)(nil)
+
+// New returns the twitter source kind. It fails when the credentials are
+// incomplete or a base URL is not an http(s) URL.
+func New(opts Options) (*Kind, error) {
+	if !opts.Credentials.Complete() {
+		return nil, errors.New("twitter: consumer key, consumer secret, access token and access secret are all required")
+	}
+	opts = opts.withDefaults()
+	apiURL, err := baseURL("API", opts.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	streamURL, err := baseURL("stream", opts.StreamURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Kind{opts: opts, apiURL: apiURL, filterURL: strings.TrimSuffix(streamURL.String(), "/") + filterPath}, nil
+}
+
+func baseURL(what, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("twitter: %s URL %q is not an http(s) URL", what, raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("twitter: %s URL %q must not carry a query or fragment", what, raw)
+	}
+	return u, nil
+}
+
+// Keys returns the node's one twitter key, after checking that Twitter can
+// track every term of the query.
+func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
+	terms, err := query.Canonical(api.SourceTwitter, spec.Query)
+	if err != nil {
+		return nil, fmt.Errorf("twitter: crawler %d: %w", spec.CrawlerID, err)
+	}
+	for _, t := range terms {
+		if err := checkTerm(t); err != nil {
+			return nil, fmt.Errorf("twitter: crawler %d: %w", spec.CrawlerID, err)
+		}
+	}
+	return []string{Key}, nil
+}
+
+// checkTerm refuses what the track parameter cannot carry.
+func checkTerm(t string) error {
+	switch {
+	case len(t) > MaxTrackBytes:
+		return fmt.Errorf("%w: %q is %d bytes, Twitter tracks at most %d", ErrBadTerm, t, len(t), MaxTrackBytes)
+	case strings.Contains(t, ","):
+		return fmt.Errorf("%w: %q contains a comma, which separates track terms", ErrBadTerm, t)
+	}
+	return nil
+}
+
+// New returns the node's tracker.
+func (k *Kind) New(key string) (source.DataSource, error) {
+	if key != Key {
+		return nil, fmt.Errorf("twitter: data source key %q is not %q", key, Key)
+	}
+	return newTracker(k.opts, k.apiURL, k.filterURL), nil
+}
+
+// unconfigured stands in for the twitter kind on a spawn without
+// credentials, so a twitter subscriber fails saying why.
+type unconfigured struct{}
+
+// Unconfigured returns the kind to register for "twitter" on a spawn that
+// has no Twitter credentials: every subscriber fails with ErrNotConfigured.
+func Unconfigured() source.Kind { return unconfigured{} }
+
+func (unconfigured) Keys(spec api.SubscriberSpec) ([]string, error) {
+	return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, ErrNotConfigured)
+}
+
+func (unconfigured) New(string) (source.DataSource, error) { return nil, ErrNotConfigured }

@@ -1,0 +1,730 @@
+package twitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/pkg/twitterserver"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Test timings: Twitter's policy scaled down about 250 times, so a test
+// that waits out several back-offs stays fast.
+const (
+	testHTTPMin      = 20 * time.Millisecond
+	testHTTPMax      = 160 * time.Millisecond
+	testRateMin      = 60 * time.Millisecond
+	testRateMax      = 240 * time.Millisecond
+	testNetworkStep  = 10 * time.Millisecond
+	testNetworkMax   = 40 * time.Millisecond
+	testStall        = 200 * time.Millisecond
+	testKeepAlive    = 20 * time.Millisecond
+	testConnect      = 200 * time.Millisecond
+	testReopen       = 20 * time.Millisecond
+	waitDeadline     = 10 * time.Second
+	backoffTolerance = 2 * time.Second // how much later than planned a retry may come on a loaded machine
+)
+
+var testCreds = Credentials{ConsumerKey: "ck", ConsumerSecret: "cs", AccessToken: "at", AccessSecret: "as"}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitDeadline)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", waitDeadline, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// newServer starts a local Twitter that checks signatures made with
+// testCreds.
+func newServer(t *testing.T) (*twitterserver.Server, string) {
+	t.Helper()
+	srv := twitterserver.New(twitterserver.Options{
+		Credentials: twitterserver.Credentials(testCreds),
+		KeepAlive:   testKeepAlive,
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Close) // runs first: releases hung and open streams
+	return srv, ts.URL
+}
+
+func loopbackClient() *http.Client {
+	return netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+}
+
+func testOptions(base string) Options {
+	return Options{
+		Credentials:         testCreds,
+		APIURL:              base,
+		StreamURL:           base,
+		Client:              loopbackClient(),
+		HTTPBackoffMin:      testHTTPMin,
+		HTTPBackoffMax:      testHTTPMax,
+		RateLimitBackoffMin: testRateMin,
+		RateLimitBackoffMax: testRateMax,
+		NetworkBackoffStep:  testNetworkStep,
+		NetworkBackoffMax:   testNetworkMax,
+		StallTimeout:        testStall,
+		ConnectTimeout:      testConnect,
+		ReopenDelay:         testReopen,
+		SearchTimeout:       2 * time.Second,
+	}
+}
+
+// recorder collects what the source emits.
+type recorder struct {
+	mu    sync.Mutex
+	items []source.Item
+}
+
+func (r *recorder) emit(ctx context.Context, items []source.Item) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.items = append(r.items, items...)
+	return ctx.Err()
+}
+
+func (r *recorder) all() []source.Item {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.items)
+}
+
+func (r *recorder) byID(id string) (source.Item, bool) {
+	for _, it := range r.all() {
+		if it.ID == id {
+			return it, true
+		}
+	}
+	return source.Item{}, false
+}
+
+func (r *recorder) has(ids ...string) bool {
+	for _, id := range ids {
+		if _, ok := r.byID(id); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func spec(id int64, terms ...string) api.SubscriberSpec {
+	canon, err := query.Canonical(api.SourceTwitter, terms)
+	if err != nil {
+		panic(err)
+	}
+	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: api.SourceTwitter, Query: canon,
+		QueryUUID: query.UUID(api.SourceTwitter, canon).String()}
+}
+
+// start runs the node's twitter source for specs until the test ends, and
+// checks that Run returns promptly once cancelled.
+func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*tracker, *recorder) {
+	t.Helper()
+	k, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		keys, err := k.Keys(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(keys, []string{Key}) {
+			t.Fatalf("keys %v, want [%s]", keys, Key)
+		}
+	}
+	ds, err := k.New(Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.SetSubscribers(specs)
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ds.Run(ctx, rec.emit)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(waitDeadline):
+			t.Error("Run did not return after its context ended")
+		}
+	})
+	return ds.(*tracker), rec
+}
+
+func tweetID(tw twitterserver.Tweet) string { return fmt.Sprintf("tw:%d", tw.ID) }
+
+// fanOut is what the node does with an item's terms: it goes to every
+// subscriber whose query shares one.
+func fanOut(items []source.Item, specs []api.SubscriberSpec) map[int64][]string {
+	out := map[int64][]string{}
+	for _, it := range items {
+		for _, s := range specs {
+			for _, term := range it.Terms {
+				if slices.Contains(s.Query, term) {
+					out[s.CrawlerID] = append(out[s.CrawlerID], it.ID)
+					break
+				}
+			}
+		}
+	}
+	for _, ids := range out {
+		slices.Sort(ids)
+	}
+	return out
+}
+
+func openTracks(srv *twitterserver.Server) []string {
+	var all []string
+	for _, tr := range srv.OpenTracks() {
+		all = append(all, strings.Join(tr, ","))
+	}
+	slices.Sort(all)
+	return all
+}
+
+func TestTracker_SharesOneConnectionAndFansOut(t *testing.T) {
+	srv, base := newServer(t)
+	specs := []api.SubscriberSpec{spec(1, "golang"), spec(2, "golang", "rust"), spec(3, "Python", "new release")}
+	tr, rec := start(t, testOptions(base), specs...)
+	waitFor(t, "one stream tracking the union", func() bool {
+		return slices.Equal(openTracks(srv), []string{"golang,new release,python,rust"})
+	})
+
+	created := time.Date(2024, 3, 4, 5, 6, 7, 0, time.UTC)
+	t1 := srv.Publish(twitterserver.Tweet{ScreenName: "gopher", Text: "I love #Golang &amp; friends", CreatedAt: created})
+	t2 := srv.Publish(twitterserver.Tweet{ScreenName: "ferris", Text: "Rust, and python too"})
+	t3 := srv.Publish(twitterserver.Tweet{ScreenName: "n", Text: "a release that is new: " + strings.Repeat("long text ", 20) + "the end"})
+	t4 := srv.Publish(twitterserver.Tweet{ScreenName: "rt", Text: "golang retweeted", RetweetOf: "orig"})
+	srv.Publish(twitterserver.Tweet{Text: "goland and rusty pythons match nothing"})
+	srv.Publish(twitterserver.Tweet{Text: "new things only"}) // one word of "new release"
+	waitFor(t, "four matching tweets", func() bool { return rec.has(tweetID(t1), tweetID(t2), tweetID(t3), tweetID(t4)) })
+
+	it, _ := rec.byID(tweetID(t1))
+	want := source.Item{
+		ID: tweetID(t1), Author: "gopher", Text: "I love #Golang & friends",
+		URL:         fmt.Sprintf("https://twitter.com/gopher/status/%d", t1.ID),
+		PublishedAt: created, FetchedAt: it.FetchedAt, Terms: []string{"golang"},
+	}
+	if !it.PublishedAt.Equal(want.PublishedAt) || it.ID != want.ID || it.Author != want.Author || it.Text != want.Text ||
+		it.URL != want.URL || !slices.Equal(it.Terms, want.Terms) || it.QueryUUID != "" {
+		t.Errorf("item\n got %+v\nwant %+v", it, want)
+	}
+	if it.FetchedAt.IsZero() {
+		t.Error("FetchedAt not set")
+	}
+	if it, _ := rec.byID(tweetID(t3)); !strings.HasSuffix(it.Text, "the end") || !slices.Equal(it.Terms, []string{"new release"}) {
+		t.Errorf("long tweet: text %q terms %v, want the full text and [new release]", it.Text, it.Terms)
+	}
+	if it, _ := rec.byID(tweetID(t4)); it.Text != "RT @orig: golang retweeted" || it.Author != "rt" {
+		t.Errorf("retweet: %+v", it)
+	}
+	if it, _ := rec.byID(tweetID(t2)); !slices.Equal(it.Terms, []string{"python", "rust"}) {
+		t.Errorf("terms of %q: %v", "Rust, and python too", it.Terms)
+	}
+
+	got := fanOut(rec.all(), specs)
+	wantFan := map[int64][]string{
+		1: {tweetID(t1), tweetID(t4)},
+		2: {tweetID(t1), tweetID(t2), tweetID(t4)},
+		3: {tweetID(t2), tweetID(t3)},
+	}
+	for id, ids := range wantFan {
+		slices.Sort(ids)
+		if !slices.Equal(got[id], ids) {
+			t.Errorf("crawler %d got %v, want %v", id, got[id], ids)
+		}
+	}
+	if n := len(rec.all()); n != 4 {
+		t.Errorf("%d items emitted, want 4", n)
+	}
+	if n := srv.Streaming(); n != 1 {
+		t.Errorf("%d stream connections, want 1", n)
+	}
+	if err := tr.Err(); err != nil {
+		t.Errorf("Err() = %v, want nil", err)
+	}
+}
+
+// manyTerms returns n distinct terms t0000, t0001, ….
+func manyTerms(from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("t%04d", from+i)
+	}
+	return out
+}
+
+func TestTracker_SplitsTermsAcrossConnections(t *testing.T) {
+	srv, base := newServer(t)
+	var specs []api.SubscriberSpec
+	for i := range 4 {
+		specs = append(specs, spec(int64(i+1), manyTerms(i*100, 100)...))
+	}
+	specs = append(specs, spec(5, "t0400")) // the 401st term
+	tr, rec := start(t, testOptions(base), specs...)
+	waitFor(t, "two streams", func() bool { return srv.Open() == 2 })
+	tracks := srv.OpenTracks()
+	slices.SortFunc(tracks, func(a, b []string) int { return len(b) - len(a) })
+	if len(tracks[0]) != MaxTrackTerms || len(tracks[1]) != 1 {
+		t.Fatalf("track sizes %d and %d, want %d and 1", len(tracks[0]), len(tracks[1]), MaxTrackTerms)
+	}
+	union := slices.Concat(tracks[0], tracks[1])
+	slices.Sort(union)
+	if !slices.Equal(union, manyTerms(0, 401)) {
+		t.Fatal("the two streams do not track exactly the 401 terms")
+	}
+
+	a := srv.Publish(twitterserver.Tweet{Text: "about t0400 only"})
+	b := srv.Publish(twitterserver.Tweet{Text: "about t0007 and t0399"})
+	waitFor(t, "tweets from both streams", func() bool { return rec.has(tweetID(a), tweetID(b)) })
+	got := fanOut(rec.all(), specs)
+	if !slices.Equal(got[5], []string{tweetID(a)}) || !slices.Equal(got[1], []string{tweetID(b)}) ||
+		!slices.Equal(got[4], []string{tweetID(b)}) || len(got[2]) != 0 || len(got[3]) != 0 {
+		t.Errorf("fan-out %v", got)
+	}
+
+	// Down to 300 terms: one connection is enough again.
+	tr.SetSubscribers(specs[:3])
+	waitFor(t, "one stream with 300 terms", func() bool {
+		tr := srv.OpenTracks()
+		return len(tr) == 1 && len(tr[0]) == 300
+	})
+}
+
+func TestTracker_ReopensOnChangeWithoutLosingTweets(t *testing.T) {
+	srv, base := newServer(t)
+	alpha, beta := spec(1, "alpha"), spec(2, "beta test")
+	tr, rec := start(t, testOptions(base), alpha)
+	waitFor(t, "stream tracking alpha", func() bool { return slices.Equal(openTracks(srv), []string{"alpha"}) })
+	a1 := srv.Publish(twitterserver.Tweet{Text: "alpha one"})
+	waitFor(t, "a1", func() bool { return rec.has(tweetID(a1)) })
+
+	// The re-open fails until the test allows it, so tweets published
+	// meanwhile can only come back through search.
+	srv.FailStreams(503, 1<<30)
+	tr.SetSubscribers([]api.SubscriberSpec{alpha, beta})
+	waitFor(t, "the re-open to fail", func() bool { return srv.Open() == 0 && errors.Is(tr.Err(), ErrStatus) })
+	a2 := srv.Publish(twitterserver.Tweet{Text: "alpha two, during the gap"})
+	b1 := srv.Publish(twitterserver.Tweet{Text: "test of beta one, during the gap"})
+	srv.Publish(twitterserver.Tweet{Text: "beta without the other word"})
+	srv.Publish(twitterserver.Tweet{Text: "gamma, not tracked"})
+	srv.FailStreams(0, 0)
+
+	waitFor(t, "the gap's tweets", func() bool { return rec.has(tweetID(a2), tweetID(b1)) })
+	waitFor(t, "stream tracking alpha and beta", func() bool { return slices.Equal(openTracks(srv), []string{"alpha,beta test"}) })
+	searches := srv.Searches()
+	if len(searches) == 0 || searches[0].SinceID != a1.ID || !strings.Contains(searches[0].Query, `"alpha"`) || !strings.Contains(searches[0].Query, `("beta" "test")`) {
+		t.Errorf("searches %+v, want one since %d for alpha and beta", searches, a1.ID)
+	}
+	if it, _ := rec.byID(tweetID(b1)); !slices.Equal(it.Terms, []string{"beta test"}) || it.Text != "test of beta one, during the gap" {
+		t.Errorf("backfilled item %+v", it)
+	}
+	if n := len(rec.all()); n != 3 {
+		t.Errorf("%d items, want 3 (each once)", n)
+	}
+	waitFor(t, "Err to clear", func() bool { return tr.Err() == nil })
+
+	// Removing a subscriber narrows the track; its tweets stop.
+	tr.SetSubscribers([]api.SubscriberSpec{beta})
+	waitFor(t, "stream tracking beta test", func() bool { return slices.Equal(openTracks(srv), []string{"beta test"}) })
+	a3 := srv.Publish(twitterserver.Tweet{Text: "alpha three"})
+	b2 := srv.Publish(twitterserver.Tweet{Text: "beta two test"})
+	waitFor(t, "b2", func() bool { return rec.has(tweetID(b2)) })
+	if rec.has(tweetID(a3)) {
+		t.Error("a tweet for a removed term was emitted")
+	}
+}
+
+func TestTracker_DebouncesRapidChanges(t *testing.T) {
+	srv, base := newServer(t)
+	opts := testOptions(base)
+	opts.ReopenDelay = 300 * time.Millisecond
+	tr, _ := start(t, opts, spec(1, "a0"))
+	waitFor(t, "first stream", func() bool { return srv.Streaming() == 1 })
+	var specs []api.SubscriberSpec
+	for i := range 10 {
+		specs = append(specs, spec(int64(i+1), fmt.Sprintf("a%d", i)))
+		tr.SetSubscribers(specs)
+	}
+	waitFor(t, "stream with all ten terms", func() bool { return srv.Open() == 1 && len(srv.OpenTracks()[0]) == 10 })
+	if n := srv.Streaming(); n != 2 {
+		t.Errorf("%d connections for ten quick changes, want 2 (the first, then one re-open)", n)
+	}
+}
+
+// gaps returns the time between consecutive connection attempts.
+func gaps(conns []twitterserver.Connection) []time.Duration {
+	var out []time.Duration
+	for i := 1; i < len(conns); i++ {
+		out = append(out, conns[i].At.Sub(conns[i-1].At))
+	}
+	return out
+}
+
+func TestTracker_BacksOffAsTwitterAsks(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		fails  int
+		waits  []time.Duration // planned wait before each retry
+		want   error
+	}{
+		{"503 exponential from the HTTP minimum", 503, 4, []time.Duration{testHTTPMin, 2 * testHTTPMin, 4 * testHTTPMin, 8 * testHTTPMin}, ErrStatus},
+		{"HTTP back-off is capped", 500, 5, []time.Duration{testHTTPMin, 2 * testHTTPMin, 4 * testHTTPMin, testHTTPMax, testHTTPMax}, ErrStatus},
+		{"420 exponential from the rate-limit minimum", 420, 3, []time.Duration{testRateMin, 2 * testRateMin, testRateMax}, ErrRateLimited},
+		{"429 like 420", 429, 2, []time.Duration{testRateMin, 2 * testRateMin}, ErrRateLimited},
+		{"401 says the credentials are wrong", 401, 2, []time.Duration{testHTTPMin, 2 * testHTTPMin}, ErrUnauthorized},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, base := newServer(t)
+			srv.FailStreams(tc.status, tc.fails)
+			tr, rec := start(t, testOptions(base), spec(1, "kept"))
+			waitFor(t, "the failure in Err", func() bool { return tr.sawErr(tc.want) })
+			waitFor(t, "a stream after the failures", func() bool { return srv.Open() == 1 })
+			conns := srv.Connections()
+			if len(conns) != tc.fails+1 {
+				t.Fatalf("%d attempts, want %d", len(conns), tc.fails+1)
+			}
+			for i, g := range gaps(conns) {
+				if g < tc.waits[i] || g > tc.waits[i]+backoffTolerance {
+					t.Errorf("retry %d came after %v, want %v", i+1, g.Round(time.Millisecond), tc.waits[i])
+				}
+			}
+			waitFor(t, "Err to clear once connected", func() bool { return tr.Err() == nil })
+			// The back-off resets once connected: a new failure waits the
+			// minimum again.
+			kept := srv.Publish(twitterserver.Tweet{Text: "kept after recovery"})
+			waitFor(t, "a tweet after recovery", func() bool { return rec.has(tweetID(kept)) })
+		})
+	}
+}
+
+func TestTracker_CutConnectionReconnectsAfterNetworkBackoff(t *testing.T) {
+	srv, base := newServer(t)
+	tr, rec := start(t, testOptions(base), spec(1, "cut"))
+	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
+	c1 := srv.Publish(twitterserver.Tweet{Text: "cut one"})
+	waitFor(t, "c1", func() bool { return rec.has(tweetID(c1)) })
+	cutAt := time.Now()
+	srv.Cut()
+	waitFor(t, "a new stream", func() bool { return srv.Streaming() == 2 && srv.Open() == 1 })
+	if !tr.sawErr(ErrDisconnected) {
+		t.Errorf("Err never reported the cut: %v", tr.Err())
+	}
+	conns := srv.Connections()
+	if g := conns[1].At.Sub(cutAt); g < testNetworkStep {
+		t.Errorf("reconnected %v after a cut, want at least %v", g, testNetworkStep)
+	}
+	waitFor(t, "the gap's backfill", func() bool { return tr.stats.backfills.Load() == 1 })
+	if s := srv.Searches(); len(s) != 1 || s[0].SinceID != c1.ID {
+		t.Errorf("searches %+v, want one since %d", s, c1.ID)
+	}
+}
+
+func TestTracker_NetworkErrorsBackOffLinearly(t *testing.T) {
+	// A listener that accepts and drops every connection at once: the
+	// client sees the connection end before any HTTP answer.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var accepted []time.Time
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted = append(accepted, time.Now())
+			mu.Unlock()
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	tr, _ := start(t, testOptions("http://"+ln.Addr().String()), spec(1, "x"))
+	waitFor(t, "six attempts", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted) >= 6
+	})
+	if err := tr.Err(); err == nil || !strings.Contains(err.Error(), "stream") {
+		t.Errorf("Err() = %v, want a stream connection error", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	planned := []time.Duration{testNetworkStep, 2 * testNetworkStep, 3 * testNetworkStep, testNetworkMax, testNetworkMax}
+	for i, want := range planned {
+		g := accepted[i+1].Sub(accepted[i])
+		if g < want || g > want+backoffTolerance {
+			t.Errorf("retry %d came after %v, want %v", i+1, g.Round(time.Millisecond), want)
+		}
+	}
+}
+
+func TestTracker_StallReconnectsAndBackfills(t *testing.T) {
+	srv, base := newServer(t)
+	tr, rec := start(t, testOptions(base), spec(1, "quiet"))
+	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
+	q1 := srv.Publish(twitterserver.Tweet{Text: "quiet one"})
+	waitFor(t, "q1", func() bool { return rec.has(tweetID(q1)) })
+
+	srv.Stall(true)
+	q2 := srv.Publish(twitterserver.Tweet{Text: "quiet two, sent while the stream is silent"})
+	waitFor(t, "a stall to be detected", func() bool { return tr.stats.stalls.Load() >= 1 })
+	srv.Stall(false)
+	waitFor(t, "q2 through the backfill", func() bool { return rec.has(tweetID(q2)) })
+	if tr.stats.backfilled.Load() < 1 {
+		t.Error("q2 did not come from a backfill")
+	}
+	if s := srv.Searches(); len(s) == 0 || s[0].SinceID != q1.ID {
+		t.Errorf("searches %+v, want since_id %d", s, q1.ID)
+	}
+}
+
+func TestTracker_KeepAlivesAreNotStalls(t *testing.T) {
+	srv, base := newServer(t)
+	tr, _ := start(t, testOptions(base), spec(1, "idle"))
+	// Keep-alives every 20 ms for over three stall timeouts.
+	want := int64(3 * testStall / testKeepAlive)
+	waitFor(t, "keep-alives", func() bool { return tr.stats.keepAlives.Load() >= want })
+	if n := tr.stats.stalls.Load(); n != 0 {
+		t.Errorf("%d stalls on a stream sending keep-alives", n)
+	}
+	if n := srv.Streaming(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+}
+
+func TestTracker_ServerThatNeverAnswers(t *testing.T) {
+	srv, base := newServer(t)
+	srv.Hang(true)
+	tr, rec := start(t, testOptions(base), spec(1, "late"))
+	waitFor(t, "no-answer error", func() bool { return tr.sawErr(ErrNoAnswer) })
+	waitFor(t, "a retry", func() bool { return len(srv.Connections()) >= 2 })
+	srv.Hang(false)
+	waitFor(t, "stream once the server answers", func() bool { return srv.Open() == 1 })
+	l := srv.Publish(twitterserver.Tweet{Text: "late but here"})
+	waitFor(t, "tweet", func() bool { return rec.has(tweetID(l)) })
+}
+
+func TestTracker_WrongCredentials(t *testing.T) {
+	srv, base := newServer(t)
+	opts := testOptions(base)
+	opts.Credentials.AccessSecret = "wrong"
+	tr, _ := start(t, opts, spec(1, "secret"))
+	waitFor(t, "three refused attempts", func() bool { return srv.Unauthorized() >= 3 })
+	err := tr.Err()
+	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "credentials") {
+		t.Errorf("Err() = %v, want ErrUnauthorized naming 401 and the credentials", err)
+	}
+	for i, g := range gaps(srv.Connections())[:2] {
+		if want := testHTTPMin << i; g < want {
+			t.Errorf("retry %d after %v, want at least %v (no hammering)", i+1, g, want)
+		}
+	}
+}
+
+func TestTracker_BadMessages(t *testing.T) {
+	huge := []byte(`{"id_str":"1","text":"` + strings.Repeat("x", DefaultMaxMessageBytes) + `"}`)
+	cases := []struct {
+		name      string
+		send      func(srv *twitterserver.Server)
+		want      error
+		reconnect bool
+	}{
+		{"malformed JSON", func(s *twitterserver.Server) { s.PublishRaw([]byte(`{"id_str": "12", "text": oops}`), true) }, ErrMalformed, false},
+		{"not an object", func(s *twitterserver.Server) { s.PublishRaw([]byte(`[1,2,3]`), true) }, ErrMalformed, false},
+		{"tweet without id", func(s *twitterserver.Server) { s.PublishRaw([]byte(`{"id_str":"","text":"bad tweet"}`), true) }, ErrMalformed, false},
+		{"truncated message", func(s *twitterserver.Server) { s.Truncate([]byte(`{"id_str":"1","text":"half a tw`)) }, ErrTruncated, true},
+		{"huge message", func(s *twitterserver.Server) { s.PublishRaw(huge, true) }, ErrMessageTooLarge, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, base := newServer(t)
+			tr, rec := start(t, testOptions(base), spec(1, "good"))
+			waitFor(t, "stream", func() bool { return srv.Open() == 1 })
+			tc.send(srv)
+			waitFor(t, fmt.Sprintf("Err() to wrap %v", tc.want), func() bool { return tr.sawErr(tc.want) })
+			if tc.reconnect {
+				waitFor(t, "a new stream", func() bool { return srv.Streaming() == 2 && srv.Open() == 1 })
+			} else if n := srv.Streaming(); n != 1 {
+				t.Errorf("%d connections: a bad message must not cost the stream", n)
+			}
+			g := srv.Publish(twitterserver.Tweet{Text: "good after bad"})
+			waitFor(t, "a good tweet after the bad message", func() bool { return rec.has(tweetID(g)) })
+			if n := len(rec.all()); n != 1 {
+				t.Errorf("%d items, want only the good one", n)
+			}
+		})
+	}
+}
+
+func TestTracker_BackfillRetriesRateLimitedSearch(t *testing.T) {
+	srv, base := newServer(t)
+	tr, rec := start(t, testOptions(base), spec(1, "retry"))
+	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
+	r1 := srv.Publish(twitterserver.Tweet{Text: "retry one"})
+	waitFor(t, "r1", func() bool { return rec.has(tweetID(r1)) })
+	srv.FailSearches(429, 1)
+	srv.FailStreams(503, 1<<30)
+	srv.Cut()
+	waitFor(t, "the stream to be down", func() bool { return srv.Open() == 0 })
+	r2 := srv.Publish(twitterserver.Tweet{Text: "retry two"})
+	srv.FailStreams(0, 0)
+	waitFor(t, "r2 after a rate-limited search", func() bool { return rec.has(tweetID(r2)) })
+	s := srv.Searches()
+	if len(s) < 2 {
+		t.Fatalf("%d searches, want a refused one and a retry", len(s))
+	}
+	if g := s[1].At.Sub(s[0].At); g < testRateMin {
+		t.Errorf("search retried after %v, want at least %v", g, testRateMin)
+	}
+	waitFor(t, "Err to clear", func() bool { return tr.Err() == nil })
+}
+
+func TestKind(t *testing.T) {
+	if _, err := New(Options{Credentials: Credentials{ConsumerKey: "only"}}); err == nil {
+		t.Error("New accepted incomplete credentials")
+	}
+	if _, err := New(Options{Credentials: testCreds, APIURL: "ftp://x"}); err == nil {
+		t.Error("New accepted an ftp API URL")
+	}
+	k, err := New(Options{Credentials: testCreds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		terms []string
+		ok    bool
+	}{
+		{"plain", []string{"golang", "Rust Lang"}, true},
+		{"sixty bytes", []string{strings.Repeat("x", MaxTrackBytes)}, true},
+		{"too long", []string{strings.Repeat("x", MaxTrackBytes+1)}, false},
+		{"comma", []string{"a,b"}, false},
+		{"empty", []string{" "}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys, err := k.Keys(api.SubscriberSpec{CrawlerID: 9, Source: api.SourceTwitter, Query: tc.terms})
+			if tc.ok != (err == nil) {
+				t.Fatalf("Keys(%q) = %v, %v", tc.terms, keys, err)
+			}
+			if tc.ok && !slices.Equal(keys, []string{Key}) {
+				t.Errorf("keys %v", keys)
+			}
+		})
+	}
+	if _, err := k.New("rss:x"); err == nil {
+		t.Error("New accepted a foreign key")
+	}
+	_, err = Unconfigured().Keys(api.SubscriberSpec{CrawlerID: 3, Source: api.SourceTwitter, Query: []string{"x"}})
+	if !errors.Is(err, ErrNotConfigured) || !errors.Is(err, source.ErrUnsupported) ||
+		!strings.Contains(err.Error(), "twitter credentials not configured on this spawn") {
+		t.Errorf("unconfigured Keys: %v", err)
+	}
+}
+
+func TestMatcher(t *testing.T) {
+	m := newMatcher([]string{"c++", "go", "golang", "new release", "über", "#rust"})
+	cases := []struct {
+		text string
+		want []string
+	}{
+		{"Go is good", []string{"go"}},
+		{"good gopher", nil},
+		{"#Golang rocks", []string{"golang"}},
+		{"golang, go!", []string{"go", "golang"}},
+		{"release of something new", []string{"new release"}},
+		{"a new thing", nil},
+		{"I write C++ daily", []string{"c++"}},
+		{"Über alles", []string{"über"}},
+		{"ubers", nil},
+		{"love #rust", []string{"#rust"}},
+		{"love rust", nil},
+	}
+	for _, tc := range cases {
+		if got := m.match(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("match(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestSearchQueries(t *testing.T) {
+	got := searchQueries([]string{"a", "b c", "-x", `q"uote`})
+	if want := []string{`"a" OR ("b" "c") OR "-x" OR "quote"`}; !slices.Equal(got, want) {
+		t.Errorf("searchQueries = %q, want %q", got, want)
+	}
+	qs := searchQueries(manyTerms(0, 400))
+	n := 0
+	for _, q := range qs {
+		if len(q) > maxSearchQueryBytes {
+			t.Errorf("query of %d bytes", len(q))
+		}
+		n += strings.Count(q, " OR ") + 1
+	}
+	if n != 400 || len(qs) < 2 {
+		t.Errorf("%d queries holding %d terms, want several holding 400", len(qs), n)
+	}
+}
+
+func TestFramer(t *testing.T) {
+	r := strings.NewReader("{\"a\":1}\r\n\r\n{\"b\":2}\n" + strings.Repeat("y", 100) + "\r\n{\"c\":")
+	f := newFramer(r, 64)
+	var got []string
+	var err error
+	for {
+		var line []byte
+		if line, err = f.next(); err != nil {
+			break
+		}
+		got = append(got, string(line))
+	}
+	if want := []string{`{"a":1}`, "", `{"b":2}`}; !slices.Equal(got, want) || !errors.Is(err, ErrMessageTooLarge) {
+		t.Errorf("frames %q, err %v", got, err)
+	}
+	f = newFramer(strings.NewReader("{\"c\":"), 64)
+	if _, err := f.next(); !errors.Is(err, ErrTruncated) {
+		t.Errorf("truncated: %v", err)
+	}
+}
+
+// sawErr reports whether one of the recent errors, cleared or not, wraps
+// target: a failure that a reconnect has already repaired still shows.
+func (t *tracker) sawErr(target error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, err := range t.recent {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
