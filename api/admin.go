@@ -110,6 +110,11 @@ type Comment struct {
 	PublishedAt time.Time `json:"published_at"`
 	FetchedAt   time.Time `json:"fetched_at"`
 	Matched     []string  `json:"matched,omitempty"`
+	// NodeID and IncSeq name the usage increment the comment was counted
+	// under, so usage a spawn stored but never reported (it was killed)
+	// can be recovered from the store.
+	NodeID string `json:"node_id,omitempty"`
+	IncSeq uint64 `json:"inc_seq,omitempty"`
 }
 
 // Error is the body of every non-2xx answer of both servers.

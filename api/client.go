@@ -141,6 +141,15 @@ func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
 	return orEmpty(out), nil
 }
 
+// Events lists the hub's recent events, oldest first (GET /v1/events).
+func (c *Client) Events(ctx context.Context) ([]Event, error) {
+	var out []Event
+	if err := c.do(ctx, http.MethodGet, "/v1/events", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return orEmpty(out), nil
+}
+
 // Reload asks the hub for a "hard" or "soft" reload (POST /v1/reload).
 func (c *Client) Reload(ctx context.Context, kind string) (ReloadResponse, error) {
 	var out ReloadResponse

@@ -13,6 +13,9 @@ const (
 	PathSubscribersRemove = "/v1/subscribers/remove"
 	// PathPoll is the hub's batched status poll of one spawn.
 	PathPoll = "/v1/poll"
+	// PathRecover is where the hub asks a live spawn to read a lost spawn's
+	// unreported usage back from the shared store.
+	PathRecover = "/v1/usage/recover"
 	// PathHealth is the JSON health document of both servers.
 	PathHealth = "/v1/health"
 )
@@ -216,4 +219,18 @@ type PollResponse struct {
 	Pending map[int64]int `json:"pending,omitempty"`
 	// Store says whether the comment store keeps up ("ok" or "degraded").
 	Store string `json:"store,omitempty"`
+}
+
+// RecoverRequest asks a spawn for the usage increments of a lost node that
+// its store recorded after AfterSeq.
+type RecoverRequest struct {
+	Epoch    string `json:"epoch"`
+	NodeID   string `json:"node_id"`
+	AfterSeq uint64 `json:"after_seq"`
+}
+
+// RecoverResponse carries the recovered increments, with the lost node's
+// ids, so the hub applies each at most once whoever reports it.
+type RecoverResponse struct {
+	Increments []Increment `json:"increments"`
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -212,4 +213,98 @@ func nodeIDOf(p *proc) string {
 		}
 	}
 	return ""
+}
+
+// TestBinaries_KilledSpawnUsageIsRecovered kills, with SIGKILL, the spawn
+// running a limited crawler while comments stream in. What it stored but
+// never reported is read back from the store, so the crawler still stops at
+// exactly its limit with stored comments equal to SQL usage.
+func TestBinaries_KilledSpawnUsageIsRecovered(t *testing.T) {
+	bin := binDir(t)
+	dir := t.TempDir()
+	feeds := feedserver.New(feedserver.Options{})
+	fs := httptest.NewServer(feeds.Handler())
+	t.Cleanup(fs.Close)
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() { // a fast feed: an item every 5 ms
+		base := time.Now().Add(-time.Hour)
+		for i := 0; ctx.Err() == nil; i++ {
+			feeds.Publish("fast", feedItem(fmt.Sprintf("fast-%d", i), base.Add(time.Duration(i)*time.Millisecond)))
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+
+	hubAddr := freeAddr(t)
+	env := []string{"BW_NODE_TOKEN=bin-node", "BW_ADMIN_TOKEN=bin-admin"}
+	startProc(t, env, filepath.Join(bin, "hub"), "--listen", hubAddr, "--db", "sqlite://"+filepath.Join(dir, "hub.db"),
+		"--poll-interval", "500ms", "--orphan-after", "2s", "--detach-after", "3s")
+	store := filepath.Join(dir, "data")
+	spawnArgs := []string{"--hub", "http://" + hubAddr, "--store", "file://" + store,
+		"--allow-targets", "127.0.0.0/8", "--feed-interval", "50ms"}
+	spawns := []*proc{startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...), startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...)}
+
+	client := api.NewClient("http://"+hubAddr, "bin-admin", nil)
+	waitFor(t, "two nodes", func() bool { n, err := client.ListNodes(ctx); return err == nil && len(n) == 2 })
+	u, err := client.CreateUser(ctx, api.UserCreate{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 400
+	cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fs.URL + "/feeds/fast.xml"}, CommentLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill while the spawn holds comments it stored but has not reported
+	// yet: the store has more of them than SQL usage says.
+	var running api.Crawler
+	waitFor(t, "comments stored but not yet reported", func() bool {
+		running, err = client.GetCrawler(ctx, cr.ID)
+		return err == nil && running.Node != "" && running.Usage >= 20 && int64(countStored(t, store, cr.ID)) > running.Usage
+	})
+	victim := spawns[0]
+	if nodeIDOf(spawns[1]) == running.Node {
+		victim = spawns[1]
+	}
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed the spawn running crawler %d at usage %d", cr.ID, running.Usage)
+
+	var final api.Crawler
+	took := waitFor(t, "the crawler at its limit on the survivor", func() bool {
+		final, err = client.GetCrawler(ctx, cr.ID)
+		return err == nil && final.State == api.StateLimitReached
+	})
+	stored := countStored(t, store, cr.ID)
+	events, _ := client.Events(ctx)
+	for _, e := range events {
+		if e.Kind == "usage_recovered" {
+			t.Logf("hub: %s", e.Message)
+		}
+	}
+	t.Logf("limit reached %s after the kill: usage %d, stored %d, limit %d", took.Round(time.Millisecond), final.Usage, stored, limit)
+	if final.Usage != limit || stored != limit {
+		t.Fatalf("usage %d and stored %d, want both exactly the limit %d", final.Usage, stored, limit)
+	}
+}
+
+// countStored counts the distinct comments a file store holds for a crawler.
+func countStored(t *testing.T, dir string, crawlerID int64) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprint(crawlerID), "*.jsonl"))
+	ids := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var c api.Comment
+			if json.Unmarshal(line, &c) == nil && c.ID != "" {
+				ids[c.ID] = true
+			}
+		}
+	}
+	return len(ids)
 }

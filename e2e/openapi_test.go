@@ -419,6 +419,8 @@ var schemaTypes = map[string]reflect.Type{
 	"Lease":               reflect.TypeFor[api.Lease](),
 	"SubscriberRef":       reflect.TypeFor[api.SubscriberRef](),
 	"PollRequest":         reflect.TypeFor[api.PollRequest](),
+	"RecoverRequest":      reflect.TypeFor[api.RecoverRequest](),
+	"RecoverResponse":     reflect.TypeFor[api.RecoverResponse](),
 	"Increment":           reflect.TypeFor[api.Increment](),
 	"SubscriberStatus":    reflect.TypeFor[api.SubscriberStatus](),
 	"DataSourceStatus":    reflect.TypeFor[api.DataSourceStatus](),
@@ -1025,6 +1027,9 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 		{"spawn: admin token on poll", "POST", spawn + api.PathPoll, adminToken, `{"epoch": "x", "node_id": "", "seq": 1, "subscribers": []}`, 401, false},
 		{"spawn: bad crawler id", "GET", spawn + "/v1/comments?crawler_id=abc", nodeToken, "", 400, false},
 		{"spawn: comments", "GET", spawn + "/v1/comments?crawler_id=" + idText(a.ID) + "&n=5", nodeToken, "", 200, true},
+		{"spawn: recover a node's usage", "POST", spawn + api.PathRecover, nodeToken, `{"epoch": "` + epoch + `", "node_id": "gone-node", "after_seq": 0}`, 200, true},
+		{"spawn: recover from another epoch", "POST", spawn + api.PathRecover, nodeToken, `{"epoch": "old", "node_id": "gone-node", "after_seq": 0}`, 409, true},
+		{"spawn: recover without a node", "POST", spawn + api.PathRecover, nodeToken, `{"epoch": "` + epoch + `", "node_id": "", "after_seq": 0}`, 400, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

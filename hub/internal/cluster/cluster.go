@@ -96,8 +96,11 @@ type Hub struct {
 	users    map[int64]*user
 	events   []api.Event
 	history  usageHistory // comments per step, for the dashboard
-	wg       sync.WaitGroup
-	ctx      context.Context
+	// recoveries are lost nodes whose unreported usage is still to be
+	// read back from the comment store.
+	recoveries []recovery
+	wg         sync.WaitGroup
+	ctx        context.Context
 }
 
 // node is a live spawn as the hub sees it.
@@ -115,6 +118,7 @@ type node struct {
 	dataSources  []api.DataSourceStatus
 	pending      map[int64]int
 	leased       map[int64]bool // crawlers with lease accounts on the node
+	maxSeq       uint64         // highest increment sequence applied from it
 
 	opMu sync.Mutex // serialises requests to the node
 	seq  uint64     // guarded by opMu
@@ -316,14 +320,11 @@ func (h *Hub) removeNodeLocked(n *node, reason string) {
 		c.leases.nodeLost(n.id)
 	}
 	nodesLost.Inc()
-	ctx := ctxOrBackground(h.ctx)
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		if err := h.cfg.Store.ForgetNode(ctx, n.id); err != nil {
-			h.logger.Warn("unable to forget node", "node_id", n.id, "err", err)
-		}
-	}()
+	// The node may have stored comments it never reported. Once its leases
+	// have run out and it can no longer be writing, a live spawn reads them
+	// back from the store; until then its leases count as spent. The node
+	// stays in known_nodes until then, so a hub restart does not forget it.
+	h.recoveries = append(h.recoveries, recovery{nodeID: n.id, afterSeq: n.maxSeq, due: time.Now().Add(h.recoveryDelay())})
 	h.eventLocked("node_lost", fmt.Sprintf("node %s lost: %s", short(n.id), reason))
 	h.logger.Warn("node removed", "node_id", n.id, "reason", reason)
 }
@@ -385,11 +386,17 @@ func (h *Hub) wakeKnownNodes(ctx context.Context) {
 			err := h.call(ctx, n, api.PathPoll, api.PollRequest{Epoch: h.epoch, NodeID: k.ID}, nil)
 			var answered *api.StatusError
 			if err != nil && !errors.As(err, &answered) {
-				// Nobody there any more: it registers anew if it comes back.
+				// Nobody there any more: it registers anew if it comes back,
+				// and what it stored unreported is read back from the store.
 				h.logger.Info("node known before the restart is gone", "node_id", k.ID, "url", k.URL, "err", err)
-				if err := h.cfg.Store.ForgetNode(ctx, k.ID); err != nil {
-					h.logger.Warn("unable to forget node", "node_id", k.ID, "err", err)
+				after, err := h.cfg.Store.MaxAppliedSeq(ctx, k.ID)
+				if err != nil {
+					h.logger.Warn("unable to read the last increment of a gone node", "node_id", k.ID, "err", err)
+					return
 				}
+				h.mu.Lock()
+				h.recoveries = append(h.recoveries, recovery{nodeID: k.ID, afterSeq: after, due: time.Now().Add(h.recoveryDelay())})
+				h.mu.Unlock()
 				return
 			}
 			h.logger.Info("woke a node known before the restart", "node_id", k.ID, "url", k.URL)

@@ -41,6 +41,10 @@ type instLease struct {
 	used        int64
 	current     bool // seen in its node's latest poll
 	nodeLost    bool
+	// awaitingRecovery keeps a lost node's account outstanding past its
+	// expiry until the usage it stored unreported has been read back.
+	awaitingRecovery bool
+	lastAmount       int64 // the latest grant's addition
 }
 
 // leaseBook is a crawler's lease accounts.
@@ -87,7 +91,17 @@ func (b *leaseBook) observe(nodeID string, st api.SubscriberStatus, clock int64)
 func (b *leaseBook) nodeLost(nodeID string) {
 	for k, l := range b.inst {
 		if k.node == nodeID {
-			l.nodeLost, l.current = true, false
+			l.nodeLost, l.current, l.awaitingRecovery = true, false, true
+		}
+	}
+}
+
+// recovered releases a lost node's accounts: its unreported usage has been
+// applied, so from their expiry on they count for nothing.
+func (b *leaseBook) recovered(nodeID string) {
+	for k, l := range b.inst {
+		if k.node == nodeID {
+			l.awaitingRecovery = false
 		}
 	}
 }
@@ -102,7 +116,7 @@ func (b *leaseBook) settle(nodeID string, pending map[int64]int, crawlerID int64
 	for k, l := range b.inst {
 		if !now.Before(l.hubExpiry) {
 			switch {
-			case l.nodeLost:
+			case l.nodeLost && !l.awaitingRecovery:
 				delete(b.inst, k)
 				continue
 			case k.node == nodeID && !l.current && pending[crawlerID] == 0 && l.used >= l.reserved:
@@ -119,7 +133,7 @@ func (b *leaseBook) settle(nodeID string, pending map[int64]int, crawlerID int64
 
 // outstanding is the most this account can still add to usage.
 func (l *instLease) outstanding(now time.Time) int64 {
-	if l.nodeLost && !now.Before(l.hubExpiry) {
+	if l.nodeLost && !l.awaitingRecovery && !now.Before(l.hubExpiry) {
 		return 0
 	}
 	g := l.granted
@@ -191,6 +205,12 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 			remaining = c.row.CommentLimit - c.row.Usage - c.leases.outstanding(now)
 		}
 		want := max(int64(minLease), int64(math.Ceil(c.rate*ttl.Seconds()*leaseRateFactor)))
+		if cur.granted > 0 && cur.reserved >= cur.granted {
+			// It used up its allowance before the lease ran out: its rate
+			// is held down by the lease, not by its source. Double the
+			// grant until it no longer waits.
+			want = max(want, 2*cur.lastAmount)
+		}
 		if u, ok := h.users[c.row.UserID]; ok && u.row.CommentLimit > 0 {
 			ur := u.row.CommentLimit - u.row.Usage - userOut[c.row.UserID]
 			remaining = min(remaining, ur)
@@ -208,6 +228,7 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		total := base + amount
 		userOut[c.row.UserID] += total - (cur.outstanding(now) + cur.used)
 		cur.granted = total
+		cur.lastAmount = amount
 		cur.spawnExpiry = n.anchorClock + ttl.Milliseconds()
 		cur.hubExpiry = n.anchorAt.Add(ttl + time.Duration(float64(ttl)*leaseMarginFraction) + leaseMarginFixed)
 		leases = append(leases, api.Lease{CrawlerID: id, Instance: curKey.instance, Seq: c.leases.seq, Total: total, ExpiresAt: cur.spawnExpiry})
@@ -220,6 +241,12 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 // applyUsageLocked adds newly applied increments to the in-memory usage and
 // stops crawlers and users that reached their limit.
 func (h *Hub) applyUsageLocked(n *node, applied []api.Increment) {
+	h.applyNodeUsageLocked(n.id, n.leased, applied)
+}
+
+// applyNodeUsageLocked is applyUsageLocked for increments of nodeID, which
+// may be a lost node (leased nil).
+func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied []api.Increment) {
 	var reached []int64
 	userHit := false
 	for _, inc := range applied {
@@ -240,9 +267,15 @@ func (h *Hub) applyUsageLocked(n *node, applied []api.Increment) {
 			t := inc.Newest
 			c.row.CursorAt = laterCursor(c.row.CursorAt, &t)
 		}
-		if c.spec.Limited || len(c.leases.inst) > 0 {
-			c.leases.get(instKey{n.id, inc.Instance}).used += inc.Count
-			n.leased[c.row.ID] = true
+		switch {
+		case leased == nil:
+			// A lost node: only its surviving accounts take the usage.
+			if l, ok := c.leases.inst[instKey{nodeID, inc.Instance}]; ok {
+				l.used += inc.Count
+			}
+		case c.spec.Limited || len(c.leases.inst) > 0:
+			c.leases.get(instKey{nodeID, inc.Instance}).used += inc.Count
+			leased[c.row.ID] = true
 		}
 		if c.row.CommentLimit > 0 && c.row.Usage >= c.row.CommentLimit && !c.row.LimitReached {
 			c.row.LimitReached = true

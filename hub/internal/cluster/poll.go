@@ -31,6 +31,7 @@ func (h *Hub) pollLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		h.PollAll(ctx)
+		h.runRecoveries(ctx)
 	}
 }
 
@@ -114,6 +115,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 	if applyErr == nil {
 		for _, inc := range resp.Increments {
 			n.acks = append(n.acks, inc.Seq)
+			n.maxSeq = max(n.maxSeq, inc.Seq)
 		}
 		h.applyUsageLocked(n, applied)
 	}

@@ -863,3 +863,22 @@ func TestStore_CreateCrawlersAllOrNothing(t *testing.T) {
 		}
 	})
 }
+
+func TestStore_MaxAppliedSeq(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openTest(t, dsn)
+		u := mustUser(t, s, "m", 0)
+		c := mustCrawler(t, s, newCrawler(u.ID, "max"))
+		if got, err := s.MaxAppliedSeq(ctx, "n1"); err != nil || got != 0 {
+			t.Fatalf("no increments: %d, %v", got, err)
+		}
+		incs := []api.Increment{{NodeID: "n1", Seq: 7, CrawlerID: c.ID, UserID: u.ID, Count: 1}, {NodeID: "n1", Seq: 3, CrawlerID: c.ID, UserID: u.ID, Count: 1}, {NodeID: "n2", Seq: 9, CrawlerID: c.ID, UserID: u.ID, Count: 1}}
+		if _, err := s.ApplyIncrements(ctx, incs); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.MaxAppliedSeq(ctx, "n1"); err != nil || got != 7 {
+			t.Fatalf("MaxAppliedSeq(n1) = %d, %v; want 7", got, err)
+		}
+	})
+}

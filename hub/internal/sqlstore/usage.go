@@ -211,3 +211,19 @@ func (s *Store) PruneApplied(ctx context.Context, olderThan time.Time) (int64, e
 	}
 	return res.RowsAffected, nil
 }
+
+// MaxAppliedSeq is the highest increment sequence number applied from a
+// node, 0 when none was. Usage a lost node stored after it is what its
+// recovery reads back from the comment store.
+func (s *Store) MaxAppliedSeq(ctx context.Context, nodeID string) (uint64, error) {
+	var seq *uint64
+	err := s.db.WithContext(ctx).Model(&AppliedIncrement{}).Where("node_id = ?", nodeID).
+		Select("MAX(seq)").Scan(&seq).Error
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: unable to read the last increment of node %s: %w", nodeID, err)
+	}
+	if seq == nil {
+		return 0, nil
+	}
+	return *seq, nil
+}

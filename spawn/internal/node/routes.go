@@ -24,6 +24,7 @@ func (n *Node) Handler() http.Handler {
 	mux.Handle("POST "+api.PathSubscribersRemove, node(n.handleRemove))
 	mux.Handle("POST "+api.PathPoll, node(n.handlePoll))
 	mux.Handle("GET /v1/comments", node(n.handleRecent))
+	mux.Handle("POST "+api.PathRecover, node(n.handleRecover))
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET "+api.PathHealth, func(w http.ResponseWriter, r *http.Request) { httpx.WriteJSON(w, http.StatusOK, n.Health()) })
@@ -94,6 +95,29 @@ func (n *Node) handleRecent(w http.ResponseWriter, r *http.Request) {
 		comments = []api.Comment{}
 	}
 	httpx.WriteJSON(w, http.StatusOK, comments)
+}
+
+func (n *Node) handleRecover(w http.ResponseWriter, r *http.Request) {
+	var req api.RecoverRequest
+	if err := httpx.DecodeJSON(w, r, &req); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if req.NodeID == "" {
+		httpx.WriteError(w, http.StatusBadRequest, "node_id is required")
+		return
+	}
+	incs, err := n.RecoverUsage(r.Context(), req)
+	switch {
+	case errors.Is(err, ErrNoJournal):
+		httpx.WriteError(w, http.StatusNotImplemented, "%v", err)
+	case err != nil && (errors.Is(err, ErrEpoch) || errors.Is(err, ErrNotAttached)):
+		writeHubError(w, err)
+	case err != nil:
+		httpx.WriteError(w, http.StatusBadGateway, "store: %v", err)
+	default:
+		httpx.WriteJSON(w, http.StatusOK, api.RecoverResponse{Increments: incs})
+	}
 }
 
 // writeHubError maps the node's refusals to HTTP: all are 409 Conflict, so

@@ -38,14 +38,17 @@ type writer struct {
 	logger  *slog.Logger
 	in      chan pending
 	written func(batch []pending, fresh []bool)
+	// assign gives a batch's comments the increments they will count
+	// under, before the first write, and returns their intents.
+	assign func(batch []pending) []store.Intent
 
 	mu       sync.Mutex
 	degraded bool
 	lastErr  error
 }
 
-func newWriter(st store.Store, logger *slog.Logger, written func([]pending, []bool)) *writer {
-	return &writer{store: st, logger: logger, in: make(chan pending, writerBuffer), written: written}
+func newWriter(st store.Store, logger *slog.Logger, assign func([]pending) []store.Intent, written func([]pending, []bool)) *writer {
+	return &writer{store: st, logger: logger, in: make(chan pending, writerBuffer), assign: assign, written: written}
 }
 
 // enqueue blocks while the buffer is full: this is the backpressure a slow
@@ -124,6 +127,11 @@ func (w *writer) drain(ctx context.Context) {
 // write stores one batch, retrying with backoff until it succeeds or ctx
 // ends. It reports whether the batch was written.
 func (w *writer) write(ctx context.Context, batch []pending) bool {
+	var intents []store.Intent
+	if w.assign != nil {
+		intents = w.assign(batch)
+	}
+	journal, _ := w.store.(store.UsageJournal)
 	comments := make([]api.Comment, len(batch))
 	for i, p := range batch {
 		comments[i] = p.comment
@@ -135,7 +143,15 @@ func (w *writer) write(ctx context.Context, batch []pending) bool {
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, writeCallTimeout)
 		began := time.Now()
-		err := w.writeOnce(cctx, comments, fresh)
+		var err error
+		if journal != nil && len(intents) > 0 {
+			// The intents go first: whatever part of the batch lands, a
+			// lost spawn's usage can then be counted back from the store.
+			err = journal.Intend(cctx, intents)
+		}
+		if err == nil {
+			err = w.writeOnce(cctx, comments, fresh)
+		}
 		storeWriteSeconds.Observe(time.Since(began).Seconds())
 		storeQueueDepth.Set(float64(len(w.in)))
 		cancel()

@@ -104,6 +104,22 @@ func (d *decorated) WriteFresh(ctx context.Context, comments []api.Comment) ([]b
 	return fresh, d.pub.Publish(ctx, comments)
 }
 
+// Intend records intents in the inner store when it journals usage.
+func (d *decorated) Intend(ctx context.Context, intents []store.Intent) error {
+	if j, ok := d.inner.(store.UsageJournal); ok {
+		return j.Intend(ctx, intents)
+	}
+	return nil
+}
+
+// Recover reads usage back from the inner store when it journals usage.
+func (d *decorated) Recover(ctx context.Context, nodeID string, afterSeq uint64) ([]api.Increment, error) {
+	if j, ok := d.inner.(store.UsageJournal); ok {
+		return j.Recover(ctx, nodeID, afterSeq)
+	}
+	return nil, nil
+}
+
 // Recent reads from the inner store.
 func (d *decorated) Recent(ctx context.Context, crawlerID int64, n int) ([]api.Comment, error) {
 	return d.inner.Recent(ctx, crawlerID, n)

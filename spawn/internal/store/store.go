@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
@@ -31,4 +32,32 @@ type FreshWriter interface {
 	// stored it for the first time. On error the flags still describe what
 	// was durably written before the error, so a retry loses no count.
 	WriteFresh(ctx context.Context, comments []api.Comment) ([]bool, error)
+}
+
+// Intent announces a usage increment before its comments are written: the
+// node and sequence number it will be reported under, and where its
+// comments go.
+type Intent struct {
+	NodeID    string
+	Seq       uint64
+	CrawlerID int64
+	UserID    int64
+	Instance  uint64
+	LeaseSeq  uint64
+	// Days are the UTC days (of published time) of the comments.
+	Days []time.Time
+}
+
+// UsageJournal is a Store that can give back the usage a spawn counted but
+// never reported. A spawn records its increments' intents before writing
+// their comments, and writes each new comment with the increment it counts
+// under (api.Comment.NodeID and IncSeq). When the spawn dies, any spawn can
+// read back, from the comments actually stored, exactly how many each
+// increment holds.
+type UsageJournal interface {
+	// Intend durably records the intents. Recording one again is harmless.
+	Intend(ctx context.Context, intents []Intent) error
+	// Recover counts, for every intent of node after afterSeq, the comments
+	// stored under it.
+	Recover(ctx context.Context, nodeID string, afterSeq uint64) ([]api.Increment, error)
 }

@@ -33,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
 // Write mode: unlogged single-partition batches, measured against
@@ -93,7 +95,10 @@ type Store struct {
 	selectDays    string
 	selectDay     string
 
-	selectHeld string
+	selectHeld    string
+	insertIntent  string
+	selectIntents string
+	selectCounted string
 
 	mu        sync.Mutex
 	knownDays map[partKey]struct{}
@@ -157,7 +162,13 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 		mode:     writeBatches,
 		inFlight: maxInFlight,
 		insertComment: `INSERT INTO ` + ks + `.comments (crawler_id, day, published_at, comment_id,
-			source, author, text, url, fetched_at, matched) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			source, author, text, url, fetched_at, matched, node_id, inc_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		insertIntent: `INSERT INTO ` + ks + `.usage_intents (node_id, seq, crawler_id, user_id, instance, lease_seq, days)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		selectIntents: `SELECT seq, crawler_id, user_id, instance, lease_seq, days FROM ` + ks + `.usage_intents
+			WHERE node_id = ? AND seq > ?`,
+		selectCounted: `SELECT published_at FROM ` + ks + `.comments
+			WHERE crawler_id = ? AND day = ? AND node_id = ? AND inc_seq = ? ALLOW FILTERING`,
 		insertDay:  `INSERT INTO ` + ks + `.crawler_days (crawler_id, day) VALUES (?, ?)`,
 		selectDays: `SELECT day FROM ` + ks + `.crawler_days WHERE crawler_id = ?`,
 		selectDay: `SELECT comment_id, source, author, text, url, published_at, fetched_at, matched
@@ -214,8 +225,23 @@ func (s *Store) createSchema(ctx context.Context) error {
 			url text,
 			fetched_at timestamp,
 			matched frozen<list<text>>,
+			node_id text,
+			inc_seq bigint,
 			PRIMARY KEY ((crawler_id, day), published_at, comment_id)
 		) WITH CLUSTERING ORDER BY (published_at DESC, comment_id ASC)`,
+		// Keyspaces created before comments carried their increment.
+		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS node_id text`,
+		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS inc_seq bigint`,
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.usage_intents (
+			node_id text,
+			seq bigint,
+			crawler_id bigint,
+			user_id bigint,
+			instance bigint,
+			lease_seq bigint,
+			days set<date>,
+			PRIMARY KEY (node_id, seq)
+		) WITH default_time_to_live = ` + fmt.Sprint(int(intentTTL.Seconds())),
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.crawler_days (
 			crawler_id bigint,
 			day date,
@@ -254,6 +280,69 @@ func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
 	return nil
 }
 
+// intentTTL is how long an increment's intent is kept: far longer than a
+// lost spawn's usage takes to be recovered.
+const intentTTL = 7 * 24 * time.Hour
+
+// Intend records the intents, one idempotent insert each.
+func (s *Store) Intend(ctx context.Context, intents []store.Intent) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.inFlight)
+	for _, in := range intents {
+		g.Go(func() error {
+			days := make([]time.Time, len(in.Days))
+			for i, d := range in.Days {
+				days[i] = utcDay(d)
+			}
+			q := s.session.Query(s.insertIntent, in.NodeID, int64(in.Seq), in.CrawlerID, in.UserID,
+				int64(in.Instance), int64(in.LeaseSeq), days).WithContext(gctx).Idempotent(true)
+			err := q.Exec()
+			q.Release()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("cassandra: record %d usage intents: %w", len(intents), err)
+	}
+	return nil
+}
+
+// Recover counts, for each intent of node after afterSeq, the comments
+// stored under it, in the partitions the intent names.
+func (s *Store) Recover(ctx context.Context, nodeID string, afterSeq uint64) ([]api.Increment, error) {
+	iter := s.session.Query(s.selectIntents, nodeID, int64(afterSeq)).WithContext(ctx).Idempotent(true).Iter()
+	var out []api.Increment
+	var days [][]time.Time
+	var seq, instance, leaseSeq, crawlerID, userID int64
+	var d []time.Time
+	for iter.Scan(&seq, &crawlerID, &userID, &instance, &leaseSeq, &d) {
+		out = append(out, api.Increment{NodeID: nodeID, Seq: uint64(seq), CrawlerID: crawlerID, UserID: userID,
+			Instance: uint64(instance), LeaseSeq: uint64(leaseSeq)})
+		days = append(days, slices.Clone(d))
+		d = nil
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: read usage intents of node %s: %w", nodeID, err)
+	}
+	for i := range out {
+		inc := &out[i]
+		for _, day := range days[i] {
+			it := s.session.Query(s.selectCounted, inc.CrawlerID, day, nodeID, int64(inc.Seq)).WithContext(ctx).Idempotent(true).Iter()
+			var pub time.Time
+			for it.Scan(&pub) {
+				inc.Count++
+				if pub.After(inc.Newest) {
+					inc.Newest = pub.UTC()
+				}
+			}
+			if err := it.Close(); err != nil {
+				return nil, fmt.Errorf("cassandra: count comments of increment %s/%d: %w", nodeID, inc.Seq, err)
+			}
+		}
+	}
+	return out, nil
+}
+
 // maxUnsettled bounds the rows remembered from failed writes; the writer
 // retries one batch at a time, so it holds at most a batch or two.
 const maxUnsettled = 1 << 16
@@ -287,7 +376,15 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 		fresh[i] = isNew
 	}
 	s.mu.Unlock()
-	if err := s.Write(ctx, comments); err != nil {
+	// Only new comments are written: rewriting a held one would take it
+	// from the increment that counted it.
+	var toWrite []api.Comment
+	for i, f := range fresh {
+		if f {
+			toWrite = append(toWrite, comments[i])
+		}
+	}
+	if err := s.Write(ctx, toWrite); err != nil {
 		s.mu.Lock()
 		if len(s.unsettled)+len(candidates) > maxUnsettled {
 			clear(s.unsettled)
@@ -433,8 +530,14 @@ func (s *Store) commentArgs(c *api.Comment, day time.Time) []any {
 		// An empty frozen list, not a null: a null is a tombstone.
 		matched = []string{}
 	}
+	var node *string
+	var seq *int64
+	if c.NodeID != "" {
+		n, q := c.NodeID, int64(c.IncSeq)
+		node, seq = &n, &q
+	}
 	return []any{c.CrawlerID, day, ms(c.PublishedAt), c.ID,
-		c.Source, c.Author, c.Text, c.URL, ms(c.FetchedAt), matched}
+		c.Source, c.Author, c.Text, c.URL, ms(c.FetchedAt), matched, node, seq}
 }
 
 // writeBatches writes each partition's comments as unlogged single-partition
@@ -551,3 +654,9 @@ func (g gocqlLogger) Printf(format string, v ...any) {
 	g.l.Warn(strings.TrimSpace(fmt.Sprintf(format, v...)))
 }
 func (g gocqlLogger) Println(v ...any) { g.l.Warn(strings.TrimSpace(fmt.Sprintln(v...))) }
+
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.FreshWriter  = (*Store)(nil)
+	_ store.UsageJournal = (*Store)(nil)
+)

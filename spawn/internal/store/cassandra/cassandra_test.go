@@ -25,6 +25,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
 // The Store satisfies store.Store (spelled out here: the store package
@@ -539,5 +540,52 @@ func TestWriteFreshReportsOnlyNewComments(t *testing.T) {
 	}
 	if fresh, _ = s.WriteFresh(ctx, retry); fresh[0] {
 		t.Fatal("a settled comment written again counted as new")
+	}
+}
+
+func TestRecoverCountsWhatEachIntentStored(t *testing.T) {
+	testAddr(t)
+	s, _ := openTest(t)
+	ctx := ctxT(t)
+	base := time.Date(2024, 3, 5, 23, 59, 0, 0, time.UTC)
+	next := base.Add(2 * time.Minute) // the next UTC day
+	intents := []store.Intent{
+		{NodeID: "node-a", Seq: 1, CrawlerID: 5, UserID: 9, Days: []time.Time{base, next}},
+		{NodeID: "node-a", Seq: 2, CrawlerID: 6, UserID: 9, Instance: 3, LeaseSeq: 4, Days: []time.Time{base}},
+		{NodeID: "node-a", Seq: 3, CrawlerID: 5, UserID: 9, Days: []time.Time{base}},
+	}
+	if err := s.Intend(ctx, intents); err != nil {
+		t.Fatal(err)
+	}
+	tag := func(c api.Comment, node string, seq uint64) api.Comment { c.NodeID, c.IncSeq = node, seq; return c }
+	if _, err := s.WriteFresh(ctx, []api.Comment{
+		tag(mkComment(5, "x", base), "node-a", 1), tag(mkComment(5, "y", next), "node-a", 1),
+		tag(mkComment(6, "z", base), "node-a", 2), tag(mkComment(5, "w", base.Add(time.Second)), "node-b", 1),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A comment delivered again under another increment keeps its first one.
+	if _, err := s.WriteFresh(ctx, []api.Comment{tag(mkComment(5, "x", base), "node-a", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Recover(ctx, "node-a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[uint64]int64{}
+	for _, inc := range got {
+		counts[inc.Seq] = inc.Count
+		if inc.Seq == 1 && !inc.Newest.Equal(next) {
+			t.Errorf("increment 1 newest = %v, want %v", inc.Newest, next)
+		}
+		if inc.Seq == 2 && (inc.Instance != 3 || inc.LeaseSeq != 4 || inc.CrawlerID != 6 || inc.UserID != 9) {
+			t.Errorf("increment 2 = %+v", inc)
+		}
+	}
+	if want := map[uint64]int64{1: 2, 2: 1, 3: 0}; !reflect.DeepEqual(counts, want) {
+		t.Fatalf("recovered counts %v, want %v", counts, want)
+	}
+	if after, err := s.Recover(ctx, "node-a", 2); err != nil || len(after) != 1 || after[0].Seq != 3 {
+		t.Fatalf("Recover after 2 = %+v, %v", after, err)
 	}
 }

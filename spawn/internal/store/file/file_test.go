@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
 func TestParseURI(t *testing.T) {
@@ -362,5 +363,68 @@ func TestStore_WriteFreshReportsOnlyNewComments(t *testing.T) {
 	fresh, err = b.WriteFresh(ctx, again)
 	if err != nil || !slices.Equal(fresh, []bool{false, true, false}) {
 		t.Fatalf("second write: fresh %v, err %v, want [false true false]", fresh, err)
+	}
+}
+
+func TestStore_RecoverCountsWhatEachIntentStored(t *testing.T) {
+	dir := t.TempDir()
+	a, b := openStore(t, dir), openStore(t, dir)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	day := now.Truncate(24 * time.Hour)
+	intents := []store.Intent{
+		{NodeID: "node-a", Seq: 1, CrawlerID: 1, UserID: 9, Days: []time.Time{day}},
+		{NodeID: "node-a", Seq: 2, CrawlerID: 2, UserID: 9, Instance: 3, LeaseSeq: 4, Days: []time.Time{day}},
+		{NodeID: "node-a", Seq: 3, CrawlerID: 1, UserID: 9, Days: []time.Time{day}}, // its comments never landed
+	}
+	if err := a.Intend(ctx, intents); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Intend(ctx, intents[:1]); err != nil { // a retried batch records it again
+		t.Fatal(err)
+	}
+	tag := func(c api.Comment, seq uint64) api.Comment { c.NodeID, c.IncSeq = "node-a", seq; return c }
+	if _, err := a.WriteFresh(ctx, []api.Comment{
+		tag(comment(1, "x", now.Add(-time.Minute)), 1), tag(comment(1, "y", now), 1), tag(comment(2, "z", now), 2),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Another node's comment in the same crawler does not count for node-a.
+	other := comment(1, "w", now)
+	other.NodeID, other.IncSeq = "node-b", 1
+	if _, err := a.WriteFresh(ctx, []api.Comment{other}); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := b.Recover(ctx, "node-a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []api.Increment{
+		{NodeID: "node-a", Seq: 1, CrawlerID: 1, UserID: 9, Count: 2},
+		{NodeID: "node-a", Seq: 2, CrawlerID: 2, UserID: 9, Instance: 3, LeaseSeq: 4, Count: 1},
+		{NodeID: "node-a", Seq: 3, CrawlerID: 1, UserID: 9, Count: 0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Recover = %+v", got)
+	}
+	for i := range want {
+		g := got[i]
+		g.Newest = time.Time{}
+		if g != want[i] {
+			t.Errorf("increment %d = %+v, want %+v", i, g, want[i])
+		}
+	}
+	if !got[0].Newest.Equal(now.Truncate(time.Microsecond)) && !got[0].Newest.Equal(now) {
+		t.Errorf("newest = %v, want %v", got[0].Newest, now)
+	}
+	if after, err := b.Recover(ctx, "node-a", 2); err != nil || len(after) != 1 || after[0].Seq != 3 {
+		t.Fatalf("Recover after 2 = %+v, %v", after, err)
+	}
+	if none, err := b.Recover(ctx, "never-seen", 0); err != nil || len(none) != 0 {
+		t.Fatalf("unknown node: %+v, %v", none, err)
+	}
+	if _, err := b.Recover(ctx, "../escape", 0); err == nil {
+		t.Fatal("a node id with a path in it was accepted")
 	}
 }

@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// recovery is a lost node whose usage after afterSeq is read back from the
+// comment store once due.
+type recovery struct {
+	nodeID   string
+	afterSeq uint64
+	due      time.Time
+}
+
+// recoveryDelay is how long after losing a node its usage is read back: by
+// then its leases have expired and, if it was only cut off, it has detached
+// and stopped counting.
+func (h *Hub) recoveryDelay() time.Duration {
+	return max(h.cfg.LeaseTTL, h.cfg.DetachAfter) + h.cfg.PollInterval
+}
+
+// runRecoveries asks a live node to read back the usage of every lost node
+// whose recovery is due, applies it exactly once (the increments keep the
+// lost node's ids), and then releases the lost node's leases.
+func (h *Hub) runRecoveries(ctx context.Context) {
+	now := time.Now()
+	h.mu.Lock()
+	var due []recovery
+	keep := h.recoveries[:0]
+	for _, r := range h.recoveries {
+		if now.Before(r.due) {
+			keep = append(keep, r)
+		} else {
+			due = append(due, r)
+		}
+	}
+	h.recoveries = keep
+	var reader *node
+	if ids := h.sortedNodeIDsLocked(); len(ids) > 0 {
+		reader = h.nodes[ids[0]]
+	}
+	h.mu.Unlock()
+	for _, r := range due {
+		if err := h.recover(ctx, reader, r); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			h.logger.Warn("usage recovery failed, will retry", "node_id", r.nodeID, "err", err)
+			h.mu.Lock()
+			h.recoveries = append(h.recoveries, r)
+			h.mu.Unlock()
+		}
+	}
+}
+
+func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
+	if reader == nil {
+		return ErrNoNode
+	}
+	var resp api.RecoverResponse
+	err := h.call(ctx, reader, api.PathRecover, api.RecoverRequest{Epoch: h.epoch, NodeID: r.nodeID, AfterSeq: r.afterSeq}, &resp)
+	var status *api.StatusError
+	switch {
+	case errors.As(err, &status) && status.Code == http.StatusNotImplemented:
+		// The store keeps no journal: fall back to releasing the leases.
+		resp.Increments = nil
+	case err != nil:
+		return err
+	}
+	var incs []api.Increment
+	for _, inc := range resp.Increments {
+		if inc.NodeID == r.nodeID && inc.Seq > r.afterSeq && inc.Count > 0 {
+			incs = append(incs, inc)
+		}
+	}
+	var applied []api.Increment
+	if len(incs) > 0 {
+		if applied, err = h.cfg.Store.ApplyIncrements(ctx, incs); err != nil {
+			return fmt.Errorf("cluster: apply recovered usage: %w", err)
+		}
+	}
+	var total int64
+	h.mu.Lock()
+	h.applyNodeUsageLocked(r.nodeID, nil, applied)
+	for _, c := range h.crawlers {
+		c.leases.recovered(r.nodeID)
+	}
+	for _, inc := range applied {
+		total += inc.Count
+	}
+	h.eventLocked("usage_recovered", fmt.Sprintf("node %s: %d comments stored but not reported, in %d increments, counted", short(r.nodeID), total, len(applied)))
+	_, back := h.nodes[r.nodeID]
+	h.mu.Unlock()
+	usageRecovered.Add(float64(total))
+	h.logger.Info("usage recovered", "node_id", r.nodeID, "comments", total, "increments", len(applied), "read_by", reader.id)
+	if !back {
+		if err := h.cfg.Store.ForgetNode(ctx, r.nodeID); err != nil {
+			h.logger.Warn("unable to forget node", "node_id", r.nodeID, "err", err)
+		}
+	}
+	return nil
+}
