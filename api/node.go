@@ -214,7 +214,9 @@ type PollResponse struct {
 	Clock       int64              `json:"clock"`
 	Subscribers []SubscriberStatus `json:"subscribers"`
 	Increments  []Increment        `json:"increments,omitempty"`
-	DataSources []DataSourceStatus `json:"data_sources,omitempty"`
+	// MoreIncrements says the spawn holds increments beyond this answer's.
+	MoreIncrements bool               `json:"more_increments,omitempty"`
+	DataSources    []DataSourceStatus `json:"data_sources,omitempty"`
 	// Pending counts comments waiting for the store, per crawler.
 	Pending map[int64]int `json:"pending,omitempty"`
 	// Store says whether the comment store keeps up ("ok" or "degraded").

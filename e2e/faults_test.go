@@ -245,6 +245,18 @@ func TestFaults_LostDuplicatedReorderedMessages(t *testing.T) {
 	}
 	stop()
 	watching.Wait()
+	// The limited crawlers keep getting new items until they reach their
+	// limits: what a waiting subscriber's bounded backlog let go is gone.
+	more, stopMore := context.WithCancel(c.ctx)
+	defer stopMore()
+	go func() {
+		for round := 100000; more.Err() == nil; round++ {
+			for i := range limits {
+				c.feeds.Publish(fmt.Sprintf("lim%d", i), feedItem(fmt.Sprintf("l%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+	}()
 	var stats faultproxy.Stats
 	for _, l := range c.links {
 		s := l.down.Stats()

@@ -46,12 +46,32 @@ func TestReload_HardTouchesOnlyMovedSubscribers(t *testing.T) {
 		t.Run(routing, func(t *testing.T) {
 			c := newCluster(t, clusterOpts{spawns: 3, routing: routing})
 			ids := c.crawlers("r", 30)
-			before := c.runningOn()
+			// placement waits for a snapshot in which every crawler runs on
+			// exactly one node.
+			placement := func(what string) map[int64][]string {
+				var on map[int64][]string
+				waitFor(t, what, func() bool {
+					on = c.runningOn()
+					for _, id := range ids {
+						if len(on[id]) != 1 {
+							return false
+						}
+					}
+					return true
+				})
+				return on
+			}
+			before := placement("every crawler on one of three nodes")
 			joined := time.Now()
-			c.addSpawn()
+			added := c.addSpawn()
 			c.waitNodes(4)
-			waitFor(t, "every crawler on one of four nodes", func() bool { return c.eachOnOne(ids) })
-			after := c.runningOn()
+			// The join's hard reload is done once the new node runs its
+			// share (30 crawlers leave it none with odds below 1 in 4,000).
+			waitFor(t, "the new node running subscribers", func() bool {
+				h, ok := spawnHealth(t, added)
+				return ok && len(h.Subscribers) > 0
+			})
+			after := placement("every crawler on one of four nodes")
 			moved := 0
 			for _, id := range ids {
 				if before[id][0] != after[id][0] {

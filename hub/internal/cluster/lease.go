@@ -111,7 +111,12 @@ func (b *leaseBook) recovered(nodeID string) {
 // crawler, and instances of lost nodes once their lease has expired (a dead
 // node's lease counts as spent until then).
 // It reports whether the crawler still has accounts on the node.
-func (b *leaseBook) settle(nodeID string, pending map[int64]int, crawlerID int64, now time.Time) bool {
+//
+// An instance the node no longer runs, with nothing pending for its crawler
+// in an answer that carried all of the node's increments, has had all its
+// usage applied: what it reserved beyond that (comments the store already
+// held, or never stored) was given back and will never count.
+func (b *leaseBook) settle(nodeID string, pending map[int64]int, allReported bool, crawlerID int64, now time.Time) bool {
 	left := false
 	for k, l := range b.inst {
 		if !now.Before(l.hubExpiry) {
@@ -119,7 +124,7 @@ func (b *leaseBook) settle(nodeID string, pending map[int64]int, crawlerID int64
 			case l.nodeLost && !l.awaitingRecovery:
 				delete(b.inst, k)
 				continue
-			case k.node == nodeID && !l.current && pending[crawlerID] == 0 && l.used >= l.reserved:
+			case k.node == nodeID && !l.current && pending[crawlerID] == 0 && (allReported || l.used >= l.reserved):
 				delete(b.inst, k)
 				continue
 			}

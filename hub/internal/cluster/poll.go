@@ -160,7 +160,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 			delete(n.leased, id)
 			continue
 		}
-		if !c.leases.settle(n.id, resp.Pending, id, time.Now()) {
+		if !c.leases.settle(n.id, resp.Pending, !resp.MoreIncrements, id, time.Now()) {
 			delete(n.leased, id)
 		}
 	}

@@ -891,6 +891,7 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 		resp.Subscribers = append(resp.Subscribers, n.statusLocked(s, clock, now))
 	}
 	resp.Increments = slices.Clone(n.incs[:min(len(n.incs), maxIncrementsPerPoll)])
+	resp.MoreIncrements = len(n.incs) > maxIncrementsPerPoll
 	resp.DataSources = n.dataSourcesLocked()
 	if len(n.pending) > 0 {
 		resp.Pending = maps.Clone(n.pending)
