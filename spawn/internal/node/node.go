@@ -918,14 +918,20 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 		st.State = api.StateQuotaWait
 	}
 	var errs []string
+	failing := 0
 	for _, k := range s.keys {
 		if ds, ok := n.sources[k]; ok {
 			if err := ds.ds.Err(); err != nil {
 				errs = append(errs, err.Error())
+				if !errors.Is(err, source.ErrDegraded) {
+					failing++
+				}
 			}
 		}
 	}
-	if len(errs) > 0 && len(errs) == len(s.keys) {
+	// Failed only when every data source of the subscriber is failing
+	// for good; a passing error shows without changing its state.
+	if failing > 0 && failing == len(s.keys) {
 		st.State = api.StateFailed
 	}
 	st.Error = strings.Join(errs, "; ")

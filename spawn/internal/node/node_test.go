@@ -84,7 +84,17 @@ func (k *chanKind) send(key string, items ...source.Item) {
 	ch <- items
 }
 
-type chanSource struct{ in chan []source.Item }
+type chanSource struct {
+	in  chan []source.Item
+	mu  sync.Mutex
+	err error
+}
+
+func (s *chanSource) setErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
 
 func (s *chanSource) Run(ctx context.Context, emit source.Emit) {
 	for {
@@ -98,7 +108,11 @@ func (s *chanSource) Run(ctx context.Context, emit source.Emit) {
 		}
 	}
 }
-func (s *chanSource) Err() error                          { return nil }
+func (s *chanSource) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
 func (s *chanSource) SetSubscribers([]api.SubscriberSpec) {}
 
 // attachedNode returns a running node attached to epoch "e1" without a hub.
@@ -305,5 +319,36 @@ func TestContainsWord(t *testing.T) {
 		if got := containsWord(tc.text, tc.word); got != tc.want {
 			t.Errorf("containsWord(%q, %q) = %v", tc.text, tc.word, got)
 		}
+	}
+}
+
+func TestNode_PassingSourceErrorsDoNotFailSubscribers(t *testing.T) {
+	n, _, _ := attachedNode(t)
+	_, _ = n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}})
+	ds := n.sources["f"].ds.(*chanSource)
+	cases := []struct {
+		name      string
+		err       error
+		wantState string
+	}{
+		{"healthy", nil, api.StateRunning},
+		{"a fetch failed, retrying", source.Degraded(errors.New("rss: timeout")), api.StateRunning},
+		{"failing for good", errors.New("twitter: credentials refused"), api.StateFailed},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ds.setErr(tc.err)
+			resp, err := n.Poll(api.PollRequest{Epoch: "e1", Seq: uint64(10 + i), Subscribers: []api.SubscriberRef{{CrawlerID: 1, Version: 1}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := resp.Subscribers[0]
+			if st.State != tc.wantState {
+				t.Fatalf("state %s, want %s", st.State, tc.wantState)
+			}
+			if (tc.err != nil) != (st.Error != "") {
+				t.Fatalf("error %q shown for source error %v", st.Error, tc.err)
+			}
+		})
 	}
 }

@@ -14,6 +14,24 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
+// ErrDegraded marks a data source error that is passing (a fetch or two
+// failed, a reconnect is under way): the node shows it on the subscribers
+// but does not mark them failed.
+var ErrDegraded = errors.New("source: degraded")
+
+// Degraded marks err as passing (ErrDegraded), keeping its message.
+func Degraded(err error) error {
+	if err == nil || errors.Is(err, ErrDegraded) {
+		return err
+	}
+	return degradedError{err}
+}
+
+type degradedError struct{ err error }
+
+func (e degradedError) Error() string   { return e.err.Error() }
+func (e degradedError) Unwrap() []error { return []error{ErrDegraded, e.err} }
+
 // ErrUnsupported is returned for a source kind this spawn is not configured
 // to crawl (for example twitter without credentials).
 var ErrUnsupported = errors.New("source: unsupported source kind")

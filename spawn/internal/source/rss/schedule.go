@@ -69,11 +69,10 @@ func (e *FeedError) Error() string {
 
 // Unwrap returns the state's sentinel and the fetch error.
 func (e *FeedError) Unwrap() []error {
-	state := ErrDegraded
 	if e.State == Failing {
-		state = ErrFailing
+		return []error{ErrFailing, e.Err}
 	}
-	return []error{state, e.Err}
+	return []error{ErrDegraded, source.ErrDegraded, e.Err}
 }
 
 func (h Health) err(url string) error {

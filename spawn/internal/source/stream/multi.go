@@ -144,6 +144,10 @@ func (m *multi) setErr(part string, err error) {
 		delete(m.errs, part)
 		return
 	}
+	if !errors.Is(err, ErrUnauthorized) {
+		// Reconnects and bad messages pass; wrong credentials do not.
+		err = source.Degraded(err)
+	}
 	m.errs[part] = err
 	m.recent = append(m.recent, err)
 	if over := len(m.recent) - recentErrors; over > 0 {

@@ -153,6 +153,10 @@ func (t *tracker) setErr(part string, err error) {
 		delete(t.errs, part)
 		return
 	}
+	if !errors.Is(err, ErrUnauthorized) {
+		// Reconnects and bad messages pass; wrong credentials do not.
+		err = source.Degraded(err)
+	}
 	t.errs[part] = err
 	t.recent = append(t.recent, err)
 	if over := len(t.recent) - recentErrors; over > 0 {
