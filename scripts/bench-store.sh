@@ -64,5 +64,7 @@ END {
 	printf "baseline (gocql loop):       %8.0f comments/s  (rounds: %s)\n", b, all("baseline")
 	printf "store Write:                 %8.0f comments/s  (rounds: %s)\n", s, all("store")
 	if (n["store-alt"]) printf "store, other write mode:     %8.0f comments/s  (rounds: %s)\n", median("store-alt"), all("store-alt")
+	if (n["counted"]) printf "counted (intents + new only):%8.0f comments/s  (rounds: %s)\n", median("counted"), all("counted")
 	printf "ratio store/baseline:        %8.2f  (target >= 0.90)\n", s / b
+	if (n["counted"]) printf "ratio counted/baseline:      %8.2f  (target >= 0.90)\n", median("counted") / b
 }'

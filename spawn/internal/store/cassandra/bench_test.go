@@ -16,6 +16,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
 // Benchmark shape: one op is one delivery batch as a spawn flushes it,
@@ -157,4 +158,38 @@ func BenchmarkWrite(b *testing.B) {
 	})
 	b.Run("store", runStore(st))
 	b.Run("store-alt", runStore(alt))
+	// counted is the path a spawn takes for comments it counts: the
+	// batch's usage intents first, then the comments attributed to them,
+	// skipping any the store already holds.
+	b.Run("counted", func(b *testing.B) {
+		var seq uint64
+		for range b.N {
+			b.StopTimer()
+			batch := benchComments()
+			byCrawler := map[int64]*store.Intent{}
+			var intents []store.Intent
+			for i := range batch {
+				c := &batch[i]
+				in, ok := byCrawler[c.CrawlerID]
+				if !ok {
+					seq++
+					intents = append(intents, store.Intent{NodeID: "bench-node", Seq: seq, CrawlerID: c.CrawlerID, UserID: 1})
+					in = &intents[len(intents)-1]
+					byCrawler[c.CrawlerID] = in
+				}
+				c.NodeID, c.IncSeq = in.NodeID, in.Seq
+			}
+			for i := range intents {
+				intents[i].Days = []time.Time{time.Now(), time.Now().Add(-24 * time.Hour)}
+			}
+			b.StartTimer()
+			if err := st.Intend(ctx, intents); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.WriteFresh(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b)
+	})
 }
