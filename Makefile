@@ -31,10 +31,10 @@ test: build fmt-check vet
 	# Stops and restarts the shared Cassandra, so it runs alone.
 	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_CASSANDRA_OUTAGE_TEST=1 \
 		$(GO) test -race -count=1 -timeout 5m -run TestCassandra_OutageLosesNothingCounted ./e2e/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./spawn/internal/source/rss/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeLine -fuzztime $(FUZZTIME) ./spawn/internal/source/twitter/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime $(FUZZTIME) ./spawn/internal/source/stream/
-	$(GO) test -run '^$$' -fuzz FuzzMatch -fuzztime $(FUZZTIME) ./spawn/internal/match/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/rss/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeLine -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/twitter/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/stream/
+	$(GO) test -run '^$$' -fuzz FuzzMatch -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/match/
 
 # Tests that need no external server.
 unit:

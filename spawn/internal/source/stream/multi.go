@@ -48,10 +48,6 @@ type counters struct {
 	unsubscribes atomic.Int64
 }
 
-// recentErrors is how many past errors the connection keeps for
-// diagnostics.
-const recentErrors = 32
-
 // compiled is a query's cached hash and the definition it was made from.
 type compiled struct {
 	csdl string
@@ -75,8 +71,7 @@ type multi struct {
 	hashes    map[string]compiled // query uuid → its compiled filter
 	hashOrder []string            // query uuids in caching order
 	routes    map[string][]string // subscribed hash → query uuids
-	errs      map[string]error
-	recent    []error // the last recentErrors errors, for diagnostics
+	errs      source.ErrorSet     // by part: the connection, each query, each hash
 }
 
 func newMulti(opts Options, compileURL, multiURL string) *multi {
@@ -96,7 +91,6 @@ func newMulti(opts Options, compileURL, multiURL string) *multi {
 		want:       map[string][]string{},
 		hashes:     map[string]compiled{},
 		routes:     map[string][]string{},
-		errs:       map[string]error{},
 	}
 }
 
@@ -124,35 +118,15 @@ func (m *multi) SetSubscribers(specs []api.SubscriberSpec) {
 	}
 }
 
-// Err joins the current errors: the connection's, each query's compile
-// error, refused subscriptions and the last bad message.
-func (m *multi) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	parts := slices.Sorted(maps.Keys(m.errs))
-	errs := make([]error, len(parts))
-	for i, p := range parts {
-		errs[i] = m.errs[p]
-	}
-	return errors.Join(errs...)
-}
+// Err joins the current errors of the parts; nil when all is well.
+func (m *multi) Err() error { return m.errs.Err() }
 
 func (m *multi) setErr(part string, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err == nil {
-		delete(m.errs, part)
-		return
-	}
-	if !errors.Is(err, ErrUnauthorized) {
+	if err != nil && !errors.Is(err, ErrUnauthorized) {
 		// Reconnects and bad messages pass; wrong credentials do not.
 		err = source.Degraded(err)
 	}
-	m.errs[part] = err
-	m.recent = append(m.recent, err)
-	if over := len(m.recent) - recentErrors; over > 0 {
-		m.recent = append(m.recent[:0], m.recent[over:]...)
-	}
+	m.errs.Set(part, err)
 }
 
 // Run keeps the connection up until ctx ends: connect, subscribe every
@@ -320,11 +294,10 @@ func (m *multi) reconcile(ctx context.Context, c *websocket.Conn, subscribed map
 	// Items for a hash being unsubscribed may still arrive; without a
 	// route they are dropped.
 	m.routes = desired
-	for part := range m.errs {
-		if uuid, ok := strings.CutPrefix(part, compilePrefix); ok && want[uuid] == nil {
-			delete(m.errs, part)
-		}
-	}
+	m.errs.Clear(func(part string) bool {
+		uuid, ok := strings.CutPrefix(part, compilePrefix)
+		return ok && want[uuid] == nil
+	})
 	m.mu.Unlock()
 	for _, h := range slices.Sorted(maps.Keys(subscribed)) {
 		if _, ok := desired[h]; ok {

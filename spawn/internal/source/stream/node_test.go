@@ -2,96 +2,34 @@ package stream_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/pkg/streamserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/stream"
 )
 
-// memStore keeps comments in memory, by crawler.
-type memStore struct {
-	mu   sync.Mutex
-	rows map[int64][]string
-}
-
-func (m *memStore) Write(_ context.Context, cs []api.Comment) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, c := range cs {
-		if !slices.Contains(m.rows[c.CrawlerID], c.ID) {
-			m.rows[c.CrawlerID] = append(m.rows[c.CrawlerID], c.ID)
-		}
-	}
-	return nil
-}
-
-func (m *memStore) ids(crawler int64) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := slices.Clone(m.rows[crawler])
-	slices.Sort(out)
-	return out
-}
-
-func (m *memStore) Recent(context.Context, int64, int) ([]api.Comment, error) { return nil, nil }
-func (m *memStore) Close() error                                              { return nil }
-
-// fakeHub answers registration only: the test drives the node directly.
-func fakeHub(t *testing.T) string {
-	t.Helper()
-	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != api.PathRegister {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Epoch: "e1", NodeID: "n1"})
-	}))
-	t.Cleanup(hub.Close)
-	return hub.URL
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func streamSpec(id int64, keywords []string, terms ...string) api.SubscriberSpec {
-	canon, err := query.Canonical(api.SourceStream, terms)
-	if err != nil {
-		panic(err)
-	}
-	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: api.SourceStream, Query: canon,
-		Keywords: keywords, QueryUUID: query.UUID(api.SourceStream, canon).String()}
+	return sourcetest.Spec(api.SourceStream, id, keywords, terms...)
 }
 
 // startNode runs a node with one source kind registered as "stream".
-func startNode(t *testing.T, kind source.Kind) (*node.Node, *memStore) {
+func startNode(t *testing.T, kind source.Kind) (*node.Node, *sourcetest.MemStore) {
 	t.Helper()
-	st := &memStore{rows: map[int64][]string{}}
+	st := sourcetest.NewMemStore()
 	n, err := node.New(node.Config{
-		HubURL: fakeHub(t), Store: st, Sources: source.Registry{api.SourceStream: kind},
+		HubURL: sourcetest.FakeHub(t), Store: st, Sources: source.Registry{api.SourceStream: kind},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
 	})
 	if err != nil {
@@ -101,7 +39,7 @@ func startNode(t *testing.T, kind source.Kind) (*node.Node, *memStore) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitUntil(t, "registration", func() bool { return n.Health().State == api.NodeAttached })
+	sourcetest.WaitUntil(t, "registration", func() bool { return n.Health().State == api.NodeAttached })
 	return n, st
 }
 
@@ -138,7 +76,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
 		}
 	}
-	waitUntil(t, "two subscriptions on one connection", func() bool {
+	sourcetest.WaitUntil(t, "two subscriptions on one connection", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && len(subs[0]) == 2
 	})
@@ -158,10 +96,10 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 	}
 	for crawler, ids := range want {
 		slices.Sort(ids)
-		waitUntil(t, "crawler comments", func() bool { return len(st.ids(crawler)) >= len(ids) })
+		sourcetest.WaitUntil(t, "crawler comments", func() bool { return len(st.IDs(crawler)) >= len(ids) })
 	}
 	for crawler, ids := range want {
-		if got := st.ids(crawler); !slices.Equal(got, ids) {
+		if got := st.IDs(crawler); !slices.Equal(got, ids) {
 			t.Errorf("crawler %d stored %v, want %v", crawler, got, ids)
 		}
 	}
@@ -185,7 +123,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 	if err := n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 2, CrawlerIDs: []int64{3}}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "one subscription left", func() bool {
+	sourcetest.WaitUntil(t, "one subscription left", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && len(subs[0]) == 1
 	})

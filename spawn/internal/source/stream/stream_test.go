@@ -534,13 +534,4 @@ func TestCSDLRoundTrip(t *testing.T) {
 
 // sawErr reports whether one of the recent errors, cleared or not, wraps
 // target: a failure that a reconnect has already repaired still shows.
-func (m *multi) sawErr(target error) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, err := range m.recent {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
-}
+func (m *multi) sawErr(target error) bool { return m.errs.Saw(target) }

@@ -2,89 +2,27 @@ package twitter_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/pkg/twitterserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
 )
 
-// memStore keeps comments in memory, by crawler.
-type memStore struct {
-	mu   sync.Mutex
-	rows map[int64][]string
-}
-
-func (m *memStore) Write(_ context.Context, cs []api.Comment) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, c := range cs {
-		if !slices.Contains(m.rows[c.CrawlerID], c.ID) {
-			m.rows[c.CrawlerID] = append(m.rows[c.CrawlerID], c.ID)
-		}
-	}
-	return nil
-}
-
-func (m *memStore) ids(crawler int64) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := slices.Clone(m.rows[crawler])
-	slices.Sort(out)
-	return out
-}
-
-func (m *memStore) Recent(context.Context, int64, int) ([]api.Comment, error) { return nil, nil }
-func (m *memStore) Close() error                                              { return nil }
-
-// fakeHub answers registration only: the test drives the node directly.
-func fakeHub(t *testing.T) string {
-	t.Helper()
-	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != api.PathRegister {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Epoch: "e1", NodeID: "n1"})
-	}))
-	t.Cleanup(hub.Close)
-	return hub.URL
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func twitterSpec(id int64, keywords []string, terms ...string) api.SubscriberSpec {
-	canon, err := query.Canonical(api.SourceTwitter, terms)
-	if err != nil {
-		panic(err)
-	}
-	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: api.SourceTwitter, Query: canon,
-		Keywords: keywords, QueryUUID: query.UUID(api.SourceTwitter, canon).String()}
+	return sourcetest.Spec(api.SourceTwitter, id, keywords, terms...)
 }
 
 // TestNode_TwitterSubscribersShareOneStream runs a real node with the
@@ -105,9 +43,9 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &memStore{rows: map[int64][]string{}}
+	st := sourcetest.NewMemStore()
 	n, err := node.New(node.Config{
-		HubURL: fakeHub(t), Store: st, Sources: source.Registry{api.SourceTwitter: kind},
+		HubURL: sourcetest.FakeHub(t), Store: st, Sources: source.Registry{api.SourceTwitter: kind},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
 	})
 	if err != nil {
@@ -117,7 +55,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitUntil(t, "registration", func() bool { return n.Health().State == api.NodeAttached })
+	sourcetest.WaitUntil(t, "registration", func() bool { return n.Health().State == api.NodeAttached })
 
 	specs := []api.SubscriberSpec{
 		twitterSpec(1, nil, "golang"),
@@ -134,7 +72,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
 		}
 	}
-	waitUntil(t, "one stream tracking golang and rust", func() bool {
+	sourcetest.WaitUntil(t, "one stream tracking golang and rust", func() bool {
 		tr := srv.OpenTracks()
 		return len(tr) == 1 && slices.Equal(tr[0], []string{"golang", "rust"})
 	})
@@ -153,11 +91,11 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	}
 	for crawler, ids := range want {
 		slices.Sort(ids)
-		waitUntil(t, "crawler comments", func() bool { return len(st.ids(crawler)) >= len(ids) })
+		sourcetest.WaitUntil(t, "crawler comments", func() bool { return len(st.IDs(crawler)) >= len(ids) })
 	}
 	// Everything is stored by now; nothing else may arrive.
 	for crawler, ids := range want {
-		if got := st.ids(crawler); !slices.Equal(got, ids) {
+		if got := st.IDs(crawler); !slices.Equal(got, ids) {
 			t.Errorf("crawler %d stored %v, want %v", crawler, got, ids)
 		}
 	}
@@ -171,7 +109,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 
 	// An unconfigured spawn refuses twitter subscribers, saying why.
 	n2, err := node.New(node.Config{
-		HubURL: fakeHub(t), Store: &memStore{rows: map[int64][]string{}}, Sources: source.Registry{api.SourceTwitter: twitter.Unconfigured()},
+		HubURL: sourcetest.FakeHub(t), Store: sourcetest.NewMemStore(), Sources: source.Registry{api.SourceTwitter: twitter.Unconfigured()},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
 	})
 	if err != nil {
@@ -181,7 +119,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	done2 := make(chan struct{})
 	go func() { defer close(done2); _ = n2.Run(ctx2, time.Second) }()
 	t.Cleanup(func() { cancel2(); <-done2 })
-	waitUntil(t, "registration", func() bool { return n2.Health().State == api.NodeAttached })
+	sourcetest.WaitUntil(t, "registration", func() bool { return n2.Health().State == api.NodeAttached })
 	resp, err = n2.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs[:1]})
 	if err != nil {
 		t.Fatal(err)

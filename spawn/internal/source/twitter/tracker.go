@@ -49,9 +49,8 @@ type tracker struct {
 	stats     counters
 
 	mu        sync.Mutex
-	want      []string         // sorted union of the subscribers' terms
-	errs      map[string]error // by part: "stream 3", "backfill"
-	recent    []error          // the last recentErrors errors, for diagnostics
+	want      []string        // sorted union of the subscribers' terms
+	errs      source.ErrorSet // by part: "stream 3", "backfill"
 	seen      map[string]struct{}
 	seenOrder []string
 }
@@ -68,15 +67,11 @@ func newTracker(opts Options, apiURL *url.URL, filterURL string) *tracker {
 		logger:    opts.Logger.With("source", Key),
 		stream:    &http.Client{Transport: signer(opts.Credentials, base), CheckRedirect: opts.Client.CheckRedirect},
 		changed:   make(chan struct{}, 1),
-		errs:      map[string]error{},
 		seen:      map[string]struct{}{},
 	}
 	t.matcher.Store(newMatcher(nil))
 	return t
 }
-
-// recentErrors is how many past errors a tracker keeps for diagnostics.
-const recentErrors = 32
 
 // searchClient is go-twitter's client for backfills, bound to ctx, with
 // the API base rewritten, requests signed and responses capped.
@@ -129,39 +124,15 @@ func (t *tracker) wantTerms() []string {
 	return slices.Clone(t.want)
 }
 
-// Err joins the current errors of the streams and of backfilling; nil when
-// all is well.
-func (t *tracker) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	parts := make([]string, 0, len(t.errs))
-	for p := range t.errs {
-		parts = append(parts, p)
-	}
-	slices.Sort(parts)
-	errs := make([]error, len(parts))
-	for i, p := range parts {
-		errs[i] = t.errs[p]
-	}
-	return errors.Join(errs...)
-}
+// Err joins the current errors of the parts; nil when all is well.
+func (t *tracker) Err() error { return t.errs.Err() }
 
 func (t *tracker) setErr(part string, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err == nil {
-		delete(t.errs, part)
-		return
-	}
-	if !errors.Is(err, ErrUnauthorized) {
+	if err != nil && !errors.Is(err, ErrUnauthorized) {
 		// Reconnects and bad messages pass; wrong credentials do not.
 		err = source.Degraded(err)
 	}
-	t.errs[part] = err
-	t.recent = append(t.recent, err)
-	if over := len(t.recent) - recentErrors; over > 0 {
-		t.recent = append(t.recent[:0], t.recent[over:]...)
-	}
+	t.errs.Set(part, err)
 }
 
 // deliver hands over the items not handed over before. An item counts as

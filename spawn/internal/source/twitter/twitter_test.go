@@ -718,13 +718,4 @@ func TestFramer(t *testing.T) {
 
 // sawErr reports whether one of the recent errors, cleared or not, wraps
 // target: a failure that a reconnect has already repaired still shows.
-func (t *tracker) sawErr(target error) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, err := range t.recent {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
-}
+func (t *tracker) sawErr(target error) bool { return t.errs.Saw(target) }

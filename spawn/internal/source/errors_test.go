@@ -1,0 +1,41 @@
+package source
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestErrorSet_PartsJoinClearAndRemember(t *testing.T) {
+	var s ErrorSet
+	a, b := errors.New("conn down"), errors.New("query bad")
+	if s.Err() != nil {
+		t.Fatal("an empty set has an error")
+	}
+	s.Set("conn", a)
+	s.Set("query 1", b)
+	if err := s.Err(); !errors.Is(err, a) || !errors.Is(err, b) {
+		t.Fatalf("Err = %v, want both", err)
+	}
+	s.Set("conn", nil)
+	if err := s.Err(); errors.Is(err, a) || !errors.Is(err, b) {
+		t.Fatalf("after clearing conn: %v", err)
+	}
+	s.Clear(func(part string) bool { return part == "query 1" })
+	if s.Err() != nil {
+		t.Fatalf("after Clear: %v", s.Err())
+	}
+	if !s.Saw(a) || !s.Saw(b) {
+		t.Fatal("cleared errors are forgotten by Saw")
+	}
+}
+
+func TestDegraded_KeepsMessageAndCause(t *testing.T) {
+	cause := errors.New("rss: timeout")
+	err := Degraded(cause)
+	if err.Error() != cause.Error() || !errors.Is(err, ErrDegraded) || !errors.Is(err, cause) {
+		t.Fatalf("Degraded = %v", err)
+	}
+	if Degraded(nil) != nil || Degraded(err) != err {
+		t.Fatal("Degraded of nil or of a degraded error changed it")
+	}
+}

@@ -1,0 +1,93 @@
+// Package sourcetest holds what the data source packages' tests share to run
+// a real spawn node against their local servers: an in-memory comment
+// store, a hub that only answers registration, subscriber specs and a
+// deadline wait.
+package sourcetest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+)
+
+// MemStore keeps comment ids in memory, by crawler.
+type MemStore struct {
+	mu   sync.Mutex
+	rows map[int64][]string
+}
+
+// NewMemStore returns an empty store.
+func NewMemStore() *MemStore { return &MemStore{rows: map[int64][]string{}} }
+
+// Write records the comments' ids, once each.
+func (m *MemStore) Write(_ context.Context, cs []api.Comment) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range cs {
+		if !slices.Contains(m.rows[c.CrawlerID], c.ID) {
+			m.rows[c.CrawlerID] = append(m.rows[c.CrawlerID], c.ID)
+		}
+	}
+	return nil
+}
+
+// IDs lists a crawler's stored comment ids, sorted.
+func (m *MemStore) IDs(crawler int64) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.rows[crawler])
+	slices.Sort(out)
+	return out
+}
+
+// Recent is not used by the tests.
+func (m *MemStore) Recent(context.Context, int64, int) ([]api.Comment, error) { return nil, nil }
+
+// Close does nothing.
+func (m *MemStore) Close() error { return nil }
+
+// FakeHub answers registration only (epoch "e1"): the test drives the node
+// directly.
+func FakeHub(t *testing.T) string {
+	t.Helper()
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != api.PathRegister {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Epoch: "e1", NodeID: "n1"})
+	}))
+	t.Cleanup(hub.Close)
+	return hub.URL
+}
+
+// WaitUntil polls cond until it holds, failing the test after 10 s.
+func WaitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Spec is a subscriber of source kind for terms, with its canonical query.
+func Spec(kind string, id int64, keywords []string, terms ...string) api.SubscriberSpec {
+	canon, err := query.Canonical(kind, terms)
+	if err != nil {
+		panic(err)
+	}
+	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: kind, Query: canon,
+		Keywords: keywords, QueryUUID: query.UUID(kind, canon).String()}
+}
