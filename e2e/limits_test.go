@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -72,4 +73,57 @@ func TestLimits_NeverExceededAndUsageEqualsStored(t *testing.T) {
 		}
 		return n == int(more)
 	})
+}
+
+// TestLimits_ExactAcrossHubRestart restarts the hub while limited crawlers
+// of one user are storing comments on several spawns: every crawler still
+// stops at exactly its limit, the user at exactly theirs, and what is stored
+// equals SQL usage.
+func TestLimits_ExactAcrossHubRestart(t *testing.T) {
+	c := newCluster(t, clusterOpts{spawns: 3})
+	const userLimit = 150
+	u := c.user(userLimit)
+	limits := []int64{40, 60, 0, 0}
+	var ids []int64
+	for i, l := range limits {
+		ids = append(ids, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("hr%d", i))}, nil, l).ID)
+	}
+	ctx, stop := context.WithCancel(c.ctx)
+	defer stop()
+	go func() { // every feed keeps publishing
+		base := time.Now().Add(-time.Hour)
+		for round := 0; ctx.Err() == nil; round++ {
+			for i := range limits {
+				c.feeds.Publish(fmt.Sprintf("hr%d", i), feedItem(fmt.Sprintf("hr%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
+			}
+			time.Sleep(15 * time.Millisecond)
+		}
+	}()
+	waitFor(t, "the user a third of the way to the limit", func() bool {
+		us, err := c.client.GetUser(c.ctx, u.ID)
+		return err == nil && us.Usage >= userLimit/3
+	})
+	if err := c.hub.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	c.startHub()
+	waitFor(t, "the user's limit used up", func() bool {
+		us, err := c.client.GetUser(c.ctx, u.ID)
+		return err == nil && us.Usage == userLimit
+	})
+	t.Logf("user at its limit of %d %s after the hub restarted", userLimit, time.Since(restarted).Round(time.Millisecond))
+	waitFor(t, "nothing running", func() bool { return len(c.runningOn()) == 0 })
+	c.checkStoredEqualsUsage(ids)
+	var total int64
+	for i, id := range ids {
+		cr := c.crawler(id)
+		total += cr.Usage
+		if limits[i] > 0 && cr.Usage > limits[i] {
+			t.Errorf("crawler %d: usage %d over its limit %d", id, cr.Usage, limits[i])
+		}
+	}
+	if total != userLimit {
+		t.Errorf("the user's crawlers used %d, limit %d", total, userLimit)
+	}
 }

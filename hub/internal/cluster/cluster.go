@@ -80,10 +80,11 @@ type Config struct {
 
 // Hub is the control loop. Its methods are safe for concurrent use.
 type Hub struct {
-	cfg    Config
-	epoch  string
-	logger *slog.Logger
-	client *http.Client
+	cfg     Config
+	epoch   string
+	started time.Time
+	logger  *slog.Logger
+	client  *http.Client
 
 	reloadMu sync.Mutex    // one reload at a time
 	wake     chan struct{} // a soft reload is wanted
@@ -178,6 +179,7 @@ func New(cfg Config) (*Hub, error) {
 	return &Hub{
 		cfg:      cfg,
 		epoch:    uuid.NewString(),
+		started:  time.Now(),
 		logger:   cfg.Logger.With("component", "hub"),
 		client:   cfg.HTTPClient,
 		wake:     make(chan struct{}, 1),

@@ -163,6 +163,12 @@ func (b *leaseBook) outstanding(now time.Time) int64 {
 // the crawler's limit or of its user's limit.
 func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 	ttl := h.cfg.LeaseTTL
+	if now.Sub(h.started) < ttl+time.Duration(float64(ttl)*leaseMarginFraction)+leaseMarginFixed {
+		// A previous run of the hub may have granted leases that are
+		// still live on spawns it could not reach; it kept no record of
+		// them. Grant nothing until they have surely expired.
+		return nil
+	}
 	if now.Sub(n.anchorAt) > ttl/2 {
 		// The anchor is old: a lease on it would be mostly expired.
 		// The answer to this poll brings a fresh one.
