@@ -100,6 +100,7 @@ type Hub struct {
 	// recoveries are lost nodes whose unreported usage is still to be
 	// read back from the comment store.
 	recoveries []recovery
+	userTotals map[int64]*userTotal // see userTotalLocked
 	wg         sync.WaitGroup
 	ctx        context.Context
 }

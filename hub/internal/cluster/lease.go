@@ -158,6 +158,44 @@ func (b *leaseBook) outstanding(now time.Time) int64 {
 	return sum
 }
 
+// userTotalFresh is how long a user's summed outstanding leases are reused
+// before they are summed again over the user's crawlers.
+const userTotalFresh = 250 * time.Millisecond
+
+// userTotal is what a user's limited crawlers may still add to usage, summed
+// over their lease accounts, and their weight for sharing grants.
+type userTotal struct {
+	out    int64
+	weight float64
+	at     time.Time
+}
+
+// userTotalLocked returns the user's totals, summed again only when older
+// than userTotalFresh (or a poll interval, if shorter), so a poll round does
+// not walk every crawler of a large customer once per node. Reusing them is
+// safe: every grant adds to out at once, and everything else that changes an
+// account (usage applied, a lease running out, a node's status) only lowers
+// what it may add, so a reused total never understates it.
+func (h *Hub) userTotalLocked(userID int64, now time.Time) *userTotal {
+	if t, ok := h.userTotals[userID]; ok && now.Sub(t.at) < min(userTotalFresh, h.cfg.PollInterval) {
+		return t
+	}
+	t := &userTotal{at: now}
+	for _, uc := range h.byUser[userID] {
+		if uc.spec.Limited {
+			t.out += uc.leases.outstanding(now)
+			if uc.node != "" {
+				t.weight += uc.rate + 1
+			}
+		}
+	}
+	if h.userTotals == nil {
+		h.userTotals = map[int64]*userTotal{}
+	}
+	h.userTotals[userID] = t
+	return t
+}
+
 // grantLocked sizes this poll's leases for the node's limited subscribers.
 // The sum of what every account may still add never exceeds what remains of
 // the crawler's limit or of its user's limit.
@@ -174,25 +212,15 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		// The answer to this poll brings a fresh one.
 		return nil
 	}
-	// Per-user totals, computed only for users with limited crawlers here.
-	userOut := map[int64]int64{}
-	userWeight := map[int64]float64{}
+	// Per-user totals, for users with limited crawlers here.
+	totals := map[int64]*userTotal{}
 	for id := range n.want {
 		c, ok := h.crawlers[id]
 		if !ok || !c.spec.Limited {
 			continue
 		}
-		if _, done := userOut[c.row.UserID]; done {
-			continue
-		}
-		userOut[c.row.UserID] = 0
-		for _, uc := range h.byUser[c.row.UserID] {
-			if uc.spec.Limited {
-				userOut[c.row.UserID] += uc.leases.outstanding(now)
-				if uc.node != "" {
-					userWeight[c.row.UserID] += uc.rate + 1
-				}
-			}
+		if _, done := totals[c.row.UserID]; !done {
+			totals[c.row.UserID] = h.userTotalLocked(c.row.UserID, now)
 		}
 	}
 	var leases []api.Lease
@@ -223,9 +251,9 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 			want = max(want, 2*cur.lastAmount)
 		}
 		if u, ok := h.users[c.row.UserID]; ok && u.row.CommentLimit > 0 {
-			ur := u.row.CommentLimit - u.row.Usage - userOut[c.row.UserID]
+			ur := u.row.CommentLimit - u.row.Usage - totals[c.row.UserID].out
 			remaining = min(remaining, ur)
-			if w := userWeight[c.row.UserID]; w > 0 {
+			if w := totals[c.row.UserID].weight; w > 0 {
 				share := int64(math.Ceil(float64(ur) * (c.rate + 1) / w))
 				want = min(want, max(1, share))
 			}
@@ -237,7 +265,9 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		}
 		c.leases.seq++
 		total := base + amount
-		userOut[c.row.UserID] += total - (cur.outstanding(now) + cur.used)
+		if t := totals[c.row.UserID]; t != nil {
+			t.out += total - (cur.outstanding(now) + cur.used)
+		}
 		cur.granted = total
 		cur.lastAmount = amount
 		cur.spawnExpiry = n.anchorClock + ttl.Milliseconds()

@@ -169,7 +169,7 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	}
 	b.Cleanup(func() { st.Close() })
 	// Customers of 100 crawlers each; a tenth of the crawlers are limited.
-	users := make([]int64, max(1, crawlers/crawlersPerUser))
+	users := make([]int64, envInt("BW_SCALE_USERS", max(1, crawlers/crawlersPerUser)))
 	for i := range users {
 		u, err := st.CreateUser(ctx, fmt.Sprintf("customer%d", i), 0)
 		if err != nil {
@@ -207,8 +207,9 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	return h, urls
 }
 
-// BenchmarkHubScale measures a hub with 1,000 spawns and 100,000 crawlers
-// (BW_SCALE_NODES and BW_SCALE_CRAWLERS change the sizes): the first hard
+// BenchmarkHubScale measures a hub with 1,000 spawns and 100,000 crawlers of
+// 1,000 customers (BW_SCALE_NODES, BW_SCALE_CRAWLERS and BW_SCALE_USERS
+// change the sizes): the first hard
 // reload that places every subscriber, a hard reload with nothing to move,
 // one batched poll round, and, for comparison, one round of the naive
 // polling that asks every subscriber separately.
