@@ -77,6 +77,10 @@ var ErrNotAttached = errors.New("node: not attached")
 
 // Node is one spawn.
 type Node struct {
+	// deferred collects the data sources to tell about subscriber changes
+	// at the end of the batch being applied (guarded by mu; nil outside).
+	deferred map[*dataSource]bool
+
 	cfg    Config
 	id     string
 	start  time.Time
@@ -135,6 +139,9 @@ type dataSource struct {
 	open  []*subscriber
 	stale bool
 	hits  []match.Hit // reused by the emitter
+	// deferred is the node's set of sources to tell at the end of the
+	// batch being applied, nil outside a batch.
+	deferred map[*dataSource]bool
 }
 
 // New builds a node. Run starts it.
@@ -359,6 +366,23 @@ func (n *Node) Upsert(req api.SubscribersRequest) (api.SubscribersResponse, erro
 	if err := n.checkHubLocked(req.Epoch, req.Seq); err != nil {
 		return api.SubscribersResponse{}, err
 	}
+	// Tell each touched data source about its subscribers once, at the end.
+	deferred := map[*dataSource]bool{}
+	for _, ds := range n.sources {
+		ds.deferred = deferred
+	}
+	n.deferred = deferred
+	defer func() {
+		n.deferred = nil
+		for _, ds := range n.sources {
+			ds.deferred = nil
+		}
+		for ds := range deferred {
+			if n.sources[ds.key] == ds {
+				ds.tellLocked()
+			}
+		}
+	}()
 	resp := api.SubscribersResponse{Results: make([]api.SubscriberResult, 0, len(req.Subscribers))}
 	keep := make(map[int64]bool, len(req.Subscribers))
 	for _, spec := range req.Subscribers {
@@ -453,7 +477,7 @@ func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, err
 		return nil, errors.New("node: not running")
 	}
 	ctx, cancel := context.WithCancel(n.runCtx)
-	ds := &dataSource{key: key, ds: impl, subs: map[int64]*subscriber{}, cancel: cancel}
+	ds := &dataSource{key: key, ds: impl, subs: map[int64]*subscriber{}, cancel: cancel, deferred: n.deferred}
 	n.sources[key] = ds
 	n.wg.Add(1)
 	go func() {
@@ -468,7 +492,19 @@ func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, err
 // refreshLocked runs after the source's subscriber set or a subscriber's
 // spec changed: it tells the source, and marks the keyword index for a
 // rebuild on the next emit.
+// refreshLocked tells the source its subscribers changed. Inside a batch
+// (n.deferred set) it only marks the source, and the batch's end tells it
+// once: an upsert of thousands of subscribers on one source then costs one
+// pass, not one per subscriber.
 func (d *dataSource) refreshLocked() {
+	if d.deferred != nil {
+		d.deferred[d] = true
+		return
+	}
+	d.tellLocked()
+}
+
+func (d *dataSource) tellLocked() {
 	specs := make([]api.SubscriberSpec, 0, len(d.subs))
 	for _, s := range d.subs {
 		specs = append(specs, s.spec)

@@ -85,9 +85,10 @@ func (k *chanKind) send(key string, items ...source.Item) {
 }
 
 type chanSource struct {
-	in  chan []source.Item
-	mu  sync.Mutex
-	err error
+	in   chan []source.Item
+	mu   sync.Mutex
+	err  error
+	sets int // SetSubscribers calls
 }
 
 func (s *chanSource) setErr(err error) {
@@ -113,7 +114,11 @@ func (s *chanSource) Err() error {
 	defer s.mu.Unlock()
 	return s.err
 }
-func (s *chanSource) SetSubscribers([]api.SubscriberSpec) {}
+func (s *chanSource) SetSubscribers([]api.SubscriberSpec) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sets++
+}
 
 // attachedNode returns a running node attached to epoch "e1" without a hub.
 func attachedNode(t testing.TB) (*Node, *chanKind, *memStore) {
@@ -350,5 +355,31 @@ func TestNode_PassingSourceErrorsDoNotFailSubscribers(t *testing.T) {
 				t.Fatalf("error %q shown for source error %v", st.Error, tc.err)
 			}
 		})
+	}
+}
+
+func TestNode_UpsertBatchTellsEachSourceOnce(t *testing.T) {
+	n, _, _ := attachedNode(t)
+	var specs []api.SubscriberSpec
+	for i := range 500 {
+		specs = append(specs, spec(int64(i+1), 1, "f"))
+	}
+	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs}); err != nil {
+		t.Fatal(err)
+	}
+	ds := n.sources["f"]
+	src := ds.ds.(*chanSource)
+	src.mu.Lock()
+	sets := src.sets
+	src.mu.Unlock()
+	if len(ds.subs) != 500 || sets != 1 {
+		t.Fatalf("%d subscribers, source told %d times; want 500 subscribers, told once", len(ds.subs), sets)
+	}
+	// Outside a batch a change is told at once.
+	_ = n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 2, CrawlerIDs: []int64{1}})
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if src.sets != 2 {
+		t.Fatalf("after a removal the source was told %d times in all, want 2", src.sets)
 	}
 }
