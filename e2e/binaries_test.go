@@ -292,19 +292,9 @@ func TestBinaries_KilledSpawnUsageIsRecovered(t *testing.T) {
 // countStored counts the distinct comments a file store holds for a crawler.
 func countStored(t *testing.T, dir string, crawlerID int64) int {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprint(crawlerID), "*.jsonl"))
 	ids := map[string]bool{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			var c api.Comment
-			if json.Unmarshal(line, &c) == nil && c.ID != "" {
-				ids[c.ID] = true
-			}
-		}
+	for _, c := range storedIn(t, dir, crawlerID) {
+		ids[c.ID] = true
 	}
 	return len(ids)
 }

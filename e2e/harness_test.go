@@ -175,6 +175,13 @@ func (c *cluster) startHub() {
 
 func (c *cluster) addSpawn() *spawnapp.Spawn {
 	c.t.Helper()
+	return c.addSpawnWith(nil)
+}
+
+// addSpawnWith starts a spawn with the test settings, changed by edit when
+// it is not nil.
+func (c *cluster) addSpawnWith(edit func(*spawnapp.Settings)) *spawnapp.Spawn {
+	c.t.Helper()
 	cfg := spawnapp.DefaultSettings()
 	cfg.Hub = "http://" + c.hubCfg.Listen
 	cfg.Store = c.storeURI
@@ -183,6 +190,9 @@ func (c *cluster) addSpawn() *spawnapp.Spawn {
 	cfg.OrphanAfter = orphanAfter
 	cfg.DetachAfter = detachAfter
 	cfg.NodeToken = nodeToken
+	if edit != nil {
+		edit(&cfg)
+	}
 	var l *link
 	if c.proxied {
 		l = c.newLink()
@@ -293,17 +303,19 @@ func (c *cluster) runningOn(spawns ...*spawnapp.Spawn) map[int64][]string {
 // storedComments reads every comment line the file store holds for a crawler.
 func (c *cluster) storedComments(crawlerID int64) []api.Comment {
 	c.t.Helper()
-	files, _ := filepath.Glob(filepath.Join(c.storeDir, fmt.Sprint(crawlerID), "*.jsonl"))
+	return storedIn(c.t, c.storeDir, crawlerID)
+}
+
+// storedIn reads every complete comment line a file store directory holds
+// for a crawler.
+func storedIn(t *testing.T, dir string, crawlerID int64) []api.Comment {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprint(crawlerID), "*.jsonl"))
 	var out []api.Comment
 	for _, f := range files {
-		fh, err := os.Open(f)
+		b, err := os.ReadFile(f)
 		if err != nil {
-			c.t.Fatal(err)
-		}
-		b, err := io.ReadAll(fh)
-		fh.Close()
-		if err != nil {
-			c.t.Fatal(err)
+			t.Fatal(err)
 		}
 		// A line still being appended has no newline yet: skip it.
 		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
@@ -317,7 +329,7 @@ func (c *cluster) storedComments(crawlerID int64) []api.Comment {
 			}
 			var cm api.Comment
 			if err := json.Unmarshal(line, &cm); err != nil {
-				c.t.Fatalf("%s: bad line %q: %v", f, line, err)
+				t.Fatalf("%s: bad line %q: %v", f, line, err)
 			}
 			out = append(out, cm)
 		}

@@ -194,22 +194,7 @@ func readPublished(t *testing.T, url string) published {
 // queue at url.
 func (c *cluster) queueSpawn(url string) *spawnapp.Spawn {
 	c.t.Helper()
-	cfg := spawnapp.DefaultSettings()
-	cfg.Hub = "http://" + c.hubCfg.Listen
-	cfg.Store = c.storeURI
-	cfg.Queue = url
-	cfg.AllowTargets = []string{"127.0.0.0/8"}
-	cfg.FeedInterval = feedInterval
-	cfg.OrphanAfter = orphanAfter
-	cfg.DetachAfter = detachAfter
-	cfg.NodeToken = nodeToken
-	s, err := spawnapp.Start(c.ctx, cfg, testLogger(c.t, fmt.Sprintf("spawn%d", len(c.spawns)+1)))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.spawns = append(c.spawns, s)
-	c.t.Cleanup(func() { _ = s.Stop() })
-	return s
+	return c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.Queue = url })
 }
 
 // storedIDs is the set of a crawler's comment ids in the file store.

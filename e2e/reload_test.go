@@ -52,12 +52,7 @@ func TestReload_HardTouchesOnlyMovedSubscribers(t *testing.T) {
 				var on map[int64][]string
 				waitFor(t, what, func() bool {
 					on = c.runningOn()
-					for _, id := range ids {
-						if len(on[id]) != 1 {
-							return false
-						}
-					}
-					return true
+					return onOne(on, ids)
 				})
 				return on
 			}

@@ -4,6 +4,7 @@
 package httpx
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -151,3 +152,39 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 // ErrorFromResponse reads an api.Error body from a non-2xx response into an
 // *api.StatusError.
 func ErrorFromResponse(resp *http.Response) error { return api.ErrorFromResponse(resp) }
+
+// CallJSON sends in as a JSON body with method to url, with the bearer
+// token when one is set, and decodes a 2xx answer of at most maxAnswer bytes
+// into out (out may be nil: the answer is then read and dropped). A non-2xx
+// answer becomes an *api.StatusError.
+func CallJSON(ctx context.Context, c *http.Client, method, url, token string, in, out any, maxAnswer int64) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("httpx: encode request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("httpx: build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return ErrorFromResponse(resp)
+	}
+	answer := io.LimitReader(resp.Body, maxAnswer)
+	if out == nil {
+		_, _ = io.Copy(io.Discard, answer)
+		return nil
+	}
+	if err := json.NewDecoder(answer).Decode(out); err != nil {
+		return fmt.Errorf("httpx: bad answer: %w", err)
+	}
+	return nil
+}

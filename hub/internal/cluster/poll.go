@@ -1,12 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -186,38 +183,14 @@ func (h *Hub) pollFailed(n *node, err error) {
 
 // call POSTs (or PUTs) a JSON request to a node with the node token.
 func (h *Hub) call(ctx context.Context, n *node, path string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("cluster: encode %s: %w", path, err)
-	}
 	method := http.MethodPost
 	if path == api.PathSubscribers {
 		method = http.MethodPut
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.cfg.PollTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, method, n.url+path, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("cluster: build %s: %w", path, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if h.cfg.NodeToken != "" {
-		req.Header.Set("Authorization", "Bearer "+h.cfg.NodeToken)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
+	if err := httpx.CallJSON(cctx, h.client, method, n.url+path, h.cfg.NodeToken, in, out, maxAnswerBytes); err != nil {
 		return fmt.Errorf("cluster: %s %s: %w", path, n.url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("cluster: %s %s: %w", path, n.url, httpx.ErrorFromResponse(resp))
-	}
-	if out == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBytes))
-		return nil
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(out); err != nil {
-		return fmt.Errorf("cluster: %s %s: bad answer: %w", path, n.url, err)
 	}
 	return nil
 }

@@ -289,51 +289,25 @@ func ackUsage(b *testing.B, n *Node, acks []uint64) []uint64 {
 }
 
 // emitBenchNode returns a running node with one data source shared by subs
-// subscribers, and the store it writes to. The subscribers are joined to the
-// source directly and the source refreshed once: sending them through Upsert
-// one by one would refresh the source's subscriber list every time.
+// subscribers, added in one upsert, and the store it writes to.
 func emitBenchNode(b *testing.B, subs int) (*Node, *dataSource, *countStore) {
 	b.Helper()
-	kind := newChanKind()
 	st := &countStore{}
-	n, err := New(Config{HubURL: "http://127.0.0.1:1", Store: st, Sources: source.Registry{"rss": kind},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n.mu.Lock()
-	n.runCtx = ctx
-	n.state, n.epoch, n.lastContact = api.NodeAttached, "e1", time.Now()
-	n.mu.Unlock()
-	done := make(chan struct{})
-	go func() { defer close(done); n.writer.run(ctx, ctx) }()
-	b.Cleanup(func() { cancel(); <-done; n.wg.Wait() })
-
+	n, _ := attachedNodeWith(b, st)
 	r := rand.New(rand.NewPCG(1, 2))
-	keywords := func() []string {
+	specs := make([]api.SubscriberSpec, subs)
+	for i := range specs {
+		specs[i] = spec(int64(i+1), 1, "f")
 		kws := make([]string, emitKeywords)
-		for i := range kws {
-			kws[i] = fmt.Sprintf("topic%04d", r.IntN(emitVocabulary))
+		for k := range kws {
+			kws[k] = fmt.Sprintf("topic%04d", r.IntN(emitVocabulary))
 		}
-		return kws
+		specs[i].Keywords = kws
 	}
-	first := spec(1, 1, "f")
-	first.Keywords = keywords()
-	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{first}}); err != nil {
+	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs}); err != nil {
 		b.Fatal(err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ds := n.sources["f"]
-	for id := int64(2); id <= int64(subs); id++ {
-		sp := spec(id, 1, "f")
-		sp.Keywords = keywords()
-		n.instances++
-		s := &subscriber{spec: sp, instance: n.instances, keys: []string{"f"}, kind: kind, lastPolled: time.Now(), seen: map[string]struct{}{}}
-		n.subs[id] = s
-		ds.subs[id] = s
-	}
-	ds.refreshLocked()
-	return n, ds, st
+	return n, n.sources["f"], st
 }

@@ -799,6 +799,7 @@ func (n *Node) recordWritten(batch []pending, fresh []bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	idx := map[uint64]int{}
+	first := len(n.incs) // increments before this batch all have lower numbers
 	for j, p := range batch {
 		c := p.comment
 		s, live := n.subs[c.CrawlerID]
@@ -827,9 +828,9 @@ func (n *Node) recordWritten(batch []pending, fresh []bool) {
 			n.incs[i].Newest = c.PublishedAt
 		}
 	}
-	// Increments were assigned in order, but within a batch the first
-	// fresh comment decides the order of appends: keep them sorted.
-	slices.SortStableFunc(n.incs, func(a, b api.Increment) int { return cmp.Compare(a.Seq, b.Seq) })
+	// Within a batch the first fresh comment of each increment decides the
+	// order of appends: keep the batch's increments in number order.
+	slices.SortFunc(n.incs[first:], func(a, b api.Increment) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // ErrNoJournal is returned when the spawn's store cannot recover usage.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
 // memStore keeps comments in memory; it can be told to fail.
@@ -123,8 +124,15 @@ func (s *chanSource) SetSubscribers([]api.SubscriberSpec) {
 // attachedNode returns a running node attached to epoch "e1" without a hub.
 func attachedNode(t testing.TB) (*Node, *chanKind, *memStore) {
 	t.Helper()
-	kind := newChanKind()
 	st := &memStore{}
+	n, kind := attachedNodeWith(t, st)
+	return n, kind, st
+}
+
+// attachedNodeWith is attachedNode writing to st.
+func attachedNodeWith(t testing.TB, st store.Store) (*Node, *chanKind) {
+	t.Helper()
+	kind := newChanKind()
 	n, err := New(Config{HubURL: "http://127.0.0.1:1", Store: st, Sources: source.Registry{"rss": kind},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour})
 	if err != nil {
@@ -138,7 +146,7 @@ func attachedNode(t testing.TB) (*Node, *chanKind, *memStore) {
 	done := make(chan struct{})
 	go func() { defer close(done); n.writer.run(ctx, ctx) }()
 	t.Cleanup(func() { cancel(); <-done; n.wg.Wait() })
-	return n, kind, st
+	return n, kind
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

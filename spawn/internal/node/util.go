@@ -1,11 +1,7 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -60,28 +56,5 @@ func sleepJitter(ctx context.Context, d time.Duration) bool {
 const maxResponseBytes = 1 << 20
 
 func postJSON(ctx context.Context, c *http.Client, url, token string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("node: encode request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("node: build request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return httpx.ErrorFromResponse(resp)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
-		return fmt.Errorf("node: decode answer: %w", err)
-	}
-	return nil
+	return httpx.CallJSON(ctx, c, http.MethodPost, url, token, in, out, maxResponseBytes)
 }

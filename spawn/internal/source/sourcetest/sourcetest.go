@@ -1,7 +1,7 @@
-// Package sourcetest holds what the data source packages' tests share to run
-// a real spawn node against their local servers: an in-memory comment
-// store, a hub that only answers registration, subscriber specs and a
-// deadline wait.
+// Package sourcetest holds what the data source packages' tests share: a
+// recorder of emitted items, and, to run a real spawn node against their
+// local servers, an in-memory comment store, a hub that only answers
+// registration, subscriber specs and deadline waits.
 package sourcetest
 
 import (
@@ -16,6 +16,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
 // MemStore keeps comment ids in memory, by crawler.
@@ -90,4 +91,71 @@ func Spec(kind string, id int64, keywords []string, terms ...string) api.Subscri
 	}
 	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: kind, Query: canon,
 		Keywords: keywords, QueryUUID: query.UUID(kind, canon).String()}
+}
+
+// Recorder collects what a data source emits; Emit is its source.Emit.
+type Recorder struct {
+	mu    sync.Mutex
+	items []source.Item
+}
+
+// Emit records items.
+func (r *Recorder) Emit(ctx context.Context, items []source.Item) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.items = append(r.items, items...)
+	return ctx.Err()
+}
+
+// All returns every item emitted so far, in order.
+func (r *Recorder) All() []source.Item {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.items)
+}
+
+// Count is how many emitted items carry id.
+func (r *Recorder) Count(id string) int {
+	n := 0
+	for _, it := range r.All() {
+		if it.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
+// ByID returns the first emitted item with id.
+func (r *Recorder) ByID(id string) (source.Item, bool) {
+	for _, it := range r.All() {
+		if it.ID == id {
+			return it, true
+		}
+	}
+	return source.Item{}, false
+}
+
+// Has reports whether every id was emitted.
+func (r *Recorder) Has(ids ...string) bool {
+	for _, id := range ids {
+		if r.Count(id) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ExpectStored waits until each crawler has stored as many comments as want
+// lists for it, then checks they are exactly those.
+func ExpectStored(t *testing.T, st *MemStore, want map[int64][]string) {
+	t.Helper()
+	for crawler, ids := range want {
+		slices.Sort(ids)
+		WaitUntil(t, "crawler comments", func() bool { return len(st.IDs(crawler)) >= len(ids) })
+	}
+	for crawler, ids := range want {
+		if got := st.IDs(crawler); !slices.Equal(got, ids) {
+			t.Errorf("crawler %d stored %v, want %v", crawler, got, ids)
+		}
+	}
 }

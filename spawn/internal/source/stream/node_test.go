@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,15 +93,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 		3: {id(g), id(r), id(rel)},
 		4: {id(rel)},
 	}
-	for crawler, ids := range want {
-		slices.Sort(ids)
-		sourcetest.WaitUntil(t, "crawler comments", func() bool { return len(st.IDs(crawler)) >= len(ids) })
-	}
-	for crawler, ids := range want {
-		if got := st.IDs(crawler); !slices.Equal(got, ids) {
-			t.Errorf("crawler %d stored %v, want %v", crawler, got, ids)
-		}
-	}
+	sourcetest.ExpectStored(t, st, want)
 	h := n.Health()
 	if len(h.DataSources) != 1 || h.DataSources[0].Key != stream.Key || h.DataSources[0].Subscribers != 4 {
 		t.Errorf("data sources %+v, want one %q with 4 subscribers", h.DataSources, stream.Key)

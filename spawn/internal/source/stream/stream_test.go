@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/pkg/streamserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
 )
 
 // Test timings, scaled down from the defaults.
@@ -68,43 +68,10 @@ func testOptions(base string) Options {
 	}
 }
 
-// recorder collects what the source emits.
-type recorder struct {
-	mu    sync.Mutex
-	items []source.Item
-}
-
-func (r *recorder) emit(ctx context.Context, items []source.Item) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.items = append(r.items, items...)
-	return ctx.Err()
-}
-
-func (r *recorder) all() []source.Item {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.items)
-}
-
-// count is how many items carry id (one per query uuid).
-func (r *recorder) count(id string) int {
-	n := 0
-	for _, it := range r.all() {
-		if it.ID == id {
-			n++
-		}
-	}
-	return n
-}
+type recorder = sourcetest.Recorder
 
 func spec(id int64, terms ...string) api.SubscriberSpec {
-	canon, err := query.Canonical(api.SourceStream, terms)
-	if err != nil {
-		panic(err)
-	}
-	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: api.SourceStream, Query: canon,
-		QueryUUID: query.UUID(api.SourceStream, canon).String()}
+	return sourcetest.Spec(api.SourceStream, id, nil, terms...)
 }
 
 func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*multi, *recorder) {
@@ -132,7 +99,7 @@ func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*multi, *re
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ds.Run(ctx, rec.emit)
+		ds.Run(ctx, rec.Emit)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -199,10 +166,10 @@ func TestMulti_SharesOneConnectionAndFansOut(t *testing.T) {
 	c := srv.Publish(streamserver.Interaction{Content: "python and golang"})
 	srv.Publish(streamserver.Interaction{Content: "release news that is new"}) // not the phrase
 	id := func(it streamserver.Interaction) string { return "ds:" + it.ID }
-	waitFor(t, "four items", func() bool { return len(rec.all()) >= 4 })
+	waitFor(t, "four items", func() bool { return len(rec.All()) >= 4 })
 
 	var first source.Item
-	for _, it := range rec.all() {
+	for _, it := range rec.All() {
 		if it.ID == id(a) {
 			first = it
 		}
@@ -211,10 +178,10 @@ func TestMulti_SharesOneConnectionAndFansOut(t *testing.T) {
 		!first.PublishedAt.Equal(created) || first.QueryUUID != g1.QueryUUID || first.FetchedAt.IsZero() {
 		t.Errorf("item %+v", first)
 	}
-	if n := rec.count(id(c)); n != 2 {
+	if n := rec.Count(id(c)); n != 2 {
 		t.Errorf("an interaction matching two queries was emitted %d times, want once per query", n)
 	}
-	got := fanOut(rec.all(), specs)
+	got := fanOut(rec.All(), specs)
 	want := map[int64][]string{1: {id(a), id(c)}, 2: {id(a), id(c)}, 3: {id(b)}, 4: {id(c)}}
 	for crawler, ids := range want {
 		slices.Sort(ids)
@@ -222,7 +189,7 @@ func TestMulti_SharesOneConnectionAndFansOut(t *testing.T) {
 			t.Errorf("crawler %d got %v, want %v", crawler, got[crawler], ids)
 		}
 	}
-	if n := len(rec.all()); n != 4 {
+	if n := len(rec.All()); n != 4 {
 		t.Errorf("%d items, want 4", n)
 	}
 	bill := srv.Billing()
@@ -249,8 +216,8 @@ func TestMulti_FollowsSubscribersOnTheLiveConnection(t *testing.T) {
 	waitFor(t, "golang unsubscribed", func() bool { return subscribedTo(srv, 1) && srv.Subscriptions()[0][0] == hashOf(t, srv, r) })
 	gone := srv.Publish(streamserver.Interaction{Content: "golang only"})
 	kept := srv.Publish(streamserver.Interaction{Content: "rust only"})
-	waitFor(t, "the rust item", func() bool { return rec.count("ds:"+kept.ID) == 1 })
-	if rec.count("ds:"+gone.ID) != 0 {
+	waitFor(t, "the rust item", func() bool { return rec.Count("ds:"+kept.ID) == 1 })
+	if rec.Count("ds:"+gone.ID) != 0 {
 		t.Error("an item of an unsubscribed query was emitted")
 	}
 
@@ -298,7 +265,7 @@ func TestMulti_ReconnectsWithBackoffAndResubscribes(t *testing.T) {
 		}
 	}
 	it := srv.Publish(streamserver.Interaction{Content: "rust after the outage"})
-	waitFor(t, "an item after reconnecting", func() bool { return rec.count("ds:"+it.ID) == 1 })
+	waitFor(t, "an item after reconnecting", func() bool { return rec.Count("ds:"+it.ID) == 1 })
 	waitFor(t, "Err to clear", func() bool { return m.Err() == nil })
 	if n := srv.Compiles(); n != 2 {
 		t.Errorf("%d compiles, want 2 (hashes are cached across reconnects)", n)
@@ -314,7 +281,7 @@ func TestMulti_StallReconnects(t *testing.T) {
 	srv.Stall(false)
 	waitFor(t, "a new connection", func() bool { return srv.Connections() >= 2 && subscribedTo(srv, 1) })
 	it := srv.Publish(streamserver.Interaction{Content: "quiet no more"})
-	waitFor(t, "item after the stall", func() bool { return rec.count("ds:"+it.ID) == 1 })
+	waitFor(t, "item after the stall", func() bool { return rec.Count("ds:"+it.ID) == 1 })
 }
 
 func TestMulti_TicksAreNotStalls(t *testing.T) {
@@ -356,7 +323,7 @@ func TestMulti_KeyRevokedWhileConnected(t *testing.T) {
 	srv.RefuseKeys(false)
 	waitFor(t, "back and subscribed", func() bool { return subscribedTo(srv, 1) })
 	it := srv.Publish(streamserver.Interaction{Content: "golang again"})
-	waitFor(t, "item", func() bool { return rec.count("ds:"+it.ID) == 1 })
+	waitFor(t, "item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
 }
 
 func TestMulti_SubscriptionRefused(t *testing.T) {
@@ -409,8 +376,8 @@ func TestMulti_BadMessages(t *testing.T) {
 				t.Errorf("%d connections: a bad message must not cost the connection", n)
 			}
 			it := srv.Publish(streamserver.Interaction{Content: "golang after the bad message"})
-			waitFor(t, "a good item", func() bool { return rec.count("ds:"+it.ID) == 1 })
-			if n := len(rec.all()); n != 1 {
+			waitFor(t, "a good item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
+			if n := len(rec.All()); n != 1 {
 				t.Errorf("%d items, want only the good one", n)
 			}
 		})
@@ -485,7 +452,7 @@ func TestMulti_CompileFailureIsRetried(t *testing.T) {
 	fail.Unlock()
 	waitFor(t, "subscribed after a retry", func() bool { return subscribedTo(srv, 1) })
 	it := srv.Publish(streamserver.Interaction{Content: "golang"})
-	waitFor(t, "item", func() bool { return rec.count("ds:"+it.ID) == 1 })
+	waitFor(t, "item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
 	waitFor(t, "Err to clear", func() bool { return m.Err() == nil })
 }
 

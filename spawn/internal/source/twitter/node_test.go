@@ -89,16 +89,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 		3: {id(g), id(r), id(both)},
 		4: {id(both)},
 	}
-	for crawler, ids := range want {
-		slices.Sort(ids)
-		sourcetest.WaitUntil(t, "crawler comments", func() bool { return len(st.IDs(crawler)) >= len(ids) })
-	}
-	// Everything is stored by now; nothing else may arrive.
-	for crawler, ids := range want {
-		if got := st.IDs(crawler); !slices.Equal(got, ids) {
-			t.Errorf("crawler %d stored %v, want %v", crawler, got, ids)
-		}
-	}
+	sourcetest.ExpectStored(t, st, want)
 	h := n.Health()
 	if len(h.DataSources) != 1 || h.DataSources[0].Key != twitter.Key || h.DataSources[0].Subscribers != 4 {
 		t.Errorf("data sources %+v, want one %q with 4 subscribers", h.DataSources, twitter.Key)

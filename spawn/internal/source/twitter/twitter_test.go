@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/pkg/twitterserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
 )
 
 // Test timings: Twitter's policy scaled down about 250 times, so a test
@@ -88,50 +88,10 @@ func testOptions(base string) Options {
 	}
 }
 
-// recorder collects what the source emits.
-type recorder struct {
-	mu    sync.Mutex
-	items []source.Item
-}
-
-func (r *recorder) emit(ctx context.Context, items []source.Item) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.items = append(r.items, items...)
-	return ctx.Err()
-}
-
-func (r *recorder) all() []source.Item {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.items)
-}
-
-func (r *recorder) byID(id string) (source.Item, bool) {
-	for _, it := range r.all() {
-		if it.ID == id {
-			return it, true
-		}
-	}
-	return source.Item{}, false
-}
-
-func (r *recorder) has(ids ...string) bool {
-	for _, id := range ids {
-		if _, ok := r.byID(id); !ok {
-			return false
-		}
-	}
-	return true
-}
+type recorder = sourcetest.Recorder
 
 func spec(id int64, terms ...string) api.SubscriberSpec {
-	canon, err := query.Canonical(api.SourceTwitter, terms)
-	if err != nil {
-		panic(err)
-	}
-	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: api.SourceTwitter, Query: canon,
-		QueryUUID: query.UUID(api.SourceTwitter, canon).String()}
+	return sourcetest.Spec(api.SourceTwitter, id, nil, terms...)
 }
 
 // start runs the node's twitter source for specs until the test ends, and
@@ -161,7 +121,7 @@ func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*tracker, *
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ds.Run(ctx, rec.emit)
+		ds.Run(ctx, rec.Emit)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -220,9 +180,9 @@ func TestTracker_SharesOneConnectionAndFansOut(t *testing.T) {
 	t4 := srv.Publish(twitterserver.Tweet{ScreenName: "rt", Text: "golang retweeted", RetweetOf: "orig"})
 	srv.Publish(twitterserver.Tweet{Text: "goland and rusty pythons match nothing"})
 	srv.Publish(twitterserver.Tweet{Text: "new things only"}) // one word of "new release"
-	waitFor(t, "four matching tweets", func() bool { return rec.has(tweetID(t1), tweetID(t2), tweetID(t3), tweetID(t4)) })
+	waitFor(t, "four matching tweets", func() bool { return rec.Has(tweetID(t1), tweetID(t2), tweetID(t3), tweetID(t4)) })
 
-	it, _ := rec.byID(tweetID(t1))
+	it, _ := rec.ByID(tweetID(t1))
 	want := source.Item{
 		ID: tweetID(t1), Author: "gopher", Text: "I love #Golang & friends",
 		URL:         fmt.Sprintf("https://twitter.com/gopher/status/%d", t1.ID),
@@ -235,17 +195,17 @@ func TestTracker_SharesOneConnectionAndFansOut(t *testing.T) {
 	if it.FetchedAt.IsZero() {
 		t.Error("FetchedAt not set")
 	}
-	if it, _ := rec.byID(tweetID(t3)); !strings.HasSuffix(it.Text, "the end") || !slices.Equal(it.Terms, []string{"new release"}) {
+	if it, _ := rec.ByID(tweetID(t3)); !strings.HasSuffix(it.Text, "the end") || !slices.Equal(it.Terms, []string{"new release"}) {
 		t.Errorf("long tweet: text %q terms %v, want the full text and [new release]", it.Text, it.Terms)
 	}
-	if it, _ := rec.byID(tweetID(t4)); it.Text != "RT @orig: golang retweeted" || it.Author != "rt" {
+	if it, _ := rec.ByID(tweetID(t4)); it.Text != "RT @orig: golang retweeted" || it.Author != "rt" {
 		t.Errorf("retweet: %+v", it)
 	}
-	if it, _ := rec.byID(tweetID(t2)); !slices.Equal(it.Terms, []string{"python", "rust"}) {
+	if it, _ := rec.ByID(tweetID(t2)); !slices.Equal(it.Terms, []string{"python", "rust"}) {
 		t.Errorf("terms of %q: %v", "Rust, and python too", it.Terms)
 	}
 
-	got := fanOut(rec.all(), specs)
+	got := fanOut(rec.All(), specs)
 	wantFan := map[int64][]string{
 		1: {tweetID(t1), tweetID(t4)},
 		2: {tweetID(t1), tweetID(t2), tweetID(t4)},
@@ -257,7 +217,7 @@ func TestTracker_SharesOneConnectionAndFansOut(t *testing.T) {
 			t.Errorf("crawler %d got %v, want %v", id, got[id], ids)
 		}
 	}
-	if n := len(rec.all()); n != 4 {
+	if n := len(rec.All()); n != 4 {
 		t.Errorf("%d items emitted, want 4", n)
 	}
 	if n := srv.Streaming(); n != 1 {
@@ -299,8 +259,8 @@ func TestTracker_SplitsTermsAcrossConnections(t *testing.T) {
 
 	a := srv.Publish(twitterserver.Tweet{Text: "about t0400 only"})
 	b := srv.Publish(twitterserver.Tweet{Text: "about t0007 and t0399"})
-	waitFor(t, "tweets from both streams", func() bool { return rec.has(tweetID(a), tweetID(b)) })
-	got := fanOut(rec.all(), specs)
+	waitFor(t, "tweets from both streams", func() bool { return rec.Has(tweetID(a), tweetID(b)) })
+	got := fanOut(rec.All(), specs)
 	if !slices.Equal(got[5], []string{tweetID(a)}) || !slices.Equal(got[1], []string{tweetID(b)}) ||
 		!slices.Equal(got[4], []string{tweetID(b)}) || len(got[2]) != 0 || len(got[3]) != 0 {
 		t.Errorf("fan-out %v", got)
@@ -320,7 +280,7 @@ func TestTracker_ReopensOnChangeWithoutLosingTweets(t *testing.T) {
 	tr, rec := start(t, testOptions(base), alpha)
 	waitFor(t, "stream tracking alpha", func() bool { return slices.Equal(openTracks(srv), []string{"alpha"}) })
 	a1 := srv.Publish(twitterserver.Tweet{Text: "alpha one"})
-	waitFor(t, "a1", func() bool { return rec.has(tweetID(a1)) })
+	waitFor(t, "a1", func() bool { return rec.Has(tweetID(a1)) })
 
 	// The re-open fails until the test allows it, so tweets published
 	// meanwhile can only come back through search.
@@ -333,16 +293,16 @@ func TestTracker_ReopensOnChangeWithoutLosingTweets(t *testing.T) {
 	srv.Publish(twitterserver.Tweet{Text: "gamma, not tracked"})
 	srv.FailStreams(0, 0)
 
-	waitFor(t, "the gap's tweets", func() bool { return rec.has(tweetID(a2), tweetID(b1)) })
+	waitFor(t, "the gap's tweets", func() bool { return rec.Has(tweetID(a2), tweetID(b1)) })
 	waitFor(t, "stream tracking alpha and beta", func() bool { return slices.Equal(openTracks(srv), []string{"alpha,beta test"}) })
 	searches := srv.Searches()
 	if len(searches) == 0 || searches[0].SinceID != a1.ID || !strings.Contains(searches[0].Query, `"alpha"`) || !strings.Contains(searches[0].Query, `("beta" "test")`) {
 		t.Errorf("searches %+v, want one since %d for alpha and beta", searches, a1.ID)
 	}
-	if it, _ := rec.byID(tweetID(b1)); !slices.Equal(it.Terms, []string{"beta test"}) || it.Text != "test of beta one, during the gap" {
+	if it, _ := rec.ByID(tweetID(b1)); !slices.Equal(it.Terms, []string{"beta test"}) || it.Text != "test of beta one, during the gap" {
 		t.Errorf("backfilled item %+v", it)
 	}
-	if n := len(rec.all()); n != 3 {
+	if n := len(rec.All()); n != 3 {
 		t.Errorf("%d items, want 3 (each once)", n)
 	}
 	waitFor(t, "Err to clear", func() bool { return tr.Err() == nil })
@@ -352,8 +312,8 @@ func TestTracker_ReopensOnChangeWithoutLosingTweets(t *testing.T) {
 	waitFor(t, "stream tracking beta test", func() bool { return slices.Equal(openTracks(srv), []string{"beta test"}) })
 	a3 := srv.Publish(twitterserver.Tweet{Text: "alpha three"})
 	b2 := srv.Publish(twitterserver.Tweet{Text: "beta two test"})
-	waitFor(t, "b2", func() bool { return rec.has(tweetID(b2)) })
-	if rec.has(tweetID(a3)) {
+	waitFor(t, "b2", func() bool { return rec.Has(tweetID(b2)) })
+	if rec.Has(tweetID(a3)) {
 		t.Error("a tweet for a removed term was emitted")
 	}
 }
@@ -418,7 +378,7 @@ func TestTracker_BacksOffAsTwitterAsks(t *testing.T) {
 			// The back-off resets once connected: a new failure waits the
 			// minimum again.
 			kept := srv.Publish(twitterserver.Tweet{Text: "kept after recovery"})
-			waitFor(t, "a tweet after recovery", func() bool { return rec.has(tweetID(kept)) })
+			waitFor(t, "a tweet after recovery", func() bool { return rec.Has(tweetID(kept)) })
 		})
 	}
 }
@@ -428,7 +388,7 @@ func TestTracker_CutConnectionReconnectsAfterNetworkBackoff(t *testing.T) {
 	tr, rec := start(t, testOptions(base), spec(1, "cut"))
 	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
 	c1 := srv.Publish(twitterserver.Tweet{Text: "cut one"})
-	waitFor(t, "c1", func() bool { return rec.has(tweetID(c1)) })
+	waitFor(t, "c1", func() bool { return rec.Has(tweetID(c1)) })
 	cutAt := time.Now()
 	srv.Cut()
 	waitFor(t, "a new stream", func() bool { return srv.Streaming() == 2 && srv.Open() == 1 })
@@ -494,13 +454,13 @@ func TestTracker_StallReconnectsAndBackfills(t *testing.T) {
 	tr, rec := start(t, testOptions(base), spec(1, "quiet"))
 	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
 	q1 := srv.Publish(twitterserver.Tweet{Text: "quiet one"})
-	waitFor(t, "q1", func() bool { return rec.has(tweetID(q1)) })
+	waitFor(t, "q1", func() bool { return rec.Has(tweetID(q1)) })
 
 	srv.Stall(true)
 	q2 := srv.Publish(twitterserver.Tweet{Text: "quiet two, sent while the stream is silent"})
 	waitFor(t, "a stall to be detected", func() bool { return tr.stats.stalls.Load() >= 1 })
 	srv.Stall(false)
-	waitFor(t, "q2 through the backfill", func() bool { return rec.has(tweetID(q2)) })
+	waitFor(t, "q2 through the backfill", func() bool { return rec.Has(tweetID(q2)) })
 	if tr.stats.backfilled.Load() < 1 {
 		t.Error("q2 did not come from a backfill")
 	}
@@ -532,7 +492,7 @@ func TestTracker_ServerThatNeverAnswers(t *testing.T) {
 	srv.Hang(false)
 	waitFor(t, "stream once the server answers", func() bool { return srv.Open() == 1 })
 	l := srv.Publish(twitterserver.Tweet{Text: "late but here"})
-	waitFor(t, "tweet", func() bool { return rec.has(tweetID(l)) })
+	waitFor(t, "tweet", func() bool { return rec.Has(tweetID(l)) })
 }
 
 func TestTracker_WrongCredentials(t *testing.T) {
@@ -579,8 +539,8 @@ func TestTracker_BadMessages(t *testing.T) {
 				t.Errorf("%d connections: a bad message must not cost the stream", n)
 			}
 			g := srv.Publish(twitterserver.Tweet{Text: "good after bad"})
-			waitFor(t, "a good tweet after the bad message", func() bool { return rec.has(tweetID(g)) })
-			if n := len(rec.all()); n != 1 {
+			waitFor(t, "a good tweet after the bad message", func() bool { return rec.Has(tweetID(g)) })
+			if n := len(rec.All()); n != 1 {
 				t.Errorf("%d items, want only the good one", n)
 			}
 		})
@@ -592,14 +552,14 @@ func TestTracker_BackfillRetriesRateLimitedSearch(t *testing.T) {
 	tr, rec := start(t, testOptions(base), spec(1, "retry"))
 	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
 	r1 := srv.Publish(twitterserver.Tweet{Text: "retry one"})
-	waitFor(t, "r1", func() bool { return rec.has(tweetID(r1)) })
+	waitFor(t, "r1", func() bool { return rec.Has(tweetID(r1)) })
 	srv.FailSearches(429, 1)
 	srv.FailStreams(503, 1<<30)
 	srv.Cut()
 	waitFor(t, "the stream to be down", func() bool { return srv.Open() == 0 })
 	r2 := srv.Publish(twitterserver.Tweet{Text: "retry two"})
 	srv.FailStreams(0, 0)
-	waitFor(t, "r2 after a rate-limited search", func() bool { return rec.has(tweetID(r2)) })
+	waitFor(t, "r2 after a rate-limited search", func() bool { return rec.Has(tweetID(r2)) })
 	s := srv.Searches()
 	if len(s) < 2 {
 		t.Fatalf("%d searches, want a refused one and a retry", len(s))

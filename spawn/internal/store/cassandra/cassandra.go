@@ -263,9 +263,13 @@ func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
 	if len(comments) == 0 {
 		return nil
 	}
-	parts := partition(comments)
+	return s.writeParts(ctx, partition(comments), len(comments))
+}
+
+// writeParts writes n comments grouped by partition.
+func (s *Store) writeParts(ctx context.Context, parts []*part, n int) error {
 	if err := s.writeDays(ctx, parts); err != nil {
-		return fmt.Errorf("cassandra: write %d comments: day index: %w", len(comments), err)
+		return fmt.Errorf("cassandra: write %d comments: day index: %w", n, err)
 	}
 	var err error
 	switch s.mode {
@@ -275,7 +279,7 @@ func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
 		err = s.writeBatches(ctx, parts)
 	}
 	if err != nil {
-		return fmt.Errorf("cassandra: write %d comments: %w", len(comments), err)
+		return fmt.Errorf("cassandra: write %d comments: %w", n, err)
 	}
 	return nil
 }
@@ -378,13 +382,21 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 	s.mu.Unlock()
 	// Only new comments are written: rewriting a held one would take it
 	// from the increment that counted it.
-	var toWrite []api.Comment
-	for i, f := range fresh {
-		if f {
-			toWrite = append(toWrite, comments[i])
+	var toWrite []*part
+	n := 0
+	for _, p := range parts {
+		rows := slices.DeleteFunc(slices.Clone(p.rows), func(c *api.Comment) bool {
+			return !candidates[rowKey{p.key, c.PublishedAt.UnixMilli(), c.ID}]
+		})
+		if len(rows) > 0 {
+			toWrite = append(toWrite, &part{key: p.key, day: p.day, rows: rows})
+			n += len(rows)
 		}
 	}
-	if err := s.Write(ctx, toWrite); err != nil {
+	if n == 0 {
+		return fresh, nil
+	}
+	if err := s.writeParts(ctx, toWrite, n); err != nil {
 		s.mu.Lock()
 		if len(s.unsettled)+len(candidates) > maxUnsettled {
 			clear(s.unsettled)
