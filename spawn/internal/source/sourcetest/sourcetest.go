@@ -159,3 +159,43 @@ func ExpectStored(t *testing.T, st *MemStore, want map[int64][]string) {
 		}
 	}
 }
+
+// runStopTimeout bounds how long Run may take to return once cancelled.
+const runStopTimeout = 5 * time.Second
+
+// Start builds the data source kind serves for specs (every spec must map
+// to key alone), runs it into a Recorder until the test ends, and checks
+// that Run returns promptly once cancelled.
+func Start(t *testing.T, kind source.Kind, key string, specs ...api.SubscriberSpec) (source.DataSource, *Recorder) {
+	t.Helper()
+	for _, s := range specs {
+		keys, err := kind.Keys(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(keys, []string{key}) {
+			t.Fatalf("keys %v, want [%s]", keys, key)
+		}
+	}
+	ds, err := kind.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.SetSubscribers(specs)
+	rec := &Recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ds.Run(ctx, rec.Emit)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(runStopTimeout):
+			t.Error("Run did not return after its context ended")
+		}
+	})
+	return ds, rec
+}

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -74,41 +73,14 @@ func spec(id int64, terms ...string) api.SubscriberSpec {
 	return sourcetest.Spec(api.SourceStream, id, nil, terms...)
 }
 
+// start runs the source for specs until the test ends (sourcetest.Start).
 func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*multi, *recorder) {
 	t.Helper()
 	k, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range specs {
-		keys, err := k.Keys(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(keys, []string{Key}) {
-			t.Fatalf("keys %v", keys)
-		}
-	}
-	ds, err := k.New(Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds.SetSubscribers(specs)
-	rec := &recorder{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ds.Run(ctx, rec.Emit)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(waitDeadline):
-			t.Error("Run did not return after its context ended")
-		}
-	})
+	ds, rec := sourcetest.Start(t, k, Key, specs...)
 	return ds.(*multi), rec
 }
 
