@@ -76,7 +76,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*Store, error) 
 		SkipDefaultTransaction: true,
 	}
 	var (
-		dialector gorm.Dialector
+		dialector func() gorm.Dialector
 		dialect   string
 	)
 	switch strings.ToLower(scheme) {
@@ -85,12 +85,42 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*Store, error) 
 		if err != nil {
 			return nil, err
 		}
-		dialector, dialect = sqlite.Open(name), DialectSQLite
+		dialector, dialect = func() gorm.Dialector { return sqlite.Open(name) }, DialectSQLite
 	case "postgres", "postgresql":
-		dialector, dialect = postgres.New(postgres.Config{DSN: dsn}), DialectPostgres
+		dialector, dialect = func() gorm.Dialector { return postgres.New(postgres.Config{DSN: dsn}) }, DialectPostgres
 	default:
 		return nil, fmt.Errorf("%w: unknown database scheme %q (want sqlite:// or postgres://)", ErrInvalid, scheme)
 	}
+	// Switching a fresh SQLite file to WAL takes an exclusive lock that
+	// SQLite does not wait for: hubs opening one new file together can get
+	// SQLITE_BUSY at once. Such an open is retried for as long as the busy
+	// timeout would have waited.
+	deadline := time.Now().Add(sqliteBusyTimeout)
+	wait := 5 * time.Millisecond
+	for {
+		s, err := open(ctx, dialector(), dialect, cfg, dsn, logger)
+		if err == nil || dialect != DialectSQLite || !isSQLiteBusy(err) || time.Now().Add(wait).After(deadline) {
+			return s, err
+		}
+		logger.Debug("sqlite database busy while opening, retrying", "wait", wait)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sqlstore: unable to open %s: %w", Redact(dsn), ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+// isSQLiteBusy reports whether err is SQLite's SQLITE_BUSY, in any of its
+// extended forms.
+func isSQLiteBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
+}
+
+// open makes one attempt at connecting and migrating.
+func open(ctx context.Context, dialector gorm.Dialector, dialect string, cfg *gorm.Config, dsn string, logger *slog.Logger) (*Store, error) {
 	db, err := gorm.Open(dialector, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: unable to open %s: %w", Redact(dsn), err)
