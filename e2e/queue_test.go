@@ -1,18 +1,13 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,14 +16,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/natstest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
 // Queue test timings.
 const (
-	natsGreetTimeout = 500 * time.Millisecond // one readiness probe of a test server
-	natsStopTimeout  = 10 * time.Second       // a test server's exit after a signal
-	natsCallTimeout  = 5 * time.Second        // one JetStream API call of the test
+	natsCallTimeout = 5 * time.Second // one JetStream API call of the test
 )
 
 // The spawns' stream and subjects (spawn/internal/queue).
@@ -36,101 +30,6 @@ const (
 	commentStream   = "BW_COMMENTS"
 	commentSubjects = "comments.>"
 )
-
-// natsServer is a nats-server process of one test, on its own port and
-// JetStream directory, so the test sees only its own comments and may stop
-// the server without disturbing anyone (the shared one of scripts/nats.sh
-// is never stopped).
-type natsServer struct {
-	t    *testing.T
-	bin  string
-	addr string
-	dir  string
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-}
-
-// startNATS starts a private JetStream server from the binary
-// scripts/nats.sh installs. It is gated like the shared server: skipped
-// when BW_TEST_NATS is unset, unless BW_REQUIRE_SERVICES=1.
-func startNATS(t *testing.T) *natsServer {
-	t.Helper()
-	if os.Getenv("BW_TEST_NATS") == "" {
-		if os.Getenv("BW_REQUIRE_SERVICES") == "1" {
-			t.Fatal("BW_TEST_NATS is not set (run: scripts/services.sh up)")
-		}
-		t.Skip("BW_TEST_NATS not set")
-	}
-	bin := os.Getenv("BW_NATS_SERVER")
-	if bin == "" {
-		bin, _ = exec.LookPath("nats-server")
-	}
-	if bin == "" {
-		bin = "/usr/sbin/nats-server" // Debian's place, often not on PATH
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("nats-server not found (run: scripts/nats.sh up, or set BW_NATS_SERVER): %v", err)
-	}
-	s := &natsServer{t: t, bin: bin, addr: freeAddr(t), dir: t.TempDir()}
-	s.start()
-	t.Cleanup(func() { s.stop(syscall.SIGKILL) })
-	return s
-}
-
-func (s *natsServer) url() string { return "nats://" + s.addr }
-
-func (s *natsServer) start() {
-	s.t.Helper()
-	_, port, _ := net.SplitHostPort(s.addr)
-	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(s.bin, "--addr", "127.0.0.1", "--port", port, "--jetstream", "--store_dir", filepath.Join(s.dir, "js"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start nats-server: %v", err)
-	}
-	s.mu.Lock()
-	s.cmd = cmd
-	s.mu.Unlock()
-	waitFor(s.t, "nats-server with JetStream on "+s.addr, s.ready)
-}
-
-// ready is true when the server greets clients with JetStream on.
-func (s *natsServer) ready() bool {
-	c, err := net.DialTimeout("tcp", s.addr, natsGreetTimeout)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(natsGreetTimeout))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "INFO") && strings.Contains(line, `"jetstream":true`)
-}
-
-// stop ends the server with sig and waits for it to exit.
-func (s *natsServer) stop(sig syscall.Signal) {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(natsStopTimeout):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
 
 // published is what a consumer replaying the comment stream from its start
 // sees: each comment's id by crawler, and how many messages there were.
@@ -233,10 +132,10 @@ func sameIDs(t *testing.T, what string, stored, pub map[string]bool) {
 // and nothing else (no rejected or filtered item), and the distinct
 // comments published equal the crawler's usage.
 func TestQueue_PublishesExactlyTheStoredComments(t *testing.T) {
-	srv := startNATS(t)
+	srv := natstest.Start(t, true)
 	c := newCluster(t, clusterOpts{})
-	c.queueSpawn(srv.url())
-	c.queueSpawn(srv.url())
+	c.queueSpawn(srv.URL())
+	c.queueSpawn(srv.URL())
 	c.waitNodes(2)
 
 	const limit, offered = 15, 40
@@ -262,7 +161,7 @@ func TestQueue_PublishesExactlyTheStoredComments(t *testing.T) {
 
 	// A comment is counted only after it is stored and published, so the
 	// stream is complete once usage is.
-	pub := readPublished(t, srv.url())
+	pub := readPublished(t, srv.URL())
 	for _, cr := range []api.Crawler{limited, filtered} {
 		stored := c.storedIDs(cr.ID)
 		usage := c.crawler(cr.ID).Usage
@@ -283,9 +182,9 @@ func TestQueue_PublishesExactlyTheStoredComments(t *testing.T) {
 // publish, and once the server is back every comment is stored, published
 // and counted.
 func TestQueue_OutageLosesNothingCounted(t *testing.T) {
-	srv := startNATS(t)
+	srv := natstest.Start(t, true)
 	c := newCluster(t, clusterOpts{})
-	sp := c.queueSpawn(srv.url())
+	sp := c.queueSpawn(srv.URL())
 	c.waitNodes(1)
 	u := c.user(0)
 	cr := c.rssCrawler(u.ID, []string{c.feedURL("qoutage")}, nil, 0)
@@ -293,7 +192,7 @@ func TestQueue_OutageLosesNothingCounted(t *testing.T) {
 	c.feeds.Publish("qoutage", feedItem("before", base))
 	waitFor(t, "the first comment counted", func() bool { return c.crawler(cr.ID).Usage == 1 })
 
-	srv.stop(syscall.SIGKILL)
+	srv.Stop(syscall.SIGKILL)
 	const during = 20
 	for i := range during {
 		c.feeds.Publish("qoutage", feedItem(fmt.Sprintf("during-%d", i), base.Add(time.Duration(i+1)*time.Second)))
@@ -307,7 +206,7 @@ func TestQueue_OutageLosesNothingCounted(t *testing.T) {
 		t.Fatalf("usage %d while the queue is down, want 1: counted without being published", usage)
 	}
 
-	srv.start()
+	srv.Restart()
 	restarted := time.Now()
 	waitFor(t, "every comment counted", func() bool { return c.crawler(cr.ID).Usage == 1+during })
 	t.Logf("every counted comment published %s after NATS came back", time.Since(restarted).Round(time.Millisecond))
@@ -315,7 +214,7 @@ func TestQueue_OutageLosesNothingCounted(t *testing.T) {
 		h, ok := spawnHealth(t, sp)
 		return ok && h.Store == "ok"
 	})
-	pub := readPublished(t, srv.url())
+	pub := readPublished(t, srv.URL())
 	sameIDs(t, "after the outage", c.storedIDs(cr.ID), pub.ids[cr.ID])
 	t.Logf("%d messages in the stream for %d distinct comments", pub.msgs, len(pub.ids[cr.ID]))
 }

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,268 +17,9 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
+	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
-
-const testToken = "admin-secret"
-
-// fakeHub serves the hub's admin routes from memory, answering as the real
-// hub does (status codes, {"error": …} bodies). The real hub is exercised by
-// the end-to-end tests; this one checks bwctl's side.
-type fakeHub struct {
-	mu       sync.Mutex
-	users    map[int64]api.User
-	crawlers map[int64]api.Crawler
-	nextID   int64
-	bodies   []map[string]any // JSON bodies received, in order
-	comments []api.Comment
-	delay    time.Duration
-}
-
-func newFakeHub(t *testing.T) (*fakeHub, string) {
-	t.Helper()
-	f := &fakeHub{users: map[int64]api.User{}, crawlers: map[int64]api.Crawler{}, nextID: 1}
-	srv := httptest.NewServer(f.handler())
-	t.Cleanup(srv.Close)
-	return f, srv.URL
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, status int, format string, args ...any) {
-	writeJSON(w, status, api.Error{Error: fmt.Sprintf(format, args...)})
-}
-
-func (f *fakeHub) handler() http.Handler {
-	mux := http.NewServeMux()
-	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
-		var raw map[string]any
-		b := new(bytes.Buffer)
-		_, _ = b.ReadFrom(r.Body)
-		if json.Unmarshal(b.Bytes(), &raw) != nil || json.Unmarshal(b.Bytes(), v) != nil {
-			writeErr(w, 400, "bad request: malformed JSON")
-			return false
-		}
-		f.bodies = append(f.bodies, raw)
-		return true
-	}
-	id := func(w http.ResponseWriter, r *http.Request) (int64, bool) {
-		n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-		if err != nil || n <= 0 {
-			writeErr(w, 400, "id must be a positive integer, got %q", r.PathValue("id"))
-			return 0, false
-		}
-		return n, true
-	}
-	mux.HandleFunc("POST /v1/users", func(w http.ResponseWriter, r *http.Request) {
-		var in api.UserCreate
-		if !decode(w, r, &in) {
-			return
-		}
-		u := api.User{ID: f.nextID, Name: in.Name, CommentLimit: in.CommentLimit, State: "active", CreatedAt: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
-		f.nextID++
-		f.users[u.ID] = u
-		writeJSON(w, 201, u)
-	})
-	mux.HandleFunc("GET /v1/users", func(w http.ResponseWriter, r *http.Request) {
-		out := []api.User{}
-		for i := int64(1); i < f.nextID; i++ {
-			if u, ok := f.users[i]; ok {
-				out = append(out, u)
-			}
-		}
-		writeJSON(w, 200, out)
-	})
-	mux.HandleFunc("GET /v1/users/{id}", func(w http.ResponseWriter, r *http.Request) {
-		n, ok := id(w, r)
-		if !ok {
-			return
-		}
-		u, ok := f.users[n]
-		if !ok {
-			writeErr(w, 404, "user not found")
-			return
-		}
-		writeJSON(w, 200, u)
-	})
-	mux.HandleFunc("PATCH /v1/users/{id}", func(w http.ResponseWriter, r *http.Request) {
-		n, ok := id(w, r)
-		if !ok {
-			return
-		}
-		var in api.UserUpdate
-		if !decode(w, r, &in) {
-			return
-		}
-		u, ok := f.users[n]
-		if !ok {
-			writeErr(w, 404, "user not found")
-			return
-		}
-		u.CommentLimit = *in.CommentLimit
-		f.users[n] = u
-		writeJSON(w, 200, u)
-	})
-	mux.HandleFunc("POST /v1/crawlers", func(w http.ResponseWriter, r *http.Request) {
-		var in api.CrawlerCreate
-		if !decode(w, r, &in) {
-			return
-		}
-		if _, ok := f.users[in.UserID]; !ok {
-			writeErr(w, 400, "sqlstore: invalid: user %d does not exist", in.UserID)
-			return
-		}
-		c := api.Crawler{ID: f.nextID, UserID: in.UserID, Source: in.Source, Query: in.Query, Keywords: in.Keywords,
-			CommentLimit: in.CommentLimit, Enabled: in.Enabled == nil || *in.Enabled, State: api.StatePending,
-			QueryUUID: "6ba7b810-9dad-51d1-80b4-00c04fd430c8", Version: 1}
-		if c.Keywords == nil {
-			c.Keywords = []string{}
-		}
-		if !c.Enabled {
-			c.State = api.StateDisabled
-		}
-		f.nextID++
-		f.crawlers[c.ID] = c
-		writeJSON(w, 201, c)
-	})
-	mux.HandleFunc("GET /v1/crawlers", func(w http.ResponseWriter, r *http.Request) {
-		out := []api.Crawler{}
-		for i := int64(1); i < f.nextID; i++ {
-			if c, ok := f.crawlers[i]; ok {
-				out = append(out, c)
-			}
-		}
-		writeJSON(w, 200, out)
-	})
-	mux.HandleFunc("GET /v1/crawlers/{id}", func(w http.ResponseWriter, r *http.Request) {
-		n, ok := id(w, r)
-		if !ok {
-			return
-		}
-		c, ok := f.crawlers[n]
-		if !ok {
-			writeErr(w, 404, "crawler %d not found", n)
-			return
-		}
-		writeJSON(w, 200, c)
-	})
-	mux.HandleFunc("PATCH /v1/crawlers/{id}", func(w http.ResponseWriter, r *http.Request) {
-		n, ok := id(w, r)
-		if !ok {
-			return
-		}
-		var in api.CrawlerUpdate
-		if !decode(w, r, &in) {
-			return
-		}
-		c, ok := f.crawlers[n]
-		if !ok {
-			writeErr(w, 404, "crawler %d not found", n)
-			return
-		}
-		if in.Query != nil {
-			c.Query = in.Query
-		}
-		if in.Keywords != nil {
-			c.Keywords = in.Keywords
-		}
-		if in.CommentLimit != nil {
-			c.CommentLimit = *in.CommentLimit
-		}
-		if in.Enabled != nil {
-			c.Enabled = *in.Enabled
-			c.State = api.StateRunning
-			if !c.Enabled {
-				c.State = api.StateDisabled
-			}
-		}
-		c.Version++
-		f.crawlers[n] = c
-		writeJSON(w, 200, c)
-	})
-	mux.HandleFunc("DELETE /v1/crawlers/{id}", func(w http.ResponseWriter, r *http.Request) {
-		n, ok := id(w, r)
-		if !ok {
-			return
-		}
-		if _, ok := f.crawlers[n]; !ok {
-			writeErr(w, 404, "crawler %d not found", n)
-			return
-		}
-		delete(f.crawlers, n)
-		w.WriteHeader(204)
-	})
-	mux.HandleFunc("GET /v1/crawlers/{id}/comments", func(w http.ResponseWriter, r *http.Request) {
-		n, ok := id(w, r)
-		if !ok {
-			return
-		}
-		if _, ok := f.crawlers[n]; !ok {
-			writeErr(w, 404, "crawler %d not found", n)
-			return
-		}
-		f.bodies = append(f.bodies, map[string]any{"n": r.URL.Query().Get("n")})
-		writeJSON(w, 200, f.comments)
-	})
-	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, []api.Node{
-			{ID: "node-a", URL: "http://10.0.0.1:7000", State: api.NodeAttached, Subscribers: 2, LastPoll: time.Now()},
-			{ID: "node-b", URL: "http://10.0.0.2:7000", State: api.NodeAttached, Subscribers: 1},
-		})
-	})
-	mux.HandleFunc("POST /v1/reload", func(w http.ResponseWriter, r *http.Request) {
-		var in api.ReloadRequest
-		if !decode(w, r, &in) {
-			return
-		}
-		writeJSON(w, 200, api.ReloadResponse{Kind: in.Kind, Assigned: 3, Moved: 1})
-	})
-	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		delay := f.delay
-		f.mu.Unlock()
-		if delay > 0 {
-			select {
-			case <-time.After(delay):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		switch r.Header.Get("Authorization") {
-		case "Bearer " + testToken:
-		case "":
-			writeErr(w, 401, "missing bearer token")
-			return
-		default:
-			writeErr(w, 401, "invalid bearer token")
-			return
-		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		mux.ServeHTTP(w, r)
-	})
-	root := http.NewServeMux()
-	root.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, api.HubHealth{Epoch: "epoch-123", Routing: "modulo",
-			Nodes:    []api.HealthNode{{ID: "node-a", URL: "http://10.0.0.1:7000", Subscribers: 2}},
-			Crawlers: api.HealthCrawlers{Total: 3, Assigned: 2, ByState: map[string]int{"running": 2, "disabled": 1}}})
-	})
-	root.Handle("/", admin)
-	return root
-}
-
-func (f *fakeHub) lastBody(t *testing.T) map[string]any {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.bodies) == 0 {
-		t.Fatal("the fake hub received no body")
-	}
-	return f.bodies[len(f.bodies)-1]
-}
 
 // result is what one bwctl run produced.
 type result struct {
@@ -319,19 +60,18 @@ func decodeJSON[T any](t *testing.T, s string) T {
 }
 
 func TestRun_UserCommands(t *testing.T) {
-	f, hub := newFakeHub(t)
+	hub := startHub(t, nil).URL()
 	u := decodeJSON[api.User](t, bwctl(t, hub, "user", "add", "acme corp", "--limit", "100", "--json").ok(t).stdout)
-	if u.ID != 1 || u.Name != "acme corp" || u.CommentLimit != 100 {
+	if u.ID != 1 || u.Name != "acme corp" || u.CommentLimit != 100 || u.State != "active" || u.CreatedAt.IsZero() {
 		t.Fatalf("user add --json printed %+v", u)
-	}
-	if b := f.lastBody(t); b["name"] != "acme corp" || b["comment_limit"] != 100.0 {
-		t.Fatalf("hub received %v", b)
 	}
 	bwctl(t, hub, "--json", "user", "add", "beta").ok(t)
 
 	out := bwctl(t, hub, "user", "list").ok(t).stdout
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 3 || !regexp.MustCompile(`^ID\s+NAME\s+LIMIT\s+USAGE\s+STATE\s+CREATED$`).MatchString(lines[0]) {
+	if len(lines) != 3 || !regexp.MustCompile(`^ID\s+NAME\s+LIMIT\s+USAGE\s+STATE\s+CREATED$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^1\s+acme corp\s+100\s+0\s+active\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^2\s+beta\s+0 \(none\)\s+0\s+active\s`).MatchString(lines[2]) {
 		t.Fatalf("user list table:\n%s", out)
 	}
 	// Columns line up: every row has NAME where the header has it.
@@ -340,12 +80,13 @@ func TestRun_UserCommands(t *testing.T) {
 		t.Fatalf("user list columns not aligned:\n%s", out)
 	}
 	users := decodeJSON[[]api.User](t, bwctl(t, hub, "user", "list", "--json").ok(t).stdout)
-	if len(users) != 2 {
+	if len(users) != 2 || users[0] != u {
 		t.Fatalf("user list --json: %+v", users)
 	}
 
 	out = bwctl(t, hub, "user", "show", "1").ok(t).stdout
-	for _, re := range []string{`(?m)^id:\s+1$`, `(?m)^name:\s+acme corp$`, `(?m)^comment_limit:\s+100$`, `(?m)^created_at:\s+2024-01-02T03:04:05Z$`} {
+	for _, re := range []string{`(?m)^id:\s+1$`, `(?m)^name:\s+acme corp$`, `(?m)^comment_limit:\s+100$`,
+		`(?m)^usage:\s+0$`, `(?m)^state:\s+active$`, `(?m)^created_at:\s+` + regexp.QuoteMeta(u.CreatedAt.Format(time.RFC3339)) + `$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Fatalf("user show lacks %s:\n%s", re, out)
 		}
@@ -354,18 +95,24 @@ func TestRun_UserCommands(t *testing.T) {
 	if u.CommentLimit != 0 {
 		t.Fatalf("set-limit printed %+v", u)
 	}
-	if b := f.lastBody(t); b["comment_limit"] != 0.0 {
-		t.Fatalf("set-limit sent %v (comment_limit 0 must be sent, not omitted)", b)
+	// A limit of 0 must reach the hub, not be dropped as an empty field.
+	if u := decodeJSON[api.User](t, bwctl(t, hub, "user", "show", "1", "--json").ok(t).stdout); u.CommentLimit != 0 {
+		t.Fatalf("after set-limit 1 0 the hub has comment_limit %d", u.CommentLimit)
+	}
+	if out := bwctl(t, hub, "user", "show", "1").ok(t).stdout; !regexp.MustCompile(`(?m)^comment_limit:\s+0 \(none\)$`).MatchString(out) {
+		t.Fatalf("user show after set-limit 1 0:\n%s", out)
 	}
 }
 
 func TestRun_CrawlerCommands(t *testing.T) {
-	f, hub := newFakeHub(t)
+	h := startHub(t, nil)
+	hub := h.URL()
+	client := adminClient(h)
 	bwctl(t, hub, "user", "add", "acme").ok(t)
 
 	// Global and command flags in any order, before and after the words.
 	out := bwctl(t, hub, "--json", "crawler", "--source", "rss", "add", "--user", "1",
-		"--query", "https://a.example/feed, https://b.example/rss", "--keywords", "Go,rust,", "--limit", "50").ok(t).stdout
+		"--query", "https://b.example/rss, https://a.example/feed", "--keywords", "Go,rust,", "--limit", "50").ok(t).stdout
 	var raw map[string]any
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatalf("crawler add --json: %v\n%s", err, out)
@@ -375,55 +122,72 @@ func TestRun_CrawlerCommands(t *testing.T) {
 			t.Errorf("crawler add --json lacks %q:\n%s", key, out)
 		}
 	}
-	if raw["id"] != 2.0 {
+	if raw["id"] != 1.0 {
 		t.Fatalf("crawler add printed id %v", raw["id"])
 	}
-	b := f.lastBody(t)
-	wantBody := `{"comment_limit":50,"enabled":true,"keywords":["Go","rust"],"query":["https://a.example/feed","https://b.example/rss"],"source":"rss","user_id":1}`
-	if got, _ := json.Marshal(b); string(got) != wantBody {
-		t.Fatalf("hub received %s\nwant %s", got, wantBody)
+	// The hub stores what bwctl sent, in its canonical form: feed URLs
+	// sorted, keywords lowercased, blanks dropped.
+	first, err := client.GetCrawler(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := first; c.UserID != 1 || c.Source != "rss" || !slices.Equal(c.Query, []string{"https://a.example/feed", "https://b.example/rss"}) ||
+		!slices.Equal(c.Keywords, []string{"go", "rust"}) || c.CommentLimit != 50 || !c.Enabled || c.State != api.StatePending {
+		t.Fatalf("the hub holds %+v", c)
 	}
 
 	c := decodeJSON[api.Crawler](t, bwctl(t, hub, "crawler", "add", "--user=1", "--source=twitter", "--query=golang", "--disabled", "--json").ok(t).stdout)
-	if c.Enabled || c.State != api.StateDisabled || f.lastBody(t)["enabled"] != false {
-		t.Fatalf("crawler add --disabled: %+v, body %v", c, f.lastBody(t))
+	if c.ID != 2 || c.Enabled || c.State != api.StateDisabled {
+		t.Fatalf("crawler add --disabled printed %+v", c)
+	}
+	if c, err := client.GetCrawler(context.Background(), 2); err != nil || c.Enabled || c.State != api.StateDisabled {
+		t.Fatalf("crawler add --disabled: the hub holds %+v (%v)", c, err)
 	}
 
-	out = bwctl(t, hub, "crawler", "show", "2").ok(t).stdout
-	for _, re := range []string{`(?m)^id:\s+2$`, `(?m)^source:\s+rss$`, `(?m)^query:\s+https://a.example/feed, https://b.example/rss$`,
-		`(?m)^keywords:\s+Go, rust$`, `(?m)^state:\s+pending$`, `(?m)^node:\s+-$`, `(?m)^query_uuid:\s+\S+$`} {
+	// No spawn is registered: the crawler waits for a node.
+	out = bwctl(t, hub, "crawler", "show", "1").ok(t).stdout
+	for _, re := range []string{`(?m)^id:\s+1$`, `(?m)^user_id:\s+1$`, `(?m)^source:\s+rss$`, `(?m)^query:\s+https://a.example/feed, https://b.example/rss$`,
+		`(?m)^keywords:\s+go, rust$`, `(?m)^comment_limit:\s+50$`, `(?m)^enabled:\s+true$`, `(?m)^state:\s+pending$`, `(?m)^node:\s+-$`,
+		`(?m)^query_uuid:\s+` + regexp.QuoteMeta(first.QueryUUID) + `$`, `(?m)^version:\s+1$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Fatalf("crawler show lacks %s:\n%s", re, out)
 		}
 	}
 	out = bwctl(t, hub, "crawler", "list").ok(t).stdout
-	if !regexp.MustCompile(`(?m)^ID\s+USER\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\n2\s+1\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\n3\s+1\s+twitter\s+disabled\s`).MatchString(out) {
+	if !regexp.MustCompile(`^ID\s+USER\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\n1\s+1\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\n2\s+1\s+twitter\s+disabled\s+-\s+0\s+0 \(none\)\s+golang\n$`).MatchString(out) {
 		t.Fatalf("crawler list table:\n%s", out)
 	}
+	lines := strings.Split(out, "\n")
+	if col := strings.Index(lines[0], "STATE"); !strings.HasPrefix(lines[1][col:], "pending") || !strings.HasPrefix(lines[2][col:], "disabled") {
+		t.Fatalf("crawler list columns not aligned:\n%s", out)
+	}
 
-	c = decodeJSON[api.Crawler](t, bwctl(t, hub, "crawler", "update", "2", "--keywords", "", "--limit", "7", "--json").ok(t).stdout)
-	if len(c.Keywords) != 0 || c.CommentLimit != 7 {
+	c = decodeJSON[api.Crawler](t, bwctl(t, hub, "crawler", "update", "1", "--keywords", "", "--limit", "7", "--json").ok(t).stdout)
+	if len(c.Keywords) != 0 || c.CommentLimit != 7 || c.Version != 2 {
 		t.Fatalf("crawler update printed %+v", c)
 	}
-	if got, _ := json.Marshal(f.lastBody(t)); string(got) != `{"comment_limit":7,"keywords":[]}` {
-		t.Fatalf("crawler update sent %s (an empty --keywords must clear the filter)", got)
+	// An empty --keywords clears the filter and leaves the query alone.
+	if c, err := client.GetCrawler(context.Background(), 1); err != nil || len(c.Keywords) != 0 || c.CommentLimit != 7 || len(c.Query) != 2 {
+		t.Fatalf("after crawler update the hub holds %+v (%v)", c, err)
 	}
-	if out := bwctl(t, hub, "crawler", "disable", "2").ok(t).stdout; !regexp.MustCompile(`(?m)^state:\s+disabled$`).MatchString(out) {
+	if out := bwctl(t, hub, "crawler", "disable", "1").ok(t).stdout; !regexp.MustCompile(`(?m)^enabled:\s+false\nstate:\s+disabled$`).MatchString(out) {
 		t.Fatalf("crawler disable printed:\n%s", out)
 	}
-	if got, _ := json.Marshal(f.lastBody(t)); string(got) != `{"enabled":false}` {
-		t.Fatalf("crawler disable sent %s", got)
+	if c, err := client.GetCrawler(context.Background(), 1); err != nil || c.Enabled || c.State != api.StateDisabled {
+		t.Fatalf("after crawler disable the hub holds %+v (%v)", c, err)
 	}
-	bwctl(t, hub, "crawler", "enable", "2").ok(t)
-	if got, _ := json.Marshal(f.lastBody(t)); string(got) != `{"enabled":true}` {
-		t.Fatalf("crawler enable sent %s", got)
+	if out := bwctl(t, hub, "crawler", "enable", "1").ok(t).stdout; !regexp.MustCompile(`(?m)^enabled:\s+true\nstate:\s+pending$`).MatchString(out) {
+		t.Fatalf("crawler enable printed:\n%s", out)
+	}
+	if c, err := client.GetCrawler(context.Background(), 1); err != nil || !c.Enabled || c.State == api.StateDisabled {
+		t.Fatalf("after crawler enable the hub holds %+v (%v)", c, err)
 	}
 
-	if out := bwctl(t, hub, "crawler", "delete", "3").ok(t).stdout; out != "crawler 3 deleted\n" {
+	if out := bwctl(t, hub, "crawler", "delete", "2").ok(t).stdout; out != "crawler 2 deleted\n" {
 		t.Fatalf("crawler delete printed %q", out)
 	}
-	del := decodeJSON[map[string]any](t, bwctl(t, hub, "crawler", "delete", "2", "--json").ok(t).stdout)
-	if del["id"] != 2.0 || del["deleted"] != true {
+	del := decodeJSON[map[string]any](t, bwctl(t, hub, "crawler", "delete", "1", "--json").ok(t).stdout)
+	if del["id"] != 1.0 || del["deleted"] != true {
 		t.Fatalf("crawler delete --json printed %v", del)
 	}
 	if cs := decodeJSON[[]api.Crawler](t, bwctl(t, hub, "crawler", "list", "--json").ok(t).stdout); len(cs) != 0 {
@@ -431,52 +195,128 @@ func TestRun_CrawlerCommands(t *testing.T) {
 	}
 }
 
+// TestRun_NodesReloadCommentsStatus runs the commands that need a working
+// cluster against a hub, two spawns and a feed one crawler reads.
 func TestRun_NodesReloadCommentsStatus(t *testing.T) {
-	f, hub := newFakeHub(t)
+	h := startHub(t, nil)
+	hub := h.URL()
+	client := adminClient(h)
+	ctx := context.Background()
+	feeds, feedBase := startFeeds(t)
+	store := t.TempDir()
+	spawns := []*spawnapp.Spawn{startSpawn(t, hub, store), startSpawn(t, hub, store)}
+	slices.SortFunc(spawns, func(a, b *spawnapp.Spawn) int { return strings.Compare(a.ID(), b.ID()) })
+
+	// Seven stories an hour old, the newest with a line break (between
+	// title and body) and a bidi override in its text.
+	published := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	for i := range 6 {
+		feeds.Publish("news", feedserver.Item{GUID: fmt.Sprintf("story-%d", i), Title: fmt.Sprintf("story number %d", i),
+			Author: "alice", Published: published.Add(time.Duration(i) * time.Minute)})
+	}
+	newest := published.Add(10 * time.Minute)
+	feeds.Publish("news", feedserver.Item{GUID: "bidi", Title: "golang \u202eevil news", Description: "line one",
+		Author: "mallory", Published: newest})
+
+	bwctl(t, hub, "user", "add", "acme").ok(t)
+	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "rss", "--query", feedBase+"/feeds/news.xml").ok(t)
+	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "rss", "--query", feedBase+"/feeds/quiet.xml", "--disabled").ok(t)
+	waitFor(t, "the crawler running with its 7 comments stored, both nodes polled", func() bool {
+		c, err := client.GetCrawler(ctx, 1)
+		if err != nil || c.State != api.StateRunning {
+			return false
+		}
+		if cs, err := client.RecentComments(ctx, 1, 20); err != nil || len(cs) != 7 {
+			return false
+		}
+		hh, err := client.Health(ctx)
+		if err != nil || hh.Crawlers.Total != 2 || hh.Crawlers.Assigned != 1 || hh.Crawlers.ByState[api.StateRunning] != 1 {
+			return false
+		}
+		nodes, err := client.ListNodes(ctx)
+		if err != nil || len(nodes) != 2 {
+			return false
+		}
+		for _, n := range nodes {
+			if n.LastPoll.IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+	crawler, err := client.GetCrawler(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribers := func(s *spawnapp.Spawn) int {
+		if s.ID() == crawler.Node {
+			return 1
+		}
+		return 0
+	}
+
 	out := bwctl(t, hub, "node", "list").ok(t).stdout
-	if !regexp.MustCompile(`(?m)^ID\s+URL\s+STATE\s+SUBSCRIBERS\s+FAILURES\s+LAST POLL\s+STORE\nnode-a\s+http://10.0.0.1:7000\s+attached\s+2\s+0\s+\S+ ago\s+-\nnode-b\s.*\bnever\b`).MatchString(out) {
+	want := `^ID\s+URL\s+STATE\s+SUBSCRIBERS\s+FAILURES\s+LAST POLL\s+STORE\n`
+	for _, s := range spawns {
+		want += regexp.QuoteMeta(s.ID()) + `\s+` + regexp.QuoteMeta(s.URL()) + `\s+ok\s+` + strconv.Itoa(subscribers(s)) + `\s+0\s+\S+ ago\s+ok\n`
+	}
+	if !regexp.MustCompile(want + `$`).MatchString(out) {
 		t.Fatalf("node list table:\n%s", out)
 	}
-	if nodes := decodeJSON[[]api.Node](t, bwctl(t, hub, "node", "list", "--json").ok(t).stdout); len(nodes) != 2 {
+	nodes := decodeJSON[[]api.Node](t, bwctl(t, hub, "node", "list", "--json").ok(t).stdout)
+	if len(nodes) != 2 || nodes[0].ID != spawns[0].ID() || nodes[1].ID != spawns[1].ID() || nodes[0].URL != spawns[0].URL() ||
+		nodes[0].Subscribers+nodes[1].Subscribers != 1 {
 		t.Fatalf("node list --json: %+v", nodes)
 	}
 
+	// The cluster is settled: a hard reload has nothing to send or move.
 	r := decodeJSON[api.ReloadResponse](t, bwctl(t, hub, "reload", "--hard", "--json").ok(t).stdout)
-	if r.Kind != "hard" || r.Assigned != 3 || f.lastBody(t)["kind"] != "hard" {
-		t.Fatalf("reload --hard: %+v", r)
+	if r != (api.ReloadResponse{Kind: "hard"}) {
+		t.Fatalf("reload --hard on a settled cluster: %+v", r)
 	}
-	if out := bwctl(t, hub, "reload", "--soft").ok(t).stdout; !regexp.MustCompile(`(?m)^kind:\s+soft\n`).MatchString(out) {
+	out = bwctl(t, hub, "reload", "--soft").ok(t).stdout
+	if !regexp.MustCompile(`^kind:\s+soft\nassigned:\s+0\nmoved:\s+0\nremoved:\s+0\nfailed:\s+0\n$`).MatchString(out) {
 		t.Fatalf("reload --soft printed:\n%s", out)
 	}
+	if c, err := client.GetCrawler(ctx, 1); err != nil || c.Node != crawler.Node {
+		t.Fatalf("after the reloads the crawler is %+v (%v), was on %s", c, err, crawler.Node)
+	}
 
-	bwctl(t, hub, "user", "add", "u").ok(t)
-	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "stream", "--query", "acme").ok(t)
-	f.mu.Lock()
-	f.comments = []api.Comment{{ID: "c1", CrawlerID: 2, Author: "mallory\x1b[2J", Text: "line one\nline two\twith tab \u202eevil",
-		PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)}}
-	f.mu.Unlock()
-	out = bwctl(t, hub, "comments", "recent", "2", "--n", "5").ok(t).stdout
-	if strings.ContainsAny(out, "\x1b\t\u202e") || !strings.Contains(out, "line one line two with tab evil") ||
-		!strings.Contains(out, "2024-06-01T10:00:00Z") {
-		t.Fatalf("comments recent printed %q", out)
+	// Comments: newest first, at most --n, the text on one line in the table
+	// and as stored in JSON.
+	out = bwctl(t, hub, "comments", "recent", "1", "--n", "5").ok(t).stdout
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 6 || !regexp.MustCompile(`^PUBLISHED\s+ID\s+AUTHOR\s+TEXT$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^`+regexp.QuoteMeta(newest.Format(time.RFC3339))+` +bidi +mallory +golang evil news line one$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^`+regexp.QuoteMeta(published.Add(5*time.Minute).Format(time.RFC3339))+` +story-5 +alice +story number 5$`).MatchString(lines[2]) ||
+		strings.ContainsAny(out, "\t\u202e") {
+		t.Fatalf("comments recent --n 5 printed:\n%s", out)
 	}
-	if f.lastBody(t)["n"] != "5" {
-		t.Fatalf("comments recent asked for n=%v", f.lastBody(t)["n"])
+	cs := decodeJSON[[]api.Comment](t, bwctl(t, hub, "comments", "recent", "1", "--json").ok(t).stdout)
+	if len(cs) != 7 || cs[0].ID != "bidi" || cs[0].CrawlerID != 1 || cs[0].Author != "mallory" || cs[0].Text != "golang \u202eevil news\nline one" ||
+		!cs[0].PublishedAt.Equal(newest) {
+		t.Fatalf("comments recent --json must keep the text as stored: %+v", cs)
 	}
-	cs := decodeJSON[[]api.Comment](t, bwctl(t, hub, "comments", "recent", "2", "--json").ok(t).stdout)
-	if len(cs) != 1 || cs[0].Text != "line one\nline two\twith tab \u202eevil" {
-		t.Fatalf("comments recent --json must keep the text as is: %+v", cs)
+	if cs := decodeJSON[[]api.Comment](t, bwctl(t, hub, "comments", "recent", "1", "--n", "5", "--json").ok(t).stdout); len(cs) != 5 {
+		t.Fatalf("comments recent --n 5 --json returned %d comments", len(cs))
 	}
 
 	out = bwctl(t, hub, "status").ok(t).stdout
-	for _, re := range []string{`(?m)^epoch:\s+epoch-123$`, `(?m)^crawlers:\s+3 total, 2 assigned$`,
-		`(?m)^node-a\s+http://10.0.0.1:7000\s+2$`, `(?m)^running\s+2\ndisabled\s+1$`} {
+	res := []string{`(?m)^hub:\s+` + regexp.QuoteMeta(hub) + `$`, `(?m)^epoch:\s+` + regexp.QuoteMeta(h.Epoch()) + `$`,
+		`(?m)^routing:\s+modulo$`, `(?m)^nodes:\s+2$`, `(?m)^crawlers:\s+2 total, 1 assigned$`,
+		`(?m)^STATE\s+CRAWLERS\nrunning\s+1\ndisabled\s+1\n\z`}
+	for _, s := range spawns {
+		res = append(res, `(?m)^`+regexp.QuoteMeta(s.ID())+`\s+`+regexp.QuoteMeta(s.URL())+`\s+`+strconv.Itoa(subscribers(s))+`$`)
+	}
+	for _, re := range res {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Fatalf("status lacks %s:\n%s", re, out)
 		}
 	}
-	if h := decodeJSON[api.HubHealth](t, bwctl(t, hub, "status", "--json").ok(t).stdout); h.Epoch != "epoch-123" {
-		t.Fatalf("status --json: %+v", h)
+	hh := decodeJSON[api.HubHealth](t, bwctl(t, hub, "status", "--json").ok(t).stdout)
+	if hh.Epoch != h.Epoch() || len(hh.Nodes) != 2 || hh.Crawlers.Total != 2 || hh.Crawlers.Assigned != 1 ||
+		!maps.Equal(hh.Crawlers.ByState, map[string]int{api.StateRunning: 1, api.StateDisabled: 1}) {
+		t.Fatalf("status --json: %+v", hh)
 	}
 }
 
@@ -500,7 +340,7 @@ func TestRun_Help(t *testing.T) {
 // TestRun_Failures checks exit codes and that every failure is exactly one
 // line "bwctl: <reason>" on stderr with nothing on stdout.
 func TestRun_Failures(t *testing.T) {
-	_, hub := newFakeHub(t)
+	hub := startHub(t, nil).URL()
 	bwctl(t, hub, "user", "add", "acme").ok(t)
 	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "rss", "--query", "https://a.example/").ok(t)
 	env := map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN": testToken}
@@ -512,8 +352,14 @@ func TestRun_Failures(t *testing.T) {
 		reason string // regexp of the text after "bwctl: "
 	}{
 		{"not found", env, []string{"crawler", "show", "9"}, 1, `^crawler 9 not found \(404\)$`},
-		{"user not found", env, []string{"user", "show", "9"}, 1, `^user not found \(404\)$`},
-		{"hub refuses", env, []string{"crawler", "add", "--user", "99", "--source", "rss", "--query", "https://a.example/"}, 1, `user 99 does not exist \(400\)$`},
+		{"user not found", env, []string{"user", "show", "9"}, 1, `^user 9 not found \(404\)$`},
+		{"hub refuses", env, []string{"crawler", "add", "--user", "99", "--source", "rss", "--query", "https://a.example/"}, 1, `^user 99 does not exist \(400\)$`},
+		{"hub refuses the query", env, []string{"crawler", "add", "--user", "1", "--source", "rss", "--query", "ftp://a.example/"}, 1, `^invalid query: feed URL "ftp://a.example/" must be http or https \(400\)$`},
+		{"hub refuses n", env, []string{"comments", "recent", "1", "--n", "5000"}, 1, `^n must be between 1 and 1000 \(400\)$`},
+		{"no spawn to read comments", env, []string{"comments", "recent", "1"}, 1, `^no spawn node is live to read the store \(503\)$`},
+		{"comments of no crawler", env, []string{"comments", "recent", "9"}, 1, `^crawler 9 not found \(404\)$`},
+		{"delete not found", env, []string{"crawler", "delete", "9"}, 1, `^crawler 9 not found \(404\)$`},
+		{"set-limit not found", env, []string{"user", "set-limit", "9", "3"}, 1, `^user 9 not found \(404\)$`},
 		{"no token", map[string]string{"BW_HUB_URL": hub}, []string{"user", "list"}, 1, `^missing bearer token \(401\): no admin token given, set BW_ADMIN_TOKEN or --token$`},
 		{"wrong token", env, []string{"user", "list", "--token", "nope"}, 1, `^invalid bearer token \(401\): the hub refused the admin token$`},
 		{"no command", env, nil, 2, `^no command given`},
@@ -580,17 +426,51 @@ func TestRun_HubUnreachable(t *testing.T) {
 	checkFailure(t, r, 1, `^hub unreachable at http://admin:xxxxx@`+regexp.QuoteMeta(addr)+`: connection refused$`)
 
 	// --hub overrides the environment, and a bare host:port means http.
-	_, hub := newFakeHub(t)
+	h := startHub(t, nil)
 	r = bwctlEnv(t, map[string]string{"BW_HUB_URL": "http://" + addr, "BW_ADMIN_TOKEN": testToken},
-		"node", "list", "--hub", strings.TrimPrefix(hub, "http://"))
-	r.ok(t)
+		"status", "--json", "--hub", h.Addr())
+	if hh := decodeJSON[api.HubHealth](t, r.ok(t).stdout); hh.Epoch != h.Epoch() {
+		t.Fatalf("status --hub %s reached another hub: %+v", h.Addr(), hh)
+	}
+}
+
+// silentServer accepts connections and never answers: a hub that hangs.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return // the listener was closed
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
 }
 
 func TestRun_Timeout(t *testing.T) {
-	f, hub := newFakeHub(t)
-	f.mu.Lock()
-	f.delay = 5 * time.Second
-	f.mu.Unlock()
+	hub := silentServer(t)
 	start := time.Now()
 	r := bwctl(t, hub, "user", "list", "--timeout", "100ms")
 	checkFailure(t, r, 1, `^hub at `+regexp.QuoteMeta(hub)+` did not answer within 100ms$`)
@@ -600,7 +480,7 @@ func TestRun_Timeout(t *testing.T) {
 }
 
 func TestRun_TokenFile(t *testing.T) {
-	_, hub := newFakeHub(t)
+	hub := startHub(t, nil).URL()
 	path := t.TempDir() + "/token"
 	if err := os.WriteFile(path, []byte(testToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -611,18 +491,19 @@ func TestRun_TokenFile(t *testing.T) {
 }
 
 func TestRun_ConfigFile(t *testing.T) {
-	_, hub := newFakeHub(t)
+	hub := startHub(t, nil).URL()
+	bwctl(t, hub, "user", "add", "acme").ok(t)
 	dir := t.TempDir()
 	good := dir + "/bwctl.yaml"
 	if err := os.WriteFile(good, []byte("hub: "+hub+"\ntoken: "+testToken+"\njson: true\ntimeout: 5s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := bwctlEnv(t, nil, "node", "list", "--config", good).ok(t)
-	if nodes := decodeJSON[[]api.Node](t, r.stdout); len(nodes) != 2 {
-		t.Fatalf("node list with --config: %+v", nodes)
+	r := bwctlEnv(t, nil, "user", "list", "--config", good).ok(t)
+	if users := decodeJSON[[]api.User](t, r.stdout); len(users) != 1 || users[0].Name != "acme" {
+		t.Fatalf("user list with --config: %+v", users)
 	}
 	// A flag overrides the file.
-	if r := bwctlEnv(t, map[string]string{"BW_CONFIG": good}, "node", "list", "--json=false").ok(t); !strings.HasPrefix(r.stdout, "ID ") {
+	if r := bwctlEnv(t, map[string]string{"BW_CONFIG": good}, "user", "list", "--json=false").ok(t); !strings.HasPrefix(r.stdout, "ID ") {
 		t.Fatalf("--json=false did not override the file: %q", r.stdout)
 	}
 	bad := dir + "/bad.yaml"
@@ -661,12 +542,11 @@ func TestParseLine(t *testing.T) {
 	}
 }
 
-// FuzzRun feeds arbitrary command lines to bwctl: it must never panic, must
-// exit 0, 1 or 2, and must fail with exactly one line on stderr.
+// FuzzRun feeds arbitrary command lines to bwctl, against one hub for the
+// whole run: it must never panic, must exit 0, 1 or 2, and must fail with
+// exactly one line on stderr.
 func FuzzRun(f *testing.F) {
-	fh := &fakeHub{users: map[int64]api.User{}, crawlers: map[int64]api.Crawler{}, nextID: 1}
-	srv := httptest.NewServer(fh.handler())
-	defer srv.Close()
+	hub := startHub(f, nil).URL()
 	for _, seed := range []string{
 		"user add acme --limit 5", "crawler add --user 1 --source rss --query https://x/", "crawler show 1 --json",
 		"crawler update 1 --keywords ''", "reload --hard", "comments recent 1 --n 3", "status", "--timeout=-1s node list",
@@ -677,7 +557,7 @@ func FuzzRun(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		args := strings.Split(line, " ")
 		var out, errb bytes.Buffer
-		env := map[string]string{"BW_HUB_URL": srv.URL, "BW_ADMIN_TOKEN": testToken, "BW_TIMEOUT": "2s"}
+		env := map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN": testToken, "BW_TIMEOUT": "2s"}
 		code := run(context.Background(), args, &out, &errb, func(k string) string { return env[k] })
 		switch code {
 		case 0:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -398,11 +399,17 @@ func commentsRecent(c *cli, args []string, l line) error {
 	if c.json {
 		return printJSON(c.out, comments)
 	}
+	return printComments(c.out, comments)
+}
+
+// printComments prints comments as a table, one line each: their text and
+// authors come from crawled sources and are cleaned for the terminal.
+func printComments(w io.Writer, comments []api.Comment) error {
 	rows := make([][]string, 0, len(comments))
 	for _, cm := range comments {
 		rows = append(rows, []string{timeText(cm.PublishedAt), truncate(cm.ID, maxIDColumn), truncate(orDash(cm.Author), maxAuthorColumn), truncate(cm.Text, maxTextColumn)})
 	}
-	return printTable(c.out, []string{"PUBLISHED", "ID", "AUTHOR", "TEXT"}, rows)
+	return printTable(w, []string{"PUBLISHED", "ID", "AUTHOR", "TEXT"}, rows)
 }
 
 // stateOrder is how status lists crawler states: the lifecycle first.

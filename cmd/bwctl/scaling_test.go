@@ -1,37 +1,49 @@
 package main
 
 import (
-	"net/http"
-	"net/http/httptest"
+	"context"
+	"fmt"
 	"regexp"
 	"testing"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
 )
 
 func TestRun_Scaling(t *testing.T) {
-	want := api.Scaling{Nodes: 2, Subscribers: 1234, TargetSubscribersPerNode: 500, DesiredNodes: 3}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+api.PathScaling, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+testToken {
-			writeErr(w, http.StatusUnauthorized, "missing bearer token")
-			return
-		}
-		writeJSON(w, http.StatusOK, want)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	const target = 2
+	h := startHub(t, func(cfg *hubapp.Settings) { cfg.ScalingTarget = target })
+	hub := h.URL()
+	client := adminClient(h)
+	ctx := context.Background()
+	_, feedBase := startFeeds(t)
+	startSpawn(t, hub, t.TempDir())
 
-	out := bwctl(t, srv.URL, "scaling").ok(t).stdout
-	for _, re := range []string{`(?m)^nodes:\s+2$`, `(?m)^subscribers:\s+1234$`,
-		`(?m)^target_subscribers_per_node:\s+500$`, `(?m)^desired_nodes:\s+3$`} {
-		if !regexp.MustCompile(re).MatchString(out) {
-			t.Fatalf("scaling lacks %s:\n%s", re, out)
+	// Three enabled crawlers want a subscriber each; a disabled one does not.
+	u, err := client.CreateUser(ctx, api.UserCreate{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		enabled := i < 3
+		in := api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fmt.Sprintf("%s/feeds/f%d.xml", feedBase, i)}, Enabled: &enabled}
+		if _, err := client.CreateCrawler(ctx, in); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if got := decodeJSON[api.Scaling](t, bwctl(t, srv.URL, "scaling", "--json").ok(t).stdout); got != want {
+	waitFor(t, "the three subscribers assigned to the spawn", func() bool {
+		hh, err := client.Health(ctx)
+		return err == nil && len(hh.Nodes) == 1 && hh.Crawlers.Total == 4 && hh.Crawlers.Assigned == 3
+	})
+	want := api.Scaling{Nodes: 1, Subscribers: 3, TargetSubscribersPerNode: target, DesiredNodes: 2} // ceil(3 / 2)
+
+	out := bwctl(t, hub, "scaling").ok(t).stdout
+	if !regexp.MustCompile(`^nodes:\s+1\nsubscribers:\s+3\ntarget_subscribers_per_node:\s+2\ndesired_nodes:\s+2\n$`).MatchString(out) {
+		t.Fatalf("scaling printed:\n%s", out)
+	}
+	if got := decodeJSON[api.Scaling](t, bwctl(t, hub, "scaling", "--json").ok(t).stdout); got != want {
 		t.Fatalf("scaling --json: %+v, want %+v", got, want)
 	}
-	checkFailure(t, bwctlEnv(t, map[string]string{"BW_HUB_URL": srv.URL}, "scaling"), 1, `no admin token given`)
-	checkFailure(t, bwctl(t, srv.URL, "scaling", "extra"), 2, `^usage: bwctl scaling$`)
+	checkFailure(t, bwctlEnv(t, map[string]string{"BW_HUB_URL": hub}, "scaling"), 1, `^missing bearer token \(401\): no admin token given`)
+	checkFailure(t, bwctl(t, hub, "scaling", "extra"), 2, `^usage: bwctl scaling$`)
 }

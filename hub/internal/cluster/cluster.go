@@ -200,6 +200,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	h.ctx = ctx
 	h.mu.Unlock()
 	if _, err := h.Reload(ctx, false); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while loading: not a failure
+		}
 		return err
 	}
 	h.wakeKnownNodes(ctx)

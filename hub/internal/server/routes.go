@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
@@ -75,13 +76,24 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return id, true
 }
 
+// operatorReason is err's text without the internal packages' sentinel
+// prefixes ("sqlstore: invalid: user 9 does not exist" reads "user 9 does
+// not exist").
+func operatorReason(err error) string {
+	msg := err.Error()
+	for _, sentinel := range []error{sqlstore.ErrInvalid, cluster.ErrInvalid} {
+		msg = strings.ReplaceAll(msg, sentinel.Error()+": ", "")
+	}
+	return msg
+}
+
 // writeStoreError maps store and validation errors to HTTP answers.
 func (s *Server) writeStoreError(w http.ResponseWriter, what string, err error) {
 	switch {
 	case errors.Is(err, sqlstore.ErrNotFound):
 		httpx.WriteError(w, http.StatusNotFound, "%s not found", what)
 	case errors.Is(err, sqlstore.ErrInvalid), errors.Is(err, query.ErrInvalid), errors.Is(err, httpx.ErrBadRequest), errors.Is(err, cluster.ErrInvalid):
-		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		httpx.WriteError(w, http.StatusBadRequest, "%s", operatorReason(err))
 	default:
 		s.Logger.Error("request failed", "what", what, "err", err)
 		httpx.WriteError(w, http.StatusInternalServerError, "internal error")

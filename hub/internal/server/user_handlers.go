@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -52,7 +53,7 @@ func (s *Server) handleGetUser(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := s.Store.GetUser(r.Context(), id)
 	if err != nil {
-		s.writeStoreError(w, "user", err)
+		s.writeStoreError(w, fmt.Sprintf("user %d", id), err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, s.userView(u))
@@ -74,7 +75,7 @@ func (s *Server) handleUpdateUser(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := s.Store.SetUserLimit(r.Context(), id, *in.CommentLimit)
 	if err != nil {
-		s.writeStoreError(w, "user", err)
+		s.writeStoreError(w, fmt.Sprintf("user %d", id), err)
 		return
 	}
 	s.Hub.RequestReload(false)

@@ -1,16 +1,10 @@
 package queue
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,10 +17,8 @@ import (
 
 // Test timings.
 const (
-	waitTimeout   = 20 * time.Second       // any condition a test waits for
-	waitTick      = 10 * time.Millisecond  // how often it is checked
-	serverStop    = 10 * time.Second       // a test server's graceful stop
-	greetDeadline = 500 * time.Millisecond // one readiness probe
+	waitTimeout = 20 * time.Second      // any condition a test waits for
+	waitTick    = 10 * time.Millisecond // how often it is checked
 )
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -87,126 +79,6 @@ func testConn(t testing.TB, url, prefix, stream string) *Conn {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// natsServerBin finds the nats-server binary scripts/nats.sh uses.
-func natsServerBin(t testing.TB) string {
-	t.Helper()
-	if b := os.Getenv("BW_NATS_SERVER"); b != "" {
-		return b
-	}
-	if b, err := exec.LookPath("nats-server"); err == nil {
-		return b
-	}
-	if _, err := os.Stat("/usr/sbin/nats-server"); err == nil {
-		return "/usr/sbin/nats-server"
-	}
-	t.Fatal("nats-server not found (run: scripts/nats.sh up, or set BW_NATS_SERVER)")
-	return ""
-}
-
-// ownServer is a nats-server process of one test, on its own port and
-// store directory, which the test may stop and start again.
-type ownServer struct {
-	t    testing.TB
-	bin  string
-	addr string
-	dir  string
-	js   bool
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-}
-
-// startOwnServer starts a private nats-server (gated like the shared one).
-func startOwnServer(t testing.TB, js bool) *ownServer {
-	t.Helper()
-	sharedNATS(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s := &ownServer{t: t, bin: natsServerBin(t), addr: addr, dir: t.TempDir(), js: js}
-	s.start()
-	t.Cleanup(s.kill)
-	return s
-}
-
-func (s *ownServer) url() string { return "nats://" + s.addr }
-
-func (s *ownServer) start() {
-	s.t.Helper()
-	_, port, _ := net.SplitHostPort(s.addr)
-	args := []string{"--addr", "127.0.0.1", "--port", port}
-	if s.js {
-		args = append(args, "--jetstream", "--store_dir", filepath.Join(s.dir, "js"))
-	}
-	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(s.bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start nats-server: %v", err)
-	}
-	s.mu.Lock()
-	s.cmd = cmd
-	s.mu.Unlock()
-	waitFor(s.t, "nats-server on "+s.addr+" greets clients", s.greets)
-}
-
-// greets is true when the server sends its INFO line (with JetStream, when
-// asked for, ready).
-func (s *ownServer) greets() bool {
-	c, err := net.DialTimeout("tcp", s.addr, greetDeadline)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(greetDeadline))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "INFO") {
-		return false
-	}
-	return !s.js || strings.Contains(line, `"jetstream":true`)
-}
-
-// stop ends the server with SIGTERM and waits for it to exit.
-func (s *ownServer) stop() {
-	s.t.Helper()
-	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(serverStop):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-// kill ends the server at once (cleanup).
-func (s *ownServer) kill() {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
 }
 
 // comments makes n comments of a crawler with ids tag-0…tag-(n-1).

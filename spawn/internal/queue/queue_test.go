@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/natstest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/file"
 )
@@ -176,8 +178,8 @@ func TestWrap_StoreFailurePublishesNothing(t *testing.T) {
 // once the server is back the retried batch, and a re-sent batch whose
 // first publish had succeeded, end up in the stream exactly once.
 func TestWrap_QueueOutageFailsWriteAndRetryPublishesOnce(t *testing.T) {
-	srv := startOwnServer(t, true)
-	c, err := connect(context.Background(), Options{URL: srv.url(), Name: "queue outage test"}, SubjectPrefix)
+	srv := natstest.Start(t, true)
+	c, err := connect(context.Background(), Options{URL: srv.URL(), Name: "queue outage test"}, SubjectPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestWrap_QueueOutageFailsWriteAndRetryPublishesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv.stop()
+	srv.Stop(syscall.SIGTERM)
 	waitFor(t, "the publisher sees the server gone", func() bool { return !c.nc.IsConnected() })
 	errsBefore := testutil.ToFloat64(publishErrors)
 	if err := st.Write(ctx, b); err == nil {
@@ -208,7 +210,7 @@ func TestWrap_QueueOutageFailsWriteAndRetryPublishesOnce(t *testing.T) {
 		t.Fatalf("store holds %d of crawler 2's comments (%v), want %d", len(got), err, len(b))
 	}
 
-	srv.start()
+	srv.Restart()
 	waitFor(t, "the retried batch goes through", func() bool { return st.Write(ctx, b) == nil })
 	if err := st.Write(ctx, a); err != nil { // a batch whose ack was lost
 		t.Fatal(err)
@@ -216,7 +218,7 @@ func TestWrap_QueueOutageFailsWriteAndRetryPublishesOnce(t *testing.T) {
 	if err := st.Write(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if n := streamMsgs(t, srv.url(), DefaultStream); n != uint64(len(a)+len(b)) {
+	if n := streamMsgs(t, srv.URL(), DefaultStream); n != uint64(len(a)+len(b)) {
 		t.Fatalf("stream holds %d messages, want %d (each comment once)", n, len(a)+len(b))
 	}
 	for _, cr := range []int64{1, 2} {
@@ -228,8 +230,8 @@ func TestWrap_QueueOutageFailsWriteAndRetryPublishesOnce(t *testing.T) {
 }
 
 func TestConn_CoreNATSWithoutJetStream(t *testing.T) {
-	srv := startOwnServer(t, false)
-	c, err := Connect(context.Background(), Options{URL: srv.url()})
+	srv := natstest.Start(t, false)
+	c, err := Connect(context.Background(), Options{URL: srv.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +239,7 @@ func TestConn_CoreNATSWithoutJetStream(t *testing.T) {
 	if c.JetStream() {
 		t.Fatal("JetStream detected on a server without it")
 	}
-	nc, err := nats.Connect(srv.url())
+	nc, err := nats.Connect(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +269,7 @@ func TestConn_CoreNATSWithoutJetStream(t *testing.T) {
 		}
 	}
 
-	srv.stop()
+	srv.Stop(syscall.SIGTERM)
 	waitFor(t, "the publisher sees the server gone", func() bool { return !c.nc.IsConnected() })
 	if err := c.Publish(context.Background(), batch); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("Publish while disconnected = %v, want ErrNotConnected", err)
