@@ -151,6 +151,7 @@ func (h *Hub) activeLocked(c *crawler) (bool, string) {
 // planLocked routes every crawler and builds the per-node requests.
 func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 	ids := h.sortedNodeIDsLocked()
+	route := h.cfg.Router.Table(ids)
 	plans := make(map[string]*plan, len(ids))
 	for _, id := range ids {
 		n := h.nodes[id]
@@ -175,7 +176,7 @@ func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 			c.node, c.state, c.err = "", api.StateFailed, "stored query uuid is invalid: "+err.Error()
 			continue
 		}
-		target := h.cfg.Router.Route(q, ids)
+		target := route(q)
 		c.node = target
 		if target == "" {
 			c.state, c.err = api.StatePending, "no spawn node is registered"

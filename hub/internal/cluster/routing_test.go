@@ -27,8 +27,9 @@ func testQueries(n int) []uuid.UUID {
 // share whose node changed.
 func movedFraction(r Router, qs []uuid.UUID, before, after []string) float64 {
 	moved := 0
+	rb, ra := r.Table(before), r.Table(after)
 	for _, q := range qs {
-		if r.Route(q, before) != r.Route(q, after) {
+		if rb(q) != ra(q) {
 			moved++
 		}
 	}
@@ -44,12 +45,12 @@ func TestRouting_SameQuerySameNode(t *testing.T) {
 			}
 			nodes := testNodes(7)
 			for _, q := range testQueries(500) {
-				a, b := r.Route(q, nodes), r.Route(q, nodes)
+				a, b := r.Table(nodes)(q), r.Table(nodes)(q)
 				if a != b || a == "" {
 					t.Fatalf("query %s routed to %q then %q", q, a, b)
 				}
 			}
-			if got := r.Route(testQueries(1)[0], nil); got != "" {
+			if got := r.Table(nil)(testQueries(1)[0]); got != "" {
 				t.Fatalf("no nodes must route nowhere, got %q", got)
 			}
 		})
@@ -62,9 +63,10 @@ func TestRouting_SpreadsEvenly(t *testing.T) {
 			r, _ := NewRouter(name)
 			nodes := testNodes(10)
 			counts := map[string]int{}
+			route := r.Table(nodes)
 			qs := testQueries(20000)
 			for _, q := range qs {
-				counts[r.Route(q, nodes)]++
+				counts[route(q)]++
 			}
 			for _, n := range nodes {
 				// 2000 expected per node; allow ±15 %.
@@ -117,8 +119,9 @@ func BenchmarkRoute(b *testing.B) {
 	for _, name := range []string{RoutingModulo, RoutingRendezvous} {
 		b.Run(name, func(b *testing.B) {
 			r, _ := NewRouter(name)
+			route := r.Table(nodes)
 			for i := 0; b.Loop(); i++ {
-				r.Route(qs[i%len(qs)], nodes)
+				route(qs[i%len(qs)])
 			}
 		})
 	}
