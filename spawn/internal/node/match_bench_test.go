@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
@@ -88,6 +89,62 @@ func TestNode_KeywordIndexRoutesItemsToMatchingSubscribers(t *testing.T) {
 	waitFor(t, "last comments", func() bool { return st.count(3) == 7 && st.count(1) == 4 })
 	if st.count(2) != 4 {
 		t.Fatalf("removed subscriber stored %d comments, want 4", st.count(2))
+	}
+}
+
+// A keyword index is compiled without the node lock: while a large
+// vocabulary compiles, the hub's calls go through, and an index that a
+// change overtook is compiled again before any item is matched with it.
+func TestNode_KeywordIndexCompilesWithoutTheNodeLock(t *testing.T) {
+	n, kind, st := attachedNode(t)
+	compiling := make(chan struct{})
+	release := make(chan struct{})
+	var builds atomic.Int32
+	n.indexBuilder = func(prev *match.Index, byID map[int64][]string) *match.Index {
+		if builds.Add(1) == 1 {
+			close(compiling)
+			<-release
+		}
+		return buildIndex(prev, byID)
+	}
+	golang := spec(1, 1, "f")
+	golang.Keywords = []string{"golang"}
+	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{golang}}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1700000000, 0)
+	kind.send("f", source.Item{ID: "a", Text: "golang and rust", PublishedAt: at})
+	select {
+	case <-compiling:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the emitter did not compile the keyword index")
+	}
+
+	// The hub adds a subscriber while the index compiles: the call must not
+	// wait for the compile.
+	rust := spec(2, 1, "f")
+	rust.Keywords = []string{"rust"}
+	upserted := make(chan error, 1)
+	go func() {
+		_, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 2, Subscribers: []api.SubscriberSpec{golang, rust}})
+		upserted <- err
+	}()
+	select {
+	case err := <-upserted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("an upsert waited for the keyword index to compile")
+	}
+	close(release)
+
+	// The first compile missed the new subscriber, so it is compiled again
+	// and the item reaches both.
+	waitFor(t, "the item stored for both subscribers", func() bool { return st.count(1) == 1 && st.count(2) == 1 })
+	if got := builds.Load(); got != 2 {
+		t.Fatalf("index compiled %d times, want 2 (the overtaken one, then the current one)", got)
 	}
 }
 

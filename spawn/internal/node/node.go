@@ -87,6 +87,9 @@ type Node struct {
 	logger *slog.Logger
 	writer *writer
 	kick   chan struct{} // wakes the attach loop
+	// indexBuilder compiles keyword indexes (buildIndex; a test may slow
+	// it down to watch the node work while one compiles).
+	indexBuilder func(prev *match.Index, byID map[int64][]string) *match.Index
 
 	mu          sync.Mutex
 	runCtx      context.Context
@@ -134,10 +137,13 @@ type dataSource struct {
 	// are the subscribers without keywords, who see every item. Both are
 	// rebuilt from subs on the first emit after a change (stale), so a
 	// burst of subscriber changes costs one rebuild, and an item costs one
-	// pass over its text however many subscribers share the source.
+	// pass over its text however many subscribers share the source. gen
+	// counts the changes, so a rebuild made without the node lock knows
+	// whether it is still current.
 	index *match.Index
 	open  []*subscriber
 	stale bool
+	gen   uint64
 	hits  []match.Hit // reused by the emitter
 	// deferred is the node's set of sources to tell at the end of the
 	// batch being applied, nil outside a batch.
@@ -177,6 +183,8 @@ func New(cfg Config) (*Node, error) {
 		subs:        map[int64]*subscriber{},
 		sources:     map[string]*dataSource{},
 		pending:     map[int64]int{},
+
+		indexBuilder: buildIndex,
 	}
 	n.writer = newWriter(cfg.Store, n.logger, n.assignIncrements, n.recordWritten)
 	return n, nil
@@ -510,6 +518,7 @@ func (d *dataSource) tellLocked() {
 		specs = append(specs, s.spec)
 	}
 	d.stale = true
+	d.gen++
 	d.ds.SetSubscribers(specs)
 }
 
@@ -522,6 +531,14 @@ func (d *dataSource) matchersLocked() (*match.Index, []*subscriber) {
 	if d.index != nil && !d.stale {
 		return d.index, d.open
 	}
+	d.index = buildIndex(d.index, d.keywordsLocked())
+	d.stale = false
+	return d.index, d.open
+}
+
+// keywordsLocked lists the keywords of the subscribers that filter, for an
+// index build, and refreshes the list of those that do not.
+func (d *dataSource) keywordsLocked() map[int64][]string {
 	byID := make(map[int64][]string, len(d.subs))
 	d.open = d.open[:0]
 	for id, s := range d.subs {
@@ -531,13 +548,45 @@ func (d *dataSource) matchersLocked() (*match.Index, []*subscriber) {
 		}
 		byID[id] = s.spec.Keywords
 	}
-	if d.index == nil {
-		d.index = match.New(byID)
-	} else {
-		d.index = d.index.Update(byID)
+	return byID
+}
+
+// buildIndex indexes byID, reusing prev's automaton where it can.
+func buildIndex(prev *match.Index, byID map[int64][]string) *match.Index {
+	if prev == nil {
+		return match.New(byID)
 	}
-	d.stale = false
-	return d.index, d.open
+	return prev.Update(byID)
+}
+
+// unlockedIndexBuilds is how often an emitter compiles a changed keyword
+// index without the node lock before it gives up and compiles under it:
+// subscribers changing faster than a compile must not starve the source.
+const unlockedIndexBuilds = 3
+
+// rebuildIndexLocked brings a stale keyword index up to date, compiling it
+// with n.mu released: a vocabulary of thousands of keywords takes a few
+// hundred milliseconds to compile, and polls and reloads must not wait for
+// it. It returns with n.mu held, and false when the data source was stopped
+// meanwhile.
+func (n *Node) rebuildIndexLocked(ds *dataSource) bool {
+	for range unlockedIndexBuilds {
+		if ds.index != nil && !ds.stale {
+			return true
+		}
+		gen, prev, byID := ds.gen, ds.index, ds.keywordsLocked()
+		n.mu.Unlock()
+		built := n.indexBuilder(prev, byID)
+		n.mu.Lock()
+		if n.sources[ds.key] != ds {
+			return false
+		}
+		if ds.gen == gen {
+			ds.index, ds.stale = built, false
+			return true
+		}
+	}
+	return true // matchersLocked compiles under the lock
 }
 
 // leaveLocked takes a subscriber off a data source, stopping the source when
@@ -586,6 +635,10 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 		var out []pending
 		n.mu.Lock()
 		if n.sources[ds.key] != ds {
+			n.mu.Unlock()
+			return context.Canceled
+		}
+		if !n.rebuildIndexLocked(ds) {
 			n.mu.Unlock()
 			return context.Canceled
 		}
