@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -20,16 +19,8 @@ import (
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
-// Queue test timings.
-const (
-	natsCallTimeout = 5 * time.Second // one JetStream API call of the test
-)
-
-// The spawns' stream and subjects (spawn/internal/queue).
-const (
-	commentStream   = "BW_COMMENTS"
-	commentSubjects = "comments.>"
-)
+// commentStream is the spawns' JetStream stream (spawn/internal/queue).
+const commentStream = "BW_COMMENTS"
 
 // published is what a consumer replaying the comment stream from its start
 // sees: each comment's id by crawler, and how many messages there were.
@@ -42,34 +33,8 @@ type published struct {
 // one's subject and Nats-Msg-Id against its comment.
 func readPublished(t *testing.T, url string) published {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), natsCallTimeout)
-	defer cancel()
-	st, err := js.Stream(ctx, commentStream)
-	if err != nil {
-		t.Fatalf("stream %s: %v", commentStream, err)
-	}
-	n := st.CachedInfo().State.Msgs
-	cons, err := js.OrderedConsumer(ctx, commentStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{commentSubjects}, DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := published{ids: map[int64]map[string]bool{}}
-	for uint64(out.msgs) < n {
-		m, err := cons.Next(jetstream.FetchMaxWait(waitTimeout))
-		if err != nil {
-			t.Fatalf("read %d of %d messages: %v", out.msgs, n, err)
-		}
+	for _, m := range natstest.ReadStream(t, url, commentStream) {
 		var cm api.Comment
 		if err := json.Unmarshal(m.Data(), &cm); err != nil {
 			t.Fatalf("message on %s is not a comment: %v", m.Subject(), err)

@@ -2,11 +2,13 @@
 // own port and store directory, so the test sees only its own messages and
 // may stop and start the server without disturbing anyone else (the shared
 // server of scripts/nats.sh is never stopped). The binary is Debian's
-// nats-server, which scripts/nats.sh installs.
+// nats-server, which scripts/nats.sh installs. It also reads back what a
+// JetStream stream holds, on any server.
 package natstest
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -16,11 +18,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Timings of a test server.
 const (
 	readyTimeout = 20 * time.Second       // from start until it greets clients
+	callTimeout  = 5 * time.Second        // one JetStream API call
+	readTimeout  = 20 * time.Second       // waiting for a stream's next message
 	probeTimeout = 500 * time.Millisecond // one readiness probe
 	probeTick    = 10 * time.Millisecond  // between probes
 	stopTimeout  = 10 * time.Second       // its exit after a signal
@@ -151,4 +158,58 @@ func (s *Server) Stop(sig syscall.Signal) {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+}
+
+// StreamMsgs is the number of messages a JetStream stream of the server at
+// url holds.
+func StreamMsgs(t testing.TB, url, stream string) uint64 {
+	t.Helper()
+	js, done := connect(t, url)
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	return s.CachedInfo().State.Msgs
+}
+
+// ReadStream replays every message of a JetStream stream, oldest first, as
+// a consumer that joins late would.
+func ReadStream(t testing.TB, url, stream string) []jetstream.Msg {
+	t.Helper()
+	n := StreamMsgs(t, url, stream)
+	js, done := connect(t, url)
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []jetstream.Msg
+	for uint64(len(out)) < n {
+		m, err := cons.Next(jetstream.FetchMaxWait(readTimeout))
+		if err != nil {
+			t.Fatalf("read %s after %d of %d messages: %v", stream, len(out), n, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// connect opens a JetStream client of the server at url; done closes it.
+func connect(t testing.TB, url string) (js jetstream.JetStream, done func()) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err = jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	return js, nc.Close
 }

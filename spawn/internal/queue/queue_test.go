@@ -115,7 +115,7 @@ func TestWrap_PublishesEveryCommentAfterTheStoreWrite(t *testing.T) {
 	}
 	var inStore uint64
 	inner := &recordingStore{}
-	inner.before = func() { inStore = streamMsgs(t, url, stream) }
+	inner.before = func() { inStore = natstest.StreamMsgs(t, url, stream) }
 	st := Wrap(inner, c)
 
 	before := testutil.ToFloat64(published)
@@ -132,7 +132,7 @@ func TestWrap_PublishesEveryCommentAfterTheStoreWrite(t *testing.T) {
 	if got := testutil.ToFloat64(published) - before; got != float64(len(batch)) {
 		t.Fatalf("bw_spawn_queue_published_total rose by %v, want %d", got, len(batch))
 	}
-	msgs := readStream(t, url, stream)
+	msgs := natstest.ReadStream(t, url, stream)
 	if len(msgs) != len(batch) {
 		t.Fatalf("stream holds %d messages, want %d", len(msgs), len(batch))
 	}
@@ -168,7 +168,7 @@ func TestWrap_StoreFailurePublishesNothing(t *testing.T) {
 	if err := c.Publish(context.Background(), comments(2, "marker", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if n := streamMsgs(t, url, stream); n != 1 {
+	if n := natstest.StreamMsgs(t, url, stream); n != 1 {
 		t.Fatalf("stream holds %d messages, want only the marker", n)
 	}
 }
@@ -218,7 +218,7 @@ func TestWrap_QueueOutageFailsWriteAndRetryPublishesOnce(t *testing.T) {
 	if err := st.Write(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if n := streamMsgs(t, srv.URL(), DefaultStream); n != uint64(len(a)+len(b)) {
+	if n := natstest.StreamMsgs(t, srv.URL(), DefaultStream); n != uint64(len(a)+len(b)) {
 		t.Fatalf("stream holds %d messages, want %d (each comment once)", n, len(a)+len(b))
 	}
 	for _, cr := range []int64{1, 2} {
@@ -298,7 +298,7 @@ func TestConn_RecreatesAMissingStream(t *testing.T) {
 	if err := c.Publish(ctx, comments(1, "again", 3)); err != nil {
 		t.Fatalf("Publish after the stream was set up again: %v", err)
 	}
-	if n := streamMsgs(t, url, stream); n != 3 {
+	if n := natstest.StreamMsgs(t, url, stream); n != 3 {
 		t.Fatalf("new stream holds %d messages, want 3", n)
 	}
 }
