@@ -81,6 +81,7 @@ type Node struct {
 	RegisteredAt time.Time          `json:"registered_at"`
 	LastPoll     time.Time          `json:"last_poll"`
 	Failures     int                `json:"failures"`
+	Sources      []string           `json:"sources"` // source kinds it crawls
 	Store        string             `json:"store,omitempty"`
 	DataSources  []DataSourceStatus `json:"data_sources,omitempty"`
 }

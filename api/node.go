@@ -53,6 +53,10 @@ const (
 type RegisterRequest struct {
 	NodeID  string   `json:"node_id"`
 	URL     string   `json:"url"`
+	// Sources are the source kinds the spawn can crawl (twitter and stream
+	// only when their credentials are configured on it); the hub routes a
+	// crawler only among the spawns that offer its source. Empty means
+	// every kind.
 	Sources []string `json:"sources,omitempty"`
 	// Clock is the spawn's monotonic clock in milliseconds when it sent the
 	// request; the hub anchors the first leases on it.

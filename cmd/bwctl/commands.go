@@ -349,9 +349,10 @@ func nodeList(c *cli, _ []string, _ line) error {
 	}
 	rows := make([][]string, 0, len(nodes))
 	for _, n := range nodes {
-		rows = append(rows, []string{n.ID, n.URL, n.State, strconv.Itoa(n.Subscribers), strconv.Itoa(n.Failures), ageText(n.LastPoll), orDash(n.Store)})
+		rows = append(rows, []string{n.ID, n.URL, n.State, strconv.Itoa(n.Subscribers), strconv.Itoa(n.Failures), ageText(n.LastPoll), orDash(n.Store),
+			orDash(strings.Join(n.Sources, ","))})
 	}
-	return printTable(c.out, []string{"ID", "URL", "STATE", "SUBSCRIBERS", "FAILURES", "LAST POLL", "STORE"}, rows)
+	return printTable(c.out, []string{"ID", "URL", "STATE", "SUBSCRIBERS", "FAILURES", "LAST POLL", "STORE", "SOURCES"}, rows)
 }
 
 func reload(c *cli, _ []string, l line) error {

@@ -116,6 +116,7 @@ type node struct {
 	acks         []uint64       // increments applied, to acknowledge
 	anchorClock  int64          // spawn clock of the last answer
 	anchorAt     time.Time      // when the hub received that answer
+	sources      []string // source kinds it crawls, sorted
 	store        string
 	dataSources  []api.DataSourceStatus
 	pending      map[int64]int
@@ -281,7 +282,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		old.removed = true
 	}
 	h.nodes[req.NodeID] = &node{
-		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), registeredAt: now, lastPoll: now,
+		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), registeredAt: now, lastPoll: now,
 		want: map[int64]bool{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
 		leased: map[int64]bool{},
 	}
@@ -307,6 +308,35 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		OrphanAfter:  api.Duration(h.cfg.OrphanAfter),
 		DetachAfter:  api.Duration(h.cfg.DetachAfter),
 	}, nil
+}
+
+// offeredSources keeps the known source kinds a spawn offers, sorted; a
+// spawn that names none offers every kind. Kinds this hub does not know are
+// ignored: no crawler can ask for them.
+func offeredSources(kinds []string) []string {
+	var out []string
+	for _, k := range api.Sources {
+		if len(kinds) == 0 || slices.Contains(kinds, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// routeTablesLocked builds a routing table per source kind over the nodes
+// (sorted ids) that offer it.
+func (h *Hub) routeTablesLocked(ids []string) map[string]RouteTable {
+	tables := make(map[string]RouteTable, len(api.Sources))
+	for _, kind := range api.Sources {
+		offering := make([]string, 0, len(ids))
+		for _, id := range ids {
+			if slices.Contains(h.nodes[id].sources, kind) {
+				offering = append(offering, id)
+			}
+		}
+		tables[kind] = h.cfg.Router.Table(offering)
+	}
+	return tables
 }
 
 // removeNodeLocked forgets a node whose polls keep failing.

@@ -151,7 +151,7 @@ func (h *Hub) activeLocked(c *crawler) (bool, string) {
 // planLocked routes every crawler and builds the per-node requests.
 func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 	ids := h.sortedNodeIDsLocked()
-	route := h.cfg.Router.Table(ids)
+	routes := h.routeTablesLocked(ids)
 	plans := make(map[string]*plan, len(ids))
 	for _, id := range ids {
 		n := h.nodes[id]
@@ -176,10 +176,16 @@ func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 			c.node, c.state, c.err = "", api.StateFailed, "stored query uuid is invalid: "+err.Error()
 			continue
 		}
-		target := route(q)
+		var target string
+		if route, ok := routes[c.row.Source]; ok {
+			target = route(q)
+		}
 		c.node = target
 		if target == "" {
 			c.state, c.err = api.StatePending, "no spawn node is registered"
+			if len(ids) > 0 {
+				c.err = fmt.Sprintf("no spawn node offers source %s (a spawn offers twitter and stream once their credentials are configured)", c.row.Source)
+			}
 			continue
 		}
 		p := plans[target]

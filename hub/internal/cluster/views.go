@@ -85,7 +85,7 @@ func (h *Hub) Nodes() []api.Node {
 		out = append(out, api.Node{
 			ID: n.id, URL: n.url, State: state, Subscribers: len(n.want),
 			RegisteredAt: n.registeredAt.UTC(), LastPoll: n.lastPoll.UTC(), Failures: n.failures,
-			Store: n.store, DataSources: slices.Clone(n.dataSources),
+			Sources: slices.Clone(n.sources), Store: n.store, DataSources: slices.Clone(n.dataSources),
 		})
 	}
 	return out

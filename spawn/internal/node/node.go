@@ -256,12 +256,7 @@ func (n *Node) attachLoop(ctx context.Context) {
 }
 
 func (n *Node) register(ctx context.Context) error {
-	kinds := make([]string, 0, len(n.cfg.Sources))
-	for k := range n.cfg.Sources {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: kinds, Clock: n.clock()}
+	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), Clock: n.clock()}
 	var resp api.RegisterResponse
 	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -86,6 +87,27 @@ type Kind interface {
 
 // Registry maps source kinds to their builders.
 type Registry map[string]Kind
+
+// NotConfigured is implemented by a Kind that stands in for a source the
+// spawn has no credentials for: it fails its subscribers saying what is
+// missing, and the spawn does not offer the kind to the hub, which routes
+// the kind's crawlers to spawns that can run them.
+type NotConfigured interface {
+	NotConfigured() error
+}
+
+// Offered lists, sorted, the kinds the spawn can crawl: those that are not
+// stand-ins for an unconfigured source.
+func (r Registry) Offered() []string {
+	out := make([]string, 0, len(r))
+	for name, k := range r {
+		if _, standIn := k.(NotConfigured); !standIn {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Lookup returns the builder for a source kind.
 func (r Registry) Lookup(kind string) (Kind, error) {

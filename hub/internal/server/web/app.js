@@ -205,6 +205,7 @@
       el('td', { class: 'num opt' }, fmtNumber((n.data_sources || []).length)),
       el('td', { title: dateTime(n.last_poll) }, ago(n.last_poll)),
       el('td', { class: 'opt' }, n.store ? badge(n.store, stateClass(n.store)) : el('span', { class: 'dim' }, '–')),
+      el('td', { class: 'opt' }, (n.sources || []).join(', ')),
     ));
     $('nodes').tBodies[0].replaceChildren(...rows);
     $('nodes-empty').hidden = nodes.length > 0;

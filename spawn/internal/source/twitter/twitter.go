@@ -367,3 +367,6 @@ func (unconfigured) Keys(spec api.SubscriberSpec) ([]string, error) {
 }
 
 func (unconfigured) New(string) (source.DataSource, error) { return nil, ErrNotConfigured }
+
+// NotConfigured marks the stand-in, so the spawn does not offer the kind.
+func (unconfigured) NotConfigured() error { return ErrNotConfigured }
