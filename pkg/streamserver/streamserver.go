@@ -142,6 +142,7 @@ type Server struct {
 	billing  map[string]int64
 	events   []Event
 	refuse   bool
+	badCSDL  []string // definitions containing one of these fail to compile
 	stalled  bool
 	dropped  int
 	attempts []Attempt
@@ -233,6 +234,9 @@ func (s *Server) handleCompile(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxCSDLBytes)
 	csdl := strings.TrimSpace(r.FormValue("csdl"))
 	phrases, err := ParseCSDL(csdl)
+	if err == nil {
+		err = s.refusedCSDL(csdl)
+	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
@@ -425,6 +429,26 @@ func (s *Server) Attempts() []Attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.attempts)
+}
+
+// RefuseCSDL makes definitions that contain text fail to compile, as the
+// real service refuses a filter it cannot run.
+func (s *Server) RefuseCSDL(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.badCSDL = append(s.badCSDL, text)
+}
+
+// refusedCSDL is the compile error of a definition RefuseCSDL covers.
+func (s *Server) refusedCSDL(csdl string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, bad := range s.badCSDL {
+		if strings.Contains(csdl, bad) {
+			return fmt.Errorf("%w: the service cannot run a filter on %q", ErrCSDL, bad)
+		}
+	}
+	return nil
 }
 
 // RefuseKeys makes every request fail authorization (401) while on.

@@ -1006,7 +1006,7 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 	failing := 0
 	for _, k := range s.keys {
 		if ds, ok := n.sources[k]; ok {
-			if err := ds.ds.Err(); err != nil {
+			if err := subscriberErr(ds.ds, s.spec); err != nil {
 				errs = append(errs, err.Error())
 				if !errors.Is(err, source.ErrDegraded) {
 					failing++
@@ -1021,6 +1021,15 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 	}
 	st.Error = strings.Join(errs, "; ")
 	return st
+}
+
+// subscriberErr is the error of a data source that concerns spec's
+// subscriber: only its own query's, on a source that tells them apart.
+func subscriberErr(ds source.DataSource, spec api.SubscriberSpec) error {
+	if per, ok := ds.(source.SubscriberErrors); ok {
+		return per.ErrFor(spec)
+	}
+	return ds.Err()
 }
 
 func (n *Node) dataSourcesLocked() []api.DataSourceStatus {

@@ -50,6 +50,20 @@ func (s *ErrorSet) Err() error {
 	return errors.Join(errs...)
 }
 
+// ErrOf joins the current errors of the parts keep selects, ordered by
+// part; nil when there are none.
+func (s *ErrorSet) ErrOf(keep func(part string) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, p := range slices.Sorted(maps.Keys(s.cur)) {
+		if keep(p) {
+			errs = append(errs, s.cur[p])
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Clear drops the current errors of the parts drop selects.
 func (s *ErrorSet) Clear(drop func(part string) bool) {
 	s.mu.Lock()

@@ -16,6 +16,12 @@ func TestErrorSet_PartsJoinClearAndRemember(t *testing.T) {
 	if err := s.Err(); !errors.Is(err, a) || !errors.Is(err, b) {
 		t.Fatalf("Err = %v, want both", err)
 	}
+	if err := s.ErrOf(func(part string) bool { return part == "conn" }); !errors.Is(err, a) || errors.Is(err, b) {
+		t.Fatalf("ErrOf(conn) = %v, want only the connection's", err)
+	}
+	if err := s.ErrOf(func(string) bool { return false }); err != nil {
+		t.Fatalf("ErrOf(nothing) = %v, want nil", err)
+	}
 	s.Set("conn", nil)
 	if err := s.Err(); errors.Is(err, a) || !errors.Is(err, b) {
 		t.Fatalf("after clearing conn: %v", err)

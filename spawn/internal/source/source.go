@@ -76,6 +76,16 @@ type DataSource interface {
 	SetSubscribers(specs []api.SubscriberSpec)
 }
 
+// SubscriberErrors is implemented by a data source that subscribers of
+// different queries share (the stream service's one connection): an error
+// about one query, such as a filter the service refuses to compile, concerns
+// only the subscribers of that query, while Err reports them all.
+type SubscriberErrors interface {
+	// ErrFor joins the errors that concern spec's subscriber: those of the
+	// whole source and those of its own query; nil when there are none.
+	ErrFor(spec api.SubscriberSpec) error
+}
+
 // Kind builds the data sources of one source kind.
 type Kind interface {
 	// Keys names the data sources a subscriber needs, for example one per

@@ -121,9 +121,27 @@ func (m *multi) SetSubscribers(specs []api.SubscriberSpec) {
 // Err joins the current errors of the parts; nil when all is well.
 func (m *multi) Err() error { return m.errs.Err() }
 
+// ErrFor joins the errors of the connection and of spec's own query (its
+// compile and its subscription), leaving out other queries' errors.
+func (m *multi) ErrFor(spec api.SubscriberSpec) error {
+	m.mu.Lock()
+	h := m.hashes[spec.QueryUUID].hash
+	m.mu.Unlock()
+	return m.errs.ErrOf(func(part string) bool {
+		switch {
+		case part == connPart, part == messagesPart, part == compilePrefix+spec.QueryUUID:
+			return true
+		case h != "" && part == subPrefix+h:
+			return true
+		}
+		return false
+	})
+}
+
 func (m *multi) setErr(part string, err error) {
-	if err != nil && !errors.Is(err, ErrUnauthorized) {
-		// Reconnects and bad messages pass; wrong credentials do not.
+	if err != nil && !errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrRefused) {
+		// Reconnects and bad messages pass; wrong credentials and a filter
+		// the service refuses do not.
 		err = source.Degraded(err)
 	}
 	m.errs.Set(part, err)
@@ -386,6 +404,8 @@ func (m *multi) compile(ctx context.Context, def string) (string, error) {
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return "", fmt.Errorf("%w: the service answered %s%s", ErrUnauthorized, resp.Status, serviceError(body))
+	case resp.StatusCode == http.StatusBadRequest:
+		return "", fmt.Errorf("%w: the service answered %s%s", ErrRefused, resp.Status, serviceError(body))
 	case resp.StatusCode != http.StatusOK:
 		return "", fmt.Errorf("%w: the service answered %s%s", ErrStatus, resp.Status, serviceError(body))
 	}

@@ -123,6 +123,56 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 	}
 }
 
+// TestNode_StreamQueryErrorStaysWithItsSubscribers: the service refuses
+// one query's filter. Its subscribers fail with the reason; a subscriber of
+// another query on the same connection shows no error and keeps receiving.
+func TestNode_StreamQueryErrorStaysWithItsSubscribers(t *testing.T) {
+	srv := streamserver.New(streamserver.Options{Username: "u", APIKey: "k", TickInterval: 50 * time.Millisecond})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Close)
+	srv.RefuseCSDL("forbidden")
+	kind, err := stream.New(stream.Options{
+		URL: ts.URL, Username: "u", APIKey: "k",
+		Client: netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, st := startNode(t, kind)
+	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{
+		streamSpec(1, nil, "golang"), streamSpec(2, nil, "forbidden"),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	subscriber := func(id int64) api.HealthSubscriber {
+		for _, s := range n.Health().Subscribers {
+			if s.CrawlerID == id {
+				return s
+			}
+		}
+		t.Fatalf("crawler %d is not a subscriber", id)
+		return api.HealthSubscriber{}
+	}
+	sourcetest.WaitUntil(t, "the refused query's subscriber failed with the reason", func() bool {
+		s := subscriber(2)
+		return s.State == api.StateFailed && strings.Contains(s.Error, "filter refused")
+	})
+	sourcetest.WaitUntil(t, "the good query subscribed", func() bool {
+		subs := srv.Subscriptions()
+		return len(subs) == 1 && len(subs[0]) == 1
+	})
+	g := srv.Publish(streamserver.Interaction{Content: "golang news"})
+	sourcetest.ExpectStored(t, st, map[int64][]string{1: {"ds:" + g.ID}})
+	if s := subscriber(1); s.Error != "" || s.State != api.StateRunning {
+		t.Fatalf("subscriber of the good query: state %s, error %q; want running with no error", s.State, s.Error)
+	}
+	// The data source as a whole still reports every query's error.
+	if h := n.Health(); len(h.DataSources) != 1 || !strings.Contains(h.DataSources[0].Error, "filter refused") {
+		t.Fatalf("data sources %+v, want the refused query's error", h.DataSources)
+	}
+}
+
 func TestNode_UnconfiguredStreamSaysWhy(t *testing.T) {
 	n, _ := startNode(t, stream.Unconfigured())
 	resp, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{streamSpec(1, nil, "x")}})

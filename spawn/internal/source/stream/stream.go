@@ -87,6 +87,9 @@ var (
 	ErrStatus = errors.New("stream: unexpected HTTP status")
 	// ErrCompile means a query could not be compiled to a hash.
 	ErrCompile = errors.New("stream: unable to compile query")
+	// ErrRefused means the service refused to compile a query's filter (400
+	// Bad Request): its subscribers fail, the others carry on.
+	ErrRefused = errors.New("stream: filter refused")
 	// ErrSubscribe means the service refused a subscription.
 	ErrSubscribe = errors.New("stream: subscription refused")
 	// ErrStalled means neither a tick nor an item arrived for
