@@ -51,8 +51,8 @@ const (
 // RegisterRequest is what a spawn sends to the hub when it starts and after
 // every detach.
 type RegisterRequest struct {
-	NodeID  string   `json:"node_id"`
-	URL     string   `json:"url"`
+	NodeID string `json:"node_id"`
+	URL    string `json:"url"`
 	// Sources are the source kinds the spawn can crawl (twitter and stream
 	// only when their credentials are configured on it); the hub routes a
 	// crawler only among the spawns that offer its source. Empty means

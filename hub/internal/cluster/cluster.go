@@ -116,7 +116,7 @@ type node struct {
 	acks         []uint64       // increments applied, to acknowledge
 	anchorClock  int64          // spawn clock of the last answer
 	anchorAt     time.Time      // when the hub received that answer
-	sources      []string // source kinds it crawls, sorted
+	sources      []string       // source kinds it crawls, sorted
 	store        string
 	dataSources  []api.DataSourceStatus
 	pending      map[int64]int
