@@ -58,6 +58,9 @@ type RegisterRequest struct {
 	// crawler only among the spawns that offer its source. Empty means
 	// every kind.
 	Sources []string `json:"sources,omitempty"`
+	// Detached says why the spawn detached before registering again (it
+	// dropped every subscriber); empty on its first registration.
+	Detached string `json:"detached,omitempty"`
 	// Clock is the spawn's monotonic clock in milliseconds when it sent the
 	// request; the hub anchors the first leases on it.
 	Clock int64 `json:"clock"`

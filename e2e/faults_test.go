@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,6 +102,16 @@ func TestFaults_PartitionedSpawnDetachesAndComesBack(t *testing.T) {
 	})
 	t.Logf("healed: spawn re-registered and running subscribers again after %s", time.Since(healed).Round(time.Millisecond))
 	c.waitNodes(3)
+	// The hub tells operators the spawn detached, and why.
+	events, err := c.client.Events(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events, func(ev api.Event) bool {
+		return ev.Kind == "node_detached" && strings.Contains(ev.Message, "hub silent for")
+	}) {
+		t.Fatalf("no node_detached event saying why among %+v", events)
+	}
 }
 
 func TestFaults_FailedSendIsResentToTheSameNode(t *testing.T) {

@@ -34,6 +34,8 @@ const (
 	sendConcurrency = 64
 	// eventsKept is how many recent events the hub remembers for operators.
 	eventsKept = 200
+	// maxDetachReason bounds the reason a spawn gives for a detach.
+	maxDetachReason = 500
 )
 
 // Connections to spawns. The hub talks to every node once per poll
@@ -276,6 +278,9 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	if err := validNodeURL(req.URL); err != nil {
 		return api.RegisterResponse{}, err
 	}
+	if len(req.Detached) > maxDetachReason {
+		return api.RegisterResponse{}, fmt.Errorf("%w: detached must be at most %d characters", ErrInvalid, maxDetachReason)
+	}
 	now := time.Now()
 	h.mu.Lock()
 	if old, ok := h.nodes[req.NodeID]; ok {
@@ -291,6 +296,9 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		if c.sentNode == req.NodeID {
 			c.sentNode, c.needSend = "", true
 		}
+	}
+	if req.Detached != "" {
+		h.eventLocked("node_detached", fmt.Sprintf("node %s detached (%s), dropping its subscribers, and registered again", short(req.NodeID), req.Detached))
 	}
 	h.eventLocked("node_joined", fmt.Sprintf("node %s joined from %s", short(req.NodeID), req.URL))
 	ctx := ctxOrBackground(h.ctx)

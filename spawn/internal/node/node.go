@@ -97,15 +97,18 @@ type Node struct {
 	epoch       string
 	lastContact time.Time
 	lastSeq     uint64
-	orphanAfter time.Duration
-	detachAfter time.Duration
-	subs        map[int64]*subscriber
-	sources     map[string]*dataSource
-	instances   uint64
-	incSeq      uint64
-	incs        []api.Increment // counted usage not yet acknowledged
-	pending     map[int64]int   // per crawler: comments counted, not yet stored
-	wg          sync.WaitGroup  // data source goroutines
+	// detachReason is why the node last detached, told to the hub when it
+	// registers again.
+	detachReason string
+	orphanAfter  time.Duration
+	detachAfter  time.Duration
+	subs         map[int64]*subscriber
+	sources      map[string]*dataSource
+	instances    uint64
+	incSeq       uint64
+	incs         []api.Increment // counted usage not yet acknowledged
+	pending      map[int64]int   // per crawler: comments counted, not yet stored
+	wg           sync.WaitGroup  // data source goroutines
 }
 
 // subscriber is one crawler's consumer on this node.
@@ -256,7 +259,10 @@ func (n *Node) attachLoop(ctx context.Context) {
 }
 
 func (n *Node) register(ctx context.Context) error {
-	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), Clock: n.clock()}
+	n.mu.Lock()
+	detached := n.detachReason
+	n.mu.Unlock()
+	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), Detached: detached, Clock: n.clock()}
 	var resp api.RegisterResponse
 	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
@@ -270,6 +276,7 @@ func (n *Node) register(ctx context.Context) error {
 	defer n.mu.Unlock()
 	n.state = api.NodeAttached
 	n.epoch = resp.Epoch
+	n.detachReason = ""
 	n.lastSeq = 0
 	n.lastContact = time.Now()
 	if resp.OrphanAfter > 0 {
@@ -290,6 +297,7 @@ func (n *Node) detachLocked(reason string) {
 	detaches.Inc()
 	n.logger.Warn("detached", "reason", reason, "subscribers", len(n.subs))
 	n.state = api.NodeDetached
+	n.detachReason = reason
 	n.epoch = ""
 	n.dropAllLocked()
 	select {

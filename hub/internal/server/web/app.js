@@ -336,7 +336,7 @@
   }
 
   function eventClass(kind) {
-    const known = ['node_joined', 'node_lost', 'reload_hard', 'reload_soft', 'limit_reached', 'detach', 'detached'];
+    const known = ['node_joined', 'node_lost', 'reload_hard', 'reload_soft', 'limit_reached', 'node_detached'];
     return known.includes(kind) ? 'k-' + kind : 'k-other';
   }
 
