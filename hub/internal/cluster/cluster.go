@@ -297,6 +297,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 			c.sentNode, c.needSend = "", true
 		}
 	}
+	h.nodeBackLocked(h.nodes[req.NodeID])
 	if req.Detached != "" {
 		h.eventLocked("node_detached", fmt.Sprintf("node %s detached (%s), dropping its subscribers, and registered again", short(req.NodeID), req.Detached))
 	}
@@ -316,6 +317,31 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		OrphanAfter:  api.Duration(h.cfg.OrphanAfter),
 		DetachAfter:  api.Duration(h.cfg.DetachAfter),
 	}, nil
+}
+
+// nodeBackLocked handles a lost node registering again under its id: it is
+// the same process (a spawn's id lives as long as it does), so it still
+// holds every increment it counted and reports them itself. Reading its
+// usage back from the store is then not needed, and would be wrong: the
+// store would show its new batches half written. Its accounts from before
+// settle like those of any instance it no longer runs.
+func (h *Hub) nodeBackLocked(n *node) {
+	cancelled := false
+	h.recoveries = slices.DeleteFunc(h.recoveries, func(r recovery) bool {
+		if r.nodeID != n.id {
+			return false
+		}
+		n.maxSeq = max(n.maxSeq, r.afterSeq)
+		cancelled = true
+		return true
+	})
+	if !cancelled {
+		return
+	}
+	for _, c := range h.crawlers {
+		c.leases.nodeBack(n.id)
+	}
+	h.logger.Info("lost node is back: it reports its own usage, no recovery needed", "node_id", n.id)
 }
 
 // offeredSources keeps the known source kinds a spawn offers, sorted; a

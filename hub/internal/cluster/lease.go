@@ -96,6 +96,17 @@ func (b *leaseBook) nodeLost(nodeID string) {
 	}
 }
 
+// nodeBack turns a lost node's accounts into retired ones when the node
+// registers again: it reports their usage itself, and they settle once it
+// has.
+func (b *leaseBook) nodeBack(nodeID string) {
+	for k, l := range b.inst {
+		if k.node == nodeID {
+			l.nodeLost, l.awaitingRecovery = false, false
+		}
+	}
+}
+
 // recovered releases a lost node's accounts: its unreported usage has been
 // applied, so from their expiry on they count for nothing.
 func (b *leaseBook) recovered(nodeID string) {

@@ -73,6 +73,15 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 	case err != nil:
 		return err
 	}
+	h.mu.Lock()
+	_, back := h.nodes[r.nodeID]
+	h.mu.Unlock()
+	if back {
+		// The node registered again while its usage was being read: it
+		// reports that usage itself (see nodeBackLocked).
+		h.logger.Info("lost node came back during its recovery, which is dropped", "node_id", r.nodeID)
+		return nil
+	}
 	var incs []api.Increment
 	for _, inc := range resp.Increments {
 		if inc.NodeID == r.nodeID && inc.Seq > r.afterSeq && inc.Count > 0 {
@@ -95,7 +104,7 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 		total += inc.Count
 	}
 	h.eventLocked("usage_recovered", fmt.Sprintf("node %s: %d comments stored but not reported, in %d increments, counted", short(r.nodeID), total, len(applied)))
-	_, back := h.nodes[r.nodeID]
+	_, back = h.nodes[r.nodeID]
 	h.mu.Unlock()
 	usageRecovered.Add(float64(total))
 	h.logger.Info("usage recovered", "node_id", r.nodeID, "comments", total, "increments", len(applied), "read_by", reader.id)
