@@ -90,7 +90,7 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 	}
 	var applied []api.Increment
 	if len(incs) > 0 {
-		if applied, err = h.cfg.Store.ApplyIncrements(ctx, incs); err != nil {
+		if applied, err = h.cfg.Store.ApplyRecovered(ctx, incs); err != nil {
 			return fmt.Errorf("cluster: apply recovered usage: %w", err)
 		}
 	}

@@ -43,6 +43,7 @@ type migration struct {
 var migrations = []migration{
 	{version: 1, name: "create users, crawlers and applied_increments", up: migrateV1},
 	{version: 2, name: "create known_nodes", up: migrateV2},
+	{version: 3, name: "add applied_increments.recovered", up: migrateV3},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating
@@ -190,4 +191,8 @@ func (knownNodeV2) TableName() string { return "known_nodes" }
 
 func migrateV2(tx *gorm.DB) error {
 	return tx.Migrator().CreateTable(&knownNodeV2{})
+}
+
+func migrateV3(tx *gorm.DB) error {
+	return tx.Exec("ALTER TABLE applied_increments ADD COLUMN recovered BOOLEAN NOT NULL DEFAULT FALSE").Error
 }

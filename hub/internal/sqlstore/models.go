@@ -60,4 +60,7 @@ type AppliedIncrement struct {
 	CrawlerID int64     `gorm:"not null"`
 	Count     int64     `gorm:"not null"`
 	AppliedAt time.Time `gorm:"not null;index"`
+	// Recovered marks an increment counted from the store on behalf of a
+	// lost node (ApplyRecovered) rather than reported by the node.
+	Recovered bool `gorm:"not null;default:false"`
 }

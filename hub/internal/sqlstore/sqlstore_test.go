@@ -472,6 +472,59 @@ func TestStore_ApplyIncrementsExactlyOnce(t *testing.T) {
 	})
 }
 
+// TestStore_RecoveredIncrementCompletedByItsNode: a recovery counts an
+// increment from the store before all of its comments landed; when the node
+// (only cut off) reports it later with the full count, the difference is
+// added once. A normal duplicate never adds, and a recovery never adds to
+// what the node reported.
+func TestStore_RecoveredIncrementCompletedByItsNode(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openTest(t, dsn)
+		u := mustUser(t, s, "u", 0)
+		c := mustCrawler(t, s, newCrawler(u.ID, "q"))
+		inc := func(seq uint64, n int64) api.Increment {
+			return api.Increment{NodeID: "node-a", Seq: seq, CrawlerID: c.ID, UserID: u.ID, Count: n}
+		}
+		type step struct {
+			name      string
+			recovered bool
+			inc       api.Increment
+			applied   []int64 // counts applied now
+			usage     int64
+		}
+		for _, st := range []step{
+			{"recovery counts 3 of seq 1", true, inc(1, 3), []int64{3}, 3},
+			{"the node reports seq 1 with 5: 2 more", false, inc(1, 5), []int64{2}, 5},
+			{"the same report again adds nothing", false, inc(1, 5), nil, 5},
+			{"a lower report adds nothing", false, inc(1, 4), nil, 5},
+			{"a recovery of seq 1 again adds nothing", true, inc(1, 9), nil, 5},
+			{"the node reports seq 2 with 4", false, inc(2, 4), []int64{4}, 9},
+			{"a normal duplicate with more adds nothing", false, inc(2, 6), nil, 9},
+			{"a recovery of a reported increment adds nothing", true, inc(2, 8), nil, 9},
+		} {
+			apply := s.ApplyIncrements
+			if st.recovered {
+				apply = s.ApplyRecovered
+			}
+			applied, err := apply(ctx, []api.Increment{st.inc})
+			if err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			var counts []int64
+			for _, a := range applied {
+				counts = append(counts, a.Count)
+			}
+			if !slices.Equal(counts, st.applied) {
+				t.Fatalf("%s: applied counts %v, want %v", st.name, counts, st.applied)
+			}
+			if cu, uu := usageOf(t, s, c.ID, u.ID); cu != st.usage || uu != st.usage {
+				t.Fatalf("%s: usage crawler %d, user %d; want %d", st.name, cu, uu, st.usage)
+			}
+		}
+	})
+}
+
 func TestStore_ApplyIncrementsCursorAndDeletedCrawler(t *testing.T) {
 	eachDB(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()

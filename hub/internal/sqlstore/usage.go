@@ -22,7 +22,8 @@ const maxNodeID = 64
 
 // ApplyIncrements adds a batch of usage increments to the crawlers' and
 // users' usage, each exactly once, and returns the increments it applied
-// now, in input order.
+// now, in input order (for one a recovery had counted short, with the
+// difference it added; see ApplyRecovered).
 //
 // It follows the collector of seed 000: one transaction inserts the id
 // (NodeID, Seq) of every increment into applied_increments with ON CONFLICT
@@ -42,9 +43,23 @@ const maxNodeID = 64
 // Rows are locked in one global order (increment ids, then crawlers by id,
 // then users by id), so concurrent callers on PostgreSQL cannot deadlock.
 func (s *Store) ApplyIncrements(ctx context.Context, incs []api.Increment) ([]api.Increment, error) {
+	return s.applyIncrements(ctx, incs, false)
+}
+
+// ApplyRecovered is ApplyIncrements for increments a live spawn counted
+// from the store on behalf of a lost node. They are marked recovered: if the
+// node was only cut off and reports one of them later with a higher count
+// (the rest of its batch landed after the store was read), ApplyIncrements
+// adds the difference, once, so usage still equals what is stored.
+func (s *Store) ApplyRecovered(ctx context.Context, incs []api.Increment) ([]api.Increment, error) {
+	return s.applyIncrements(ctx, incs, true)
+}
+
+func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recovered bool) ([]api.Increment, error) {
 	if len(incs) == 0 {
 		return nil, nil
 	}
+	incs = slices.Clone(incs) // counts may become differences below
 	for _, inc := range incs {
 		if inc.NodeID == "" || len(inc.NodeID) > maxNodeID {
 			return nil, fmt.Errorf("%w: increment %d has node id %q (want 1 to %d bytes)", ErrInvalid, inc.Seq, inc.NodeID, maxNodeID)
@@ -69,12 +84,22 @@ func (s *Store) ApplyIncrements(ctx context.Context, incs []api.Increment) ([]ap
 				s.logger.Warn("negative usage increment ignored", "node_id", inc.NodeID, "seq", inc.Seq, "crawler_id", inc.CrawlerID, "count", inc.Count)
 			}
 			res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&AppliedIncrement{
-				NodeID: inc.NodeID, Seq: inc.Seq, CrawlerID: inc.CrawlerID, Count: max(inc.Count, 0), AppliedAt: at,
+				NodeID: inc.NodeID, Seq: inc.Seq, CrawlerID: inc.CrawlerID, Count: max(inc.Count, 0), AppliedAt: at, Recovered: recovered,
 			})
 			if res.Error != nil {
 				return fmt.Errorf("record increment %s/%d: %w", inc.NodeID, inc.Seq, res.Error)
 			}
 			fresh[i] = res.RowsAffected == 1
+			if fresh[i] || recovered {
+				continue
+			}
+			more, err := s.recoveredShortfallTx(tx, inc)
+			if err != nil {
+				return err
+			}
+			if more > 0 {
+				incs[i].Count, fresh[i] = more, true
+			}
 		}
 
 		// Who owns each crawler, as SQL says.
@@ -169,6 +194,29 @@ func (s *Store) ApplyIncrements(ctx context.Context, incs []api.Increment) ([]ap
 		return nil, fmt.Errorf("sqlstore: unable to apply %d usage increments: %w", len(incs), err)
 	}
 	return applied, nil
+}
+
+// recoveredShortfallTx handles a node's report of an increment already
+// applied: when a recovery counted it, from the store, lower than the node
+// does, the recorded count is raised to the node's and the difference
+// returned, to be added to usage. Otherwise it returns 0.
+func (s *Store) recoveredShortfallTx(tx *gorm.DB, inc api.Increment) (int64, error) {
+	var prev AppliedIncrement
+	if err := tx.Where("node_id = ? AND seq = ?", inc.NodeID, inc.Seq).Take(&prev).Error; err != nil {
+		return 0, fmt.Errorf("read increment %s/%d: %w", inc.NodeID, inc.Seq, err)
+	}
+	if !prev.Recovered || inc.Count <= prev.Count {
+		return 0, nil
+	}
+	res := tx.Model(&AppliedIncrement{}).Where("node_id = ? AND seq = ? AND count = ?", inc.NodeID, inc.Seq, prev.Count).Update("count", inc.Count)
+	if res.Error != nil {
+		return 0, fmt.Errorf("raise recovered increment %s/%d: %w", inc.NodeID, inc.Seq, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return 0, nil // raised meanwhile by a concurrent report
+	}
+	s.logger.Info("recovered increment completed by its node", "node_id", inc.NodeID, "seq", inc.Seq, "crawler_id", inc.CrawlerID, "recovered", prev.Count, "reported", inc.Count)
+	return inc.Count - prev.Count, nil
 }
 
 // AppliedIDs reports which of a node's increment sequence numbers have been
