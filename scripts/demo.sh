@@ -27,7 +27,11 @@ cleanup() {
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	echo "demo: stopped. Logs and data are in $RUN/."
 }
-trap cleanup INT TERM EXIT
+# A signal stops everything and ends the script (a trap alone would return
+# to the refresh loop); a normal exit or an error cleans up too.
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+trap cleanup EXIT
 
 export BW_NODE_TOKEN=${BW_NODE_TOKEN:-demo-node-token}
 export BW_ADMIN_TOKEN=${BW_ADMIN_TOKEN:-demo-admin-token}
