@@ -3,6 +3,8 @@ package source
 import (
 	"errors"
 	"testing"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
 func TestErrorSet_PartsJoinClearAndRemember(t *testing.T) {
@@ -43,5 +45,19 @@ func TestDegraded_KeepsMessageAndCause(t *testing.T) {
 	}
 	if Degraded(nil) != nil || Degraded(err) != err {
 		t.Fatal("Degraded of nil or of a degraded error changed it")
+	}
+}
+
+func TestRegistry_OffersOnlyConfiguredKinds(t *testing.T) {
+	missing := errors.New("no credentials")
+	r := Registry{
+		"twitter": Unconfigured(missing),
+		"rss":     struct{ Kind }{}, // any Kind that is not a stand-in
+	}
+	if got := r.Offered(); len(got) != 1 || got[0] != "rss" {
+		t.Fatalf("Offered() = %v, want [rss]", got)
+	}
+	if _, err := r["twitter"].Keys(api.SubscriberSpec{CrawlerID: 7}); !errors.Is(err, missing) {
+		t.Fatalf("a stand-in's Keys = %v, want the missing configuration", err)
 	}
 }

@@ -99,12 +99,27 @@ type Kind interface {
 type Registry map[string]Kind
 
 // NotConfigured is implemented by a Kind that stands in for a source the
-// spawn has no credentials for: it fails its subscribers saying what is
-// missing, and the spawn does not offer the kind to the hub, which routes
-// the kind's crawlers to spawns that can run them.
+// spawn has no credentials for (Unconfigured): it fails its subscribers
+// saying what is missing, and the spawn does not offer the kind to the hub,
+// which routes the kind's crawlers to spawns that can run them.
 type NotConfigured interface {
 	NotConfigured() error
 }
+
+// Unconfigured returns the stand-in to register for a kind the spawn is not
+// configured for: every subscriber fails with err, which says what is
+// missing.
+func Unconfigured(err error) Kind { return unconfigured{err: err} }
+
+type unconfigured struct{ err error }
+
+func (u unconfigured) Keys(spec api.SubscriberSpec) ([]string, error) {
+	return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, u.err)
+}
+
+func (u unconfigured) New(string) (DataSource, error) { return nil, u.err }
+
+func (u unconfigured) NotConfigured() error { return u.err }
 
 // Offered lists, sorted, the kinds the spawn can crawl: those that are not
 // stand-ins for an unconfigured source.

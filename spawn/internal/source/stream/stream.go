@@ -203,20 +203,7 @@ func (k *Kind) New(key string) (source.DataSource, error) {
 	return newMulti(k.opts, k.compileURL, k.multiURL), nil
 }
 
-// unconfigured stands in for the stream kind on a spawn without an
-// endpoint or key, so a stream subscriber fails saying why.
-type unconfigured struct{}
-
 // Unconfigured returns the kind to register for "stream" on a spawn that
-// has no stream endpoint or API key: every subscriber fails with
-// ErrNotConfigured.
-func Unconfigured() source.Kind { return unconfigured{} }
-
-func (unconfigured) Keys(spec api.SubscriberSpec) ([]string, error) {
-	return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, ErrNotConfigured)
-}
-
-func (unconfigured) New(string) (source.DataSource, error) { return nil, ErrNotConfigured }
-
-// NotConfigured marks the stand-in, so the spawn does not offer the kind.
-func (unconfigured) NotConfigured() error { return ErrNotConfigured }
+// has no stream endpoint or API key: every subscriber fails with ErrNotConfigured, and
+// the spawn does not offer the kind.
+func Unconfigured() source.Kind { return source.Unconfigured(ErrNotConfigured) }

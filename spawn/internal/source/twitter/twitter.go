@@ -354,19 +354,7 @@ func (k *Kind) New(key string) (source.DataSource, error) {
 	return newTracker(k.opts, k.apiURL, k.filterURL), nil
 }
 
-// unconfigured stands in for the twitter kind on a spawn without
-// credentials, so a twitter subscriber fails saying why.
-type unconfigured struct{}
-
 // Unconfigured returns the kind to register for "twitter" on a spawn that
-// has no Twitter credentials: every subscriber fails with ErrNotConfigured.
-func Unconfigured() source.Kind { return unconfigured{} }
-
-func (unconfigured) Keys(spec api.SubscriberSpec) ([]string, error) {
-	return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, ErrNotConfigured)
-}
-
-func (unconfigured) New(string) (source.DataSource, error) { return nil, ErrNotConfigured }
-
-// NotConfigured marks the stand-in, so the spawn does not offer the kind.
-func (unconfigured) NotConfigured() error { return ErrNotConfigured }
+// has no Twitter credentials: every subscriber fails with ErrNotConfigured, and
+// the spawn does not offer the kind.
+func Unconfigured() source.Kind { return source.Unconfigured(ErrNotConfigured) }
