@@ -45,7 +45,9 @@ PORTFILE=$STATE/cassandra.ports
 LOG=$STATE/cassandra.log
 CQLPING=$CACHE/bin/cqlping
 
-die() { echo "cassandra: $*" >&2; exit 1; }
+SERVICE=cassandra
+# shellcheck source=scripts/lib.sh
+. "$HERE/lib.sh"
 
 log_tail() {
 	if [ -f "$LOG" ]; then
@@ -259,19 +261,8 @@ up() {
 		start_node
 		pid=$(cat "$PIDFILE")
 	fi
-	local deadline=$((SECONDS + START_TIMEOUT))
-	while ! answers; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			rm -f "$PIDFILE"
-			log_tail
-			die "the node exited before answering CQL on $ADDR"
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log_tail
-			die "no CQL answer on $ADDR after ${START_TIMEOUT}s (the node is still running, pid $pid; 'scripts/cassandra.sh down' stops it)"
-		fi
-		sleep 1
-	done
+	await_ready "$pid" "$START_TIMEOUT" 1 "the node exited before answering CQL on $ADDR" \
+		"no CQL answer on $ADDR after ${START_TIMEOUT}s (the node is still running, pid $pid; 'scripts/cassandra.sh down' stops it)"
 }
 
 down() {

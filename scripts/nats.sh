@@ -36,7 +36,9 @@ PIDFILE=$STATE/nats-server.pid
 PORTFILE=$STATE/nats-server.port
 LOG=$STATE/nats-server.log
 
-die() { echo "nats: $*" >&2; exit 1; }
+SERVICE=nats
+# shellcheck source=scripts/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 log_tail() {
 	if [ -f "$LOG" ]; then
@@ -155,19 +157,8 @@ up() {
 		start_server
 		pid=$(cat "$PIDFILE")
 	fi
-	local deadline=$((SECONDS + START_TIMEOUT))
-	while ! answers; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			rm -f "$PIDFILE"
-			log_tail
-			die "nats-server exited before greeting clients on $ADDR"
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			log_tail
-			die "no greeting with JetStream on $ADDR after ${START_TIMEOUT}s (the server still runs, pid $pid; 'scripts/nats.sh down' stops it)"
-		fi
-		sleep 0.2
-	done
+	await_ready "$pid" "$START_TIMEOUT" 0.2 "nats-server exited before greeting clients on $ADDR" \
+		"no greeting with JetStream on $ADDR after ${START_TIMEOUT}s (the server still runs, pid $pid; 'scripts/nats.sh down' stops it)"
 }
 
 down() {
