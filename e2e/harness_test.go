@@ -22,6 +22,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/e2e/faultproxy"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
@@ -41,36 +42,15 @@ const (
 	adminToken = "test-admin-token"
 )
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or waitTimeout passes, and returns how
+// long it took.
 func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	deadline := start.Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
+	return testkit.WaitFor(t, waitTimeout, what, cond)
 }
 
 // testLogger writes to the test log only when the test fails or -v is set.
-func testLogger(t *testing.T, name string) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t, name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct {
-	t    *testing.T
-	name string
-}
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	defer func() { _ = recover() }() // a log line after the test ended
-	w.t.Logf("%s: %s", w.name, strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t *testing.T, name string) *slog.Logger { return testkit.Logger(t, name) }
 
 // cluster is a hub, its spawns, a feed server and an admin client.
 type cluster struct {

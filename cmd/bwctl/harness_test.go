@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
@@ -31,38 +31,15 @@ const (
 	nodeToken = "node-secret"
 )
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or waitTimeout passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, waitTimeout, what, cond)
 }
 
-// testLogger writes to the test log, shown when a test fails or with -v. A
-// fuzz target may not log through f, so a hub started for one logs nowhere.
-func testLogger(tb testing.TB, name string) *slog.Logger {
-	t, ok := tb.(*testing.T)
-	if !ok {
-		return slog.New(slog.DiscardHandler)
-	}
-	return slog.New(slog.NewTextHandler(tWriter{t, name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct {
-	t    *testing.T
-	name string
-}
-
-func (w tWriter) Write(p []byte) (int, error) {
-	defer func() { _ = recover() }() // a log line after the test ended
-	w.t.Logf("%s: %s", w.name, strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+// testLogger writes to the test log; a hub started for a fuzz target logs
+// nowhere.
+func testLogger(tb testing.TB, name string) *slog.Logger { return testkit.Logger(tb, name) }
 
 // startHub starts a hub on a free loopback port with a fresh SQLite
 // database, changed by edit when it is not nil, and stops it when the test

@@ -1,0 +1,50 @@
+// Package testkit holds the few helpers the end-to-end and CLI tests share:
+// waiting for a condition with a deadline, and logging into the test log.
+package testkit
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pollEvery is how often WaitFor checks its condition.
+const pollEvery = 10 * time.Millisecond
+
+// WaitFor polls cond until it holds, failing tb after timeout, and returns
+// how long it took.
+func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(pollEvery)
+	}
+	return time.Since(start)
+}
+
+// Logger writes to the test log (shown when the test fails or with -v),
+// each line prefixed with name. A fuzz target may not log through its
+// *testing.F, so anything but a *testing.T gets a logger that discards.
+func Logger(tb testing.TB, name string) *slog.Logger {
+	t, ok := tb.(*testing.T)
+	if !ok {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t, name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct {
+	t    *testing.T
+	name string
+}
+
+func (w tWriter) Write(p []byte) (int, error) {
+	defer func() { _ = recover() }() // a log line after the test ended
+	w.t.Logf("%s: %s", w.name, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
