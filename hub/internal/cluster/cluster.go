@@ -34,6 +34,10 @@ const (
 	sendConcurrency = 64
 	// eventsKept is how many recent events the hub remembers for operators.
 	eventsKept = 200
+	// storeReadTimeout bounds a request that makes a spawn read the comment
+	// store (recent comments, a lost node's usage): a cold Cassandra read
+	// can take seconds, whatever the poll interval.
+	storeReadTimeout = 10 * time.Second
 	// maxDetachReason bounds the reason a spawn gives for a detach.
 	maxDetachReason = 500
 )

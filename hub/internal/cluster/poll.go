@@ -187,7 +187,13 @@ func (h *Hub) call(ctx context.Context, n *node, path string, in, out any) error
 	if path == api.PathSubscribers {
 		method = http.MethodPut
 	}
-	cctx, cancel := context.WithTimeout(ctx, h.cfg.PollTimeout)
+	timeout := h.cfg.PollTimeout
+	if path == api.PathRecover {
+		// Reading a lost node's usage back scans the store: it is not
+		// bounded by how often nodes are polled.
+		timeout = max(timeout, storeReadTimeout)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := httpx.CallJSON(cctx, h.client, method, n.url+path, h.cfg.NodeToken, in, out, maxAnswerBytes); err != nil {
 		return fmt.Errorf("cluster: %s %s: %w", path, n.url, err)

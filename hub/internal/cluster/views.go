@@ -131,7 +131,7 @@ func (h *Hub) RecentComments(ctx context.Context, crawlerID int64, n int) ([]api
 		return nil, ErrNoNode
 	}
 	u := target.url + "/v1/comments?" + url.Values{"crawler_id": {strconv.FormatInt(crawlerID, 10)}, "n": {strconv.Itoa(n)}}.Encode()
-	cctx, cancel := context.WithTimeout(ctx, h.cfg.PollTimeout*2)
+	cctx, cancel := context.WithTimeout(ctx, max(2*h.cfg.PollTimeout, storeReadTimeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u, nil)
 	if err != nil {
