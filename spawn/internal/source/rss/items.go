@@ -11,6 +11,7 @@ import (
 
 	"github.com/mmcdole/gofeed"
 
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/htmltext"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -155,10 +156,10 @@ func personName(ps []*gofeed.Person) string {
 // itemText is the title and the body (the full content when the feed has
 // it, else the description) as plain text, capped at maxTextBytes.
 func itemText(gi *gofeed.Item) string {
-	title := stripHTML(gi.Title)
-	body := stripHTML(gi.Content)
+	title := htmltext.Text(gi.Title)
+	body := htmltext.Text(gi.Content)
 	if body == "" {
-		body = stripHTML(gi.Description)
+		body = htmltext.Text(gi.Description)
 	}
 	text := title
 	switch {

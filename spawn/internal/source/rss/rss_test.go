@@ -602,24 +602,6 @@ func TestFeed_SeenSetBounded(t *testing.T) {
 	}
 }
 
-func TestStripHTML(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain  text\n here", "plain text here"},
-		{"<p>Hello <b>world</b></p><p>again</p>", "Hello world again"},
-		{"a &amp; b &lt;c&gt;", "a & b <c>"},
-		{"1 < 2 and 3 > 2", "1 < 2 and 3 > 2"},
-		{"x<script type='a'>alert('<b>')</script>y", "x y"},
-		{"<style>p{}</style>text<!-- hidden -->", "text"},
-		{"broken <a href='x'", "broken <a href='x'"},
-		{"line<br/>break", "line break"},
-	}
-	for _, tt := range tests {
-		if got := stripHTML(tt.in); got != tt.want {
-			t.Errorf("stripHTML(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestTruncateKeepsRunes(t *testing.T) {
 	s := strings.Repeat("é", 10) // 2 bytes each
 	if got := truncate(s, 5); got != "éé" {
