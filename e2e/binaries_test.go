@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 )
 
 // binDir returns a directory with hub, spawn and bwctl: BW_BIN_DIR when set

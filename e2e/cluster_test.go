@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 )
 
 // Browser test timings.

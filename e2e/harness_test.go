@@ -22,8 +22,8 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/e2e/faultproxy"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

@@ -39,7 +39,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

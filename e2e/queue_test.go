@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/natstest"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/natstest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/streamserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

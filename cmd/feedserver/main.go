@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/pkg/config"
-	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 	"github.com/blackwidow-crawl/blackwidow/pkg/logx"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/natstest"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/natstest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/file"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 

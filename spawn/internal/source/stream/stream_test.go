@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/streamserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"

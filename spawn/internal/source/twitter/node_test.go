@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/twitterserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/twitterserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
