@@ -1,0 +1,247 @@
+package node
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// matchersLocked returns the keyword index and the subscribers without
+// keywords, rebuilding them if the subscribers changed since the last
+// call. The rebuild reuses the previous automaton when no new keyword
+// appeared, so subscribers coming and going over a stable vocabulary only
+// re-sort postings.
+func (d *dataSource) matchersLocked() (*match.Index, []*subscriber) {
+	if d.index != nil && !d.stale {
+		return d.index, d.open
+	}
+	d.index = buildIndex(d.index, d.keywordsLocked())
+	d.stale = false
+	return d.index, d.open
+}
+
+// keywordsLocked lists the keywords of the subscribers that filter, for an
+// index build, and refreshes the list of those that do not.
+func (d *dataSource) keywordsLocked() map[int64][]string {
+	byID := make(map[int64][]string, len(d.subs))
+	d.open = d.open[:0]
+	for id, s := range d.subs {
+		if len(s.spec.Keywords) == 0 {
+			d.open = append(d.open, s)
+			continue
+		}
+		byID[id] = s.spec.Keywords
+	}
+	return byID
+}
+
+// buildIndex indexes byID, reusing prev's automaton where it can.
+func buildIndex(prev *match.Index, byID map[int64][]string) *match.Index {
+	if prev == nil {
+		return match.New(byID)
+	}
+	return prev.Update(byID)
+}
+
+// unlockedIndexBuilds is how often an emitter compiles a changed keyword
+// index without the node lock before it gives up and compiles under it:
+// subscribers changing faster than a compile must not starve the source.
+const unlockedIndexBuilds = 3
+
+// rebuildIndexLocked brings a stale keyword index up to date, compiling it
+// with n.mu released: a vocabulary of thousands of keywords takes a few
+// hundred milliseconds to compile, and polls and reloads must not wait for
+// it. It returns with n.mu held, and false when the data source was stopped
+// meanwhile.
+func (n *Node) rebuildIndexLocked(ds *dataSource) bool {
+	for range unlockedIndexBuilds {
+		if ds.index != nil && !ds.stale {
+			return true
+		}
+		gen, prev, byID := ds.gen, ds.index, ds.keywordsLocked()
+		n.mu.Unlock()
+		built := n.indexBuilder(prev, byID)
+		n.mu.Lock()
+		if n.sources[ds.key] != ds {
+			return false
+		}
+		if ds.gen == gen {
+			ds.index, ds.stale = built, false
+			return true
+		}
+	}
+	return true // matchersLocked compiles under the lock
+}
+
+// emitter fans a data source's items out to its subscribers. Each item is
+// matched once against the source's keyword index; only the subscribers
+// whose keywords it mentions, and those without keywords, consider it: each
+// skips what it has counted before and counts a comment only against a live
+// lease. Counted comments go to the store buffer, which blocks when the
+// store is slow.
+func (n *Node) emitter(ds *dataSource) source.Emit {
+	return func(ctx context.Context, items []source.Item) error {
+		var out []pending
+		n.mu.Lock()
+		if n.sources[ds.key] != ds {
+			n.mu.Unlock()
+			return context.Canceled
+		}
+		if !n.rebuildIndexLocked(ds) {
+			n.mu.Unlock()
+			return context.Canceled
+		}
+		now := n.clock()
+		index, open := ds.matchersLocked()
+		for _, it := range items {
+			for _, s := range open {
+				if p, ok := s.acceptMatched(it, nil, now); ok {
+					n.pendingLocked(p.comment.CrawlerID, 1)
+					out = append(out, p)
+				}
+			}
+			ds.hits = index.AppendMatch(ds.hits[:0], it.Text)
+			for _, h := range ds.hits {
+				s, ok := ds.subs[h.Subscriber]
+				if !ok {
+					continue
+				}
+				if p, ok := s.acceptMatched(it, h.Keywords, now); ok {
+					n.pendingLocked(p.comment.CrawlerID, 1)
+					out = append(out, p)
+				}
+			}
+		}
+		clear(ds.hits[:cap(ds.hits)]) // keep no keyword slices alive between batches
+		n.mu.Unlock()
+		for _, p := range out {
+			if err := n.writer.enqueue(ctx, p); err != nil {
+				// The subscriber is gone and its data source stopped: the
+				// comment was counted against a lease but will not be
+				// stored, so give the reservation back.
+				n.unreserve(p)
+				return err
+			}
+		}
+		return ctx.Err()
+	}
+}
+
+// drainBacklogLocked counts the held items a new lease now covers.
+func (n *Node) drainBacklogLocked(s *subscriber) []pending {
+	held := s.backlog
+	s.backlog = nil
+	now := n.clock()
+	var out []pending
+	for _, it := range held {
+		if p, ok := s.accept(it, now); ok {
+			n.pendingLocked(p.comment.CrawlerID, 1)
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// accept decides whether an item becomes one of the subscriber's comments,
+// matching the subscriber's keywords itself: the path of items held for a
+// lease, which come one subscriber at a time.
+func (s *subscriber) accept(it source.Item, now int64) (pending, bool) {
+	matched, ok := matchKeywords(it, s.spec.Keywords)
+	if !ok {
+		return pending{}, false
+	}
+	return s.acceptMatched(it, matched, now)
+}
+
+// acceptMatched is accept for an item whose keyword filter the caller has
+// already applied (the data source's keyword index): matched are the
+// subscriber's keywords the item mentions, nil for a subscriber without
+// keywords.
+func (s *subscriber) acceptMatched(it source.Item, matched []string, now int64) (pending, bool) {
+	if _, dup := s.seen[it.ID]; dup {
+		return pending{}, false
+	}
+	if c := s.spec.Cursor; c != nil && !it.PublishedAt.After(c.PublishedAt) {
+		return pending{}, false
+	}
+	if it.QueryUUID != "" && it.QueryUUID != s.spec.QueryUUID {
+		return pending{}, false
+	}
+	if len(it.Terms) > 0 && !intersects(it.Terms, s.spec.Query) {
+		return pending{}, false
+	}
+	if s.spec.Limited && (s.reserved >= s.leaseTotal || now >= s.leaseUntil) {
+		// No live lease: keep the item until the next grant, so a
+		// subscriber waiting for quota loses nothing its source sent once.
+		if i := slices.IndexFunc(s.backlog, func(b source.Item) bool { return b.ID == it.ID }); i < 0 {
+			s.backlog = append(s.backlog, it)
+		}
+		if len(s.backlog) > backlogPerSubscriber {
+			s.backlog = s.backlog[len(s.backlog)-backlogPerSubscriber:]
+			s.rejected++
+			commentsRejected.Inc()
+		}
+		return pending{}, false
+	}
+	s.reserved++
+	s.remember(it.ID)
+	s.rate.add(time.Now(), 1)
+	return pending{
+		comment: api.Comment{
+			ID:          it.ID,
+			CrawlerID:   s.spec.CrawlerID,
+			Source:      s.spec.Source,
+			Author:      it.Author,
+			Text:        it.Text,
+			URL:         it.URL,
+			PublishedAt: it.PublishedAt.UTC(),
+			FetchedAt:   it.FetchedAt.UTC(),
+			Matched:     matched,
+		},
+		userID:   s.spec.UserID,
+		instance: s.instance,
+		leaseSeq: s.leaseSeq,
+	}, true
+}
+
+func (s *subscriber) remember(id string) {
+	s.seen[id] = struct{}{}
+	s.seenOrder = append(s.seenOrder, id)
+	if len(s.seenOrder) > seenPerSubscriber {
+		drop := len(s.seenOrder) - seenPerSubscriber
+		for _, old := range s.seenOrder[:drop] {
+			delete(s.seen, old)
+		}
+		s.seenOrder = append(s.seenOrder[:0], s.seenOrder[drop:]...)
+	}
+}
+
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchKeywords reports the keywords an item mentions, and whether it passes
+// the filter (an empty filter passes everything). It applies the same rule
+// as the data source's keyword index, for one subscriber.
+func matchKeywords(it source.Item, keywords []string) ([]string, bool) {
+	if len(keywords) == 0 {
+		return nil, true
+	}
+	matched := match.Keywords(it.Text, keywords)
+	return matched, len(matched) > 0
+}
+
+// containsWord reports whether needle occurs in text bounded by non-word
+// bytes; both are lowercased.
+func containsWord(text, needle string) bool {
+	return match.ContainsWord(text, needle)
+}

@@ -1,0 +1,176 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Poll answers the hub's batched status poll.
+func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if req.NodeID != "" && req.NodeID != n.id {
+		return api.PollResponse{}, fmt.Errorf("%w: poll for node %s reached node %s", ErrEpoch, req.NodeID, n.id)
+	}
+	err := n.checkHubLocked(req.Epoch, req.Seq)
+	if err != nil && !errors.Is(err, ErrStale) {
+		return api.PollResponse{}, err
+	}
+	fresh := err == nil
+	now := time.Now()
+	if fresh {
+		wanted := make(map[int64]bool, len(req.Subscribers))
+		for _, ref := range req.Subscribers {
+			wanted[ref.CrawlerID] = true
+			if s, ok := n.subs[ref.CrawlerID]; ok {
+				s.lastPolled = now
+			}
+		}
+		for id := range n.subs {
+			if !wanted[id] {
+				n.logger.Info("subscriber no longer assigned here", "crawler_id", id)
+				n.removeLocked(id)
+			}
+		}
+		var released []pending
+		for _, l := range req.Leases {
+			if s, ok := n.subs[l.CrawlerID]; ok && s.instance == l.Instance && l.Seq > s.leaseSeq {
+				s.leaseSeq, s.leaseTotal, s.leaseUntil = l.Seq, l.Total, l.ExpiresAt
+				released = append(released, n.drainBacklogLocked(s)...)
+			}
+		}
+		if len(released) > 0 && n.runCtx != nil {
+			// Enqueueing may block on a slow store: not under the lock.
+			ctx := n.runCtx
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				for _, p := range released {
+					if n.writer.enqueue(ctx, p) != nil {
+						n.unreserve(p)
+					}
+				}
+			}()
+		}
+	}
+	if len(req.Acks) > 0 {
+		acked := make(map[uint64]bool, len(req.Acks))
+		for _, a := range req.Acks {
+			acked[a] = true
+		}
+		n.incs = slices.DeleteFunc(n.incs, func(i api.Increment) bool { return acked[i.Seq] })
+	}
+	clock := n.clock()
+	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health()}
+	for _, ref := range req.Subscribers {
+		s, ok := n.subs[ref.CrawlerID]
+		if !ok {
+			resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{CrawlerID: ref.CrawlerID, State: api.StateMissing})
+			continue
+		}
+		resp.Subscribers = append(resp.Subscribers, n.statusLocked(s, clock, now))
+	}
+	resp.Increments = slices.Clone(n.incs[:min(len(n.incs), maxIncrementsPerPoll)])
+	resp.MoreIncrements = len(n.incs) > maxIncrementsPerPoll
+	resp.DataSources = n.dataSourcesLocked()
+	if len(n.pending) > 0 {
+		resp.Pending = maps.Clone(n.pending)
+	}
+	polls.Inc()
+	return resp, nil
+}
+
+func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.SubscriberStatus {
+	st := api.SubscriberStatus{
+		CrawlerID:  s.spec.CrawlerID,
+		Version:    s.spec.Version,
+		QueryUUID:  s.spec.QueryUUID,
+		State:      api.StateRunning,
+		DataSource: strings.Join(s.keys, ","),
+		Stored:     s.stored,
+		RatePerSec: s.rate.perSecond(now),
+		Instance:   s.instance,
+		Reserved:   s.reserved,
+		LeaseSeq:   s.leaseSeq,
+		LeaseTotal: s.leaseTotal,
+	}
+	if s.spec.Limited && (s.reserved >= s.leaseTotal || clock >= s.leaseUntil) {
+		st.State = api.StateQuotaWait
+	}
+	var errs []string
+	failing := 0
+	for _, k := range s.keys {
+		if ds, ok := n.sources[k]; ok {
+			if err := subscriberErr(ds.ds, s.spec); err != nil {
+				errs = append(errs, err.Error())
+				if !errors.Is(err, source.ErrDegraded) {
+					failing++
+				}
+			}
+		}
+	}
+	// Failed only when every data source of the subscriber is failing
+	// for good; a passing error shows without changing its state.
+	if failing > 0 && failing == len(s.keys) {
+		st.State = api.StateFailed
+	}
+	st.Error = strings.Join(errs, "; ")
+	return st
+}
+
+// subscriberErr is the error of a data source that concerns spec's
+// subscriber: only its own query's, on a source that tells them apart.
+func subscriberErr(ds source.DataSource, spec api.SubscriberSpec) error {
+	if per, ok := ds.(source.SubscriberErrors); ok {
+		return per.ErrFor(spec)
+	}
+	return ds.Err()
+}
+
+func (n *Node) dataSourcesLocked() []api.DataSourceStatus {
+	out := make([]api.DataSourceStatus, 0, len(n.sources))
+	for k, ds := range n.sources {
+		st := api.DataSourceStatus{Key: k, Subscribers: len(ds.subs)}
+		if len(ds.subs) > 0 {
+			for _, s := range ds.subs {
+				st.Source = s.spec.Source
+				break
+			}
+		}
+		if err := ds.ds.Err(); err != nil {
+			st.Error = err.Error()
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b api.DataSourceStatus) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// Health is the spawn's GET /v1/health document.
+func (n *Node) Health() api.SpawnHealth {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	h := api.SpawnHealth{NodeID: n.id, State: n.state, Epoch: n.epoch, Hub: n.cfg.HubURL, Store: n.writer.health(),
+		Subscribers: []api.HealthSubscriber{}, DataSources: []api.HealthDataSource{}}
+	clock, now := n.clock(), time.Now()
+	ids := make([]int64, 0, len(n.subs))
+	for id := range n.subs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		st := n.statusLocked(n.subs[id], clock, now)
+		h.Subscribers = append(h.Subscribers, api.HealthSubscriber{CrawlerID: id, QueryUUID: st.QueryUUID, State: st.State, DataSource: st.DataSource, Stored: st.Stored, Error: st.Error})
+	}
+	for _, ds := range n.dataSourcesLocked() {
+		h.DataSources = append(h.DataSources, api.HealthDataSource{Key: ds.Key, Subscribers: ds.Subscribers, Error: ds.Error})
+	}
+	return h
+}

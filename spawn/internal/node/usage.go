@@ -1,0 +1,135 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+)
+
+// pendingLocked tracks comments between counting and storing, so the hub
+// knows when a crawler's usage on this node is complete.
+func (n *Node) pendingLocked(crawlerID int64, delta int) {
+	n.pending[crawlerID] += delta
+	if n.pending[crawlerID] <= 0 {
+		delete(n.pending, crawlerID)
+	}
+}
+
+// unreserve returns a reservation whose comment never reached the store.
+func (n *Node) unreserve(p pending) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s, ok := n.subs[p.comment.CrawlerID]; ok && s.instance == p.instance {
+		s.reserved--
+	}
+	n.pendingLocked(p.comment.CrawlerID, -1)
+}
+
+// assignIncrements gives each comment of a batch, before it is written, the
+// usage increment it counts under: one per (crawler, instance, lease) in the
+// batch, numbered in the order batches are written. It returns the
+// increments' intents for a store that journals them.
+func (n *Node) assignIncrements(batch []pending) []store.Intent {
+	type key struct {
+		crawler  int64
+		instance uint64
+		lease    uint64
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	idx := map[key]int{}
+	var intents []store.Intent
+	for i := range batch {
+		p := &batch[i]
+		k := key{p.comment.CrawlerID, p.instance, p.leaseSeq}
+		j, ok := idx[k]
+		if !ok {
+			n.incSeq++
+			intents = append(intents, store.Intent{NodeID: n.id, Seq: n.incSeq, CrawlerID: k.crawler, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq})
+			j = len(intents) - 1
+			idx[k] = j
+		}
+		p.comment.NodeID, p.comment.IncSeq = n.id, intents[j].Seq
+		day := p.comment.PublishedAt.UTC().Truncate(24 * time.Hour)
+		if !slices.ContainsFunc(intents[j].Days, day.Equal) {
+			intents[j].Days = append(intents[j].Days, day)
+		}
+	}
+	return intents
+}
+
+// recordWritten turns written comments into the usage increments they were
+// assigned. A comment the store already held (delivered again after a
+// crawler moved) is not usage: its reservation goes back to the lease.
+func (n *Node) recordWritten(batch []pending, fresh []bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	idx := map[uint64]int{}
+	first := len(n.incs) // increments before this batch all have lower numbers
+	for j, p := range batch {
+		c := p.comment
+		s, live := n.subs[c.CrawlerID]
+		if live && s.instance != p.instance {
+			live = false
+		}
+		n.pendingLocked(c.CrawlerID, -1)
+		if !fresh[j] {
+			if live {
+				s.reserved--
+			}
+			duplicatesSkipped.Inc()
+			continue
+		}
+		if live {
+			s.stored++
+		}
+		i, ok := idx[c.IncSeq]
+		if !ok {
+			n.incs = append(n.incs, api.Increment{NodeID: n.id, Seq: c.IncSeq, CrawlerID: c.CrawlerID, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq})
+			i = len(n.incs) - 1
+			idx[c.IncSeq] = i
+		}
+		n.incs[i].Count++
+		if c.PublishedAt.After(n.incs[i].Newest) {
+			n.incs[i].Newest = c.PublishedAt
+		}
+	}
+	// Within a batch the first fresh comment of each increment decides the
+	// order of appends: keep the batch's increments in number order.
+	slices.SortFunc(n.incs[first:], func(a, b api.Increment) int { return cmp.Compare(a.Seq, b.Seq) })
+}
+
+// ErrNoJournal is returned when the spawn's store cannot recover usage.
+var ErrNoJournal = errors.New("node: this spawn's store keeps no usage journal")
+
+// RecoverUsage reads a lost node's unreported increments back from the
+// store, for the hub of the current epoch.
+func (n *Node) RecoverUsage(ctx context.Context, req api.RecoverRequest) ([]api.Increment, error) {
+	n.mu.Lock()
+	attached, epoch := n.state == api.NodeAttached, n.epoch
+	n.mu.Unlock()
+	if !attached {
+		return nil, ErrNotAttached
+	}
+	if req.Epoch != epoch {
+		return nil, fmt.Errorf("%w: recovery asked by epoch %s, attached to %s", ErrEpoch, req.Epoch, epoch)
+	}
+	j, ok := n.cfg.Store.(store.UsageJournal)
+	if !ok {
+		return nil, ErrNoJournal
+	}
+	incs, err := j.Recover(ctx, req.NodeID, req.AfterSeq)
+	if err != nil {
+		return nil, err
+	}
+	if incs == nil {
+		incs = []api.Increment{}
+	}
+	return incs, nil
+}
