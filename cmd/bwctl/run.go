@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,9 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/config"
 )
 
 // Defaults of the global flags.
@@ -34,18 +32,6 @@ const (
 	exitOK    = 0
 	exitFail  = 1 // the hub refused or could not be reached
 	exitUsage = 2 // the command line is wrong
-)
-
-// Environment variables bwctl reads.
-const (
-	envHubURL     = "BW_HUB_URL"
-	envToken      = "BW_ADMIN_TOKEN"
-	envTokenFile  = "BW_ADMIN_TOKEN_FILE"
-	envTimeout    = "BW_TIMEOUT"
-	envConfig     = "BW_CONFIG"
-	maxTokenBytes = 4 << 10
-	// maxConfigBytes caps a --config file.
-	maxConfigBytes = 1 << 20
 )
 
 // usageError is a mistake on the command line (exit 2).
@@ -198,25 +184,24 @@ func setup(ctx context.Context, args []string, stdout io.Writer, env func(string
 		return nil, nil, nil, l, usagef("usage: bwctl %s", cmd.synopsis())
 	}
 	// Settings: flags, then the environment, then the --config file, then
-	// the defaults.
-	var file fileSettings
-	if path := first(l.flags["config"], env(envConfig)); path != "" {
-		if file, err = loadConfig(path); err != nil {
-			return nil, nil, nil, l, err
+	// the defaults, through the loader every binary uses.
+	st := settings{Hub: defaultHubURL}
+	var globals []string
+	for _, name := range globalFlags {
+		if v, ok := l.flags[name]; ok && name != "help" && name != "h" {
+			globals = append(globals, "--"+name+"="+v)
 		}
 	}
-	c := &cli{ctx: ctx, out: stdout, json: l.on("json") || (!l.has("json") && file.JSON), timeout: defaultTimeout}
-	if c.hubURL, err = hubURL(first(l.flags["hub"], env(envHubURL), file.Hub, defaultHubURL)); err != nil {
+	lookup := func(k string) (string, bool) { v := env(k); return v, v != "" }
+	if err := config.Load("bwctl", &st, globals, lookup, io.Discard); err != nil {
 		return nil, nil, nil, l, err
 	}
-	if c.token, err = adminToken(l, env); err != nil {
+	c := &cli{ctx: ctx, out: stdout, json: st.JSON, token: st.Token, timeout: defaultTimeout}
+	if c.hubURL, err = hubURL(st.Hub); err != nil {
 		return nil, nil, nil, l, err
 	}
-	if c.token == "" {
-		c.token = file.Token
-	}
-	if s := first(l.flags["timeout"], env(envTimeout), file.Timeout); s != "" {
-		if c.timeout, err = parseTimeout(s); err != nil {
+	if st.Timeout != "" {
+		if c.timeout, err = parseTimeout(st.Timeout); err != nil {
 			return nil, nil, nil, l, err
 		}
 	}
@@ -224,39 +209,13 @@ func setup(ctx context.Context, args []string, stdout io.Writer, env func(string
 	return c, cmd, rest, l, nil
 }
 
-// fileSettings are the keys a --config YAML file may set (flag names).
-type fileSettings struct {
-	Hub     string `yaml:"hub"`
-	Token   string `yaml:"token"`
-	Timeout string `yaml:"timeout"`
-	JSON    bool   `yaml:"json"`
-}
-
-// loadConfig reads a --config file; an unknown key is an error, so a typo
-// never passes silently.
-func loadConfig(path string) (fileSettings, error) {
-	var fs fileSettings
-	f, err := os.Open(path)
-	if err != nil {
-		return fs, fmt.Errorf("unable to read the config file: %w", err)
-	}
-	defer f.Close()
-	dec := yaml.NewDecoder(io.LimitReader(f, maxConfigBytes))
-	dec.KnownFields(true)
-	if err := dec.Decode(&fs); err != nil && !errors.Is(err, io.EOF) {
-		return fs, fmt.Errorf("config file %s: %w", path, err)
-	}
-	return fs, nil
-}
-
-// first returns the first non-empty string.
-func first(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+// settings are bwctl's global settings; a --config YAML file sets them by
+// flag name.
+type settings struct {
+	Hub     string `flag:"hub" env:"BW_HUB_URL" usage:"the hub's URL"`
+	Token   string `flag:"token" env:"BW_ADMIN_TOKEN" usage:"the admin token (or BW_ADMIN_TOKEN_FILE)"`
+	Timeout string `flag:"timeout" usage:"how long one command may take: a duration like 10s or seconds"`
+	JSON    bool   `flag:"json" usage:"print JSON documents instead of tables"`
 }
 
 // hubURL checks --hub; a bare host:port means http.
@@ -270,27 +229,6 @@ func hubURL(s string) (string, error) {
 		return "", usagef("hub URL %s must look like http://host:port", quote(raw))
 	}
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-// adminToken reads --token, BW_ADMIN_TOKEN or the file BW_ADMIN_TOKEN_FILE.
-func adminToken(l line, env func(string) string) (string, error) {
-	if t := first(l.flags["token"], env(envToken)); t != "" {
-		return t, nil
-	}
-	path := env(envTokenFile)
-	if path == "" {
-		return "", nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("unable to read %s: %w", envTokenFile, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenBytes))
-	if err != nil {
-		return "", fmt.Errorf("unable to read %s: %w", envTokenFile, err)
-	}
-	return strings.TrimSpace(string(b)), nil
 }
 
 // parseTimeout reads a Go duration ("10s", "1m") or a number of seconds.

@@ -7,6 +7,9 @@
 //
 //	Listen string `flag:"listen" usage:"address to listen on"`
 //
+// A field whose environment variable does not follow the rule names it with
+// an env tag (`env:"BW_HUB_URL"`).
+//
 // Supported field types: string, bool, int, int64, float64, time.Duration and
 // []string (comma-separated on the command line and in the environment).
 package config
@@ -28,12 +31,20 @@ import (
 // EnvPrefix starts every environment variable the binaries read.
 const EnvPrefix = "BW_"
 
+// Caps on what a setting file may hold, so a wrong path (a log, a device)
+// fails clearly instead of filling memory.
+const (
+	maxYAMLBytes   = 1 << 20  // a --config file
+	maxSecretBytes = 64 << 10 // a *_FILE secret
+)
+
 // ErrHelp is returned when the user asked for -h or --help.
 var ErrHelp = flag.ErrHelp
 
 // field is one tagged setting.
 type field struct {
 	name  string
+	env   string // environment variable; EnvName(name) unless tagged
 	usage string
 	v     reflect.Value
 }
@@ -64,15 +75,15 @@ func Load(name string, cfg any, args []string, lookupEnv func(string) (string, b
 		}
 	}
 	for _, f := range fields {
-		key := EnvName(f.name)
+		key := f.env
 		if s, ok := lookupEnv(key); ok {
 			if err := f.Set(s); err != nil {
 				return fmt.Errorf("config: %s: %w", key, err)
 			}
 		} else if path, ok := lookupEnv(key + "_FILE"); ok {
-			b, err := os.ReadFile(path)
+			b, err := readCapped(path, maxSecretBytes)
 			if err != nil {
-				return fmt.Errorf("config: %s_FILE: %w", key, err)
+				return fmt.Errorf("config: unable to read %s_FILE: %w", key, err)
 			}
 			if err := f.Set(strings.TrimSpace(string(b))); err != nil {
 				return fmt.Errorf("config: %s_FILE: %w", key, err)
@@ -120,7 +131,11 @@ func fieldsOf(cfg any) ([]field, error) {
 		if name == "" {
 			continue
 		}
-		out = append(out, field{name: name, usage: sf.Tag.Get("usage"), v: rv.Field(i)})
+		env := sf.Tag.Get("env")
+		if env == "" {
+			env = EnvName(name)
+		}
+		out = append(out, field{name: name, env: env, usage: sf.Tag.Get("usage"), v: rv.Field(i)})
 	}
 	return out, nil
 }
@@ -143,7 +158,7 @@ func scanConfigFlag(args []string) string {
 }
 
 func loadYAML(path string, fields []field) error {
-	b, err := os.ReadFile(path)
+	b, err := readCapped(path, maxYAMLBytes)
 	if err != nil {
 		return fmt.Errorf("config: unable to read %s: %w", path, err)
 	}
@@ -178,6 +193,23 @@ func loadYAML(path string, fields []field) error {
 		}
 	}
 	return nil
+}
+
+// readCapped reads a whole file of at most limit bytes.
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
 }
 
 // value adapts a struct field to flag.Value.
