@@ -52,12 +52,16 @@ func buildIndex(prev *match.Index, byID map[int64][]string) *match.Index {
 // subscribers changing faster than a compile must not starve the source.
 const unlockedIndexBuilds = 3
 
-// rebuildIndexLocked brings a stale keyword index up to date, compiling it
-// with n.mu released: a vocabulary of thousands of keywords takes a few
+// rebuildIndexOutsideLock brings a stale keyword index up to date, compiling
+// it with n.mu released: a vocabulary of thousands of keywords takes a few
 // hundred milliseconds to compile, and polls and reloads must not wait for
-// it. It returns with n.mu held, and false when the data source was stopped
-// meanwhile.
-func (n *Node) rebuildIndexLocked(ds *dataSource) bool {
+// it.
+//
+// The caller holds n.mu. The function releases it while compiling and holds
+// it again when it returns, so anything the caller read under the lock
+// before the call may have changed. It reports false when the data source
+// was stopped meanwhile; the caller then drops the batch.
+func (n *Node) rebuildIndexOutsideLock(ds *dataSource) bool {
 	for range unlockedIndexBuilds {
 		if ds.index != nil && !ds.stale {
 			return true
@@ -91,7 +95,7 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 			n.mu.Unlock()
 			return context.Canceled
 		}
-		if !n.rebuildIndexLocked(ds) {
+		if !n.rebuildIndexOutsideLock(ds) {
 			n.mu.Unlock()
 			return context.Canceled
 		}
@@ -99,7 +103,7 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 		index, open := ds.matchersLocked()
 		for _, it := range items {
 			for _, s := range open {
-				if p, ok := s.acceptMatched(it, nil, now); ok {
+				if p, ok := s.acceptMatchedLocked(it, nil, now); ok {
 					n.pendingLocked(p.comment.CrawlerID, 1)
 					out = append(out, p)
 				}
@@ -110,7 +114,7 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 				if !ok {
 					continue
 				}
-				if p, ok := s.acceptMatched(it, h.Keywords, now); ok {
+				if p, ok := s.acceptMatchedLocked(it, h.Keywords, now); ok {
 					n.pendingLocked(p.comment.CrawlerID, 1)
 					out = append(out, p)
 				}
@@ -131,6 +135,40 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 	}
 }
 
+// applyLeasesLocked takes the newer grants of a fresh poll: a lease is
+// cumulative (Total counts every comment the subscriber's instance may
+// store) and expires at ExpiresAt on the spawn's clock. A grant for another
+// instance of the subscriber, or not newer than the one it holds, changes
+// nothing. It returns the held items the new leases cover, counted.
+func (n *Node) applyLeasesLocked(leases []api.Lease) []pending {
+	var released []pending
+	for _, l := range leases {
+		if s, ok := n.subs[l.CrawlerID]; ok && s.instance == l.Instance && l.Seq > s.leaseSeq {
+			s.leaseSeq, s.leaseTotal, s.leaseUntil = l.Seq, l.Total, l.ExpiresAt
+			released = append(released, n.drainBacklogLocked(s)...)
+		}
+	}
+	return released
+}
+
+// enqueueReleasedLocked hands counted items to the writer from a goroutine
+// n.wg joins: enqueueing may block on a slow store, so not under the lock.
+func (n *Node) enqueueReleasedLocked(released []pending) {
+	if len(released) == 0 || n.runCtx == nil {
+		return
+	}
+	ctx := n.runCtx
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		for _, p := range released {
+			if n.writer.enqueue(ctx, p) != nil {
+				n.unreserve(p)
+			}
+		}
+	}()
+}
+
 // drainBacklogLocked counts the held items a new lease now covers.
 func (n *Node) drainBacklogLocked(s *subscriber) []pending {
 	held := s.backlog
@@ -138,7 +176,7 @@ func (n *Node) drainBacklogLocked(s *subscriber) []pending {
 	now := n.clock()
 	var out []pending
 	for _, it := range held {
-		if p, ok := s.accept(it, now); ok {
+		if p, ok := s.acceptLocked(it, now); ok {
 			n.pendingLocked(p.comment.CrawlerID, 1)
 			out = append(out, p)
 		}
@@ -146,22 +184,22 @@ func (n *Node) drainBacklogLocked(s *subscriber) []pending {
 	return out
 }
 
-// accept decides whether an item becomes one of the subscriber's comments,
+// acceptLocked decides whether an item becomes one of the subscriber's comments,
 // matching the subscriber's keywords itself: the path of items held for a
 // lease, which come one subscriber at a time.
-func (s *subscriber) accept(it source.Item, now int64) (pending, bool) {
+func (s *subscriber) acceptLocked(it source.Item, now int64) (pending, bool) {
 	matched, ok := matchKeywords(it, s.spec.Keywords)
 	if !ok {
 		return pending{}, false
 	}
-	return s.acceptMatched(it, matched, now)
+	return s.acceptMatchedLocked(it, matched, now)
 }
 
-// acceptMatched is accept for an item whose keyword filter the caller has
+// acceptMatchedLocked is acceptLocked for an item whose keyword filter the caller has
 // already applied (the data source's keyword index): matched are the
 // subscriber's keywords the item mentions, nil for a subscriber without
 // keywords.
-func (s *subscriber) acceptMatched(it source.Item, matched []string, now int64) (pending, bool) {
+func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now int64) (pending, bool) {
 	if _, dup := s.seen[it.ID]; dup {
 		return pending{}, false
 	}
@@ -188,7 +226,7 @@ func (s *subscriber) acceptMatched(it source.Item, matched []string, now int64) 
 		return pending{}, false
 	}
 	s.reserved++
-	s.remember(it.ID)
+	s.rememberLocked(it.ID)
 	s.rate.add(time.Now(), 1)
 	return pending{
 		comment: api.Comment{
@@ -208,7 +246,9 @@ func (s *subscriber) acceptMatched(it source.Item, matched []string, now int64) 
 	}, true
 }
 
-func (s *subscriber) remember(id string) {
+// rememberLocked records a counted item's id, forgetting the oldest beyond
+// seenPerSubscriber.
+func (s *subscriber) rememberLocked(id string) {
 	s.seen[id] = struct{}{}
 	s.seenOrder = append(s.seenOrder, id)
 	if len(s.seenOrder) > seenPerSubscriber {

@@ -87,6 +87,8 @@ type Node struct {
 	// it down to watch the node work while one compiles).
 	indexBuilder func(prev *match.Index, byID map[int64][]string) *match.Index
 
+	// mu guards the fields below it (wg excepted) and the subscribers' and data
+	// sources' state; a method named …Locked must be called with it held.
 	mu          sync.Mutex
 	runCtx      context.Context
 	state       string

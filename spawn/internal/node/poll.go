@@ -25,48 +25,14 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	}
 	fresh := err == nil
 	now := time.Now()
+	// Only a fresh poll speaks for the hub now: a stale one neither drops
+	// subscribers nor grants leases. Acknowledgements hold whatever their
+	// order: an increment the hub has applied is never reported again.
 	if fresh {
-		wanted := make(map[int64]bool, len(req.Subscribers))
-		for _, ref := range req.Subscribers {
-			wanted[ref.CrawlerID] = true
-			if s, ok := n.subs[ref.CrawlerID]; ok {
-				s.lastPolled = now
-			}
-		}
-		for id := range n.subs {
-			if !wanted[id] {
-				n.logger.Info("subscriber no longer assigned here", "crawler_id", id)
-				n.removeLocked(id)
-			}
-		}
-		var released []pending
-		for _, l := range req.Leases {
-			if s, ok := n.subs[l.CrawlerID]; ok && s.instance == l.Instance && l.Seq > s.leaseSeq {
-				s.leaseSeq, s.leaseTotal, s.leaseUntil = l.Seq, l.Total, l.ExpiresAt
-				released = append(released, n.drainBacklogLocked(s)...)
-			}
-		}
-		if len(released) > 0 && n.runCtx != nil {
-			// Enqueueing may block on a slow store: not under the lock.
-			ctx := n.runCtx
-			n.wg.Add(1)
-			go func() {
-				defer n.wg.Done()
-				for _, p := range released {
-					if n.writer.enqueue(ctx, p) != nil {
-						n.unreserve(p)
-					}
-				}
-			}()
-		}
+		n.keepListedLocked(req.Subscribers, now)
+		n.enqueueReleasedLocked(n.applyLeasesLocked(req.Leases))
 	}
-	if len(req.Acks) > 0 {
-		acked := make(map[uint64]bool, len(req.Acks))
-		for _, a := range req.Acks {
-			acked[a] = true
-		}
-		n.incs = slices.DeleteFunc(n.incs, func(i api.Increment) bool { return acked[i.Seq] })
-	}
+	n.pruneAckedLocked(req.Acks)
 	clock := n.clock()
 	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health()}
 	for _, ref := range req.Subscribers {
@@ -87,6 +53,25 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	return resp, nil
 }
 
+// keepListedLocked marks the subscribers a fresh poll lists as supervised
+// and stops every other one: the hub no longer assigns it here.
+func (n *Node) keepListedLocked(refs []api.SubscriberRef, now time.Time) {
+	wanted := make(map[int64]bool, len(refs))
+	for _, ref := range refs {
+		wanted[ref.CrawlerID] = true
+		if s, ok := n.subs[ref.CrawlerID]; ok {
+			s.lastPolled = now
+		}
+	}
+	for id := range n.subs {
+		if !wanted[id] {
+			n.logger.Info("subscriber no longer assigned here", "crawler_id", id)
+			n.removeLocked(id)
+		}
+	}
+}
+
+// statusLocked is a subscriber's line of the poll answer.
 func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.SubscriberStatus {
 	st := api.SubscriberStatus{
 		CrawlerID:  s.spec.CrawlerID,

@@ -120,6 +120,9 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 	return nil
 }
 
+// startSourceLocked starts the data source of key and its goroutine, which
+// n.wg joins; it stops with its context, cancelled when its last subscriber
+// leaves or the node stops.
 func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, error) {
 	impl, err := kind.New(key)
 	if err != nil {
@@ -142,12 +145,11 @@ func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, err
 }
 
 // refreshLocked runs after the source's subscriber set or a subscriber's
-// spec changed: it tells the source, and marks the keyword index for a
-// rebuild on the next emit.
-// refreshLocked tells the source its subscribers changed. Inside a batch
-// (n.deferred set) it only marks the source, and the batch's end tells it
-// once: an upsert of thousands of subscribers on one source then costs one
-// pass, not one per subscriber.
+// spec changed: it tells the source (tellLocked), which also marks the
+// keyword index for a rebuild on the next emit. Inside a batch (d.deferred
+// set) it only marks the source, and the batch's end tells it once: an
+// upsert of thousands of subscribers on one source then costs one pass, not
+// one per subscriber.
 func (d *dataSource) refreshLocked() {
 	if d.deferred != nil {
 		d.deferred[d] = true
@@ -156,6 +158,8 @@ func (d *dataSource) refreshLocked() {
 	d.tellLocked()
 }
 
+// tellLocked hands the source its subscribers' specs and marks the keyword
+// index stale.
 func (d *dataSource) tellLocked() {
 	specs := make([]api.SubscriberSpec, 0, len(d.subs))
 	for _, s := range d.subs {
@@ -183,6 +187,8 @@ func (n *Node) leaveLocked(key string, crawlerID int64) {
 	ds.refreshLocked()
 }
 
+// removeLocked stops a subscriber, and every data source it was the last
+// one on.
 func (n *Node) removeLocked(crawlerID int64) {
 	s, ok := n.subs[crawlerID]
 	if !ok {
@@ -195,6 +201,7 @@ func (n *Node) removeLocked(crawlerID int64) {
 	n.logger.Info("subscriber stopped", "crawler_id", crawlerID)
 }
 
+// dropAllLocked stops every subscriber (detach, shutdown).
 func (n *Node) dropAllLocked() {
 	for id := range n.subs {
 		n.removeLocked(id)

@@ -31,6 +31,20 @@ func (n *Node) unreserve(p pending) {
 	n.pendingLocked(p.comment.CrawlerID, -1)
 }
 
+// pruneAckedLocked forgets the increments the hub acknowledges: it has
+// applied them, so they are not reported again. The rest are re-sent on
+// every poll until acknowledged.
+func (n *Node) pruneAckedLocked(acks []uint64) {
+	if len(acks) == 0 {
+		return
+	}
+	acked := make(map[uint64]bool, len(acks))
+	for _, a := range acks {
+		acked[a] = true
+	}
+	n.incs = slices.DeleteFunc(n.incs, func(i api.Increment) bool { return acked[i.Seq] })
+}
+
 // assignIncrements gives each comment of a batch, before it is written, the
 // usage increment it counts under: one per (crawler, instance, lease) in the
 // batch, numbered in the order batches are written. It returns the
