@@ -487,7 +487,7 @@ func TestRun_TokenFile(t *testing.T) {
 	}
 	bwctlEnv(t, map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN_FILE": path}, "user", "list").ok(t)
 	r := bwctlEnv(t, map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN_FILE": path + ".missing"}, "user", "list")
-	checkFailure(t, r, 1, `^unable to read BW_ADMIN_TOKEN_FILE`)
+	checkFailure(t, r, 1, `^config: unable to read BW_ADMIN_TOKEN_FILE`)
 }
 
 func TestRun_ConfigFile(t *testing.T) {
@@ -510,7 +510,7 @@ func TestRun_ConfigFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("hubb: http://x\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	checkFailure(t, bwctlEnv(t, nil, "status", "--config", bad), 1, `field hubb not found`)
+	checkFailure(t, bwctlEnv(t, nil, "status", "--config", bad), 1, `unknown setting "hubb"`)
 }
 
 func TestParseLine(t *testing.T) {
