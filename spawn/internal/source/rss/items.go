@@ -35,17 +35,12 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 			f.known[id] = e
 		}
 		e.lastPoll = f.polls
-		published := e.firstSeen
+		var claimed time.Time
 		switch {
 		case gi.PublishedParsed != nil && !gi.PublishedParsed.IsZero():
-			published = *gi.PublishedParsed
+			claimed = *gi.PublishedParsed
 		case gi.UpdatedParsed != nil && !gi.UpdatedParsed.IsZero():
-			published = *gi.UpdatedParsed
-		}
-		// A date in the future (a skewed clock, a broken feed) would
-		// carry a crawler's cursor past every real item to come.
-		if published.After(e.firstSeen) {
-			published = e.firstSeen
+			claimed = *gi.UpdatedParsed
 		}
 		author := personName(gi.Authors)
 		if author == "" {
@@ -55,8 +50,8 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 			ID:          id,
 			Author:      author,
 			Text:        itemText(gi),
-			URL:         f.resolve(gi.Link),
-			PublishedAt: published.UTC(),
+			URL:         source.WebURL(f.resolve(gi.Link)),
+			PublishedAt: source.PublishedAt(claimed, e.firstSeen),
 			FetchedAt:   now.UTC(),
 		})
 	}
@@ -118,11 +113,12 @@ func (f *feed) resolve(link string) string {
 	return f.base.ResolveReference(u).String()
 }
 
-// itemID is stable for the same upstream item: its GUID, else a hash of its
-// link, else a hash of its title and date, else a hash of its text.
+// itemID is stable for the same upstream item: its GUID (hashed when it is
+// too long to keep), else a hash of its link, else a hash of its title and
+// date, else a hash of its text.
 func itemID(gi *gofeed.Item) string {
 	if g := strings.TrimSpace(gi.GUID); g != "" {
-		return g
+		return source.ItemID(g)
 	}
 	if l := strings.TrimSpace(gi.Link); l != "" {
 		return hashID(l)
