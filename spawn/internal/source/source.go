@@ -48,6 +48,18 @@ type Item struct {
 	URL         string
 	PublishedAt time.Time
 	FetchedAt   time.Time
+	// Lang is the item's language (BCP 47, lowercased, e.g. "en") when the
+	// source says it; empty when unknown.
+	Lang string
+	// ReplyTo and ThreadID link a reply to its parent and to the first
+	// item of its conversation, in the id space of ID; empty for an item
+	// that starts a conversation or a source without threads.
+	ReplyTo  string
+	ThreadID string
+	// Position is where the item stands in a source's replayable log (a
+	// Jetstream event's time_us), so a subscriber moved to another node
+	// resumes after it; 0 for sources without one.
+	Position int64
 	// Terms, when set, are the query terms the item matched upstream (a
 	// stream that filters server-side); empty means "every subscriber of the
 	// source may want it".
