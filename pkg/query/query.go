@@ -1,6 +1,3 @@
-// Package query turns a crawler's query into its canonical form and its query
-// uuid, the key that routes equal queries to the same spawn so they can share
-// one data source.
 package query
 
 import (
@@ -30,7 +27,8 @@ const (
 // ErrInvalid is wrapped by every validation error of this package.
 var ErrInvalid = errors.New("invalid query")
 
-// Canonical validates and normalises a query: feed URLs get a lower-case
+// Canonical validates and normalises a query given as a list of terms, the
+// form before the query language, still that of rss feed URLs: feed URLs get a lower-case
 // scheme and host without default port or fragment; search terms are trimmed,
 // lower-cased and have their inner spaces folded. The result is sorted and
 // free of duplicates, so equal queries compare equal.

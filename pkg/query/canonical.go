@@ -1,0 +1,235 @@
+package query
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Query is a parsed query in canonical form. It is immutable and safe for
+// concurrent use.
+type Query struct {
+	root  *Node
+	text  string
+	atoms []Atom
+}
+
+func newQuery(root *Node) *Query {
+	q := &Query{root: root, text: root.String()}
+	seen := map[Atom]bool{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if n.Op == OpAtom {
+			if !seen[n.Atom] {
+				seen[n.Atom] = true
+				q.atoms = append(q.atoms, n.Atom)
+			}
+			return
+		}
+		for _, k := range n.Kids {
+			walk(k)
+		}
+	}
+	walk(root)
+	return q
+}
+
+// String is the canonical form: operators flattened, operands lowercased,
+// sorted and de-duplicated, single-kid groups unwrapped and double
+// negations removed. It parses back to itself, and two queries that differ
+// only in spelling, order, case, spacing or redundant parentheses have the
+// same canonical form.
+func (q *Query) String() string { return q.text }
+
+// Root is the canonical tree. It is shared and must not be modified.
+func (q *Query) Root() *Node { return q.root }
+
+// Atoms are the query's distinct atoms in the order of the canonical form.
+// The slice is shared and must not be modified.
+func (q *Query) Atoms() []Atom { return q.atoms }
+
+// Eval evaluates the query, hit telling whether an atom occurs in the item
+// at hand. It is the reference semantics; the shared index in the spawn
+// computes the same answer for many queries at once.
+func (q *Query) Eval(hit func(Atom) bool) bool { return q.root.Eval(hit) }
+
+// Eval evaluates the subtree at n; see Query.Eval.
+func (n *Node) Eval(hit func(Atom) bool) bool {
+	switch n.Op {
+	case OpAtom:
+		return hit(n.Atom)
+	case OpNot:
+		return !n.Kids[0].Eval(hit)
+	case OpAnd:
+		for _, k := range n.Kids {
+			if !k.Eval(hit) {
+				return false
+			}
+		}
+		return true
+	case OpOr:
+		for _, k := range n.Kids {
+			if k.Eval(hit) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// String writes the subtree at n in the language; for a normalized tree it
+// is the canonical form. An OR inside an AND or a negation gets
+// parentheses; AND binds tighter than OR, so an AND inside an OR needs none.
+func (n *Node) String() string {
+	var b strings.Builder
+	n.write(&b, false)
+	return b.String()
+}
+
+func (n *Node) write(b *strings.Builder, grouped bool) {
+	switch n.Op {
+	case OpAtom:
+		b.WriteString(n.Atom.String())
+	case OpNot:
+		b.WriteByte('-')
+		n.Kids[0].write(b, true)
+	case OpAnd, OpOr:
+		sep := " "
+		if n.Op == OpOr {
+			sep = " OR "
+		}
+		if grouped {
+			b.WriteByte('(')
+		}
+		for i, k := range n.Kids {
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			// Kids of an AND group ORs and negated ANDs alike; a kid of
+			// an OR is an AND or simpler and needs no parentheses.
+			k.write(b, n.Op == OpAnd && k.Op != OpAtom)
+		}
+		if grouped {
+			b.WriteByte(')')
+		}
+	}
+}
+
+// normalize returns the canonical tree of n: kids normalized first, then
+// nested ANDs in an AND (ORs in an OR) merged, kids sorted by their
+// canonical text and de-duplicated, a group of one kid replaced by it, and
+// a double negation by what it negates.
+func normalize(n *Node) *Node {
+	switch n.Op {
+	case OpAtom:
+		return n
+	case OpNot:
+		k := normalize(n.Kids[0])
+		if k.Op == OpNot {
+			return k.Kids[0]
+		}
+		return &Node{Op: OpNot, Kids: []*Node{k}}
+	}
+	type keyed struct {
+		key string
+		n   *Node
+	}
+	var kids []keyed
+	var add func(k *Node)
+	add = func(k *Node) {
+		if k.Op == n.Op {
+			for _, kk := range k.Kids {
+				add(kk)
+			}
+			return
+		}
+		kids = append(kids, keyed{k.String(), k})
+	}
+	for _, k := range n.Kids {
+		add(normalize(k))
+	}
+	slices.SortFunc(kids, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	kids = slices.CompactFunc(kids, func(a, b keyed) bool { return a.key == b.key })
+	if len(kids) == 1 {
+		return kids[0].n
+	}
+	out := &Node{Op: n.Op, Kids: make([]*Node, len(kids))}
+	for i, k := range kids {
+		out.Kids[i] = k.n
+	}
+	return out
+}
+
+// UUID is the query uuid of q for a source kind: UUIDOf(source,
+// q.String()).
+func (q *Query) UUID(source string) uuid.UUID {
+	return uuid.NewSHA1(Namespace, []byte(source+"\n"+q.uuidKey()))
+}
+
+// UUIDOf is the query uuid of a query's canonical form for a source kind:
+// a UUIDv5 of both, so that equal queries written differently share a
+// node and a data source. A canonical form that does not parse (it was not
+// made by String) is hashed as it is.
+//
+// Queries that the comma lists of old could state — an OR of plain words,
+// #tags, @users and ANDs of them — are hashed as the old list was (terms
+// joined by newlines, each term's words by spaces), so that such a
+// crawler keeps the uuid UUID(source, Canonical(source, terms)) gave it
+// when its canonical form reads the same: "golang,new release" keeps its
+// uuid, "release notes" (whose words the canonical form sorts) and lists
+// of other terms change it once (see LegacyUUID).
+func UUIDOf(source, canonical string) uuid.UUID {
+	if q, err := Parse(canonical); err == nil && q.text == canonical {
+		return q.UUID(source)
+	}
+	return uuid.NewSHA1(Namespace, []byte(source+"\n"+canonical))
+}
+
+// uuidKey is what UUID hashes after the source: the legacy list form of a
+// query that has one, the canonical form otherwise. The two never collide:
+// a list of two or more terms has a newline, which no canonical form has,
+// and a list of one term reads the same in both.
+func (q *Query) uuidKey() string {
+	branches := []*Node{q.root}
+	if q.root.Op == OpOr {
+		branches = q.root.Kids
+	}
+	terms := make([]string, len(branches))
+	for i, b := range branches {
+		if !legacyTerm(b) {
+			return q.text
+		}
+		terms[i] = b.String()
+	}
+	return strings.Join(terms, "\n")
+}
+
+// legacyTerm reports whether n is a term of the old comma list: a plain
+// word, #tag or @user, or an AND of them.
+func legacyTerm(n *Node) bool {
+	plain := func(n *Node) bool {
+		return n.Op == OpAtom && (n.Atom.Kind == Word || n.Atom.Kind == Tag || n.Atom.Kind == Mention)
+	}
+	if n.Op == OpAnd {
+		for _, k := range n.Kids {
+			if !plain(k) {
+				return false
+			}
+		}
+		return true
+	}
+	return plain(n)
+}
+
+// LegacyUUID is the uuid a crawler of the old comma-list form got before
+// the query language: UUID(source, Canonical(source, terms)). A hub that
+// stores it can tell which crawlers the new uuid, q.UUID(source), moves:
+// those are re-routed once, their data source restarted on their new node.
+func LegacyUUID(source string, terms []string) (uuid.UUID, error) {
+	canon, err := Canonical(source, terms)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return UUID(source, canon), nil
+}

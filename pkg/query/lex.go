@@ -1,0 +1,210 @@
+package query
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// tokKind is the kind of a lexical token.
+type tokKind uint8
+
+const (
+	tokAtom   tokKind = iota + 1 // a word, phrase, #tag, @user, from:user or lang:code
+	tokLParen                    // (
+	tokRParen                    // )
+	tokNot                       // - or NOT
+	tokAnd                       // AND
+	tokOr                        // OR
+)
+
+// token is one lexical token; pos is its byte offset in the whole input,
+// so errors can name its column.
+type token struct {
+	kind tokKind
+	atom Atom
+	pos  int
+	raw  string
+}
+
+// lexer splits src[start:end] into tokens; positions are offsets into src.
+type lexer struct {
+	src  string
+	toks []token
+}
+
+// isSpace is the separator between tokens.
+func isSpace(r rune) bool { return unicode.IsSpace(r) }
+
+// ends reports whether the byte at i ends a bare word.
+func (l *lexer) endsWord(i int) bool {
+	switch l.src[i] {
+	case '(', ')', '"', ',':
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(l.src[i:])
+	return isSpace(r)
+}
+
+func (l *lexer) lex(start, end int) error {
+	for i := start; i < end; {
+		r, size := utf8.DecodeRuneInString(l.src[i:end])
+		switch {
+		case isSpace(r):
+			i += size
+		case r == '(':
+			l.toks = append(l.toks, token{kind: tokLParen, pos: i, raw: "("})
+			i++
+		case r == ')':
+			l.toks = append(l.toks, token{kind: tokRParen, pos: i, raw: ")"})
+			i++
+		case r == '"':
+			j := strings.IndexByte(l.src[i+1:end], '"')
+			if j < 0 {
+				return errAt(l.src, i, "unclosed quote")
+			}
+			words := strings.Fields(strings.ToLower(l.src[i+1 : i+1+j]))
+			if len(words) == 0 {
+				return errAt(l.src, i, "empty phrase")
+			}
+			a := Atom{Kind: Phrase, Value: strings.Join(words, " ")}
+			if len(words) == 1 && bareWord(a.Value) {
+				a.Kind = Word
+			}
+			l.toks = append(l.toks, token{kind: tokAtom, atom: a, pos: i, raw: l.src[i : i+j+2]})
+			i += j + 2
+		case r == '-':
+			if i+1 == end || l.endsWord(i+1) && l.src[i+1] != '(' && l.src[i+1] != '"' {
+				return errAt(l.src, i, `"-" needs a term right after it`)
+			}
+			l.toks = append(l.toks, token{kind: tokNot, pos: i, raw: "-"})
+			i++
+		default:
+			j := i
+			for j < end && !l.endsWord(j) {
+				_, n := utf8.DecodeRuneInString(l.src[j:end])
+				j += n
+			}
+			raw := l.src[i:j]
+			tok := token{kind: tokAtom, pos: i, raw: raw}
+			switch raw {
+			case "OR":
+				tok.kind = tokOr
+			case "AND":
+				tok.kind = tokAnd
+			case "NOT":
+				tok.kind = tokNot
+			default:
+				a, msg := word(raw)
+				if msg != "" {
+					return errAt(l.src, i, msg)
+				}
+				tok.atom = a
+			}
+			l.toks = append(l.toks, tok)
+			i = j
+		}
+	}
+	return nil
+}
+
+// word classifies a bare word: #tag, @user, from:user, lang:code or a
+// plain word. A non-empty msg says what is wrong with it.
+func word(raw string) (Atom, string) {
+	lw := strings.ToLower(raw)
+	switch {
+	case strings.HasPrefix(lw, "#"):
+		v := lw[1:]
+		if v == "" || !allWordBytes(v) {
+			return Atom{}, "bad hashtag " + quote(raw) + " (letters, digits and _ only)"
+		}
+		return Atom{Kind: Tag, Value: v}, ""
+	case strings.HasPrefix(lw, "@"):
+		v := lw[1:]
+		if !validUser(v) {
+			return Atom{}, "bad user " + quote(raw)
+		}
+		return Atom{Kind: Mention, Value: v}, ""
+	case strings.HasPrefix(lw, "from:"):
+		v := strings.TrimPrefix(lw[len("from:"):], "@")
+		if !validUser(v) {
+			return Atom{}, "bad user " + quote(raw)
+		}
+		return Atom{Kind: From, Value: v}, ""
+	case strings.HasPrefix(lw, "lang:"):
+		v := lw[len("lang:"):]
+		if !validLang(v) {
+			return Atom{}, "bad language code " + quote(raw) + " (like lang:en or lang:pt-br)"
+		}
+		return Atom{Kind: Lang, Value: v}, ""
+	}
+	return Atom{Kind: Word, Value: lw}, ""
+}
+
+// bareWord reports whether a lowercased word prints as itself: it lexes
+// back as one plain word.
+func bareWord(v string) bool {
+	if v == "" || v[0] == '-' || v[0] == '#' || v[0] == '@' ||
+		strings.HasPrefix(v, "from:") || strings.HasPrefix(v, "lang:") {
+		return false
+	}
+	for _, r := range v {
+		if r == '(' || r == ')' || r == '"' || r == ',' || isSpace(r) {
+			return false
+		}
+	}
+	if a, msg := word(v); msg != "" || a.Kind != Word || a.Value != v {
+		return false
+	}
+	return true
+}
+
+func allWordBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !IsWordByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// validUser accepts the user names of the sources: word bytes, with '.',
+// '-' and '@' inside (bluesky handles, mastodon accounts).
+func validUser(v string) bool {
+	if v == "" || len(v) > maxUserBytes || !IsWordByte(v[0]) || !IsWordByte(v[len(v)-1]) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !IsWordByte(c) && c != '.' && c != '-' && c != '@' {
+			return false
+		}
+	}
+	return true
+}
+
+// validLang accepts a BCP 47-like tag: a letter first, then letters, digits
+// and inner hyphens.
+func validLang(v string) bool {
+	if v == "" || len(v) > maxLangBytes || v[0] < 'a' || v[0] > 'z' || v[len(v)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// quote shows a piece of input in an error, clipped.
+func quote(s string) string {
+	const max = 40
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return `"` + s + `"`
+}
