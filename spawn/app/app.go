@@ -121,12 +121,15 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	if advertise == "" {
 		advertise = "http://" + ln.Addr().String()
 	}
+	// The spawn's metrics: the node's and the queue publisher's, on one
+	// registry of this spawn's own.
+	metrics := node.NewMetrics()
 	if cfg.Queue != "" {
 		// The writer retries a batch until the store and the queue both
 		// take it; closing the wrapped store closes the queue after it.
 		pub, err := queue.Connect(ctx, queue.Options{
 			URL: cfg.Queue, CredsFile: cfg.QueueCreds, MaxAge: cfg.QueueMaxAge,
-			Name: "blackwidow spawn " + advertise, Logger: logger,
+			Name: "blackwidow spawn " + advertise, Logger: logger, Registerer: metrics.Registry,
 		})
 		if err != nil {
 			ln.Close()
@@ -143,7 +146,7 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	}
 	n, err := node.New(node.Config{
 		HubURL: cfg.Hub, AdvertiseURL: advertise, NodeToken: cfg.NodeToken, Sources: sources, Store: st, Logger: logger,
-		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter,
+		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Metrics: metrics,
 	})
 	if err != nil {
 		ln.Close()

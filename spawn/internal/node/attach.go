@@ -7,27 +7,28 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 )
 
 // attachLoop registers whenever the node is not attached.
 func (n *Node) attachLoop(ctx context.Context) {
-	delay := registerRetryMin
+	retry := backoff.Policy{Min: registerRetryMin, Max: registerRetryMax}
 	for {
 		n.mu.Lock()
 		attached := n.state == api.NodeAttached
 		n.mu.Unlock()
 		if !attached {
-			registrations.Inc()
+			n.metrics.registrations.Inc()
 			if err := n.register(ctx); err != nil {
-				registrationFailures.Inc()
-				n.logger.Warn("registration failed", "hub", n.cfg.HubURL, "err", err, "retry_in", delay)
-				if !sleepJitter(ctx, delay) {
+				n.metrics.registrationFailures.Inc()
+				wait := retry.Next()
+				n.logger.Warn("registration failed", "hub", n.cfg.HubURL, "err", err, "retry_in", wait)
+				if !backoff.Sleep(ctx, wait) {
 					return
 				}
-				delay = min(delay*2, registerRetryMax)
 				continue
 			}
-			delay = registerRetryMin
+			retry.Reset()
 		}
 		select {
 		case <-ctx.Done():
@@ -73,7 +74,7 @@ func (n *Node) detachLocked(reason string) {
 	if n.state != api.NodeAttached {
 		return
 	}
-	detaches.Inc()
+	n.metrics.detaches.Inc()
 	n.logger.Warn("detached", "reason", reason, "subscribers", len(n.subs))
 	n.state = api.NodeDetached
 	n.detachReason = reason
@@ -119,7 +120,7 @@ func (n *Node) enforceDeadlines(now time.Time, maxWait time.Duration) time.Durat
 	}
 	for id, s := range n.subs {
 		if now.Sub(s.lastPolled) >= n.orphanAfter {
-			orphansDropped.Inc()
+			n.metrics.orphansDropped.Inc()
 			n.logger.Warn("orphan subscriber stopped", "crawler_id", id, "unpolled_for", now.Sub(s.lastPolled).Round(time.Millisecond))
 			n.removeLocked(id)
 			continue

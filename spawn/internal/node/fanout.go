@@ -221,7 +221,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now i
 		if len(s.backlog) > backlogPerSubscriber {
 			s.backlog = s.backlog[len(s.backlog)-backlogPerSubscriber:]
 			s.rejected++
-			commentsRejected.Inc()
+			s.rejectedTotal.Inc()
 		}
 		return pending{}, false
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
@@ -59,6 +60,10 @@ type Config struct {
 	// WatchEvery is how often orphans and detachment are checked; zero
 	// picks a quarter of OrphanAfter.
 	WatchEvery time.Duration
+	// Metrics are the spawn's metrics; nil builds a registry of the
+	// node's own. A caller that registers more of the spawn's metrics (the
+	// queue publisher) builds them first with NewMetrics.
+	Metrics *Metrics
 }
 
 // ErrStale marks a hub request older than one the spawn has already seen.
@@ -77,12 +82,13 @@ type Node struct {
 	// at the end of the batch being applied (guarded by mu; nil outside).
 	deferred map[*dataSource]bool
 
-	cfg    Config
-	id     string
-	start  time.Time
-	logger *slog.Logger
-	writer *writer
-	kick   chan struct{} // wakes the attach loop
+	cfg     Config
+	id      string
+	start   time.Time
+	logger  *slog.Logger
+	metrics *Metrics
+	writer  *writer
+	kick    chan struct{} // wakes the attach loop
 	// indexBuilder compiles keyword indexes (buildIndex; a test may slow
 	// it down to watch the node work while one compiles).
 	indexBuilder func(prev *match.Index, byID map[int64][]string) *match.Index
@@ -126,6 +132,8 @@ type subscriber struct {
 	seen       map[string]struct{}
 	seenOrder  []string
 	backlog    []source.Item // items waiting for a lease
+	// rejectedTotal is the node's bw_spawn_comments_rejected_total.
+	rejectedTotal prometheus.Counter
 }
 
 // dataSource is one shared crawl and the subscribers it feeds.
@@ -171,12 +179,16 @@ func New(cfg Config) (*Node, error) {
 	if cfg.DetachAfter <= 0 {
 		cfg.DetachAfter = DefaultDetachAfter
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
 	cfg.HubURL = strings.TrimRight(cfg.HubURL, "/")
 	n := &Node{
 		cfg:         cfg,
 		id:          uuid.NewString(),
 		start:       time.Now(),
 		logger:      cfg.Logger.With("component", "spawn"),
+		metrics:     cfg.Metrics,
 		kick:        make(chan struct{}, 1),
 		state:       api.NodeRegistering,
 		orphanAfter: cfg.OrphanAfter,
@@ -187,9 +199,12 @@ func New(cfg Config) (*Node, error) {
 
 		indexBuilder: buildIndex,
 	}
-	n.writer = newWriter(cfg.Store, n.logger, n.assignIncrements, n.recordWritten)
+	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
 	return n, nil
 }
+
+// Metrics are the node's metrics, which GET /metrics serves.
+func (n *Node) Metrics() *Metrics { return n.metrics }
 
 // ID is the node id the spawn registers with; it lasts for the process.
 func (n *Node) ID() string { return n.id }

@@ -49,7 +49,7 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	if len(n.pending) > 0 {
 		resp.Pending = maps.Clone(n.pending)
 	}
-	polls.Inc()
+	n.metrics.polls.Inc()
 	return resp, nil
 }
 

@@ -97,7 +97,7 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 		n.removeLocked(spec.CrawlerID)
 	}
 	n.instances++
-	s := &subscriber{spec: spec, instance: n.instances, keys: keys, kind: kind, lastPolled: now, seen: map[string]struct{}{}}
+	s := &subscriber{spec: spec, instance: n.instances, keys: keys, kind: kind, lastPolled: now, seen: map[string]struct{}{}, rejectedTotal: n.metrics.commentsRejected}
 	for _, k := range keys {
 		ds, ok := n.sources[k]
 		if !ok {
@@ -139,7 +139,7 @@ func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, err
 		defer n.wg.Done()
 		impl.Run(ctx, n.emitter(ds))
 	}()
-	dataSourcesStarted.Inc()
+	n.metrics.dataSourcesStarted.Inc()
 	n.logger.Info("data source started", "key", key)
 	return ds, nil
 }

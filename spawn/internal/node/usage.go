@@ -97,7 +97,7 @@ func (n *Node) recordWritten(batch []pending, fresh []bool) {
 			if live {
 				s.reserved--
 			}
-			duplicatesSkipped.Inc()
+			n.metrics.duplicatesSkipped.Inc()
 			continue
 		}
 		if live {

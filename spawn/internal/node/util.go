@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -36,20 +35,6 @@ func (r *rateMeter) perSecond(now time.Time) float64 {
 		}
 	}
 	return float64(sum) / rateWindow.Seconds()
-}
-
-// sleepJitter waits a random time between d/2 and d, or until ctx ends. It
-// reports whether ctx is still alive.
-func sleepJitter(ctx context.Context, d time.Duration) bool {
-	wait := d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // maxResponseBytes caps what the spawn reads from the hub.

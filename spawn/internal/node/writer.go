@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
@@ -36,6 +37,7 @@ type pending struct {
 type writer struct {
 	store   store.Store
 	logger  *slog.Logger
+	metrics *Metrics
 	in      chan pending
 	written func(batch []pending, fresh []bool)
 	// assign gives a batch's comments the increments they will count
@@ -47,8 +49,8 @@ type writer struct {
 	lastErr  error
 }
 
-func newWriter(st store.Store, logger *slog.Logger, assign func([]pending) []store.Intent, written func([]pending, []bool)) *writer {
-	return &writer{store: st, logger: logger, in: make(chan pending, writerBuffer), assign: assign, written: written}
+func newWriter(st store.Store, logger *slog.Logger, m *Metrics, assign func([]pending) []store.Intent, written func([]pending, []bool)) *writer {
+	return &writer{store: st, logger: logger, metrics: m, in: make(chan pending, writerBuffer), assign: assign, written: written}
 }
 
 // enqueue blocks while the buffer is full: this is the backpressure a slow
@@ -139,7 +141,7 @@ func (w *writer) write(ctx context.Context, batch []pending) bool {
 	// fresh marks the comments the store did not hold before, across
 	// attempts: a failed attempt may have stored part of the batch.
 	fresh := make([]bool, len(batch))
-	delay := writeRetryMin
+	retry := backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, writeCallTimeout)
 		began := time.Now()
@@ -152,8 +154,8 @@ func (w *writer) write(ctx context.Context, batch []pending) bool {
 		if err == nil {
 			err = w.writeOnce(cctx, comments, fresh)
 		}
-		storeWriteSeconds.Observe(time.Since(began).Seconds())
-		storeQueueDepth.Set(float64(len(w.in)))
+		w.metrics.storeWriteSeconds.Observe(time.Since(began).Seconds())
+		w.metrics.storeQueueDepth.Set(float64(len(w.in)))
 		cancel()
 		if err == nil {
 			w.mu.Lock()
@@ -162,24 +164,23 @@ func (w *writer) write(ctx context.Context, batch []pending) bool {
 			}
 			w.degraded, w.lastErr = false, nil
 			w.mu.Unlock()
-			storeWrites.Add(float64(len(batch)))
+			w.metrics.storeWrites.Add(float64(len(batch)))
 			w.written(batch, fresh)
 			return true
 		}
-		storeWriteErrors.Inc()
+		w.metrics.storeWriteErrors.Inc()
 		w.mu.Lock()
 		if !w.degraded {
 			w.logger.Warn("store write failed, retrying", "count", len(batch), "err", err)
 		}
 		w.degraded, w.lastErr = true, err
 		w.mu.Unlock()
-		jitter := time.Duration(rand.Int64N(int64(delay) / 2))
-		select {
-		case <-ctx.Done():
+		// The delay doubles per failure; each wait is lengthened by up to
+		// half of it, so spawns sharing a store do not retry together.
+		delay := retry.Next()
+		if !backoff.Sleep(ctx, delay+rand.N(delay/2+1)) {
 			return false
-		case <-time.After(delay + jitter):
 		}
-		delay = min(delay*2, writeRetryMax)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
@@ -111,18 +112,22 @@ type Options struct {
 	MaxAge time.Duration
 	// Logger receives connection events.
 	Logger *slog.Logger
+	// Registerer is the spawn's metrics registry, which GET /metrics
+	// serves; nil leaves the publisher's metrics on no registry.
+	Registerer prometheus.Registerer
 }
 
 // Conn publishes comments to NATS: to JetStream, with acknowledgements and
 // de-duplication, when the server has it, else with core NATS.
 type Conn struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream // nil on core NATS
-	mode   publishMode
-	prefix string
-	stream string
-	maxAge time.Duration
-	logger *slog.Logger
+	nc      *nats.Conn
+	js      jetstream.JetStream // nil on core NATS
+	mode    publishMode
+	prefix  string
+	stream  string
+	maxAge  time.Duration
+	logger  *slog.Logger
+	metrics metrics
 	// checkStream is set when a publish found no stream listening, so
 	// the next Publish sets the stream up again first.
 	checkStream atomic.Bool
@@ -228,7 +233,7 @@ func connect(ctx context.Context, o Options, prefix string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: unable to connect to %s: %w", shown, err)
 	}
-	c := &Conn{nc: nc, mode: modeCore, prefix: prefix, stream: o.Stream, maxAge: o.MaxAge, logger: logger}
+	c := &Conn{nc: nc, mode: modeCore, prefix: prefix, stream: o.Stream, maxAge: o.MaxAge, logger: logger, metrics: newMetrics(o.Registerer)}
 	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	if err := c.detect(sctx); err != nil {
@@ -318,10 +323,10 @@ func (c *Conn) Publish(ctx context.Context, comments []api.Comment) error {
 		return nil
 	}
 	if err := c.publish(ctx, comments); err != nil {
-		publishErrors.Inc()
+		c.metrics.publishErrors.Inc()
 		return err
 	}
-	published.Add(float64(len(comments)))
+	c.metrics.published.Add(float64(len(comments)))
 	return nil
 }
 
