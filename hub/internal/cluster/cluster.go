@@ -90,7 +90,9 @@ type Hub struct {
 	epoch   string
 	started time.Time
 	logger  *slog.Logger
-	client  *http.Client
+	// nodeOpts configure the client of every hub→spawn call.
+	nodeOpts api.NodeOptions
+	metrics  *metrics
 
 	reloadMu sync.Mutex    // one reload at a time
 	wake     chan struct{} // a soft reload is wanted
@@ -185,11 +187,24 @@ func New(cfg Config) (*Hub, error) {
 		cfg.HTTPClient = &http.Client{Transport: nodeTransport()}
 	}
 	return &Hub{
-		cfg:      cfg,
-		epoch:    uuid.NewString(),
-		started:  time.Now(),
-		logger:   cfg.Logger.With("component", "hub"),
-		client:   cfg.HTTPClient,
+		cfg:     cfg,
+		epoch:   uuid.NewString(),
+		started: time.Now(),
+		logger:  cfg.Logger.With("component", "hub"),
+		nodeOpts: api.NodeOptions{
+			Token:      cfg.NodeToken,
+			HTTPClient: cfg.HTTPClient,
+			Timeouts: api.NodeTimeouts{
+				Poll:        cfg.PollTimeout,
+				Subscribers: cfg.PollTimeout,
+				// Reading a lost node's usage back scans the store: it
+				// is not bounded by how often nodes are polled.
+				Recover:  max(cfg.PollTimeout, storeReadTimeout),
+				Comments: max(2*cfg.PollTimeout, storeReadTimeout),
+			},
+			MaxAnswerBytes: maxAnswerBytes,
+		},
+		metrics:  newMetrics(),
 		wake:     make(chan struct{}, 1),
 		nodes:    map[string]*node{},
 		crawlers: map[int64]*crawler{},
@@ -311,7 +326,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	if err := h.cfg.Store.RememberNode(ctx, req.NodeID, req.URL); err != nil {
 		h.logger.Warn("unable to remember node", "node_id", req.NodeID, "err", err)
 	}
-	registrations.Inc()
+	h.metrics.registrations.Inc()
 	h.logger.Info("node registered", "node_id", req.NodeID, "url", req.URL)
 	h.RequestReload(true)
 	return api.RegisterResponse{
@@ -393,7 +408,7 @@ func (h *Hub) removeNodeLocked(n *node, reason string) {
 		}
 		c.leases.nodeLost(n.id)
 	}
-	nodesLost.Inc()
+	h.metrics.nodesLost.Inc()
 	// The node may have stored comments it never reported. Once its leases
 	// have run out and it can no longer be writing, a live spawn reads them
 	// back from the store; until then its leases count as spent. The node
@@ -456,8 +471,7 @@ func (h *Hub) wakeKnownNodes(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n := &node{id: k.ID, url: k.URL}
-			err := h.call(ctx, n, api.PathPoll, api.PollRequest{Epoch: h.epoch, NodeID: k.ID}, nil)
+			_, err := h.nodeAPI(&node{id: k.ID, url: k.URL}).Poll(ctx, api.PollRequest{Epoch: h.epoch, NodeID: k.ID})
 			var answered *api.StatusError
 			if err != nil && !errors.As(err, &answered) {
 				// Nobody there any more: it registers anew if it comes back,

@@ -284,8 +284,8 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		cur.spawnExpiry = n.anchorClock + ttl.Milliseconds()
 		cur.hubExpiry = n.anchorAt.Add(ttl + time.Duration(float64(ttl)*leaseMarginFraction) + leaseMarginFixed)
 		leases = append(leases, api.Lease{CrawlerID: id, Instance: curKey.instance, Seq: c.leases.seq, Total: total, ExpiresAt: cur.spawnExpiry})
-		leaseGrants.Inc()
-		leaseComments.Add(float64(amount))
+		h.metrics.leaseGrants.Inc()
+		h.metrics.leaseComments.Add(float64(amount))
 	}
 	return leases
 }
@@ -302,7 +302,7 @@ func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied
 	var reached []int64
 	userHit := false
 	for _, inc := range applied {
-		usageApplied.Add(float64(inc.Count))
+		h.metrics.usageApplied.Add(float64(inc.Count))
 		if u, ok := h.users[inc.UserID]; ok {
 			u.row.Usage += inc.Count
 			if u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {

@@ -6,25 +6,46 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Registry holds the hub's metrics; GET /metrics serves it.
-var Registry = prometheus.NewRegistry()
-
-var (
-	factory        = promauto.With(Registry)
-	registrations  = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_registrations_total", Help: "Spawn registrations accepted."})
-	nodesLost      = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_nodes_lost_total", Help: "Nodes removed after repeated failed polls."})
-	reloads        = factory.NewCounterVec(prometheus.CounterOpts{Name: "bw_hub_reloads_total", Help: "Reloads by kind (hard, soft)."}, []string{"kind"})
-	moves          = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_subscriber_moves_total", Help: "Subscribers moved to another node by a reload."})
-	sendFailures   = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_send_failures_total", Help: "Subscriber sends to a node that failed."})
-	polls          = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_polls_total", Help: "Node polls answered."})
-	pollFailures   = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_poll_failures_total", Help: "Node polls that failed."})
-	pollSeconds    = factory.NewHistogram(prometheus.HistogramOpts{Name: "bw_hub_poll_seconds", Help: "Duration of one node poll.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
-	leaseGrants    = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_grants_total", Help: "Leases granted."})
-	leaseComments  = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_comments_total", Help: "Comments newly allowed by leases."})
-	usageRecovered = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_recovered_total", Help: "Comments lost nodes stored but never reported, read back from the store and counted."})
-	usageApplied   = factory.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_applied_total", Help: "Comments applied to usage in SQL."})
-)
-
-func init() {
-	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+// metrics are one hub's counters, on a registry of their own: hubs started
+// in one process (the end-to-end tests run several) never add to each
+// other's numbers.
+type metrics struct {
+	registry       *prometheus.Registry
+	registrations  prometheus.Counter
+	nodesLost      prometheus.Counter
+	reloads        *prometheus.CounterVec
+	moves          prometheus.Counter
+	sendFailures   prometheus.Counter
+	polls          prometheus.Counter
+	pollFailures   prometheus.Counter
+	pollSeconds    prometheus.Histogram
+	leaseGrants    prometheus.Counter
+	leaseComments  prometheus.Counter
+	usageRecovered prometheus.Counter
+	usageApplied   prometheus.Counter
 }
+
+func newMetrics() *metrics {
+	r := prometheus.NewRegistry()
+	f := promauto.With(r)
+	m := &metrics{
+		registry:       r,
+		registrations:  f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_registrations_total", Help: "Spawn registrations accepted."}),
+		nodesLost:      f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_nodes_lost_total", Help: "Nodes removed after repeated failed polls."}),
+		reloads:        f.NewCounterVec(prometheus.CounterOpts{Name: "bw_hub_reloads_total", Help: "Reloads by kind (hard, soft)."}, []string{"kind"}),
+		moves:          f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_subscriber_moves_total", Help: "Subscribers moved to another node by a reload."}),
+		sendFailures:   f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_send_failures_total", Help: "Subscriber sends to a node that failed."}),
+		polls:          f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_polls_total", Help: "Node polls answered."}),
+		pollFailures:   f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_poll_failures_total", Help: "Node polls that failed."}),
+		pollSeconds:    f.NewHistogram(prometheus.HistogramOpts{Name: "bw_hub_poll_seconds", Help: "Duration of one node poll.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		leaseGrants:    f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_grants_total", Help: "Leases granted."}),
+		leaseComments:  f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_comments_total", Help: "Comments newly allowed by leases."}),
+		usageRecovered: f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_recovered_total", Help: "Comments lost nodes stored but never reported, read back from the store and counted."}),
+		usageApplied:   f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_applied_total", Help: "Comments applied to usage in SQL."}),
+	}
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry holds this hub's metrics; its GET /metrics serves them.
+func (h *Hub) Registry() *prometheus.Registry { return h.metrics.registry }

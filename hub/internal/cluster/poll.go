@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 )
 
 // ErrInvalid marks a bad request from a spawn or an operator.
@@ -79,11 +77,10 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 	sentAcks := len(n.acks)
 	h.mu.Unlock()
 
-	var resp api.PollResponse
 	start := time.Now()
-	err := h.call(ctx, n, api.PathPoll, req, &resp)
+	resp, err := h.nodeAPI(n).Poll(ctx, req)
 	received := time.Now()
-	pollSeconds.Observe(received.Sub(start).Seconds())
+	h.metrics.pollSeconds.Observe(received.Sub(start).Seconds())
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -91,7 +88,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 		h.pollFailed(n, err)
 		return
 	}
-	polls.Inc()
+	h.metrics.polls.Inc()
 
 	// Apply usage outside the hub lock: it is one SQL transaction.
 	var applyErr error
@@ -167,7 +164,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 }
 
 func (h *Hub) pollFailed(n *node, err error) {
-	pollFailures.Inc()
+	h.metrics.pollFailures.Inc()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if n.removed {
@@ -181,25 +178,8 @@ func (h *Hub) pollFailed(n *node, err error) {
 	}
 }
 
-// call POSTs (or PUTs) a JSON request to a node with the node token.
-func (h *Hub) call(ctx context.Context, n *node, path string, in, out any) error {
-	method := http.MethodPost
-	if path == api.PathSubscribers {
-		method = http.MethodPut
-	}
-	timeout := h.cfg.PollTimeout
-	if path == api.PathRecover {
-		// Reading a lost node's usage back scans the store: it is not
-		// bounded by how often nodes are polled.
-		timeout = max(timeout, storeReadTimeout)
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := httpx.CallJSON(cctx, h.client, method, n.url+path, h.cfg.NodeToken, in, out, maxAnswerBytes); err != nil {
-		return fmt.Errorf("cluster: %s %s: %w", path, n.url, err)
-	}
-	return nil
-}
+// nodeAPI is the client of one node's API.
+func (h *Hub) nodeAPI(n *node) *api.NodeClient { return api.NewNodeClient(n.url, h.nodeOpts) }
 
 func validNodeURL(raw string) error {
 	u, err := url.Parse(raw)

@@ -63,8 +63,7 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 	if reader == nil {
 		return ErrNoNode
 	}
-	var resp api.RecoverResponse
-	err := h.call(ctx, reader, api.PathRecover, api.RecoverRequest{Epoch: h.epoch, NodeID: r.nodeID, AfterSeq: r.afterSeq}, &resp)
+	resp, err := h.nodeAPI(reader).RecoverUsage(ctx, api.RecoverRequest{Epoch: h.epoch, NodeID: r.nodeID, AfterSeq: r.afterSeq})
 	var status *api.StatusError
 	switch {
 	case errors.As(err, &status) && status.Code == http.StatusNotImplemented:
@@ -106,7 +105,7 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 	h.eventLocked("usage_recovered", fmt.Sprintf("node %s: %d comments stored but not reported, in %d increments, counted", short(r.nodeID), total, len(applied)))
 	_, back = h.nodes[r.nodeID]
 	h.mu.Unlock()
-	usageRecovered.Add(float64(total))
+	h.metrics.usageRecovered.Add(float64(total))
 	h.logger.Info("usage recovered", "node_id", r.nodeID, "comments", total, "increments", len(applied), "read_by", reader.id)
 	if !back {
 		if err := h.cfg.Store.ForgetNode(ctx, r.nodeID); err != nil {

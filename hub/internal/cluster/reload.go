@@ -58,8 +58,8 @@ func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error)
 	if hard {
 		h.PollAll(ctx)
 	}
-	reloads.WithLabelValues(kind).Inc()
-	moves.Add(float64(resp.Moved))
+	h.metrics.reloads.WithLabelValues(kind).Inc()
+	h.metrics.moves.Add(float64(resp.Moved))
 	h.logger.Info("reload", "kind", kind, "sent", resp.Assigned, "moved", resp.Moved, "removed", resp.Removed, "failed", resp.Failed, "took", time.Since(start).Round(time.Millisecond))
 	return resp, nil
 }
@@ -246,7 +246,7 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 	if len(p.removes) > 0 {
 		n.seq++
 		req := api.RemoveRequest{Epoch: h.epoch, Seq: n.seq, CrawlerIDs: p.removes}
-		if err := h.call(ctx, n, api.PathSubscribersRemove, req, nil); err != nil {
+		if err := h.nodeAPI(n).RemoveSubscribers(ctx, req); err != nil {
 			// The next poll carries the node's exact set, which drops them.
 			h.logger.Warn("remove failed", "node_id", n.id, "crawlers", len(p.removes), "err", err)
 		}
@@ -256,12 +256,11 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 	}
 	n.seq++
 	req := api.SubscribersRequest{Epoch: h.epoch, Seq: n.seq, Subscribers: p.upserts}
-	var resp api.SubscribersResponse
-	err := h.call(ctx, n, api.PathSubscribers, req, &resp)
+	resp, err := h.nodeAPI(n).UpsertSubscribers(ctx, req)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
-		sendFailures.Inc()
+		h.metrics.sendFailures.Inc()
 		h.logger.Warn("send failed", "node_id", n.id, "subscribers", len(p.upserts), "err", err)
 		for _, spec := range p.upserts {
 			if c, ok := h.crawlers[spec.CrawlerID]; ok && c.node == n.id {

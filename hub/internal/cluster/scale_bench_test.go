@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -291,18 +290,14 @@ func naiveRound(b *testing.B, h *Hub, urls []string) {
 		}
 	}
 	h.mu.Unlock()
+	opts := h.nodeOpts
+	opts.Timeouts = api.NodeTimeouts{} // bounded by the benchmark, not the poll interval
 	var g errgroup.Group
 	g.SetLimit(sendConcurrency)
 	for _, j := range jobs {
 		g.Go(func() error {
-			body, _ := json.Marshal(api.PollRequest{Epoch: h.epoch, Subscribers: []api.SubscriberRef{{CrawlerID: j.id, Version: j.v}}})
-			resp, err := h.client.Post(j.url+api.PathPoll, "application/json", bytes.NewReader(body))
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			var pr api.PollResponse
-			return json.NewDecoder(resp.Body).Decode(&pr)
+			_, err := api.NewNodeClient(j.url, opts).Poll(context.Background(), api.PollRequest{Epoch: h.epoch, Subscribers: []api.SubscriberRef{{CrawlerID: j.id, Version: j.v}}})
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -2,18 +2,12 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
-	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 )
 
 // ErrNoNode is returned when a request needs a spawn and none is live.
@@ -130,27 +124,9 @@ func (h *Hub) RecentComments(ctx context.Context, crawlerID int64, n int) ([]api
 	if target == nil {
 		return nil, ErrNoNode
 	}
-	u := target.url + "/v1/comments?" + url.Values{"crawler_id": {strconv.FormatInt(crawlerID, 10)}, "n": {strconv.Itoa(n)}}.Encode()
-	cctx, cancel := context.WithTimeout(ctx, max(2*h.cfg.PollTimeout, storeReadTimeout))
-	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u, nil)
+	out, err := h.nodeAPI(target).RecentComments(ctx, crawlerID, n)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: comments: %w", err)
-	}
-	if h.cfg.NodeToken != "" {
-		req.Header.Set("Authorization", "Bearer "+h.cfg.NodeToken)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: comments from %s: %w", target.url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("cluster: comments from %s: %w", target.url, httpx.ErrorFromResponse(resp))
-	}
-	var out []api.Comment
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out); err != nil {
-		return nil, fmt.Errorf("cluster: comments from %s: %w", target.url, err)
 	}
 	return out, nil
 }

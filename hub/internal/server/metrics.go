@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
 )
 
 // Gauges read from the hub's live view at scrape time.
@@ -66,11 +65,11 @@ func (c viewCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// metricsHandler serves the process-wide hub metrics (cluster.Registry) with
-// this hub's view gauges. The gauges live in a registry of their own: tests
-// run several hubs in one process, and each must export its own view.
+// metricsHandler serves this hub's metrics (its cluster's registry) with its
+// view gauges. The gauges live in a registry of their own, built with the
+// handler, so building the handler twice never registers them twice.
 func (s *Server) metricsHandler() http.Handler {
 	views := prometheus.NewRegistry()
 	views.MustRegister(viewCollector{s})
-	return promhttp.HandlerFor(prometheus.Gatherers{cluster.Registry, views}, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(prometheus.Gatherers{s.Hub.Registry(), views}, promhttp.HandlerOpts{})
 }

@@ -161,14 +161,21 @@ func TestMetrics_ViewGauges(t *testing.T) {
 			t.Errorf("%s = %q, want %q", series, m[series], v)
 		}
 	}
-	// The process-wide hub metrics are served alongside.
+	// The hub's own counters are served alongside.
 	if _, ok := m["bw_hub_polls_total"]; !ok {
 		t.Errorf("bw_hub_polls_total missing from /metrics")
 	}
-	// Two hubs in one process each export their own view.
+	if got := m["bw_hub_registrations_total"]; got != "2" {
+		t.Errorf("bw_hub_registrations_total = %q, want 2", got)
+	}
+	// Two hubs in one process each export their own view and counters.
 	other := newTestServer(t, 0)
-	if got := scrape(t, other)["bw_hub_nodes"]; got != "0" {
+	om := scrape(t, other)
+	if got := om["bw_hub_nodes"]; got != "0" {
 		t.Fatalf("second hub: bw_hub_nodes = %q, want 0", got)
+	}
+	if got := om["bw_hub_registrations_total"]; got != "0" {
+		t.Fatalf("second hub: bw_hub_registrations_total = %q, want 0: the hubs share counters", got)
 	}
 }
 
