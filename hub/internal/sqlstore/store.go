@@ -15,6 +15,8 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
+
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 )
 
 // Database tuning. SQLite allows one writer at a time; one connection makes
@@ -24,6 +26,12 @@ const (
 	// sqliteBusyTimeout is how long SQLite waits for a lock held by another
 	// process (an operator's sqlite3 shell, a second hub by mistake).
 	sqliteBusyTimeout = 10 * time.Second
+	// sqliteOpenRetryMin and sqliteOpenRetryMax bound the wait between
+	// attempts at opening a database another hub is switching to WAL; the
+	// wait doubles from the first to the second, jittered so that hubs
+	// that collided once do not collide again.
+	sqliteOpenRetryMin = 5 * time.Millisecond
+	sqliteOpenRetryMax = 200 * time.Millisecond
 	// postgresMaxOpenConns bounds the hub's PostgreSQL connections: polls of
 	// many nodes apply usage concurrently, admin requests come on top.
 	postgresMaxOpenConns = 16
@@ -96,19 +104,20 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*Store, error) 
 	// SQLITE_BUSY at once. Such an open is retried for as long as the busy
 	// timeout would have waited.
 	deadline := time.Now().Add(sqliteBusyTimeout)
-	wait := 5 * time.Millisecond
+	retry := backoff.Policy{Min: sqliteOpenRetryMin, Max: sqliteOpenRetryMax}
 	for {
 		s, err := open(ctx, dialector(), dialect, cfg, dsn, logger)
-		if err == nil || dialect != DialectSQLite || !isSQLiteBusy(err) || time.Now().Add(wait).After(deadline) {
+		if err == nil || dialect != DialectSQLite || !isSQLiteBusy(err) {
+			return s, err
+		}
+		wait := retry.Next()
+		if time.Now().Add(wait).After(deadline) {
 			return s, err
 		}
 		logger.Debug("sqlite database busy while opening, retrying", "wait", wait)
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, wait) {
 			return nil, fmt.Errorf("sqlstore: unable to open %s: %w", Redact(dsn), ctx.Err())
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, 200*time.Millisecond)
 	}
 }
 
