@@ -111,6 +111,12 @@ type Comment struct {
 	PublishedAt time.Time `json:"published_at"`
 	FetchedAt   time.Time `json:"fetched_at"`
 	Matched     []string  `json:"matched,omitempty"`
+	// Lang is the comment's language when its source says it ("en").
+	Lang string `json:"lang,omitempty"`
+	// ReplyTo and ThreadID link a reply to its parent and to the first
+	// comment of its conversation (comment ids of the same source).
+	ReplyTo  string `json:"reply_to,omitempty"`
+	ThreadID string `json:"thread_id,omitempty"`
 	// NodeID and IncSeq name the usage increment the comment was counted
 	// under, so usage a spawn stored but never reported (it was killed)
 	// can be recovered from the store.
