@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
 )
 
 // DefaultMaxItems is how many of its newest items a feed keeps serving.
@@ -100,6 +102,14 @@ func New(opts Options) *Server {
 	}
 	now := time.Now()
 	return &Server{opts: opts, epoch: now.Unix(), now: time.Now, feeds: map[string]*feed{}, start: now.UTC()}
+}
+
+// Start runs a new server on a free loopback port until the test ends and
+// returns it with its base URL.
+func Start(tb fakehttp.TB, opts Options) (*Server, string) {
+	tb.Helper()
+	s := New(opts)
+	return s, fakehttp.Serve(tb, s.Handler(), nil)
 }
 
 // Handler serves:

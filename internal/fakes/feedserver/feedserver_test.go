@@ -5,22 +5,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mmcdole/gofeed"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
-func newTestServer(t *testing.T, opts Options) (*Server, string) {
-	t.Helper()
-	s := New(opts)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	return s, srv.URL
-}
+// waitTimeout bounds every condition a test waits for.
+const waitTimeout = 5 * time.Second
 
 func get(t *testing.T, url string, header map[string]string) (*http.Response, string) {
 	t.Helper()
@@ -43,20 +39,8 @@ func get(t *testing.T, url string, header map[string]string) (*http.Response, st
 	return resp, string(b)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestServer_ServesRSSAndAtom(t *testing.T) {
-	s, base := newTestServer(t, Options{})
+	s, base := Start(t, Options{})
 	pub := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	s.Publish("news", Item{GUID: "a", Title: "first golang post", Description: "<b>hello</b>", Author: "alice", Published: pub})
 	s.Publish("news", Item{GUID: "b", Title: "second", Description: "world", Published: pub.Add(time.Minute), Link: "https://example.com/b"})
@@ -125,7 +109,7 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 func TestServer_ConditionalGet(t *testing.T) {
-	s, base := newTestServer(t, Options{})
+	s, base := Start(t, Options{})
 	clock := &fakeClock{t: time.Date(2024, 1, 2, 3, 4, 5, 100e6, time.UTC)}
 	s.now = clock.now
 	url := base + "/feeds/tech.xml"
@@ -173,7 +157,7 @@ func TestServer_ConditionalGet(t *testing.T) {
 }
 
 func TestServer_IgnoreConditionalAnswersInFull(t *testing.T) {
-	s, base := newTestServer(t, Options{IgnoreConditional: true})
+	s, base := Start(t, Options{IgnoreConditional: true})
 	s.Publish("tech", Item{Title: "one", Published: time.Now().Add(-time.Hour)})
 	url := base + "/feeds/tech.xml"
 	resp, _ := get(t, url, nil)
@@ -187,7 +171,7 @@ func TestServer_IgnoreConditionalAnswersInFull(t *testing.T) {
 }
 
 func TestServer_KeepsNewestItemsAndReplacesByGUID(t *testing.T) {
-	s, _ := newTestServer(t, Options{MaxItems: 3})
+	s, _ := Start(t, Options{MaxItems: 3})
 	for i := range 5 {
 		s.Publish("sport", Item{GUID: fmt.Sprint(i), Title: fmt.Sprint("item ", i)})
 	}
@@ -203,7 +187,7 @@ func TestServer_KeepsNewestItemsAndReplacesByGUID(t *testing.T) {
 }
 
 func TestServer_RoutesAndErrors(t *testing.T) {
-	s, base := newTestServer(t, Options{})
+	s, base := Start(t, Options{})
 	tests := []struct {
 		path string
 		want int
@@ -234,7 +218,7 @@ func TestServer_RoutesAndErrors(t *testing.T) {
 }
 
 func TestServer_GenerateUntilCancelled(t *testing.T) {
-	s, _ := newTestServer(t, Options{})
+	s, _ := Start(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -242,7 +226,7 @@ func TestServer_GenerateUntilCancelled(t *testing.T) {
 		s.Generate(ctx, []string{"news", "tech"}, 10*time.Millisecond)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "three items in each feed", func() bool {
+	testkit.WaitFor(t, waitTimeout, "three items in each feed", func() bool {
 		return len(s.Items("news")) >= 3 && len(s.Items("tech")) >= 3
 	})
 	cancel()
@@ -272,7 +256,7 @@ func TestServer_GenerateUntilCancelled(t *testing.T) {
 }
 
 func TestServer_ConcurrentPublishAndFetch(t *testing.T) {
-	s, base := newTestServer(t, Options{MaxItems: 10})
+	s, base := Start(t, Options{MaxItems: 10})
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(2)

@@ -36,6 +36,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
 )
 
 // Defaults of Options.
@@ -163,6 +165,15 @@ func New(opts Options) *Server {
 	return &Server{opts: opts, done: make(chan struct{}), filters: map[string]*filter{}, conns: map[*conn]bool{}, billing: map[string]int64{}}
 }
 
+// Start runs a new server on a free loopback port until the test ends and
+// returns it with its base URL. At the end it closes the server's streams
+// before shutting down.
+func Start(tb fakehttp.TB, opts Options) (*Server, string) {
+	tb.Helper()
+	s := New(opts)
+	return s, fakehttp.Serve(tb, s.Handler(), s.Close)
+}
+
 // Handler serves:
 //
 //	POST /v1/compile   csdl=… → {"hash":…,"created_at":…,"dpu":…}
@@ -178,8 +189,9 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// Close drops every connection, so an httptest.Server wrapping the handler
-// can shut down. Call it before closing that server.
+// Close drops every connection, so the HTTP server serving the
+// handler can shut down: Start calls it at the end of the test, before
+// that shutdown.
 func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

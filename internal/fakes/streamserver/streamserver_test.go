@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -12,27 +11,12 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
-func newTestServer(t *testing.T, opts Options) (*Server, string) {
-	t.Helper()
-	s := New(opts)
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(s.Close)
-	return s, ts.URL
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every condition a test waits for.
+const waitTimeout = 5 * time.Second
 
 func compile(t *testing.T, base, auth, csdl string) (int, map[string]string) {
 	t.Helper()
@@ -50,7 +34,7 @@ func compile(t *testing.T, base, auth, csdl string) (int, map[string]string) {
 }
 
 func TestServer_Compile(t *testing.T) {
-	s, base := newTestServer(t, Options{Username: "u", APIKey: "k"})
+	s, base := Start(t, Options{Username: "u", APIKey: "k"})
 	const def = `interaction.content contains "golang" OR interaction.content contains "new \"release\""`
 	status, doc := compile(t, base, "u:k", def)
 	if status != http.StatusOK || doc["hash"] != HashOf(def) || len(doc["hash"]) != 32 {
@@ -81,7 +65,7 @@ func TestServer_Compile(t *testing.T) {
 }
 
 func TestServer_MultiStream(t *testing.T) {
-	s, base := newTestServer(t, Options{Username: "u", APIKey: "k", TickInterval: 10 * time.Millisecond})
+	s, base := Start(t, Options{Username: "u", APIKey: "k", TickInterval: 10 * time.Millisecond})
 	_, g := compile(t, base, "u:k", `interaction.content contains "golang"`)
 	_, r := compile(t, base, "u:k", `interaction.content contains "rust lang"`)
 
@@ -124,7 +108,7 @@ func TestServer_MultiStream(t *testing.T) {
 	if st["hash"] != "nope" {
 		t.Errorf("failure %v", st)
 	}
-	waitFor(t, "two subscriptions", func() bool { subs := s.Subscriptions(); return len(subs) == 1 && len(subs[0]) == 2 })
+	testkit.WaitFor(t, waitTimeout, "two subscriptions", func() bool { subs := s.Subscriptions(); return len(subs) == 1 && len(subs[0]) == 2 })
 
 	it := s.Publish(Interaction{Content: "I like Rust lang and Golang", Author: "a"})
 	got := map[string]bool{}
@@ -140,7 +124,7 @@ func TestServer_MultiStream(t *testing.T) {
 		t.Errorf("delivered for %v", got)
 	}
 	send("unsubscribe", r["hash"])
-	waitFor(t, "one subscription", func() bool { subs := s.Subscriptions(); return len(subs) == 1 && len(subs[0]) == 1 })
+	testkit.WaitFor(t, waitTimeout, "one subscription", func() bool { subs := s.Subscriptions(); return len(subs) == 1 && len(subs[0]) == 1 })
 	s.Publish(Interaction{Content: "rust lang only"})
 	if b := s.Billing(); b[g["hash"]] != 1 || b[r["hash"]] != 1 {
 		t.Errorf("billing %v", b)

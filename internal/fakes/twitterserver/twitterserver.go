@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
 )
 
 // Defaults of Options.
@@ -174,6 +176,15 @@ func New(opts Options) *Server {
 	return &Server{opts: opts, done: make(chan struct{}), conns: map[*streamConn]bool{}}
 }
 
+// Start runs a new server on a free loopback port until the test ends and
+// returns it with its base URL. At the end it closes the server's streams
+// before shutting down.
+func Start(tb fakehttp.TB, opts Options) (*Server, string) {
+	tb.Helper()
+	s := New(opts)
+	return s, fakehttp.Serve(tb, s.Handler(), s.Close)
+}
+
 // Handler serves:
 //
 //	POST|GET /1.1/statuses/filter.json   the filter stream (track=, delimited=length)
@@ -190,9 +201,9 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// Close ends every open stream and releases hung requests, so an
-// httptest.Server wrapping the handler can shut down. Call it before
-// closing that server.
+// Close ends every open stream and releases hung requests, so the HTTP
+// server serving the handler can shut down: Start calls it at the end of
+// the test, before that shutdown.
 func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -16,32 +15,17 @@ import (
 	"time"
 
 	"github.com/dghubble/oauth1"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
+
+// waitTimeout bounds every condition a test waits for.
+const waitTimeout = 5 * time.Second
 
 var creds = Credentials{ConsumerKey: "ck", ConsumerSecret: "cs", AccessToken: "at", AccessSecret: "as"}
 
-func newTestServer(t *testing.T, opts Options) (*Server, string) {
-	t.Helper()
-	s := New(opts)
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(s.Close)
-	return s, ts.URL
-}
-
 func signed(c Credentials) *http.Client {
 	return oauth1.NewConfig(c.ConsumerKey, c.ConsumerSecret).Client(context.Background(), oauth1.NewToken(c.AccessToken, c.AccessSecret))
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // openStream POSTs a filter request and returns a reader of its lines.
@@ -77,12 +61,12 @@ func nextMessage(t *testing.T, r *bufio.Reader) string {
 }
 
 func TestServer_StreamsMatchingTweetsToSignedClients(t *testing.T) {
-	s, base := newTestServer(t, Options{Credentials: creds, KeepAlive: 10 * time.Millisecond})
+	s, base := Start(t, Options{Credentials: creds, KeepAlive: 10 * time.Millisecond})
 	resp, r := openStream(t, signed(creds), base, url.Values{"track": {"golang,new release"}})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	waitFor(t, "open stream", func() bool { return s.Open() == 1 })
+	testkit.WaitFor(t, waitTimeout, "open stream", func() bool { return s.Open() == 1 })
 	if got := s.OpenTracks(); len(got) != 1 || !slices.Equal(got[0], []string{"golang", "new release"}) {
 		t.Errorf("tracks %v", got)
 	}
@@ -105,7 +89,7 @@ func TestServer_StreamsMatchingTweetsToSignedClients(t *testing.T) {
 }
 
 func TestServer_RefusesBadOAuthAndBadTrack(t *testing.T) {
-	s, base := newTestServer(t, Options{Credentials: creds})
+	s, base := Start(t, Options{Credentials: creds})
 	wrong := creds
 	wrong.ConsumerSecret = "nope"
 	cases := []struct {
@@ -140,7 +124,7 @@ func TestServer_RefusesBadOAuthAndBadTrack(t *testing.T) {
 }
 
 func TestServer_FailuresAndDelimitedStreams(t *testing.T) {
-	s, base := newTestServer(t, Options{KeepAlive: time.Hour})
+	s, base := Start(t, Options{KeepAlive: time.Hour})
 	s.FailStreams(420, 2)
 	c := signed(Credentials{ConsumerKey: "k"})
 	for range 2 {
@@ -152,7 +136,7 @@ func TestServer_FailuresAndDelimitedStreams(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	waitFor(t, "open stream", func() bool { return s.Open() == 1 })
+	testkit.WaitFor(t, waitTimeout, "open stream", func() bool { return s.Open() == 1 })
 	s.Publish(Tweet{Text: "x marks"})
 	n, err := strconv.Atoi(nextMessage(t, r))
 	if err != nil {
@@ -174,7 +158,7 @@ func TestServer_FailuresAndDelimitedStreams(t *testing.T) {
 }
 
 func TestServer_Search(t *testing.T) {
-	s, base := newTestServer(t, Options{Credentials: creds})
+	s, base := Start(t, Options{Credentials: creds})
 	var ids []int64
 	for i := range 5 {
 		ids = append(ids, s.Publish(Tweet{Text: fmt.Sprintf("alpha %d", i)}).ID)

@@ -3,10 +3,10 @@ package rss
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
@@ -70,9 +70,7 @@ func benchFeedsOn(b *testing.B, full bool) []*feed {
 	srv := feedserver.New(feedserver.Options{IgnoreConditional: full})
 	var bases []string
 	for range benchHosts {
-		ts := httptest.NewServer(srv.Handler())
-		b.Cleanup(ts.Close)
-		bases = append(bases, ts.URL)
+		bases = append(bases, fakehttp.Serve(b, srv.Handler(), nil))
 	}
 	opts := testOptions()
 	opts.HostDelay = -1

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 )
 
@@ -20,7 +21,7 @@ import (
 // the feed, says what went wrong (want) and matches every sentinel in is.
 func checkErr(t *testing.T, ds *feed, url, want string, is ...error) error {
 	t.Helper()
-	waitFor(t, "an error", func() bool { return ds.Err() != nil })
+	testkit.WaitFor(t, waitDeadline, "an error", func() bool { return ds.Err() != nil })
 	err := ds.Err()
 	if !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Err() = %q, want it to name %s and say %q", err, url, want)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
 // visit is one request as the server saw it.
@@ -62,7 +63,7 @@ func TestKind_PoliteToEachHost(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Clone(visits)
 	}
-	waitFor(t, "eight requests", func() bool { return len(seen()) >= 8 })
+	testkit.WaitFor(t, waitDeadline, "eight requests", func() bool { return len(seen()) >= 8 })
 	cancel()
 	wg.Wait()
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -25,17 +26,6 @@ const (
 	testFetch      = 300 * time.Millisecond
 	waitDeadline   = 5 * time.Second
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitDeadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitDeadline, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // feedServer is an httptest feed whose answer a test can change.
 type feedServer struct {
@@ -275,7 +265,7 @@ func TestFeed_ParsesRSSAndAtom(t *testing.T) {
 			fs := newFeedServer(t, tt.doc)
 			before := time.Now()
 			ds, rec := start(t, testOptions(), fs.URL+"/feed")
-			waitFor(t, "items emitted", func() bool { return rec.batchCount() > 0 })
+			testkit.WaitFor(t, waitDeadline, "items emitted", func() bool { return rec.batchCount() > 0 })
 			if err := ds.Err(); err != nil {
 				t.Fatalf("Err() = %v", err)
 			}
@@ -335,12 +325,12 @@ func TestKind_KeysOnePerCanonicalFeedURL(t *testing.T) {
 func TestFeed_EmitsEachItemOnceAcrossFetches(t *testing.T) {
 	fs := newFeedServer(t, rssDoc)
 	_, rec := start(t, testOptions(), fs.URL)
-	waitFor(t, "first batch", func() bool { return rec.batchCount() == 1 })
+	testkit.WaitFor(t, waitDeadline, "first batch", func() bool { return rec.batchCount() == 1 })
 	first := rec.all()
 
 	// The feed does not change: several more fetches emit nothing.
 	n, _ := fs.count()
-	waitFor(t, "three more fetches", func() bool { r, _ := fs.count(); return r >= n+3 })
+	testkit.WaitFor(t, waitDeadline, "three more fetches", func() bool { r, _ := fs.count(); return r >= n+3 })
 	if c := rec.batchCount(); c != 1 {
 		t.Fatalf("%d batches after unchanged re-fetches, want 1", c)
 	}
@@ -350,7 +340,7 @@ func TestFeed_EmitsEachItemOnceAcrossFetches(t *testing.T) {
 		fs.body = strings.Replace(rssDoc, "<item>", `<item><title>Brand new</title><guid>guid-4</guid><pubDate>Wed, 03 Jan 2024 10:00:00 +0000</pubDate></item>
   <item>`, 1)
 	})
-	waitFor(t, "second batch", func() bool { return rec.batchCount() == 2 })
+	testkit.WaitFor(t, waitDeadline, "second batch", func() bool { return rec.batchCount() == 2 })
 	all := rec.all()
 	if len(all) != len(first)+1 || all[len(all)-1].ID != "guid-4" {
 		t.Fatalf("after a new item, emitted %+v", all[len(first):])
@@ -364,18 +354,18 @@ func TestFeed_UndatedItemsKeepFirstSeenTime(t *testing.T) {
 </channel></rss>`
 	fs := newFeedServer(t, doc)
 	ds, rec := start(t, testOptions(), fs.URL)
-	waitFor(t, "first batch", func() bool { return rec.batchCount() == 1 })
+	testkit.WaitFor(t, waitDeadline, "first batch", func() bool { return rec.batchCount() == 1 })
 	first := rec.all()
 	if len(first) != 2 || first[0].ID != hashID("https://example.com/a") || first[1].ID != hashID("https://example.com/b") {
 		t.Fatalf("undated items must keep document order oldest first: %+v", first)
 	}
 	n, _ := fs.count()
-	waitFor(t, "two more fetches", func() bool { r, _ := fs.count(); return r >= n+2 })
+	testkit.WaitFor(t, waitDeadline, "two more fetches", func() bool { r, _ := fs.count(); return r >= n+2 })
 
 	// A new subscriber gets the current items again, with the same ids
 	// and the same first-seen publication times.
 	ds.SetSubscribers([]api.SubscriberSpec{{CrawlerID: 2, Version: 1}})
-	waitFor(t, "replay", func() bool { return rec.batchCount() == 2 })
+	testkit.WaitFor(t, waitDeadline, "replay", func() bool { return rec.batchCount() == 2 })
 	replay := rec.all()[2:]
 	for i := range first {
 		if replay[i].ID != first[i].ID || !replay[i].PublishedAt.Equal(first[i].PublishedAt) {
@@ -385,7 +375,7 @@ func TestFeed_UndatedItemsKeepFirstSeenTime(t *testing.T) {
 	// The same subscribers again: nothing to replay.
 	ds.SetSubscribers([]api.SubscriberSpec{{CrawlerID: 2, Version: 1}})
 	n, _ = fs.count()
-	waitFor(t, "two more fetches", func() bool { r, _ := fs.count(); return r >= n+2 })
+	testkit.WaitFor(t, waitDeadline, "two more fetches", func() bool { r, _ := fs.count(); return r >= n+2 })
 	if c := rec.batchCount(); c != 2 {
 		t.Fatalf("%d batches, want 2: an unchanged subscriber set replays nothing", c)
 	}
@@ -396,8 +386,8 @@ func TestFeed_ConditionalGet(t *testing.T) {
 	lastMod := "Mon, 01 Jan 2024 00:00:00 GMT"
 	fs.set(func(fs *feedServer) { fs.etag, fs.lastMod = `"v1"`, lastMod })
 	ds, rec := start(t, testOptions(), fs.URL)
-	waitFor(t, "first batch", func() bool { return rec.batchCount() == 1 })
-	waitFor(t, "three 304 answers", func() bool { _, nm := fs.count(); return nm >= 3 })
+	testkit.WaitFor(t, waitDeadline, "first batch", func() bool { return rec.batchCount() == 1 })
+	testkit.WaitFor(t, waitDeadline, "three 304 answers", func() bool { _, nm := fs.count(); return nm >= 3 })
 	if err := ds.Err(); err != nil {
 		t.Fatalf("Err() after 304s = %v, want nil", err)
 	}
@@ -416,7 +406,7 @@ func TestFeed_ConditionalGet(t *testing.T) {
 		fs.etag = `"v2"`
 		fs.body = strings.Replace(atomDoc, "<entry>", `<entry><title>Third</title><id>urn:entry:3</id><updated>2024-02-03T00:00:00Z</updated></entry><entry>`, 1)
 	})
-	waitFor(t, "second batch", func() bool { return rec.batchCount() == 2 })
+	testkit.WaitFor(t, waitDeadline, "second batch", func() bool { return rec.batchCount() == 2 })
 	if got := rec.all(); got[len(got)-1].ID != "urn:entry:3" {
 		t.Fatalf("new item not emitted: %+v", got)
 	}
@@ -450,7 +440,7 @@ func TestFeed_ErrorsAreReportedAndPollingContinues(t *testing.T) {
 				tt.opts(&opts)
 			}
 			ds, rec := start(t, opts, fs.URL+"/feed.xml")
-			waitFor(t, "an error", func() bool { return ds.Err() != nil })
+			testkit.WaitFor(t, waitDeadline, "an error", func() bool { return ds.Err() != nil })
 			err := ds.Err()
 			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), fs.URL+"/feed.xml") {
 				t.Fatalf("Err() = %q, want it to contain %q and the feed URL", err, tt.want)
@@ -470,9 +460,9 @@ func TestFeed_ErrorsAreReportedAndPollingContinues(t *testing.T) {
 			// It keeps polling (with backoff) and recovers once the feed
 			// is fixed.
 			n, _ := fs.count()
-			waitFor(t, "more attempts", func() bool { r, _ := fs.count(); return r >= n+2 })
+			testkit.WaitFor(t, waitDeadline, "more attempts", func() bool { r, _ := fs.count(); return r >= n+2 })
 			fs.set(func(fs *feedServer) { fs.body, fs.status, fs.hang = rssDoc, http.StatusOK, false })
-			waitFor(t, "recovery", func() bool { return ds.Err() == nil && rec.batchCount() == 1 })
+			testkit.WaitFor(t, waitDeadline, "recovery", func() bool { return ds.Err() == nil && rec.batchCount() == 1 })
 		})
 	}
 }
@@ -483,7 +473,7 @@ func TestFeed_OversizeAnnouncedByContentLength(t *testing.T) {
 	opts := testOptions()
 	opts.MaxBodyBytes = 1000
 	ds, _ := start(t, opts, fs.URL)
-	waitFor(t, "an error", func() bool { return ds.Err() != nil })
+	testkit.WaitFor(t, waitDeadline, "an error", func() bool { return ds.Err() != nil })
 	if err := ds.Err(); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "999999 bytes announced") {
 		t.Fatalf("Err() = %v, want ErrTooLarge for the announced length", err)
 	}
@@ -496,7 +486,7 @@ func TestFeed_FailedHandOverIsRetried(t *testing.T) {
 	rec.mu.Lock()
 	rec.fail = errors.New("store gone")
 	rec.mu.Unlock()
-	waitFor(t, "hand-over error", func() bool { return ds.Err() != nil })
+	testkit.WaitFor(t, waitDeadline, "hand-over error", func() bool { return ds.Err() != nil })
 	if err := ds.Err(); !strings.Contains(err.Error(), "unable to hand over") {
 		t.Fatalf("Err() = %v", err)
 	}
@@ -505,7 +495,7 @@ func TestFeed_FailedHandOverIsRetried(t *testing.T) {
 	rec.mu.Unlock()
 	// The validators were not kept, so the next fetch is a full one and
 	// the items come through.
-	waitFor(t, "items after recovery", func() bool { return rec.batchCount() == 1 && ds.Err() == nil })
+	testkit.WaitFor(t, waitDeadline, "items after recovery", func() bool { return rec.batchCount() == 1 && ds.Err() == nil })
 	if got := len(rec.all()); got != 3 {
 		t.Fatalf("emitted %d items, want 3", got)
 	}
@@ -546,7 +536,7 @@ func TestFeed_RetryAfterHonoured(t *testing.T) {
 	opts := testOptions()
 	opts.MaxBackoff = 10 * time.Second
 	ds, _ := start(t, opts, fs.URL)
-	waitFor(t, "an error", func() bool { return ds.Err() != nil })
+	testkit.WaitFor(t, waitDeadline, "an error", func() bool { return ds.Err() != nil })
 	if !errors.Is(ds.Err(), ErrStatus) {
 		t.Fatalf("Err() = %v", ds.Err())
 	}
@@ -567,7 +557,7 @@ func TestFeed_FutureDatesClamped(t *testing.T) {
 </channel></rss>`
 	fs := newFeedServer(t, doc)
 	_, rec := start(t, testOptions(), fs.URL)
-	waitFor(t, "item", func() bool { return rec.batchCount() == 1 })
+	testkit.WaitFor(t, waitDeadline, "item", func() bool { return rec.batchCount() == 1 })
 	if it := rec.all()[0]; it.PublishedAt.After(time.Now()) || it.PublishedAt.Year() != time.Now().Year() {
 		t.Fatalf("published at %v, want clamped to the fetch time", it.PublishedAt)
 	}
@@ -592,7 +582,7 @@ func TestFeed_SeenSetBounded(t *testing.T) {
 	opts := testOptions()
 	opts.SeenLimit = 10
 	_, rec := start(t, opts, srv.URL)
-	waitFor(t, "40 items", func() bool { return len(rec.all()) >= 40 })
+	testkit.WaitFor(t, waitDeadline, "40 items", func() bool { return len(rec.all()) >= 40 })
 	seen := map[string]bool{}
 	for _, it := range rec.all() {
 		if seen[it.ID] {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -20,7 +21,7 @@ func TestFeed_HealthDegradesFailsAndRecovers(t *testing.T) {
 	fs.set(func(fs *feedServer) { fs.status = http.StatusInternalServerError })
 	ds, rec := start(t, testOptions(), fs.URL)
 
-	waitFor(t, "degraded", func() bool { return ds.Health().State == Degraded })
+	testkit.WaitFor(t, waitDeadline, "degraded", func() bool { return ds.Health().State == Degraded })
 	err := ds.Err()
 	var fe *FeedError
 	if !errors.As(err, &fe) || !errors.Is(err, ErrDegraded) || errors.Is(err, ErrFailing) || !errors.Is(err, ErrStatus) {
@@ -30,7 +31,7 @@ func TestFeed_HealthDegradesFailsAndRecovers(t *testing.T) {
 		t.Fatalf("Err() = %q, want the state, the failures and the next attempt", err)
 	}
 
-	waitFor(t, "failing", func() bool { return ds.Health().State == Failing })
+	testkit.WaitFor(t, waitDeadline, "failing", func() bool { return ds.Health().State == Failing })
 	h := ds.Health()
 	if h.Failures < failingAfter || h.LastError == nil || !h.NextAttempt.After(time.Now().Add(-time.Second)) {
 		t.Fatalf("failing health = %+v", h)
@@ -40,14 +41,14 @@ func TestFeed_HealthDegradesFailsAndRecovers(t *testing.T) {
 	}
 
 	fs.set(func(fs *feedServer) { fs.status = http.StatusOK })
-	waitFor(t, "recovery", func() bool { return ds.Health().State == Healthy })
+	testkit.WaitFor(t, waitDeadline, "recovery", func() bool { return ds.Health().State == Healthy })
 	if err := ds.Err(); err != nil {
 		t.Fatalf("Err() after recovery = %v", err)
 	}
 	if h := ds.Health(); h.Failures != 0 || h.LastSuccess.IsZero() || h.LastError != nil {
 		t.Fatalf("health after recovery = %+v", h)
 	}
-	waitFor(t, "items", func() bool { return rec.batchCount() == 1 })
+	testkit.WaitFor(t, waitDeadline, "items", func() bool { return rec.batchCount() == 1 })
 }
 
 func TestAdaptiveInterval(t *testing.T) {
@@ -199,7 +200,7 @@ func TestFeed_AdaptsToPublishingRateWithinBounds(t *testing.T) {
 	quiet := newFeedServer(t, rssDoc)
 	qlog := &quiet.log
 	qds, _ := start(t, opts, quiet.URL)
-	waitFor(t, "four fetches of the quiet feed", func() bool { return len(qlog.snapshot()) >= 4 })
+	testkit.WaitFor(t, waitDeadline, "four fetches of the quiet feed", func() bool { return len(qlog.snapshot()) >= 4 })
 	if g := qlog.minGap(); g < opts.MaxInterval {
 		t.Fatalf("quiet feed fetched %v apart, want at least MaxInterval %v", g, opts.MaxInterval)
 	}
@@ -210,7 +211,7 @@ func TestFeed_AdaptsToPublishingRateWithinBounds(t *testing.T) {
 	// A feed with a new item at every fetch speeds up towards MinInterval.
 	srv, _ := busyServer(t, nil, "")
 	bds, _ := start(t, opts, srv.URL)
-	waitFor(t, "the busy feed to speed up", func() bool {
+	testkit.WaitFor(t, waitDeadline, "the busy feed to speed up", func() bool {
 		h := bds.Health()
 		return h.State == Healthy && h.Interval < opts.MaxInterval/2
 	})
@@ -235,7 +236,7 @@ func TestFeed_NeverFasterThanThePublisherAsks(t *testing.T) {
 			opts := testOptions()
 			opts.MinInterval, opts.MaxInterval = 10*time.Millisecond, tt.max
 			start(t, opts, srv.URL)
-			waitFor(t, "three fetches", func() bool { return len(log.snapshot()) >= 3 })
+			testkit.WaitFor(t, waitDeadline, "three fetches", func() bool { return len(log.snapshot()) >= 3 })
 			if g := log.minGap(); g < tt.want {
 				t.Fatalf("fetched %v apart, the publisher asked for %v", g, tt.want)
 			}
@@ -250,7 +251,7 @@ func TestFeed_IdsAndDatesAgreeAcrossNodes(t *testing.T) {
 	fs := newFeedServer(t, rssDoc)
 	_, a := start(t, testOptions(), fs.URL)
 	_, b := start(t, testOptions(), fs.URL)
-	waitFor(t, "both nodes emitted", func() bool { return a.batchCount() == 1 && b.batchCount() == 1 })
+	testkit.WaitFor(t, waitDeadline, "both nodes emitted", func() bool { return a.batchCount() == 1 && b.batchCount() == 1 })
 	ia, ib := a.all(), b.all()
 	for i := range ia {
 		if ia[i].ID != ib[i].ID || !ia[i].PublishedAt.Equal(ib[i].PublishedAt) {

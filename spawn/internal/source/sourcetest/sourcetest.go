@@ -1,20 +1,18 @@
 // Package sourcetest holds what the data source packages' tests share: a
 // recorder of emitted items, and, to run a real spawn node against their
-// local servers, an in-memory comment store, a hub that only answers
-// registration, subscriber specs and deadline waits.
+// local servers, an in-memory comment store and subscriber specs. (The
+// registration-only hub such a node needs is internal/fakes/fakehub.)
 package sourcetest
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
@@ -55,33 +53,8 @@ func (m *MemStore) Recent(context.Context, int64, int) ([]api.Comment, error) { 
 // Close does nothing.
 func (m *MemStore) Close() error { return nil }
 
-// FakeHub answers registration only (epoch "e1"): the test drives the node
-// directly.
-func FakeHub(t *testing.T) string {
-	t.Helper()
-	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != api.PathRegister {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Epoch: "e1", NodeID: "n1"})
-	}))
-	t.Cleanup(hub.Close)
-	return hub.URL
-}
-
-// WaitUntil polls cond until it holds, failing the test after 10 s.
-func WaitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// WaitTimeout bounds every condition a source test waits for.
+const WaitTimeout = 10 * time.Second
 
 // Spec is a subscriber of source kind for terms, with its canonical query.
 func Spec(kind string, id int64, keywords []string, terms ...string) api.SubscriberSpec {
@@ -151,7 +124,7 @@ func ExpectStored(t *testing.T, st *MemStore, want map[int64][]string) {
 	t.Helper()
 	for crawler, ids := range want {
 		slices.Sort(ids)
-		WaitUntil(t, "crawler comments", func() bool { return len(st.IDs(crawler)) >= len(ids) })
+		testkit.WaitFor(t, WaitTimeout, "crawler comments", func() bool { return len(st.IDs(crawler)) >= len(ids) })
 	}
 	for crawler, ids := range want {
 		if got := st.IDs(crawler); !slices.Equal(got, ids) {

@@ -4,14 +4,15 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehub"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -28,7 +29,7 @@ func startNode(t *testing.T, kind source.Kind) (*node.Node, *sourcetest.MemStore
 	t.Helper()
 	st := sourcetest.NewMemStore()
 	n, err := node.New(node.Config{
-		HubURL: sourcetest.FakeHub(t), Store: st, Sources: source.Registry{api.SourceStream: kind},
+		HubURL: fakehub.Start(t), Store: st, Sources: source.Registry{api.SourceStream: kind},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
 	})
 	if err != nil {
@@ -38,7 +39,7 @@ func startNode(t *testing.T, kind source.Kind) (*node.Node, *sourcetest.MemStore
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
 	t.Cleanup(func() { cancel(); <-done })
-	sourcetest.WaitUntil(t, "registration", func() bool { return n.Health().State == api.NodeAttached })
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n.Health().State == api.NodeAttached })
 	return n, st
 }
 
@@ -48,12 +49,9 @@ func startNode(t *testing.T, kind source.Kind) (*node.Node, *sourcetest.MemStore
 // each stored comment belongs to exactly the crawlers of the query it was
 // delivered for.
 func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
-	srv := streamserver.New(streamserver.Options{Username: "u", APIKey: "k", TickInterval: 50 * time.Millisecond})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close)
+	srv, base := streamserver.Start(t, streamserver.Options{Username: "u", APIKey: "k", TickInterval: 50 * time.Millisecond})
 	kind, err := stream.New(stream.Options{
-		URL: ts.URL, Username: "u", APIKey: "k",
+		URL: base, Username: "u", APIKey: "k",
 		Client: netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 	})
 	if err != nil {
@@ -75,7 +73,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
 		}
 	}
-	sourcetest.WaitUntil(t, "two subscriptions on one connection", func() bool {
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "two subscriptions on one connection", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && len(subs[0]) == 2
 	})
@@ -114,7 +112,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 	if err := n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 2, CrawlerIDs: []int64{3}}); err != nil {
 		t.Fatal(err)
 	}
-	sourcetest.WaitUntil(t, "one subscription left", func() bool {
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "one subscription left", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && len(subs[0]) == 1
 	})
@@ -127,13 +125,10 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 // one query's filter. Its subscribers fail with the reason; a subscriber of
 // another query on the same connection shows no error and keeps receiving.
 func TestNode_StreamQueryErrorStaysWithItsSubscribers(t *testing.T) {
-	srv := streamserver.New(streamserver.Options{Username: "u", APIKey: "k", TickInterval: 50 * time.Millisecond})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close)
+	srv, base := streamserver.Start(t, streamserver.Options{Username: "u", APIKey: "k", TickInterval: 50 * time.Millisecond})
 	srv.RefuseCSDL("forbidden")
 	kind, err := stream.New(stream.Options{
-		URL: ts.URL, Username: "u", APIKey: "k",
+		URL: base, Username: "u", APIKey: "k",
 		Client: netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 	})
 	if err != nil {
@@ -154,11 +149,11 @@ func TestNode_StreamQueryErrorStaysWithItsSubscribers(t *testing.T) {
 		t.Fatalf("crawler %d is not a subscriber", id)
 		return api.HealthSubscriber{}
 	}
-	sourcetest.WaitUntil(t, "the refused query's subscriber failed with the reason", func() bool {
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "the refused query's subscriber failed with the reason", func() bool {
 		s := subscriber(2)
 		return s.State == api.StateFailed && strings.Contains(s.Error, "filter refused")
 	})
-	sourcetest.WaitUntil(t, "the good query subscribed", func() bool {
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "the good query subscribed", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && len(subs[0]) == 1
 	})

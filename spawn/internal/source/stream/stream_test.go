@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
@@ -14,7 +13,9 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
@@ -34,24 +35,9 @@ const (
 	testKey          = "k3y"
 )
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitDeadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitDeadline, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func newServer(t *testing.T) (*streamserver.Server, string) {
 	t.Helper()
-	srv := streamserver.New(streamserver.Options{Username: testUser, APIKey: testKey, TickInterval: testTick})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close) // runs first: drops the connections
-	return srv, ts.URL
+	return streamserver.Start(t, streamserver.Options{Username: testUser, APIKey: testKey, TickInterval: testTick})
 }
 
 func testOptions(base string) Options {
@@ -124,7 +110,7 @@ func TestMulti_SharesOneConnectionAndFansOut(t *testing.T) {
 	rs, py := spec(3, "rust", "new release"), spec(4, "python")
 	specs := []api.SubscriberSpec{g1, g2, rs, py}
 	m, rec := start(t, testOptions(base), specs...)
-	waitFor(t, "three subscriptions on one connection", func() bool { return subscribedTo(srv, 3) })
+	testkit.WaitFor(t, waitDeadline, "three subscriptions on one connection", func() bool { return subscribedTo(srv, 3) })
 	if n := srv.Compiles(); n != 3 {
 		t.Errorf("%d compiles, want 3 (one per distinct query)", n)
 	}
@@ -138,7 +124,7 @@ func TestMulti_SharesOneConnectionAndFansOut(t *testing.T) {
 	c := srv.Publish(streamserver.Interaction{Content: "python and golang"})
 	srv.Publish(streamserver.Interaction{Content: "release news that is new"}) // not the phrase
 	id := func(it streamserver.Interaction) string { return "ds:" + it.ID }
-	waitFor(t, "four items", func() bool { return len(rec.All()) >= 4 })
+	testkit.WaitFor(t, waitDeadline, "four items", func() bool { return len(rec.All()) >= 4 })
 
 	var first source.Item
 	for _, it := range rec.All() {
@@ -180,22 +166,22 @@ func TestMulti_FollowsSubscribersOnTheLiveConnection(t *testing.T) {
 	srv, base := newServer(t)
 	g, r := spec(1, "golang"), spec(2, "rust")
 	m, rec := start(t, testOptions(base), g)
-	waitFor(t, "one subscription", func() bool { return subscribedTo(srv, 1) })
+	testkit.WaitFor(t, waitDeadline, "one subscription", func() bool { return subscribedTo(srv, 1) })
 
 	m.SetSubscribers([]api.SubscriberSpec{g, r})
-	waitFor(t, "two subscriptions", func() bool { return subscribedTo(srv, 2) })
+	testkit.WaitFor(t, waitDeadline, "two subscriptions", func() bool { return subscribedTo(srv, 2) })
 	m.SetSubscribers([]api.SubscriberSpec{r})
-	waitFor(t, "golang unsubscribed", func() bool { return subscribedTo(srv, 1) && srv.Subscriptions()[0][0] == hashOf(t, srv, r) })
+	testkit.WaitFor(t, waitDeadline, "golang unsubscribed", func() bool { return subscribedTo(srv, 1) && srv.Subscriptions()[0][0] == hashOf(t, srv, r) })
 	gone := srv.Publish(streamserver.Interaction{Content: "golang only"})
 	kept := srv.Publish(streamserver.Interaction{Content: "rust only"})
-	waitFor(t, "the rust item", func() bool { return rec.Count("ds:"+kept.ID) == 1 })
+	testkit.WaitFor(t, waitDeadline, "the rust item", func() bool { return rec.Count("ds:"+kept.ID) == 1 })
 	if rec.Count("ds:"+gone.ID) != 0 {
 		t.Error("an item of an unsubscribed query was emitted")
 	}
 
 	// Coming back uses the cached hash.
 	m.SetSubscribers([]api.SubscriberSpec{r, g})
-	waitFor(t, "golang again", func() bool { return subscribedTo(srv, 2) })
+	testkit.WaitFor(t, waitDeadline, "golang again", func() bool { return subscribedTo(srv, 2) })
 	if n := srv.Compiles(); n != 2 {
 		t.Errorf("%d compiles, want 2 (the hash is cached)", n)
 	}
@@ -219,12 +205,12 @@ func TestMulti_ReconnectsWithBackoffAndResubscribes(t *testing.T) {
 	srv, base := newServer(t)
 	g, r := spec(1, "golang"), spec(2, "rust")
 	m, rec := start(t, testOptions(base), g, r)
-	waitFor(t, "two subscriptions", func() bool { return subscribedTo(srv, 2) })
+	testkit.WaitFor(t, waitDeadline, "two subscriptions", func() bool { return subscribedTo(srv, 2) })
 
 	srv.FailConnections(503, 3)
 	srv.Cut()
-	waitFor(t, "the failure in Err", func() bool { return m.sawErr(ErrStatus) })
-	waitFor(t, "resubscribed after reconnecting", func() bool { return srv.Connections() == 2 && subscribedTo(srv, 2) })
+	testkit.WaitFor(t, waitDeadline, "the failure in Err", func() bool { return m.sawErr(ErrStatus) })
+	testkit.WaitFor(t, waitDeadline, "resubscribed after reconnecting", func() bool { return srv.Connections() == 2 && subscribedTo(srv, 2) })
 	attempts := srv.Attempts()
 	if len(attempts) != 5 {
 		t.Fatalf("%d attempts, want 5", len(attempts))
@@ -237,8 +223,8 @@ func TestMulti_ReconnectsWithBackoffAndResubscribes(t *testing.T) {
 		}
 	}
 	it := srv.Publish(streamserver.Interaction{Content: "rust after the outage"})
-	waitFor(t, "an item after reconnecting", func() bool { return rec.Count("ds:"+it.ID) == 1 })
-	waitFor(t, "Err to clear", func() bool { return m.Err() == nil })
+	testkit.WaitFor(t, waitDeadline, "an item after reconnecting", func() bool { return rec.Count("ds:"+it.ID) == 1 })
+	testkit.WaitFor(t, waitDeadline, "Err to clear", func() bool { return m.Err() == nil })
 	if n := srv.Compiles(); n != 2 {
 		t.Errorf("%d compiles, want 2 (hashes are cached across reconnects)", n)
 	}
@@ -247,20 +233,20 @@ func TestMulti_ReconnectsWithBackoffAndResubscribes(t *testing.T) {
 func TestMulti_StallReconnects(t *testing.T) {
 	srv, base := newServer(t)
 	m, rec := start(t, testOptions(base), spec(1, "quiet"))
-	waitFor(t, "subscribed", func() bool { return subscribedTo(srv, 1) })
+	testkit.WaitFor(t, waitDeadline, "subscribed", func() bool { return subscribedTo(srv, 1) })
 	srv.Stall(true)
-	waitFor(t, "a stall", func() bool { return m.stats.stalls.Load() >= 1 })
+	testkit.WaitFor(t, waitDeadline, "a stall", func() bool { return m.stats.stalls.Load() >= 1 })
 	srv.Stall(false)
-	waitFor(t, "a new connection", func() bool { return srv.Connections() >= 2 && subscribedTo(srv, 1) })
+	testkit.WaitFor(t, waitDeadline, "a new connection", func() bool { return srv.Connections() >= 2 && subscribedTo(srv, 1) })
 	it := srv.Publish(streamserver.Interaction{Content: "quiet no more"})
-	waitFor(t, "item after the stall", func() bool { return rec.Count("ds:"+it.ID) == 1 })
+	testkit.WaitFor(t, waitDeadline, "item after the stall", func() bool { return rec.Count("ds:"+it.ID) == 1 })
 }
 
 func TestMulti_TicksAreNotStalls(t *testing.T) {
 	srv, base := newServer(t)
 	m, _ := start(t, testOptions(base), spec(1, "idle"))
 	want := int64(3 * testStall / testTick)
-	waitFor(t, "ticks", func() bool { return m.stats.ticks.Load() >= want })
+	testkit.WaitFor(t, waitDeadline, "ticks", func() bool { return m.stats.ticks.Load() >= want })
 	if n := m.stats.stalls.Load(); n != 0 {
 		t.Errorf("%d stalls on a ticking connection", n)
 	}
@@ -274,7 +260,7 @@ func TestMulti_BadAPIKey(t *testing.T) {
 	opts := testOptions(base)
 	opts.APIKey = "wrong"
 	m, _ := start(t, opts, spec(1, "secret"))
-	waitFor(t, "two refusals", func() bool { return srv.Rejected() >= 2 })
+	testkit.WaitFor(t, waitDeadline, "two refusals", func() bool { return srv.Rejected() >= 2 })
 	err := m.Err()
 	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "--stream-api-key") {
 		t.Errorf("Err() = %v, want ErrUnauthorized naming 401 and the flag", err)
@@ -288,24 +274,24 @@ func TestMulti_BadAPIKey(t *testing.T) {
 func TestMulti_KeyRevokedWhileConnected(t *testing.T) {
 	srv, base := newServer(t)
 	m, rec := start(t, testOptions(base), spec(1, "golang"))
-	waitFor(t, "subscribed", func() bool { return subscribedTo(srv, 1) })
+	testkit.WaitFor(t, waitDeadline, "subscribed", func() bool { return subscribedTo(srv, 1) })
 	srv.RefuseKeys(true)
 	srv.Cut()
-	waitFor(t, "the refusal in Err", func() bool { return m.sawErr(ErrUnauthorized) })
+	testkit.WaitFor(t, waitDeadline, "the refusal in Err", func() bool { return m.sawErr(ErrUnauthorized) })
 	srv.RefuseKeys(false)
-	waitFor(t, "back and subscribed", func() bool { return subscribedTo(srv, 1) })
+	testkit.WaitFor(t, waitDeadline, "back and subscribed", func() bool { return subscribedTo(srv, 1) })
 	it := srv.Publish(streamserver.Interaction{Content: "golang again"})
-	waitFor(t, "item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
+	testkit.WaitFor(t, waitDeadline, "item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
 }
 
 func TestMulti_SubscriptionRefused(t *testing.T) {
 	srv, base := newServer(t)
 	g := spec(1, "golang")
 	m, _ := start(t, testOptions(base), g)
-	waitFor(t, "subscribed", func() bool { return subscribedTo(srv, 1) })
+	testkit.WaitFor(t, waitDeadline, "subscribed", func() bool { return subscribedTo(srv, 1) })
 	srv.Forget(hashOf(t, srv, g))
 	srv.Cut()
-	waitFor(t, "the refusal in Err", func() bool { return errors.Is(m.Err(), ErrSubscribe) })
+	testkit.WaitFor(t, waitDeadline, "the refusal in Err", func() bool { return errors.Is(m.Err(), ErrSubscribe) })
 	if !strings.Contains(m.Err().Error(), "Stream not found") {
 		t.Errorf("Err() = %v, want the service's reason", m.Err())
 	}
@@ -339,16 +325,16 @@ func TestMulti_BadMessages(t *testing.T) {
 			srv, base := newServer(t)
 			g := spec(1, "golang")
 			m, rec := start(t, testOptions(base), g)
-			waitFor(t, "subscribed", func() bool { return subscribedTo(srv, 1) })
+			testkit.WaitFor(t, waitDeadline, "subscribed", func() bool { return subscribedTo(srv, 1) })
 			tc.send(srv, hashOf(t, srv, g))
-			waitFor(t, fmt.Sprintf("Err() to wrap %v", tc.want), func() bool { return m.sawErr(tc.want) })
+			testkit.WaitFor(t, waitDeadline, fmt.Sprintf("Err() to wrap %v", tc.want), func() bool { return m.sawErr(tc.want) })
 			if tc.reconnect {
-				waitFor(t, "a new connection", func() bool { return srv.Connections() == 2 && subscribedTo(srv, 1) })
+				testkit.WaitFor(t, waitDeadline, "a new connection", func() bool { return srv.Connections() == 2 && subscribedTo(srv, 1) })
 			} else if n := srv.Connections(); n != 1 {
 				t.Errorf("%d connections: a bad message must not cost the connection", n)
 			}
 			it := srv.Publish(streamserver.Interaction{Content: "golang after the bad message"})
-			waitFor(t, "a good item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
+			testkit.WaitFor(t, waitDeadline, "a good item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
 			if n := len(rec.All()); n != 1 {
 				t.Errorf("%d items, want only the good one", n)
 			}
@@ -386,8 +372,8 @@ func TestMulti_ServerThatNeverAnswers(t *testing.T) {
 		}
 	})
 	m, _ := start(t, testOptions("http://"+ln.Addr().String()), spec(1, "x"))
-	waitFor(t, "a connect timeout", func() bool { return errors.Is(m.Err(), ErrConnectionLost) })
-	waitFor(t, "a retry", func() bool {
+	testkit.WaitFor(t, waitDeadline, "a connect timeout", func() bool { return errors.Is(m.Err(), ErrConnectionLost) })
+	testkit.WaitFor(t, waitDeadline, "a retry", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(held) >= 2
@@ -402,7 +388,7 @@ func TestMulti_CompileFailureIsRetried(t *testing.T) {
 	var fail sync.Mutex
 	failing := true
 	h := srv.Handler()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := fakehttp.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fail.Lock()
 		f := failing
 		fail.Unlock()
@@ -411,21 +397,19 @@ func TestMulti_CompileFailureIsRetried(t *testing.T) {
 			return
 		}
 		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close)
-	m, rec := start(t, testOptions(ts.URL), spec(1, "golang"))
-	waitFor(t, "the compile failure in Err", func() bool { return errors.Is(m.Err(), ErrCompile) && errors.Is(m.Err(), ErrStatus) })
+	}), srv.Close)
+	m, rec := start(t, testOptions(base), spec(1, "golang"))
+	testkit.WaitFor(t, waitDeadline, "the compile failure in Err", func() bool { return errors.Is(m.Err(), ErrCompile) && errors.Is(m.Err(), ErrStatus) })
 	if !strings.Contains(m.Err().Error(), "compiler busy") {
 		t.Errorf("Err() = %v, want the service's message", m.Err())
 	}
 	fail.Lock()
 	failing = false
 	fail.Unlock()
-	waitFor(t, "subscribed after a retry", func() bool { return subscribedTo(srv, 1) })
+	testkit.WaitFor(t, waitDeadline, "subscribed after a retry", func() bool { return subscribedTo(srv, 1) })
 	it := srv.Publish(streamserver.Interaction{Content: "golang"})
-	waitFor(t, "item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
-	waitFor(t, "Err to clear", func() bool { return m.Err() == nil })
+	testkit.WaitFor(t, waitDeadline, "item", func() bool { return rec.Count("ds:"+it.ID) == 1 })
+	testkit.WaitFor(t, waitDeadline, "Err to clear", func() bool { return m.Err() == nil })
 }
 
 func TestKind(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -13,7 +12,9 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehub"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/twitterserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -31,13 +32,10 @@ func twitterSpec(id int64, keywords []string, terms ...string) api.SubscriberSpe
 // terms (and keywords) it matches.
 func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	creds := twitter.Credentials{ConsumerKey: "ck", ConsumerSecret: "cs", AccessToken: "at", AccessSecret: "as"}
-	srv := twitterserver.New(twitterserver.Options{Credentials: twitterserver.Credentials(creds), KeepAlive: 50 * time.Millisecond})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close)
+	srv, base := twitterserver.Start(t, twitterserver.Options{Credentials: twitterserver.Credentials(creds), KeepAlive: 50 * time.Millisecond})
 
 	kind, err := twitter.New(twitter.Options{
-		Credentials: creds, APIURL: ts.URL, StreamURL: ts.URL, ReopenDelay: 20 * time.Millisecond,
+		Credentials: creds, APIURL: base, StreamURL: base, ReopenDelay: 20 * time.Millisecond,
 		Client: netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 	})
 	if err != nil {
@@ -45,7 +43,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	}
 	st := sourcetest.NewMemStore()
 	n, err := node.New(node.Config{
-		HubURL: sourcetest.FakeHub(t), Store: st, Sources: source.Registry{api.SourceTwitter: kind},
+		HubURL: fakehub.Start(t), Store: st, Sources: source.Registry{api.SourceTwitter: kind},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
 	})
 	if err != nil {
@@ -55,7 +53,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
 	t.Cleanup(func() { cancel(); <-done })
-	sourcetest.WaitUntil(t, "registration", func() bool { return n.Health().State == api.NodeAttached })
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n.Health().State == api.NodeAttached })
 
 	specs := []api.SubscriberSpec{
 		twitterSpec(1, nil, "golang"),
@@ -72,7 +70,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
 		}
 	}
-	sourcetest.WaitUntil(t, "one stream tracking golang and rust", func() bool {
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "one stream tracking golang and rust", func() bool {
 		tr := srv.OpenTracks()
 		return len(tr) == 1 && slices.Equal(tr[0], []string{"golang", "rust"})
 	})
@@ -100,7 +98,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 
 	// An unconfigured spawn refuses twitter subscribers, saying why.
 	n2, err := node.New(node.Config{
-		HubURL: sourcetest.FakeHub(t), Store: sourcetest.NewMemStore(), Sources: source.Registry{api.SourceTwitter: twitter.Unconfigured()},
+		HubURL: fakehub.Start(t), Store: sourcetest.NewMemStore(), Sources: source.Registry{api.SourceTwitter: twitter.Unconfigured()},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
 	})
 	if err != nil {
@@ -110,7 +108,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	done2 := make(chan struct{})
 	go func() { defer close(done2); _ = n2.Run(ctx2, time.Second) }()
 	t.Cleanup(func() { cancel2(); <-done2 })
-	sourcetest.WaitUntil(t, "registration", func() bool { return n2.Health().State == api.NodeAttached })
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n2.Health().State == api.NodeAttached })
 	resp, err = n2.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs[:1]})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/twitterserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
@@ -39,29 +39,14 @@ const (
 
 var testCreds = Credentials{ConsumerKey: "ck", ConsumerSecret: "cs", AccessToken: "at", AccessSecret: "as"}
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitDeadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitDeadline, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // newServer starts a local Twitter that checks signatures made with
 // testCreds.
 func newServer(t *testing.T) (*twitterserver.Server, string) {
 	t.Helper()
-	srv := twitterserver.New(twitterserver.Options{
+	return twitterserver.Start(t, twitterserver.Options{
 		Credentials: twitterserver.Credentials(testCreds),
 		KeepAlive:   testKeepAlive,
 	})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close) // runs first: releases hung and open streams
-	return srv, ts.URL
 }
 
 func loopbackClient() *http.Client {
@@ -139,7 +124,7 @@ func TestTracker_SharesOneConnectionAndFansOut(t *testing.T) {
 	srv, base := newServer(t)
 	specs := []api.SubscriberSpec{spec(1, "golang"), spec(2, "golang", "rust"), spec(3, "Python", "new release")}
 	tr, rec := start(t, testOptions(base), specs...)
-	waitFor(t, "one stream tracking the union", func() bool {
+	testkit.WaitFor(t, waitDeadline, "one stream tracking the union", func() bool {
 		return slices.Equal(openTracks(srv), []string{"golang,new release,python,rust"})
 	})
 
@@ -150,7 +135,7 @@ func TestTracker_SharesOneConnectionAndFansOut(t *testing.T) {
 	t4 := srv.Publish(twitterserver.Tweet{ScreenName: "rt", Text: "golang retweeted", RetweetOf: "orig"})
 	srv.Publish(twitterserver.Tweet{Text: "goland and rusty pythons match nothing"})
 	srv.Publish(twitterserver.Tweet{Text: "new things only"}) // one word of "new release"
-	waitFor(t, "four matching tweets", func() bool { return rec.Has(tweetID(t1), tweetID(t2), tweetID(t3), tweetID(t4)) })
+	testkit.WaitFor(t, waitDeadline, "four matching tweets", func() bool { return rec.Has(tweetID(t1), tweetID(t2), tweetID(t3), tweetID(t4)) })
 
 	it, _ := rec.ByID(tweetID(t1))
 	want := source.Item{
@@ -215,7 +200,7 @@ func TestTracker_SplitsTermsAcrossConnections(t *testing.T) {
 	}
 	specs = append(specs, spec(5, "t0400")) // the 401st term
 	tr, rec := start(t, testOptions(base), specs...)
-	waitFor(t, "two streams", func() bool { return srv.Open() == 2 })
+	testkit.WaitFor(t, waitDeadline, "two streams", func() bool { return srv.Open() == 2 })
 	tracks := srv.OpenTracks()
 	slices.SortFunc(tracks, func(a, b []string) int { return len(b) - len(a) })
 	if len(tracks[0]) != MaxTrackTerms || len(tracks[1]) != 1 {
@@ -229,7 +214,7 @@ func TestTracker_SplitsTermsAcrossConnections(t *testing.T) {
 
 	a := srv.Publish(twitterserver.Tweet{Text: "about t0400 only"})
 	b := srv.Publish(twitterserver.Tweet{Text: "about t0007 and t0399"})
-	waitFor(t, "tweets from both streams", func() bool { return rec.Has(tweetID(a), tweetID(b)) })
+	testkit.WaitFor(t, waitDeadline, "tweets from both streams", func() bool { return rec.Has(tweetID(a), tweetID(b)) })
 	got := fanOut(rec.All(), specs)
 	if !slices.Equal(got[5], []string{tweetID(a)}) || !slices.Equal(got[1], []string{tweetID(b)}) ||
 		!slices.Equal(got[4], []string{tweetID(b)}) || len(got[2]) != 0 || len(got[3]) != 0 {
@@ -238,7 +223,7 @@ func TestTracker_SplitsTermsAcrossConnections(t *testing.T) {
 
 	// Down to 300 terms: one connection is enough again.
 	tr.SetSubscribers(specs[:3])
-	waitFor(t, "one stream with 300 terms", func() bool {
+	testkit.WaitFor(t, waitDeadline, "one stream with 300 terms", func() bool {
 		tr := srv.OpenTracks()
 		return len(tr) == 1 && len(tr[0]) == 300
 	})
@@ -248,23 +233,23 @@ func TestTracker_ReopensOnChangeWithoutLosingTweets(t *testing.T) {
 	srv, base := newServer(t)
 	alpha, beta := spec(1, "alpha"), spec(2, "beta test")
 	tr, rec := start(t, testOptions(base), alpha)
-	waitFor(t, "stream tracking alpha", func() bool { return slices.Equal(openTracks(srv), []string{"alpha"}) })
+	testkit.WaitFor(t, waitDeadline, "stream tracking alpha", func() bool { return slices.Equal(openTracks(srv), []string{"alpha"}) })
 	a1 := srv.Publish(twitterserver.Tweet{Text: "alpha one"})
-	waitFor(t, "a1", func() bool { return rec.Has(tweetID(a1)) })
+	testkit.WaitFor(t, waitDeadline, "a1", func() bool { return rec.Has(tweetID(a1)) })
 
 	// The re-open fails until the test allows it, so tweets published
 	// meanwhile can only come back through search.
 	srv.FailStreams(503, 1<<30)
 	tr.SetSubscribers([]api.SubscriberSpec{alpha, beta})
-	waitFor(t, "the re-open to fail", func() bool { return srv.Open() == 0 && errors.Is(tr.Err(), ErrStatus) })
+	testkit.WaitFor(t, waitDeadline, "the re-open to fail", func() bool { return srv.Open() == 0 && errors.Is(tr.Err(), ErrStatus) })
 	a2 := srv.Publish(twitterserver.Tweet{Text: "alpha two, during the gap"})
 	b1 := srv.Publish(twitterserver.Tweet{Text: "test of beta one, during the gap"})
 	srv.Publish(twitterserver.Tweet{Text: "beta without the other word"})
 	srv.Publish(twitterserver.Tweet{Text: "gamma, not tracked"})
 	srv.FailStreams(0, 0)
 
-	waitFor(t, "the gap's tweets", func() bool { return rec.Has(tweetID(a2), tweetID(b1)) })
-	waitFor(t, "stream tracking alpha and beta", func() bool { return slices.Equal(openTracks(srv), []string{"alpha,beta test"}) })
+	testkit.WaitFor(t, waitDeadline, "the gap's tweets", func() bool { return rec.Has(tweetID(a2), tweetID(b1)) })
+	testkit.WaitFor(t, waitDeadline, "stream tracking alpha and beta", func() bool { return slices.Equal(openTracks(srv), []string{"alpha,beta test"}) })
 	searches := srv.Searches()
 	if len(searches) == 0 || searches[0].SinceID != a1.ID || !strings.Contains(searches[0].Query, `"alpha"`) || !strings.Contains(searches[0].Query, `("beta" "test")`) {
 		t.Errorf("searches %+v, want one since %d for alpha and beta", searches, a1.ID)
@@ -275,14 +260,14 @@ func TestTracker_ReopensOnChangeWithoutLosingTweets(t *testing.T) {
 	if n := len(rec.All()); n != 3 {
 		t.Errorf("%d items, want 3 (each once)", n)
 	}
-	waitFor(t, "Err to clear", func() bool { return tr.Err() == nil })
+	testkit.WaitFor(t, waitDeadline, "Err to clear", func() bool { return tr.Err() == nil })
 
 	// Removing a subscriber narrows the track; its tweets stop.
 	tr.SetSubscribers([]api.SubscriberSpec{beta})
-	waitFor(t, "stream tracking beta test", func() bool { return slices.Equal(openTracks(srv), []string{"beta test"}) })
+	testkit.WaitFor(t, waitDeadline, "stream tracking beta test", func() bool { return slices.Equal(openTracks(srv), []string{"beta test"}) })
 	a3 := srv.Publish(twitterserver.Tweet{Text: "alpha three"})
 	b2 := srv.Publish(twitterserver.Tweet{Text: "beta two test"})
-	waitFor(t, "b2", func() bool { return rec.Has(tweetID(b2)) })
+	testkit.WaitFor(t, waitDeadline, "b2", func() bool { return rec.Has(tweetID(b2)) })
 	if rec.Has(tweetID(a3)) {
 		t.Error("a tweet for a removed term was emitted")
 	}
@@ -293,13 +278,13 @@ func TestTracker_DebouncesRapidChanges(t *testing.T) {
 	opts := testOptions(base)
 	opts.ReopenDelay = 300 * time.Millisecond
 	tr, _ := start(t, opts, spec(1, "a0"))
-	waitFor(t, "first stream", func() bool { return srv.Streaming() == 1 })
+	testkit.WaitFor(t, waitDeadline, "first stream", func() bool { return srv.Streaming() == 1 })
 	var specs []api.SubscriberSpec
 	for i := range 10 {
 		specs = append(specs, spec(int64(i+1), fmt.Sprintf("a%d", i)))
 		tr.SetSubscribers(specs)
 	}
-	waitFor(t, "stream with all ten terms", func() bool { return srv.Open() == 1 && len(srv.OpenTracks()[0]) == 10 })
+	testkit.WaitFor(t, waitDeadline, "stream with all ten terms", func() bool { return srv.Open() == 1 && len(srv.OpenTracks()[0]) == 10 })
 	if n := srv.Streaming(); n != 2 {
 		t.Errorf("%d connections for ten quick changes, want 2 (the first, then one re-open)", n)
 	}
@@ -333,8 +318,8 @@ func TestTracker_BacksOffAsTwitterAsks(t *testing.T) {
 			srv, base := newServer(t)
 			srv.FailStreams(tc.status, tc.fails)
 			tr, rec := start(t, testOptions(base), spec(1, "kept"))
-			waitFor(t, "the failure in Err", func() bool { return tr.sawErr(tc.want) })
-			waitFor(t, "a stream after the failures", func() bool { return srv.Open() == 1 })
+			testkit.WaitFor(t, waitDeadline, "the failure in Err", func() bool { return tr.sawErr(tc.want) })
+			testkit.WaitFor(t, waitDeadline, "a stream after the failures", func() bool { return srv.Open() == 1 })
 			conns := srv.Connections()
 			if len(conns) != tc.fails+1 {
 				t.Fatalf("%d attempts, want %d", len(conns), tc.fails+1)
@@ -344,11 +329,11 @@ func TestTracker_BacksOffAsTwitterAsks(t *testing.T) {
 					t.Errorf("retry %d came after %v, want %v", i+1, g.Round(time.Millisecond), tc.waits[i])
 				}
 			}
-			waitFor(t, "Err to clear once connected", func() bool { return tr.Err() == nil })
+			testkit.WaitFor(t, waitDeadline, "Err to clear once connected", func() bool { return tr.Err() == nil })
 			// The back-off resets once connected: a new failure waits the
 			// minimum again.
 			kept := srv.Publish(twitterserver.Tweet{Text: "kept after recovery"})
-			waitFor(t, "a tweet after recovery", func() bool { return rec.Has(tweetID(kept)) })
+			testkit.WaitFor(t, waitDeadline, "a tweet after recovery", func() bool { return rec.Has(tweetID(kept)) })
 		})
 	}
 }
@@ -356,12 +341,12 @@ func TestTracker_BacksOffAsTwitterAsks(t *testing.T) {
 func TestTracker_CutConnectionReconnectsAfterNetworkBackoff(t *testing.T) {
 	srv, base := newServer(t)
 	tr, rec := start(t, testOptions(base), spec(1, "cut"))
-	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
+	testkit.WaitFor(t, waitDeadline, "stream", func() bool { return srv.Open() == 1 })
 	c1 := srv.Publish(twitterserver.Tweet{Text: "cut one"})
-	waitFor(t, "c1", func() bool { return rec.Has(tweetID(c1)) })
+	testkit.WaitFor(t, waitDeadline, "c1", func() bool { return rec.Has(tweetID(c1)) })
 	cutAt := time.Now()
 	srv.Cut()
-	waitFor(t, "a new stream", func() bool { return srv.Streaming() == 2 && srv.Open() == 1 })
+	testkit.WaitFor(t, waitDeadline, "a new stream", func() bool { return srv.Streaming() == 2 && srv.Open() == 1 })
 	if !tr.sawErr(ErrDisconnected) {
 		t.Errorf("Err never reported the cut: %v", tr.Err())
 	}
@@ -369,7 +354,7 @@ func TestTracker_CutConnectionReconnectsAfterNetworkBackoff(t *testing.T) {
 	if g := conns[1].At.Sub(cutAt); g < testNetworkStep {
 		t.Errorf("reconnected %v after a cut, want at least %v", g, testNetworkStep)
 	}
-	waitFor(t, "the gap's backfill", func() bool { return tr.stats.backfills.Load() == 1 })
+	testkit.WaitFor(t, waitDeadline, "the gap's backfill", func() bool { return tr.stats.backfills.Load() == 1 })
 	if s := srv.Searches(); len(s) != 1 || s[0].SinceID != c1.ID {
 		t.Errorf("searches %+v, want one since %d", s, c1.ID)
 	}
@@ -400,7 +385,7 @@ func TestTracker_NetworkErrorsBackOffLinearly(t *testing.T) {
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
 	tr, _ := start(t, testOptions("http://"+ln.Addr().String()), spec(1, "x"))
-	waitFor(t, "six attempts", func() bool {
+	testkit.WaitFor(t, waitDeadline, "six attempts", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(accepted) >= 6
@@ -422,15 +407,15 @@ func TestTracker_NetworkErrorsBackOffLinearly(t *testing.T) {
 func TestTracker_StallReconnectsAndBackfills(t *testing.T) {
 	srv, base := newServer(t)
 	tr, rec := start(t, testOptions(base), spec(1, "quiet"))
-	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
+	testkit.WaitFor(t, waitDeadline, "stream", func() bool { return srv.Open() == 1 })
 	q1 := srv.Publish(twitterserver.Tweet{Text: "quiet one"})
-	waitFor(t, "q1", func() bool { return rec.Has(tweetID(q1)) })
+	testkit.WaitFor(t, waitDeadline, "q1", func() bool { return rec.Has(tweetID(q1)) })
 
 	srv.Stall(true)
 	q2 := srv.Publish(twitterserver.Tweet{Text: "quiet two, sent while the stream is silent"})
-	waitFor(t, "a stall to be detected", func() bool { return tr.stats.stalls.Load() >= 1 })
+	testkit.WaitFor(t, waitDeadline, "a stall to be detected", func() bool { return tr.stats.stalls.Load() >= 1 })
 	srv.Stall(false)
-	waitFor(t, "q2 through the backfill", func() bool { return rec.Has(tweetID(q2)) })
+	testkit.WaitFor(t, waitDeadline, "q2 through the backfill", func() bool { return rec.Has(tweetID(q2)) })
 	if tr.stats.backfilled.Load() < 1 {
 		t.Error("q2 did not come from a backfill")
 	}
@@ -444,7 +429,7 @@ func TestTracker_KeepAlivesAreNotStalls(t *testing.T) {
 	tr, _ := start(t, testOptions(base), spec(1, "idle"))
 	// Keep-alives every 20 ms for over three stall timeouts.
 	want := int64(3 * testStall / testKeepAlive)
-	waitFor(t, "keep-alives", func() bool { return tr.stats.keepAlives.Load() >= want })
+	testkit.WaitFor(t, waitDeadline, "keep-alives", func() bool { return tr.stats.keepAlives.Load() >= want })
 	if n := tr.stats.stalls.Load(); n != 0 {
 		t.Errorf("%d stalls on a stream sending keep-alives", n)
 	}
@@ -457,12 +442,12 @@ func TestTracker_ServerThatNeverAnswers(t *testing.T) {
 	srv, base := newServer(t)
 	srv.Hang(true)
 	tr, rec := start(t, testOptions(base), spec(1, "late"))
-	waitFor(t, "no-answer error", func() bool { return tr.sawErr(ErrNoAnswer) })
-	waitFor(t, "a retry", func() bool { return len(srv.Connections()) >= 2 })
+	testkit.WaitFor(t, waitDeadline, "no-answer error", func() bool { return tr.sawErr(ErrNoAnswer) })
+	testkit.WaitFor(t, waitDeadline, "a retry", func() bool { return len(srv.Connections()) >= 2 })
 	srv.Hang(false)
-	waitFor(t, "stream once the server answers", func() bool { return srv.Open() == 1 })
+	testkit.WaitFor(t, waitDeadline, "stream once the server answers", func() bool { return srv.Open() == 1 })
 	l := srv.Publish(twitterserver.Tweet{Text: "late but here"})
-	waitFor(t, "tweet", func() bool { return rec.Has(tweetID(l)) })
+	testkit.WaitFor(t, waitDeadline, "tweet", func() bool { return rec.Has(tweetID(l)) })
 }
 
 func TestTracker_WrongCredentials(t *testing.T) {
@@ -470,7 +455,7 @@ func TestTracker_WrongCredentials(t *testing.T) {
 	opts := testOptions(base)
 	opts.Credentials.AccessSecret = "wrong"
 	tr, _ := start(t, opts, spec(1, "secret"))
-	waitFor(t, "three refused attempts", func() bool { return srv.Unauthorized() >= 3 })
+	testkit.WaitFor(t, waitDeadline, "three refused attempts", func() bool { return srv.Unauthorized() >= 3 })
 	err := tr.Err()
 	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "credentials") {
 		t.Errorf("Err() = %v, want ErrUnauthorized naming 401 and the credentials", err)
@@ -500,16 +485,16 @@ func TestTracker_BadMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, base := newServer(t)
 			tr, rec := start(t, testOptions(base), spec(1, "good"))
-			waitFor(t, "stream", func() bool { return srv.Open() == 1 })
+			testkit.WaitFor(t, waitDeadline, "stream", func() bool { return srv.Open() == 1 })
 			tc.send(srv)
-			waitFor(t, fmt.Sprintf("Err() to wrap %v", tc.want), func() bool { return tr.sawErr(tc.want) })
+			testkit.WaitFor(t, waitDeadline, fmt.Sprintf("Err() to wrap %v", tc.want), func() bool { return tr.sawErr(tc.want) })
 			if tc.reconnect {
-				waitFor(t, "a new stream", func() bool { return srv.Streaming() == 2 && srv.Open() == 1 })
+				testkit.WaitFor(t, waitDeadline, "a new stream", func() bool { return srv.Streaming() == 2 && srv.Open() == 1 })
 			} else if n := srv.Streaming(); n != 1 {
 				t.Errorf("%d connections: a bad message must not cost the stream", n)
 			}
 			g := srv.Publish(twitterserver.Tweet{Text: "good after bad"})
-			waitFor(t, "a good tweet after the bad message", func() bool { return rec.Has(tweetID(g)) })
+			testkit.WaitFor(t, waitDeadline, "a good tweet after the bad message", func() bool { return rec.Has(tweetID(g)) })
 			if n := len(rec.All()); n != 1 {
 				t.Errorf("%d items, want only the good one", n)
 			}
@@ -520,16 +505,16 @@ func TestTracker_BadMessages(t *testing.T) {
 func TestTracker_BackfillRetriesRateLimitedSearch(t *testing.T) {
 	srv, base := newServer(t)
 	tr, rec := start(t, testOptions(base), spec(1, "retry"))
-	waitFor(t, "stream", func() bool { return srv.Open() == 1 })
+	testkit.WaitFor(t, waitDeadline, "stream", func() bool { return srv.Open() == 1 })
 	r1 := srv.Publish(twitterserver.Tweet{Text: "retry one"})
-	waitFor(t, "r1", func() bool { return rec.Has(tweetID(r1)) })
+	testkit.WaitFor(t, waitDeadline, "r1", func() bool { return rec.Has(tweetID(r1)) })
 	srv.FailSearches(429, 1)
 	srv.FailStreams(503, 1<<30)
 	srv.Cut()
-	waitFor(t, "the stream to be down", func() bool { return srv.Open() == 0 })
+	testkit.WaitFor(t, waitDeadline, "the stream to be down", func() bool { return srv.Open() == 0 })
 	r2 := srv.Publish(twitterserver.Tweet{Text: "retry two"})
 	srv.FailStreams(0, 0)
-	waitFor(t, "r2 after a rate-limited search", func() bool { return rec.Has(tweetID(r2)) })
+	testkit.WaitFor(t, waitDeadline, "r2 after a rate-limited search", func() bool { return rec.Has(tweetID(r2)) })
 	s := srv.Searches()
 	if len(s) < 2 {
 		t.Fatalf("%d searches, want a refused one and a retry", len(s))
@@ -537,7 +522,7 @@ func TestTracker_BackfillRetriesRateLimitedSearch(t *testing.T) {
 	if g := s[1].At.Sub(s[0].At); g < testRateMin {
 		t.Errorf("search retried after %v, want at least %v", g, testRateMin)
 	}
-	waitFor(t, "Err to clear", func() bool { return tr.Err() == nil })
+	testkit.WaitFor(t, waitDeadline, "Err to clear", func() bool { return tr.Err() == nil })
 }
 
 func TestKind(t *testing.T) {
