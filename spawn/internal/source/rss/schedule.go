@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -157,8 +158,7 @@ func (f *feed) backoff(n int, retryAfter time.Duration) time.Duration {
 	for i := 1; i < n && d < f.opts.MaxBackoff; i++ {
 		d *= 2
 	}
-	d = min(d, f.opts.MaxBackoff)
-	d = d/2 + rand.N(d/2+1)
+	d = backoff.Jitter(min(d, f.opts.MaxBackoff))
 	return min(max(d, retryAfter), f.opts.MaxBackoff)
 }
 

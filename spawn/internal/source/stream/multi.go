@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -161,12 +161,8 @@ func (m *multi) Run(ctx context.Context, emit source.Emit) {
 		wait := m.backoff(fails, errors.Is(err, ErrUnauthorized))
 		m.setErr(connPart, err)
 		m.logger.Warn("stream connection failed", "err", err, "failures", fails, "retry_in", wait.Round(time.Millisecond))
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !backoff.Sleep(ctx, wait) {
 			return
-		case <-timer.C:
 		}
 	}
 }
@@ -183,8 +179,7 @@ func (m *multi) backoff(n int, auth bool) time.Duration {
 	for i := 1; i < n && d < m.opts.BackoffMax; i++ {
 		d *= 2
 	}
-	d = min(d, m.opts.BackoffMax)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Jitter(min(d, m.opts.BackoffMax))
 }
 
 // connect opens the WebSocket and serves it until it fails.

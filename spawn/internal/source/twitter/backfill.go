@@ -11,6 +11,7 @@ import (
 
 	gotwitter "github.com/dghubble/go-twitter/twitter"
 
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -98,7 +99,7 @@ func (b *backfiller) run(ctx context.Context) {
 // maxBackfillAttempts.
 func (b *backfiller) fill(ctx context.Context, req backfillReq) {
 	o := b.t.opts
-	var fails failures
+	fails := newFailures(o)
 	for attempt := 1; ; attempt++ {
 		n, err := b.once(ctx, req)
 		if err == nil {
@@ -124,15 +125,11 @@ func (b *backfiller) fill(ctx context.Context, req backfillReq) {
 		case errors.Is(err, errSearchNetwork):
 			class = classNetwork
 		}
-		wait := fails.next(o, class)
+		wait := fails.next(class)
 		b.t.setErr(backfillPart, err)
 		b.t.logger.Warn("twitter backfill failed", "err", err, "attempt", attempt, "retry_in", wait)
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !backoff.Sleep(ctx, wait) {
 			return
-		case <-timer.C:
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -33,32 +34,39 @@ var (
 	errNoAnswer = errors.New("twitter: connect watchdog fired")
 )
 
-// failures counts the failures in a row of each class.
-type failures struct{ network, http, rate int }
+// failures is the back-off of each class, grown by its failures in a row.
+// Twitter's rules are exact waits, without jitter: after the n-th network
+// error n·NetworkBackoffStep, after the n-th HTTP error status
+// HTTPBackoffMin·2^(n-1), after the n-th rate limiting
+// RateLimitBackoffMin·2^(n-1), each capped by its maximum.
+type failures struct{ network, http, rate backoff.Policy }
+
+func newFailures(o Options) failures {
+	return failures{
+		network: backoff.Policy{Min: o.NetworkBackoffStep, Max: o.NetworkBackoffMax, Factor: 1, Step: o.NetworkBackoffStep, NoJitter: true},
+		http:    backoff.Policy{Min: o.HTTPBackoffMin, Max: o.HTTPBackoffMax, NoJitter: true},
+		rate:    backoff.Policy{Min: o.RateLimitBackoffMin, Max: o.RateLimitBackoffMax, NoJitter: true},
+	}
+}
 
 // next records a failure and returns the wait before the next attempt.
-func (f *failures) next(o Options, c failureClass) time.Duration {
+func (f *failures) next(c failureClass) time.Duration {
 	switch c {
 	case classNetwork:
-		f.network++
-		return min(time.Duration(f.network)*o.NetworkBackoffStep, o.NetworkBackoffMax)
+		return f.network.Next()
 	case classHTTP:
-		f.http++
-		return doubled(o.HTTPBackoffMin, o.HTTPBackoffMax, f.http)
+		return f.http.Next()
 	case classRateLimit:
-		f.rate++
-		return doubled(o.RateLimitBackoffMin, o.RateLimitBackoffMax, f.rate)
+		return f.rate.Next()
 	}
 	return 0
 }
 
-// doubled is first·2^(n-1), capped.
-func doubled(first, limit time.Duration, n int) time.Duration {
-	d := first
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
+// reset starts every class again after a connection succeeded.
+func (f *failures) reset() {
+	f.network.Reset()
+	f.http.Reset()
+	f.rate.Reset()
 }
 
 // worker keeps one filter connection open for its share of the terms.
@@ -104,7 +112,7 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 	defer close(w.done)
 	o := w.t.opts
 	var (
-		fails  failures
+		fails  = newFailures(o)
 		wait   time.Duration
 		newest int64          // the newest tweet id this worker has seen
 		anchor = backfillFrom // when nothing newer is known, backfill from here
@@ -125,7 +133,7 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 			}
 		}
 		connected := func() {
-			fails = failures{}
+			fails.reset()
 			since := newest
 			if since == 0 && !anchor.IsZero() {
 				since = idAt(anchor.Add(-backfillClockSkew))
@@ -147,7 +155,7 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 			w.t.logger.Info("twitter stream reopening", "stream", w.id, "track_terms", len(terms))
 			continue
 		}
-		wait = fails.next(o, res.class)
+		wait = fails.next(res.class)
 		w.t.setErr(w.name, res.err)
 		w.t.logger.Warn("twitter stream failed", "stream", w.id, "err", res.err, "retry_in", wait)
 	}
