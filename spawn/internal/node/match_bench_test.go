@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -48,7 +49,7 @@ func TestNode_KeywordIndexRoutesItemsToMatchingSubscribers(t *testing.T) {
 		source.Item{ID: "c", Text: "golangs are not golang's fans", PublishedAt: at(3)},
 		source.Item{ID: "d", Text: "nothing to see", PublishedAt: at(4)},
 	)
-	waitFor(t, "comments stored", func() bool { return st.count(3) == 4 && st.count(2) == 3 && st.count(1) == 2 })
+	testkit.WaitFor(t, waitTimeout, "comments stored", func() bool { return st.count(3) == 4 && st.count(2) == 3 && st.count(1) == 2 })
 	want := map[int64]map[string][]string{
 		1: {"a": {"golang"}, "c": {"golang"}},
 		2: {"a": {"rust", "golang"}, "b": {"rust"}, "c": {"golang"}},
@@ -73,7 +74,7 @@ func TestNode_KeywordIndexRoutesItemsToMatchingSubscribers(t *testing.T) {
 		source.Item{ID: "e", Text: "zig news", PublishedAt: at(5)},
 		source.Item{ID: "f", Text: "golang news", PublishedAt: at(6)},
 	)
-	waitFor(t, "comments after the change", func() bool { return st.count(3) == 6 && st.count(2) == 4 })
+	testkit.WaitFor(t, waitTimeout, "comments after the change", func() bool { return st.count(3) == 6 && st.count(2) == 4 })
 	if got := storedComments(st, 1); len(got) != 3 || got["e"].Matched[0] != "zig" {
 		t.Fatalf("after the keyword change crawler 1 stored %v, want a, c and e", got)
 	}
@@ -86,7 +87,7 @@ func TestNode_KeywordIndexRoutesItemsToMatchingSubscribers(t *testing.T) {
 		t.Fatal(err)
 	}
 	kind.send("f", source.Item{ID: "g", Text: "rust and zig", PublishedAt: at(7)})
-	waitFor(t, "last comments", func() bool { return st.count(3) == 7 && st.count(1) == 4 })
+	testkit.WaitFor(t, waitTimeout, "last comments", func() bool { return st.count(3) == 7 && st.count(1) == 4 })
 	if st.count(2) != 4 {
 		t.Fatalf("removed subscriber stored %d comments, want 4", st.count(2))
 	}
@@ -142,7 +143,7 @@ func TestNode_KeywordIndexCompilesWithoutTheNodeLock(t *testing.T) {
 
 	// The first compile missed the new subscriber, so it is compiled again
 	// and the item reaches both.
-	waitFor(t, "the item stored for both subscribers", func() bool { return st.count(1) == 1 && st.count(2) == 1 })
+	testkit.WaitFor(t, waitTimeout, "the item stored for both subscribers", func() bool { return st.count(1) == 1 && st.count(2) == 1 })
 	if got := builds.Load(); got != 2 {
 		t.Fatalf("index compiled %d times, want 2 (the overtaken one, then the current one)", got)
 	}
@@ -198,7 +199,7 @@ func TestNode_CursorStopsReemittingAfterAMove(t *testing.T) {
 	if _, err := first.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{sp}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "three comments on the first node", func() bool { return st1.count(1) == 3 })
+	testkit.WaitFor(t, waitTimeout, "three comments on the first node", func() bool { return st1.count(1) == 3 })
 	var newest time.Time
 	for _, c := range storedComments(st1, 1) {
 		if c.PublishedAt.After(newest) {
@@ -219,7 +220,7 @@ func TestNode_CursorStopsReemittingAfterAMove(t *testing.T) {
 	mu.Lock()
 	items = append(items, "four")
 	mu.Unlock()
-	waitFor(t, "the new item on the second node", func() bool { return st2.count(1) >= 1 })
+	testkit.WaitFor(t, waitTimeout, "the new item on the second node", func() bool { return st2.count(1) >= 1 })
 	got := storedComments(st2, 1)
 	if _, ok := got["four"]; !ok || len(got) != 1 {
 		t.Fatalf("second node stored %v, want only the item published after the cursor", slices.Collect(maps.Keys(got)))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
@@ -149,16 +150,9 @@ func attachedNodeWith(t testing.TB, st store.Store) (*Node, *chanKind) {
 	return n, kind
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for the node's goroutines (data sources,
+// the store writer) to get somewhere.
+const waitTimeout = 5 * time.Second
 
 func spec(id, version int64, feed string) api.SubscriberSpec {
 	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: version, Source: "rss", Query: []string{feed}, QueryUUID: "q-" + feed}
@@ -258,21 +252,21 @@ func TestNode_LeaseBoundsWhatIsStored(t *testing.T) {
 	}
 	// No lease yet: nothing is stored, the items wait.
 	kind.send("f", items("a", 2)...)
-	waitFor(t, "items held", func() bool { n.mu.Lock(); defer n.mu.Unlock(); return len(n.subs[1].backlog) == 2 })
+	testkit.WaitFor(t, waitTimeout, "items held", func() bool { n.mu.Lock(); defer n.mu.Unlock(); return len(n.subs[1].backlog) == 2 })
 	if st.count(1) != 0 {
 		t.Fatal("stored without a lease")
 	}
 	inst := n.subs[1].instance
 	_, _ = n.Poll(api.PollRequest{Epoch: "e1", Seq: 2, Subscribers: []api.SubscriberRef{{CrawlerID: 1, Version: 1}},
 		Leases: []api.Lease{{CrawlerID: 1, Instance: inst, Seq: 1, Total: 3, ExpiresAt: n.clock() + 60_000}}})
-	waitFor(t, "held items stored once a lease came", func() bool { return st.count(1) == 2 })
+	testkit.WaitFor(t, waitTimeout, "held items stored once a lease came", func() bool { return st.count(1) == 2 })
 	kind.send("f", items("b", 10)...)
-	waitFor(t, "three stored", func() bool { return st.count(1) == 3 })
+	testkit.WaitFor(t, waitTimeout, "three stored", func() bool { return st.count(1) == 3 })
 	// A lease for another instance, or an older grant, changes nothing.
 	_, _ = n.Poll(api.PollRequest{Epoch: "e1", Seq: 3, Subscribers: []api.SubscriberRef{{CrawlerID: 1, Version: 1}},
 		Leases: []api.Lease{{CrawlerID: 1, Instance: inst + 1, Seq: 9, Total: 100, ExpiresAt: n.clock() + 60_000}, {CrawlerID: 1, Instance: inst, Seq: 1, Total: 50, ExpiresAt: n.clock() + 60_000}}})
 	kind.send("f", items("c", 10)...)
-	waitFor(t, "usage reported", func() bool {
+	testkit.WaitFor(t, waitTimeout, "usage reported", func() bool {
 		r, _ := n.Poll(api.PollRequest{Epoch: "e1", Seq: 0})
 		var sum int64
 		for _, inc := range r.Increments {
@@ -287,7 +281,7 @@ func TestNode_LeaseBoundsWhatIsStored(t *testing.T) {
 	_, _ = n.Poll(api.PollRequest{Epoch: "e1", Seq: 4, Subscribers: []api.SubscriberRef{{CrawlerID: 1, Version: 1}},
 		Leases: []api.Lease{{CrawlerID: 1, Instance: inst, Seq: 2, Total: 100, ExpiresAt: n.clock() - 1}}})
 	kind.send("f", items("d", 10)...)
-	waitFor(t, "items held under an expired lease", func() bool {
+	testkit.WaitFor(t, waitTimeout, "items held under an expired lease", func() bool {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		return len(n.subs[1].backlog) >= 10
@@ -302,9 +296,9 @@ func TestNode_StoreOutageLosesNothingCounted(t *testing.T) {
 	_, _ = n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}})
 	st.fail.Store(true)
 	kind.send("f", source.Item{ID: "1", Text: "x"}, source.Item{ID: "2", Text: "y"})
-	waitFor(t, "store degraded", func() bool { return n.writer.health() == "degraded" })
+	testkit.WaitFor(t, waitTimeout, "store degraded", func() bool { return n.writer.health() == "degraded" })
 	st.fail.Store(false)
-	waitFor(t, "both written after recovery", func() bool { return st.count(1) == 2 && n.writer.health() == "ok" })
+	testkit.WaitFor(t, waitTimeout, "both written after recovery", func() bool { return st.count(1) == 2 && n.writer.health() == "ok" })
 	resp, _ := n.Poll(api.PollRequest{Epoch: "e1", Seq: 2, Subscribers: []api.SubscriberRef{{CrawlerID: 1, Version: 1}}})
 	if len(resp.Increments) != 1 || resp.Increments[0].Count != 2 {
 		t.Fatalf("increments %+v, want one of 2", resp.Increments)
