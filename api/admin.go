@@ -35,21 +35,25 @@ type UserUpdate struct {
 
 // Crawler is a crawler as the admin API shows it, with its live state.
 type Crawler struct {
-	ID           int64     `json:"id"`
-	UserID       int64     `json:"user_id"`
-	Source       string    `json:"source"`
-	Query        []string  `json:"query"`
-	Keywords     []string  `json:"keywords"`
-	CommentLimit int64     `json:"comment_limit"`
-	Enabled      bool      `json:"enabled"`
-	State        string    `json:"state"`
-	Error        string    `json:"error,omitempty"`
-	Node         string    `json:"node"`
-	Usage        int64     `json:"usage"`
-	QueryUUID    string    `json:"query_uuid"`
-	Version      int64     `json:"version"`
-	RatePerSec   float64   `json:"rate_per_sec"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ID       int64    `json:"id"`
+	UserID   int64    `json:"user_id"`
+	Source   string   `json:"source"`
+	Query    []string `json:"query"`
+	Keywords []string `json:"keywords"`
+	// QueryCanonical is the query in canonical form: the query language's
+	// for search sources, the rss feed URLs joined by commas for rss (whose
+	// keyword filter, in the language, is Keywords).
+	QueryCanonical string    `json:"query_canonical"`
+	CommentLimit   int64     `json:"comment_limit"`
+	Enabled        bool      `json:"enabled"`
+	State          string    `json:"state"`
+	Error          string    `json:"error,omitempty"`
+	Node           string    `json:"node"`
+	Usage          int64     `json:"usage"`
+	QueryUUID      string    `json:"query_uuid"`
+	Version        int64     `json:"version"`
+	RatePerSec     float64   `json:"rate_per_sec"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 // CrawlerCreate is the body of POST /v1/crawlers.

@@ -22,13 +22,15 @@ const (
 
 // Source kinds a crawler can read from.
 const (
-	SourceRSS     = "rss"
-	SourceTwitter = "twitter"
-	SourceStream  = "stream"
+	SourceRSS      = "rss"
+	SourceTwitter  = "twitter"
+	SourceStream   = "stream"
+	SourceBluesky  = "bluesky"
+	SourceMastodon = "mastodon"
 )
 
 // Sources lists every supported source kind.
-var Sources = []string{SourceRSS, SourceTwitter, SourceStream}
+var Sources = []string{SourceRSS, SourceTwitter, SourceStream, SourceBluesky, SourceMastodon}
 
 // Subscriber states as reported by a spawn and shown by the hub.
 const (

@@ -18,6 +18,8 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
@@ -31,7 +33,7 @@ type result struct {
 // environment.
 func bwctl(t *testing.T, hubURL string, args ...string) result {
 	t.Helper()
-	return bwctlEnv(t, map[string]string{"BW_HUB_URL": hubURL, "BW_ADMIN_TOKEN": testToken}, args...)
+	return bwctlEnv(t, map[string]string{"BW_HUB_URL": hubURL, "BW_ADMIN_TOKEN": clustertest.AdminToken}, args...)
 }
 
 func bwctlEnv(t *testing.T, env map[string]string, args ...string) result {
@@ -60,7 +62,7 @@ func decodeJSON[T any](t *testing.T, s string) T {
 }
 
 func TestRun_UserCommands(t *testing.T) {
-	hub := startHub(t, nil).URL()
+	hub := clustertest.New(t, clustertest.Options{Timings: timings}).Hub.URL()
 	u := decodeJSON[api.User](t, bwctl(t, hub, "user", "add", "acme corp", "--limit", "100", "--json").ok(t).stdout)
 	if u.ID != 1 || u.Name != "acme corp" || u.CommentLimit != 100 || u.State != "active" || u.CreatedAt.IsZero() {
 		t.Fatalf("user add --json printed %+v", u)
@@ -105,9 +107,8 @@ func TestRun_UserCommands(t *testing.T) {
 }
 
 func TestRun_CrawlerCommands(t *testing.T) {
-	h := startHub(t, nil)
-	hub := h.URL()
-	client := adminClient(h)
+	cl := clustertest.New(t, clustertest.Options{Timings: timings})
+	hub, client := cl.Hub.URL(), cl.Client
 	bwctl(t, hub, "user", "add", "acme").ok(t)
 
 	// Global and command flags in any order, before and after the words.
@@ -126,13 +127,14 @@ func TestRun_CrawlerCommands(t *testing.T) {
 		t.Fatalf("crawler add printed id %v", raw["id"])
 	}
 	// The hub stores what bwctl sent, in its canonical form: feed URLs
-	// sorted, keywords lowercased, blanks dropped.
+	// sorted; the keywords, a filter in the query language whose comma list
+	// is an OR, lowercased with blanks dropped.
 	first, err := client.GetCrawler(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := first; c.UserID != 1 || c.Source != "rss" || !slices.Equal(c.Query, []string{"https://a.example/feed", "https://b.example/rss"}) ||
-		!slices.Equal(c.Keywords, []string{"go", "rust"}) || c.CommentLimit != 50 || !c.Enabled || c.State != api.StatePending {
+		!slices.Equal(c.Keywords, []string{"go OR rust"}) || c.CommentLimit != 50 || !c.Enabled || c.State != api.StatePending {
 		t.Fatalf("the hub holds %+v", c)
 	}
 
@@ -147,7 +149,7 @@ func TestRun_CrawlerCommands(t *testing.T) {
 	// No spawn is registered: the crawler waits for a node.
 	out = bwctl(t, hub, "crawler", "show", "1").ok(t).stdout
 	for _, re := range []string{`(?m)^id:\s+1$`, `(?m)^user_id:\s+1$`, `(?m)^source:\s+rss$`, `(?m)^query:\s+https://a.example/feed, https://b.example/rss$`,
-		`(?m)^keywords:\s+go, rust$`, `(?m)^comment_limit:\s+50$`, `(?m)^enabled:\s+true$`, `(?m)^state:\s+pending$`, `(?m)^node:\s+-$`,
+		`(?m)^keywords:\s+go OR rust$`, `(?m)^comment_limit:\s+50$`, `(?m)^enabled:\s+true$`, `(?m)^state:\s+pending$`, `(?m)^node:\s+-$`,
 		`(?m)^query_uuid:\s+` + regexp.QuoteMeta(first.QueryUUID) + `$`, `(?m)^version:\s+1$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Fatalf("crawler show lacks %s:\n%s", re, out)
@@ -198,13 +200,11 @@ func TestRun_CrawlerCommands(t *testing.T) {
 // TestRun_NodesReloadCommentsStatus runs the commands that need a working
 // cluster against a hub, two spawns and a feed one crawler reads.
 func TestRun_NodesReloadCommentsStatus(t *testing.T) {
-	h := startHub(t, nil)
+	cl := clustertest.New(t, clustertest.Options{Spawns: 2, Timings: timings})
+	h, client, feeds := cl.Hub, cl.Client, cl.Feeds
 	hub := h.URL()
-	client := adminClient(h)
 	ctx := context.Background()
-	feeds, feedBase := startFeeds(t)
-	store := t.TempDir()
-	spawns := []*spawnapp.Spawn{startSpawn(t, hub, store), startSpawn(t, hub, store)}
+	spawns := slices.Clone(cl.Spawns)
 	slices.SortFunc(spawns, func(a, b *spawnapp.Spawn) int { return strings.Compare(a.ID(), b.ID()) })
 
 	// Seven stories an hour old, the newest with a line break (between
@@ -219,9 +219,9 @@ func TestRun_NodesReloadCommentsStatus(t *testing.T) {
 		Author: "mallory", Published: newest})
 
 	bwctl(t, hub, "user", "add", "acme").ok(t)
-	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "rss", "--query", feedBase+"/feeds/news.xml").ok(t)
-	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "rss", "--query", feedBase+"/feeds/quiet.xml", "--disabled").ok(t)
-	waitFor(t, "the crawler running with its 7 comments stored, both nodes polled", func() bool {
+	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "rss", "--query", cl.FeedURL("news")).ok(t)
+	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "rss", "--query", cl.FeedURL("quiet"), "--disabled").ok(t)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the crawler running with its 7 comments stored, both nodes polled", func() bool {
 		c, err := client.GetCrawler(ctx, 1)
 		if err != nil || c.State != api.StateRunning {
 			return false
@@ -340,10 +340,10 @@ func TestRun_Help(t *testing.T) {
 // TestRun_Failures checks exit codes and that every failure is exactly one
 // line "bwctl: <reason>" on stderr with nothing on stdout.
 func TestRun_Failures(t *testing.T) {
-	hub := startHub(t, nil).URL()
+	hub := clustertest.New(t, clustertest.Options{Timings: timings}).Hub.URL()
 	bwctl(t, hub, "user", "add", "acme").ok(t)
 	bwctl(t, hub, "crawler", "add", "--user", "1", "--source", "rss", "--query", "https://a.example/").ok(t)
-	env := map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN": testToken}
+	env := map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN": clustertest.AdminToken}
 	cases := []struct {
 		name   string
 		env    map[string]string
@@ -377,7 +377,7 @@ func TestRun_Failures(t *testing.T) {
 		{"flag without value", env, []string{"user", "add", "x", "--limit"}, 2, `^flag --limit needs a value$`},
 		{"bad switch value", env, []string{"user", "list", "--json=maybe"}, 2, `^flag --json is a switch`},
 		{"crawler add without query", env, []string{"crawler", "add", "--user", "1", "--source", "rss"}, 2, `^crawler add needs --query$`},
-		{"crawler add bad source", env, []string{"crawler", "add", "--user", "1", "--source", "ftp", "--query", "x"}, 2, `^--source must be one of rss, twitter, stream, got "ftp"$`},
+		{"crawler add bad source", env, []string{"crawler", "add", "--user", "1", "--source", "ftp", "--query", "x"}, 2, `^--source must be one of rss, twitter, stream, bluesky, mastodon, got "ftp"$`},
 		{"crawler add empty query", env, []string{"crawler", "add", "--user", "1", "--source", "rss", "--query", " , "}, 2, `^--query is empty$`},
 		{"update nothing", env, []string{"crawler", "update", "1"}, 2, `^nothing to update`},
 		{"reload neither", env, []string{"reload"}, 2, `^reload needs exactly one of --hard or --soft$`},
@@ -412,12 +412,7 @@ func checkFailure(t *testing.T, r result, code int, reason string) {
 }
 
 func TestRun_HubUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t)
 	r := bwctlEnv(t, map[string]string{"BW_HUB_URL": "http://" + addr}, "crawler", "list")
 	checkFailure(t, r, 1, `^hub unreachable at http://`+regexp.QuoteMeta(addr)+`: connection refused$`)
 
@@ -426,8 +421,8 @@ func TestRun_HubUnreachable(t *testing.T) {
 	checkFailure(t, r, 1, `^hub unreachable at http://admin:xxxxx@`+regexp.QuoteMeta(addr)+`: connection refused$`)
 
 	// --hub overrides the environment, and a bare host:port means http.
-	h := startHub(t, nil)
-	r = bwctlEnv(t, map[string]string{"BW_HUB_URL": "http://" + addr, "BW_ADMIN_TOKEN": testToken},
+	h := clustertest.New(t, clustertest.Options{Timings: timings}).Hub
+	r = bwctlEnv(t, map[string]string{"BW_HUB_URL": "http://" + addr, "BW_ADMIN_TOKEN": clustertest.AdminToken},
 		"status", "--json", "--hub", h.Addr())
 	if hh := decodeJSON[api.HubHealth](t, r.ok(t).stdout); hh.Epoch != h.Epoch() {
 		t.Fatalf("status --hub %s reached another hub: %+v", h.Addr(), hh)
@@ -480,9 +475,9 @@ func TestRun_Timeout(t *testing.T) {
 }
 
 func TestRun_TokenFile(t *testing.T) {
-	hub := startHub(t, nil).URL()
+	hub := clustertest.New(t, clustertest.Options{Timings: timings}).Hub.URL()
 	path := t.TempDir() + "/token"
-	if err := os.WriteFile(path, []byte(testToken+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(clustertest.AdminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bwctlEnv(t, map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN_FILE": path}, "user", "list").ok(t)
@@ -491,11 +486,11 @@ func TestRun_TokenFile(t *testing.T) {
 }
 
 func TestRun_ConfigFile(t *testing.T) {
-	hub := startHub(t, nil).URL()
+	hub := clustertest.New(t, clustertest.Options{Timings: timings}).Hub.URL()
 	bwctl(t, hub, "user", "add", "acme").ok(t)
 	dir := t.TempDir()
 	good := dir + "/bwctl.yaml"
-	if err := os.WriteFile(good, []byte("hub: "+hub+"\ntoken: "+testToken+"\njson: true\ntimeout: 5s\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte("hub: "+hub+"\ntoken: "+clustertest.AdminToken+"\njson: true\ntimeout: 5s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := bwctlEnv(t, nil, "user", "list", "--config", good).ok(t)
@@ -546,7 +541,7 @@ func TestParseLine(t *testing.T) {
 // whole run: it must never panic, must exit 0, 1 or 2, and must fail with
 // exactly one line on stderr.
 func FuzzRun(f *testing.F) {
-	hub := startHub(f, nil).URL()
+	hub := clustertest.New(f, clustertest.Options{Timings: timings}).Hub.URL()
 	for _, seed := range []string{
 		"user add acme --limit 5", "crawler add --user 1 --source rss --query https://x/", "crawler show 1 --json",
 		"crawler update 1 --keywords ''", "reload --hard", "comments recent 1 --n 3", "status", "--timeout=-1s node list",
@@ -557,7 +552,7 @@ func FuzzRun(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		args := strings.Split(line, " ")
 		var out, errb bytes.Buffer
-		env := map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN": testToken, "BW_TIMEOUT": "2s"}
+		env := map[string]string{"BW_HUB_URL": hub, "BW_ADMIN_TOKEN": clustertest.AdminToken, "BW_TIMEOUT": "2s"}
 		code := run(context.Background(), args, &out, &errb, func(k string) string { return env[k] })
 		switch code {
 		case 0:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
@@ -26,7 +27,10 @@ func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 		Query: orEmpty(splitLines(row.Query)), Keywords: orEmpty(splitLines(row.Keywords)),
 		CommentLimit: row.CommentLimit, Enabled: row.Enabled, Usage: row.Usage,
 		QueryUUID: row.QueryUUID, Version: row.Version, UpdatedAt: row.UpdatedAt,
-		State: api.StatePending,
+		State: api.StatePending, QueryCanonical: row.Query,
+	}
+	if row.Source == api.SourceRSS {
+		v.QueryCanonical = strings.Join(v.Query, ",")
 	}
 	c, ok := h.crawlers[row.ID]
 	if ok && c.row.Version == row.Version {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,21 +19,53 @@ import (
 const maxRecentComments = 1000
 
 // canonical validates a crawler's source, query and keywords and fills the
-// row's canonical fields.
+// row's canonical fields. An rss crawler's query is its feed URLs and its
+// keywords a filter in the query language; every other source's query is
+// in the language (a list is the OR of its terms) and has no keywords.
 func canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
-	terms, err := query.Canonical(source, q)
-	if err != nil {
-		return err
+	if source != api.SourceRSS {
+		if len(nonEmpty(keywords)) > 0 {
+			return fmt.Errorf("%w: keywords filter rss crawlers only; put the terms in the %s query", query.ErrInvalid, source)
+		}
+		if !slices.Contains(api.Sources, source) {
+			_, err := query.Canonical(source, q) // says which sources exist
+			return err
+		}
+		parsed, err := query.ParseList(q)
+		if err != nil {
+			return err
+		}
+		c.Source, c.Query, c.Keywords = source, parsed.String(), ""
+		c.QueryUUID = parsed.UUID(source).String()
+		return nil
 	}
-	kw, err := query.Keywords(keywords)
+	urls, err := query.Canonical(source, q)
 	if err != nil {
 		return err
 	}
 	c.Source = source
-	c.Query = strings.Join(terms, "\n")
-	c.Keywords = strings.Join(kw, "\n")
-	c.QueryUUID = query.UUID(source, terms).String()
+	c.Query = strings.Join(urls, "\n")
+	c.Keywords = ""
+	if kw := nonEmpty(keywords); len(kw) > 0 {
+		filter, err := query.ParseList(kw)
+		if err != nil {
+			return fmt.Errorf("keywords: %w", err)
+		}
+		c.Keywords = filter.String()
+	}
+	c.QueryUUID = query.UUID(source, urls).String()
 	return nil
+}
+
+// nonEmpty drops blank entries of a list.
+func nonEmpty(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func validLimit(n int64) error {
@@ -118,6 +151,9 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.Store.UpdateCrawler(r.Context(), id, func(c *sqlstore.Crawler) error {
 		q, kw := strings.Split(c.Query, "\n"), splitNonEmpty(c.Keywords)
+		if c.Source != api.SourceRSS {
+			kw = nil // a search crawler's filter is its query
+		}
 		if in.Query != nil {
 			q = in.Query
 		}

@@ -44,6 +44,7 @@ var migrations = []migration{
 	{version: 1, name: "create users, crawlers and applied_increments", up: migrateV1},
 	{version: 2, name: "create known_nodes", up: migrateV2},
 	{version: 3, name: "add applied_increments.recovered", up: migrateV3},
+	{version: 4, name: "rewrite crawler queries in the query language's canonical form", up: migrateV4},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating
