@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
 
 // binDir returns a directory with hub, spawn and bwctl: BW_BIN_DIR when set
@@ -89,11 +90,9 @@ func startProc(t *testing.T, env []string, name string, args ...string) *proc {
 func TestBinaries_EndToEnd(t *testing.T) {
 	bin := binDir(t)
 	dir := t.TempDir()
-	feeds := feedserver.New(feedserver.Options{})
-	fs := httptest.NewServer(feeds.Handler())
-	t.Cleanup(fs.Close)
+	feeds, feedBase := feedserver.Start(t, feedserver.Options{})
 
-	hubAddr := freeAddr(t)
+	hubAddr := testkit.FreeAddr(t)
 	env := []string{"BW_NODE_TOKEN=bin-node", "BW_ADMIN_TOKEN=bin-admin", "BW_HUB_URL=http://" + hubAddr}
 	const poll = 200 * time.Millisecond
 	hubArgs := []string{"--listen", hubAddr, "--db", "sqlite://" + filepath.Join(dir, "hub.db"),
@@ -116,7 +115,7 @@ func TestBinaries_EndToEnd(t *testing.T) {
 		return stdout.String(), nil
 	}
 	var nodes []api.Node
-	waitFor(t, "two nodes in bwctl node list", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "two nodes in bwctl node list", func() bool {
 		out, err := bwctl("node", "list", "--json")
 		return err == nil && json.Unmarshal([]byte(out), &nodes) == nil && len(nodes) == 2
 	})
@@ -129,7 +128,7 @@ func TestBinaries_EndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &u); err != nil || u.ID == 0 {
 		t.Fatalf("user add printed %q: %v", out, err)
 	}
-	out, err = bwctl("crawler", "add", "--user", fmt.Sprint(u.ID), "--source", "rss", "--query", fs.URL+"/feeds/bin.xml", "--json")
+	out, err = bwctl("crawler", "add", "--user", fmt.Sprint(u.ID), "--source", "rss", "--query", feedBase+"/feeds/bin.xml", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +145,9 @@ func TestBinaries_EndToEnd(t *testing.T) {
 		_ = json.Unmarshal([]byte(out), &c)
 		return c
 	}
-	waitFor(t, "crawler running", func() bool { return show().State == api.StateRunning })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "crawler running", func() bool { return show().State == api.StateRunning })
 	feeds.Publish("bin", feedserver.Item{GUID: "one", Title: "first", Description: "first item", Published: time.Now()})
-	waitFor(t, "comment visible through bwctl", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "comment visible through bwctl", func() bool {
 		out, err := bwctl("comments", "recent", fmt.Sprint(cr.ID), "--json")
 		var cs []api.Comment
 		return err == nil && json.Unmarshal([]byte(out), &cs) == nil && len(cs) == 1 && cs[0].ID == "one"
@@ -164,7 +163,7 @@ func TestBinaries_EndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	waitFor(t, "crawler running on the survivor", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "crawler running on the survivor", func() bool {
 		c := show()
 		return c.State == api.StateRunning && c.Node != "" && c.Node != running
 	})
@@ -185,7 +184,7 @@ func TestBinaries_EndToEnd(t *testing.T) {
 	_ = hub.cmd.Wait()
 	restarted := time.Now()
 	startProc(t, env, filepath.Join(bin, "hub"), hubArgs...)
-	waitFor(t, "crawler running again under the restarted hub", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "crawler running again under the restarted hub", func() bool {
 		c := show()
 		return c.State == api.StateRunning && c.Node == survivor
 	})
@@ -222,9 +221,7 @@ func nodeIDOf(p *proc) string {
 func TestBinaries_KilledSpawnUsageIsRecovered(t *testing.T) {
 	bin := binDir(t)
 	dir := t.TempDir()
-	feeds := feedserver.New(feedserver.Options{})
-	fs := httptest.NewServer(feeds.Handler())
-	t.Cleanup(fs.Close)
+	feeds, feedBase := feedserver.Start(t, feedserver.Options{})
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	go func() { // a fast feed: an item every 5 ms
@@ -235,7 +232,7 @@ func TestBinaries_KilledSpawnUsageIsRecovered(t *testing.T) {
 		}
 	}()
 
-	hubAddr := freeAddr(t)
+	hubAddr := testkit.FreeAddr(t)
 	env := []string{"BW_NODE_TOKEN=bin-node", "BW_ADMIN_TOKEN=bin-admin"}
 	startProc(t, env, filepath.Join(bin, "hub"), "--listen", hubAddr, "--db", "sqlite://"+filepath.Join(dir, "hub.db"),
 		"--poll-interval", "500ms", "--orphan-after", "2s", "--detach-after", "3s")
@@ -245,20 +242,20 @@ func TestBinaries_KilledSpawnUsageIsRecovered(t *testing.T) {
 	spawns := []*proc{startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...), startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...)}
 
 	client := api.NewClient("http://"+hubAddr, "bin-admin", nil)
-	waitFor(t, "two nodes", func() bool { n, err := client.ListNodes(ctx); return err == nil && len(n) == 2 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "two nodes", func() bool { n, err := client.ListNodes(ctx); return err == nil && len(n) == 2 })
 	u, err := client.CreateUser(ctx, api.UserCreate{Name: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const limit = 400
-	cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fs.URL + "/feeds/fast.xml"}, CommentLimit: limit})
+	cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{feedBase + "/feeds/fast.xml"}, CommentLimit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Kill while the spawn holds comments it stored but has not reported
 	// yet: the store has more of them than SQL usage says.
 	var running api.Crawler
-	waitFor(t, "comments stored but not yet reported", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "comments stored but not yet reported", func() bool {
 		running, err = client.GetCrawler(ctx, cr.ID)
 		return err == nil && running.Node != "" && running.Usage >= 20 && int64(countStored(t, store, cr.ID)) > running.Usage
 	})
@@ -272,7 +269,7 @@ func TestBinaries_KilledSpawnUsageIsRecovered(t *testing.T) {
 	t.Logf("killed the spawn running crawler %d at usage %d", cr.ID, running.Usage)
 
 	var final api.Crawler
-	took := waitFor(t, "the crawler at its limit on the survivor", func() bool {
+	took := testkit.WaitFor(t, clustertest.WaitTimeout, "the crawler at its limit on the survivor", func() bool {
 		final, err = client.GetCrawler(ctx, cr.ID)
 		return err == nil && final.State == api.StateLimitReached
 	})

@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
 
 // cassandraAddr is the test Cassandra (scripts/services.sh), or a skip.
@@ -72,34 +74,34 @@ func TestCassandra_SpawnWritesAreReadBack(t *testing.T) {
 	ks := freshKeyspace(t, addr)
 	c := newCluster(t, clusterOpts{spawns: 2, store: "cassandra://" + addr + "/" + ks})
 	u := c.user(0)
-	cr := c.rssCrawler(u.ID, []string{c.feedURL("cass")}, nil, 0)
+	cr := c.rssCrawler(u.ID, []string{c.FeedURL("cass")}, nil, 0)
 	day := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	for i := range 10 {
-		c.feeds.Publish("cass", feedItem(fmt.Sprintf("c-%d", i), day.Add(time.Duration(i)*time.Minute)))
+		c.Feeds.Publish("cass", feedItem(fmt.Sprintf("c-%d", i), day.Add(time.Duration(i)*time.Minute)))
 	}
 	s := cqlSession(t, addr)
 	defer s.Close()
-	waitFor(t, "10 rows in Cassandra", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 10 })
-	waitFor(t, "usage 10", func() bool { return c.crawler(cr.ID).Usage == 10 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "10 rows in Cassandra", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 10 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage 10", func() bool { return c.crawler(cr.ID).Usage == 10 })
 
 	// The crawler moves to the other spawn; its comments are delivered
 	// again there only past the cursor, and an overwrite of the same item
 	// keeps one row.
-	if err := c.spawns[0].Stop(); err != nil {
+	if err := c.Spawns[0].Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.spawns[1].Stop(); err != nil {
+	if err := c.Spawns[1].Stop(); err != nil {
 		t.Fatal(err)
 	}
 	c.addSpawn()
-	waitFor(t, "crawler running on the new spawn", func() bool { return c.crawler(cr.ID).State == api.StateRunning })
-	c.feeds.Publish("cass", feedItem("c-new", day.Add(time.Hour)))
-	waitFor(t, "11 rows", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 11 })
-	recent, err := c.client.RecentComments(c.ctx, cr.ID, 3)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "crawler running on the new spawn", func() bool { return c.crawler(cr.ID).State == api.StateRunning })
+	c.Feeds.Publish("cass", feedItem("c-new", day.Add(time.Hour)))
+	testkit.WaitFor(t, clustertest.WaitTimeout, "11 rows", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 11 })
+	recent, err := c.Client.RecentComments(c.Ctx, cr.ID, 3)
 	if err != nil || len(recent) != 3 || recent[0].ID != "c-new" {
 		t.Fatalf("recent through the hub: %v %+v", err, recent)
 	}
-	waitFor(t, "usage 11", func() bool { return c.crawler(cr.ID).Usage == 11 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage 11", func() bool { return c.crawler(cr.ID).Usage == 11 })
 	if n := rowsFor(t, s, ks, cr.ID, day); n != 11 {
 		t.Fatalf("%d rows, want 11", n)
 	}
@@ -116,11 +118,11 @@ func TestCassandra_OutageLosesNothingCounted(t *testing.T) {
 	ks := freshKeyspace(t, addr)
 	c := newCluster(t, clusterOpts{spawns: 1, store: "cassandra://" + addr + "/" + ks})
 	u := c.user(0)
-	cr := c.rssCrawler(u.ID, []string{c.feedURL("outage")}, nil, 0)
+	cr := c.rssCrawler(u.ID, []string{c.FeedURL("outage")}, nil, 0)
 	day := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-	c.feeds.Publish("outage", feedItem("before", day))
+	c.Feeds.Publish("outage", feedItem("before", day))
 	s := cqlSession(t, addr)
-	waitFor(t, "first row", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 1 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "first row", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 1 })
 	s.Close()
 
 	script := func(verb string) {
@@ -133,17 +135,17 @@ func TestCassandra_OutageLosesNothingCounted(t *testing.T) {
 	script("stop")
 	t.Cleanup(func() { _ = exec.Command("../scripts/cassandra.sh", "up").Run() })
 	for i := range 20 {
-		c.feeds.Publish("outage", feedItem(fmt.Sprintf("during-%d", i), day.Add(time.Duration(i+1)*time.Second)))
+		c.Feeds.Publish("outage", feedItem(fmt.Sprintf("during-%d", i), day.Add(time.Duration(i+1)*time.Second)))
 	}
-	waitFor(t, "spawn reports the store degraded", func() bool {
-		h, ok := spawnHealth(t, c.spawns[0])
+	testkit.WaitFor(t, clustertest.WaitTimeout, "spawn reports the store degraded", func() bool {
+		h, ok := spawnHealth(t, c.Spawns[0])
 		return ok && h.Store == "degraded"
 	})
 	script("up")
 	restarted := time.Now()
 	s = cqlSession(t, addr)
 	defer s.Close()
-	waitFor(t, "all 21 comments in Cassandra", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 21 })
-	waitFor(t, "usage equals rows", func() bool { return c.crawler(cr.ID).Usage == 21 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "all 21 comments in Cassandra", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 21 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage equals rows", func() bool { return c.crawler(cr.ID).Usage == 21 })
 	t.Logf("every counted comment written %s after Cassandra came back", time.Since(restarted).Round(time.Millisecond))
 }

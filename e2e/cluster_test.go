@@ -10,11 +10,13 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
 func publish(c *cluster, feed, id, text string) {
-	c.feeds.Publish(feed, feedserver.Item{GUID: id, Title: text, Description: text, Published: time.Now()})
+	c.Feeds.Publish(feed, feedserver.Item{GUID: id, Title: text, Description: text, Published: time.Now()})
 }
 
 func TestCluster_EveryCrawlerRunsOnExactlyOneNode(t *testing.T) {
@@ -22,9 +24,9 @@ func TestCluster_EveryCrawlerRunsOnExactlyOneNode(t *testing.T) {
 	u := c.user(0)
 	var ids []int64
 	for i := range 9 {
-		ids = append(ids, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("f%d", i))}, nil, 0).ID)
+		ids = append(ids, c.rssCrawler(u.ID, []string{c.FeedURL(fmt.Sprintf("f%d", i))}, nil, 0).ID)
 	}
-	took := waitFor(t, "every crawler running on exactly one node", func() bool {
+	took := testkit.WaitFor(t, clustertest.WaitTimeout, "every crawler running on exactly one node", func() bool {
 		on := c.runningOn()
 		for _, id := range ids {
 			if len(on[id]) != 1 || c.crawler(id).State != api.StateRunning {
@@ -40,7 +42,7 @@ func TestCluster_EveryCrawlerRunsOnExactlyOneNode(t *testing.T) {
 			t.Fatalf("crawler %d: hub says node %s, spawn %s runs it", id, got, on[id][0])
 		}
 	}
-	health, err := c.client.Health(c.ctx)
+	health, err := c.Client.Health(c.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +54,13 @@ func TestCluster_EveryCrawlerRunsOnExactlyOneNode(t *testing.T) {
 func TestCluster_SameQuerySharesOneDataSource(t *testing.T) {
 	c := newCluster(t, clusterOpts{spawns: 3})
 	u := c.user(0)
-	feed := c.feedURL("shared")
+	feed := c.FeedURL("shared")
 	a := c.rssCrawler(u.ID, []string{feed}, []string{"golang"}, 0)
 	b := c.rssCrawler(u.ID, []string{strings.ToUpper(feed[:4]) + feed[4:]}, []string{"weather"}, 0)
 	if a.QueryUUID != b.QueryUUID {
 		t.Fatalf("same feed, different query uuids: %s %s", a.QueryUUID, b.QueryUUID)
 	}
-	waitFor(t, "both crawlers running", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "both crawlers running", func() bool {
 		on := c.runningOn()
 		return len(on[a.ID]) == 1 && len(on[b.ID]) == 1
 	})
@@ -67,7 +69,7 @@ func TestCluster_SameQuerySharesOneDataSource(t *testing.T) {
 		t.Fatalf("same query on different nodes: %s and %s", on[a.ID][0], on[b.ID][0])
 	}
 	sources := 0
-	for _, s := range c.spawns {
+	for _, s := range c.Spawns {
 		h, _ := spawnHealth(t, s)
 		for _, ds := range h.DataSources {
 			if strings.Contains(ds.Key, "/feeds/shared.xml") {
@@ -86,7 +88,7 @@ func TestCluster_SameQuerySharesOneDataSource(t *testing.T) {
 	publish(c, "shared", "g1", "golang release notes")
 	publish(c, "shared", "w1", "weather warning for the weekend")
 	publish(c, "shared", "x1", "nothing to see")
-	waitFor(t, "filtered comments stored", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "filtered comments stored", func() bool {
 		return len(c.storedComments(a.ID)) == 1 && len(c.storedComments(b.ID)) == 1
 	})
 	if got := c.storedComments(a.ID)[0]; got.ID != "g1" || !slices.Equal(got.Matched, []string{"golang"}) {
@@ -100,19 +102,19 @@ func TestCluster_SameQuerySharesOneDataSource(t *testing.T) {
 func TestCluster_CommentsArriveOnceInStore(t *testing.T) {
 	c := newCluster(t, clusterOpts{spawns: 2})
 	u := c.user(0)
-	cr := c.rssCrawler(u.ID, []string{c.feedURL("news")}, nil, 0)
+	cr := c.rssCrawler(u.ID, []string{c.FeedURL("news")}, nil, 0)
 	for i := range 20 {
 		publish(c, "news", fmt.Sprintf("item-%d", i), fmt.Sprintf("story number %d", i))
 	}
-	waitFor(t, "20 comments stored", func() bool { return len(c.storedComments(cr.ID)) == 20 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "20 comments stored", func() bool { return len(c.storedComments(cr.ID)) == 20 })
 	// The feed keeps serving the same items; none may be stored twice.
-	before := c.feeds.Requests("news")
-	waitFor(t, "several more fetches", func() bool { return c.feeds.Requests("news") >= before+5 })
+	before := c.Feeds.Requests("news")
+	testkit.WaitFor(t, clustertest.WaitTimeout, "several more fetches", func() bool { return c.Feeds.Requests("news") >= before+5 })
 	if n := len(c.storedComments(cr.ID)); n != 20 {
 		t.Fatalf("stored %d comments after re-fetches, want 20", n)
 	}
-	waitFor(t, "usage reaches 20", func() bool { return c.crawler(cr.ID).Usage == 20 })
-	recent, err := c.client.RecentComments(c.ctx, cr.ID, 5)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage reaches 20", func() bool { return c.crawler(cr.ID).Usage == 20 })
+	recent, err := c.Client.RecentComments(c.Ctx, cr.ID, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,36 +126,36 @@ func TestCluster_CommentsArriveOnceInStore(t *testing.T) {
 func TestCluster_DisableAndDeleteStopEverywhere(t *testing.T) {
 	c := newCluster(t, clusterOpts{spawns: 3})
 	u := c.user(0)
-	a := c.rssCrawler(u.ID, []string{c.feedURL("a")}, nil, 0)
-	b := c.rssCrawler(u.ID, []string{c.feedURL("b")}, nil, 0)
-	waitFor(t, "both running", func() bool {
+	a := c.rssCrawler(u.ID, []string{c.FeedURL("a")}, nil, 0)
+	b := c.rssCrawler(u.ID, []string{c.FeedURL("b")}, nil, 0)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "both running", func() bool {
 		on := c.runningOn()
 		return len(on[a.ID]) == 1 && len(on[b.ID]) == 1
 	})
 
 	off := false
-	if _, err := c.client.UpdateCrawler(c.ctx, a.ID, api.CrawlerUpdate{Enabled: &off}); err != nil {
+	if _, err := c.Client.UpdateCrawler(c.Ctx, a.ID, api.CrawlerUpdate{Enabled: &off}); err != nil {
 		t.Fatal(err)
 	}
-	took := waitFor(t, "disabled crawler gone from every spawn", func() bool { return len(c.runningOn()[a.ID]) == 0 })
+	took := testkit.WaitFor(t, clustertest.WaitTimeout, "disabled crawler gone from every spawn", func() bool { return len(c.runningOn()[a.ID]) == 0 })
 	t.Logf("disable took effect after %s", took)
 	if st := c.crawler(a.ID).State; st != api.StateDisabled {
 		t.Fatalf("state %q, want disabled", st)
 	}
 
-	if err := c.client.DeleteCrawler(c.ctx, b.ID); err != nil {
+	if err := c.Client.DeleteCrawler(c.Ctx, b.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "deleted crawler gone from every spawn", func() bool { return len(c.runningOn()[b.ID]) == 0 })
-	if _, err := c.client.GetCrawler(c.ctx, b.ID); err == nil || !strings.Contains(err.Error(), "404") {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "deleted crawler gone from every spawn", func() bool { return len(c.runningOn()[b.ID]) == 0 })
+	if _, err := c.Client.GetCrawler(c.Ctx, b.ID); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("get deleted crawler: %v, want 404", err)
 	}
 
 	on := true
-	if _, err := c.client.UpdateCrawler(c.ctx, a.ID, api.CrawlerUpdate{Enabled: &on}); err != nil {
+	if _, err := c.Client.UpdateCrawler(c.Ctx, a.ID, api.CrawlerUpdate{Enabled: &on}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "re-enabled crawler running again", func() bool { return len(c.runningOn()[a.ID]) == 1 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "re-enabled crawler running again", func() bool { return len(c.runningOn()[a.ID]) == 1 })
 }
 
 func TestCluster_SpawnLossMovesSubscribers(t *testing.T) {
@@ -161,9 +163,9 @@ func TestCluster_SpawnLossMovesSubscribers(t *testing.T) {
 	u := c.user(0)
 	var ids []int64
 	for i := range 12 {
-		ids = append(ids, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("f%d", i))}, nil, 0).ID)
+		ids = append(ids, c.rssCrawler(u.ID, []string{c.FeedURL(fmt.Sprintf("f%d", i))}, nil, 0).ID)
 	}
-	waitFor(t, "all running", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "all running", func() bool {
 		on := c.runningOn()
 		for _, id := range ids {
 			if len(on[id]) != 1 {
@@ -177,18 +179,18 @@ func TestCluster_SpawnLossMovesSubscribers(t *testing.T) {
 	for _, nodes := range c.runningOn() {
 		count[nodes[0]]++
 	}
-	victim := c.spawns[0]
-	for _, s := range c.spawns {
+	victim := c.Spawns[0]
+	for _, s := range c.Spawns {
 		if count[s.ID()] > count[victim.ID()] {
 			victim = s
 		}
 	}
-	survivors := slices.DeleteFunc(slices.Clone(c.spawns), func(s *spawnapp.Spawn) bool { return s == victim })
+	survivors := slices.DeleteFunc(slices.Clone(c.Spawns), func(s *spawnapp.Spawn) bool { return s == victim })
 	lost := count[victim.ID()]
 	if err := victim.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	took := waitFor(t, "every crawler running on a survivor", func() bool {
+	took := testkit.WaitFor(t, clustertest.WaitTimeout, "every crawler running on a survivor", func() bool {
 		on := c.runningOn(survivors...)
 		for _, id := range ids {
 			if len(on[id]) != 1 {
@@ -198,7 +200,7 @@ func TestCluster_SpawnLossMovesSubscribers(t *testing.T) {
 		return true
 	})
 	t.Logf("%d subscribers of the lost node running on survivors after %s", lost, took)
-	c.waitNodes(2)
+	c.WaitNodes(2)
 }
 
 func TestCluster_HubRestartBringsEverythingBack(t *testing.T) {
@@ -206,7 +208,7 @@ func TestCluster_HubRestartBringsEverythingBack(t *testing.T) {
 	u := c.user(0)
 	var ids []int64
 	for i := range 4 {
-		ids = append(ids, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("f%d", i))}, nil, 0).ID)
+		ids = append(ids, c.rssCrawler(u.ID, []string{c.FeedURL(fmt.Sprintf("f%d", i))}, nil, 0).ID)
 	}
 	allRunning := func() bool {
 		on := c.runningOn()
@@ -217,26 +219,26 @@ func TestCluster_HubRestartBringsEverythingBack(t *testing.T) {
 		}
 		return true
 	}
-	waitFor(t, "all running", allRunning)
-	oldEpoch := c.hub.Epoch()
-	if err := c.hub.Stop(); err != nil {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "all running", allRunning)
+	oldEpoch := c.Hub.Epoch()
+	if err := c.Hub.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	restart := time.Now()
-	c.startHub()
-	if c.hub.Epoch() == oldEpoch {
+	c.StartHub()
+	if c.Hub.Epoch() == oldEpoch {
 		t.Fatal("restarted hub kept its epoch")
 	}
-	waitFor(t, "every spawn attached to the new epoch", func() bool {
-		for _, s := range c.spawns {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "every spawn attached to the new epoch", func() bool {
+		for _, s := range c.Spawns {
 			h, ok := spawnHealth(t, s)
-			if !ok || h.State != api.NodeAttached || h.Epoch != c.hub.Epoch() {
+			if !ok || h.State != api.NodeAttached || h.Epoch != c.Hub.Epoch() {
 				return false
 			}
 		}
 		return true
 	})
-	waitFor(t, "every crawler running again", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "every crawler running again", func() bool {
 		if !allRunning() {
 			return false
 		}
@@ -261,18 +263,18 @@ func TestAdminAPI_BadInputChangesNothing(t *testing.T) {
 	}{
 		{"missing token", "POST", "/v1/crawlers", "", `{}`, http.StatusUnauthorized, "missing bearer token"},
 		{"wrong token", "POST", "/v1/crawlers", "nope", `{}`, http.StatusUnauthorized, "invalid bearer token"},
-		{"unknown source", "POST", "/v1/crawlers", adminToken, fmt.Sprintf(`{"user_id": %d, "source": "myspace", "query": ["x"]}`, u.ID), http.StatusBadRequest, "unknown source"},
-		{"unparsable url", "POST", "/v1/crawlers", adminToken, fmt.Sprintf(`{"user_id": %d, "source": "rss", "query": ["http://[::1"]}`, u.ID), http.StatusBadRequest, "does not parse"},
-		{"malformed json", "POST", "/v1/crawlers", adminToken, `{"user_id": 1, "source": `, http.StatusBadRequest, "JSON"},
-		{"unknown field", "POST", "/v1/crawlers", adminToken, `{"user": 1}`, http.StatusBadRequest, "unknown field"},
-		{"body over the cap", "POST", "/v1/crawlers", adminToken, big, http.StatusBadRequest, "larger than"},
-		{"unknown user", "POST", "/v1/crawlers", adminToken, `{"user_id": 999, "source": "twitter", "query": ["go"]}`, http.StatusBadRequest, "user 999"},
-		{"negative limit", "POST", "/v1/crawlers", adminToken, fmt.Sprintf(`{"user_id": %d, "source": "twitter", "query": ["go"], "comment_limit": -1}`, u.ID), http.StatusBadRequest, "comment_limit"},
-		{"bad reload kind", "POST", "/v1/reload", adminToken, `{"kind": "medium"}`, http.StatusBadRequest, "kind"},
-		{"bad id", "GET", "/v1/crawlers/abc", adminToken, ``, http.StatusBadRequest, "positive integer"},
-		{"node token on admin api", "GET", "/v1/crawlers", nodeToken, ``, http.StatusUnauthorized, "invalid"},
-		{"admin token on node api", "POST", api.PathRegister, adminToken, `{"node_id": "x", "url": "http://127.0.0.1:1"}`, http.StatusUnauthorized, "invalid"},
-		{"bad node url", "POST", api.PathRegister, nodeToken, `{"node_id": "x", "url": "gopher://h"}`, http.StatusBadRequest, "url"},
+		{"unknown source", "POST", "/v1/crawlers", clustertest.AdminToken, fmt.Sprintf(`{"user_id": %d, "source": "myspace", "query": ["x"]}`, u.ID), http.StatusBadRequest, "unknown source"},
+		{"unparsable url", "POST", "/v1/crawlers", clustertest.AdminToken, fmt.Sprintf(`{"user_id": %d, "source": "rss", "query": ["http://[::1"]}`, u.ID), http.StatusBadRequest, "does not parse"},
+		{"malformed json", "POST", "/v1/crawlers", clustertest.AdminToken, `{"user_id": 1, "source": `, http.StatusBadRequest, "JSON"},
+		{"unknown field", "POST", "/v1/crawlers", clustertest.AdminToken, `{"user": 1}`, http.StatusBadRequest, "unknown field"},
+		{"body over the cap", "POST", "/v1/crawlers", clustertest.AdminToken, big, http.StatusBadRequest, "larger than"},
+		{"unknown user", "POST", "/v1/crawlers", clustertest.AdminToken, `{"user_id": 999, "source": "twitter", "query": ["go"]}`, http.StatusBadRequest, "user 999"},
+		{"negative limit", "POST", "/v1/crawlers", clustertest.AdminToken, fmt.Sprintf(`{"user_id": %d, "source": "twitter", "query": ["go"], "comment_limit": -1}`, u.ID), http.StatusBadRequest, "comment_limit"},
+		{"bad reload kind", "POST", "/v1/reload", clustertest.AdminToken, `{"kind": "medium"}`, http.StatusBadRequest, "kind"},
+		{"bad id", "GET", "/v1/crawlers/abc", clustertest.AdminToken, ``, http.StatusBadRequest, "positive integer"},
+		{"node token on admin api", "GET", "/v1/crawlers", clustertest.NodeToken, ``, http.StatusUnauthorized, "invalid"},
+		{"admin token on node api", "POST", api.PathRegister, clustertest.AdminToken, `{"node_id": "x", "url": "http://127.0.0.1:1"}`, http.StatusUnauthorized, "invalid"},
+		{"bad node url", "POST", api.PathRegister, clustertest.NodeToken, `{"node_id": "x", "url": "gopher://h"}`, http.StatusBadRequest, "url"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,14 +284,14 @@ func TestAdminAPI_BadInputChangesNothing(t *testing.T) {
 			}
 		})
 	}
-	crawlers, err := c.client.ListCrawlers(c.ctx)
+	crawlers, err := c.Client.ListCrawlers(c.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(crawlers) != 0 {
 		t.Fatalf("bad requests created %d crawlers", len(crawlers))
 	}
-	nodes, _ := c.client.ListNodes(c.ctx)
+	nodes, _ := c.Client.ListNodes(c.Ctx)
 	if len(nodes) != 1 {
 		t.Fatalf("bad registrations changed the nodes: %d", len(nodes))
 	}
@@ -305,14 +307,14 @@ func feedItem(id string, published time.Time) feedserver.Item {
 func TestCluster_HubRestartWakesSpawnsAtOnce(t *testing.T) {
 	c := newCluster(t, clusterOpts{spawns: 2, detachAfter: time.Minute})
 	u := c.user(0)
-	cr := c.rssCrawler(u.ID, []string{c.feedURL("wake")}, nil, 0)
-	waitFor(t, "running", func() bool { return c.crawler(cr.ID).State == api.StateRunning })
-	if err := c.hub.Stop(); err != nil {
+	cr := c.rssCrawler(u.ID, []string{c.FeedURL("wake")}, nil, 0)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "running", func() bool { return c.crawler(cr.ID).State == api.StateRunning })
+	if err := c.Hub.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	restart := time.Now()
-	c.startHub()
-	waitFor(t, "crawler running under the new hub", func() bool {
+	c.StartHub()
+	testkit.WaitFor(t, clustertest.WaitTimeout, "crawler running under the new hub", func() bool {
 		on := c.runningOn()
 		return len(on[cr.ID]) == 1 && c.crawler(cr.ID).State == api.StateRunning
 	})

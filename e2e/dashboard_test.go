@@ -16,6 +16,8 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
 
 // Browser test timings.
@@ -145,12 +147,12 @@ func TestDashboard_ShowsTheClusterLive(t *testing.T) {
 	b := newChromeTab(t) // skips before starting a cluster when there is no browser
 	c := newCluster(t, clusterOpts{spawns: 2})
 	u := c.user(0)
-	news := c.rssCrawler(u.ID, []string{c.feedURL("news")}, nil, 0)
-	sport := c.rssCrawler(u.ID, []string{c.feedURL("sport")}, []string{"final"}, 40)
+	news := c.rssCrawler(u.ID, []string{c.FeedURL("news")}, nil, 0)
+	sport := c.rssCrawler(u.ID, []string{c.FeedURL("sport")}, []string{"final"}, 40)
 	publish(c, "news", "n1", "the hub dashboard is live")
-	c.feeds.Publish("news", feedserver.Item{GUID: "n2", Title: "hostile", Description: strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(hostileText)})
+	c.Feeds.Publish("news", feedserver.Item{GUID: "n2", Title: "hostile", Description: strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(hostileText)})
 	publish(c, "sport", "s1", "cup final tonight")
-	waitFor(t, "comments stored", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "comments stored", func() bool {
 		return len(c.storedComments(news.ID)) == 2 && len(c.storedComments(sport.ID)) == 1
 	})
 	var hostile api.Comment
@@ -164,7 +166,7 @@ func TestDashboard_ShowsTheClusterLive(t *testing.T) {
 	}
 
 	// The page asks for the token, and says so when it is wrong.
-	b.do("open the dashboard", chromedp.Navigate(c.hub.URL()+"/"))
+	b.do("open the dashboard", chromedp.Navigate(c.Hub.URL()+"/"))
 	b.waitDOM("the token prompt", `!document.getElementById('login').hidden`)
 	b.do("enter a wrong token",
 		chromedp.SendKeys(chromedp.CSS(`#token`), "not-the-token"),
@@ -172,12 +174,12 @@ func TestDashboard_ShowsTheClusterLive(t *testing.T) {
 	b.waitDOM("the refusal", `!document.getElementById('login-error').hidden &&
 		document.getElementById('login-error').textContent.includes('refused')`)
 	b.do("enter the admin token",
-		chromedp.SendKeys(chromedp.CSS(`#token`), adminToken),
+		chromedp.SendKeys(chromedp.CSS(`#token`), clustertest.AdminToken),
 		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)))
 
 	// Both nodes and both crawlers show.
 	var nodeIDs []string
-	for _, s := range c.spawns {
+	for _, s := range c.Spawns {
 		nodeIDs = append(nodeIDs, s.ID())
 	}
 	slices.Sort(nodeIDs)
@@ -196,13 +198,13 @@ func TestDashboard_ShowsTheClusterLive(t *testing.T) {
 	b.waitDOM("the scaling signal", `document.getElementById('card-desired').textContent === '1'`)
 
 	// The token is kept for the tab, never shown.
-	if evalJS[bool](b, `document.body.innerText.includes(`+jsQuote(adminToken)+`) || document.getElementById('token').value !== ''`) {
+	if evalJS[bool](b, `document.body.innerText.includes(`+jsQuote(clustertest.AdminToken)+`) || document.getElementById('token').value !== ''`) {
 		t.Fatal("the page shows the admin token")
 	}
 
 	// A crawler added through the admin API appears.
 	added := time.Now()
-	tech := c.rssCrawler(u.ID, []string{c.feedURL("tech")}, nil, 0)
+	tech := c.rssCrawler(u.ID, []string{c.FeedURL("tech")}, nil, 0)
 	b.waitDOM("the new crawler listed", fmt.Sprintf(`!!document.querySelector('#crawlers tr[data-crawler-id="%d"]')`, tech.ID))
 	t.Logf("crawler added through the API shown after %s", time.Since(added).Round(time.Millisecond))
 

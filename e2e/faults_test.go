@@ -12,6 +12,8 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/e2e/faultproxy"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
@@ -26,9 +28,9 @@ func (c *cluster) crawlers(prefix string, n int) []int64 {
 	u := c.user(0)
 	var ids []int64
 	for i := range n {
-		ids = append(ids, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("%s%d", prefix, i))}, nil, 0).ID)
+		ids = append(ids, c.rssCrawler(u.ID, []string{c.FeedURL(fmt.Sprintf("%s%d", prefix, i))}, nil, 0).ID)
 	}
-	waitFor(c.t, "every crawler running on one node", func() bool { return c.eachOnOne(ids, c.spawns...) })
+	testkit.WaitFor(c.t, clustertest.WaitTimeout, "every crawler running on one node", func() bool { return c.eachOnOne(ids, c.Spawns...) })
 	return ids
 }
 
@@ -56,8 +58,8 @@ func (c *cluster) busiest() int {
 		}
 	}
 	best := 0
-	for i, s := range c.spawns {
-		if count[s.ID()] > count[c.spawns[best].ID()] {
+	for i, s := range c.Spawns {
+		if count[s.ID()] > count[c.Spawns[best].ID()] {
 			best = i
 		}
 	}
@@ -68,42 +70,42 @@ func TestFaults_PartitionedSpawnDetachesAndComesBack(t *testing.T) {
 	c := newCluster(t, clusterOpts{spawns: 3, proxied: true})
 	ids := c.crawlers("part", 24)
 	i := c.busiest()
-	victim := c.spawns[i]
-	survivors := slices.Delete(slices.Clone(c.spawns), i, i+1)
+	victim := c.Spawns[i]
+	survivors := slices.Delete(slices.Clone(c.Spawns), i, i+1)
 	before, _ := spawnHealth(t, victim)
 	t.Logf("cutting spawn%d off the hub; it runs %d subscribers", i+1, len(before.Subscribers))
 
 	c.links[i].cut()
 	cut := time.Now()
 	// The spawn's own view, read directly rather than through the cut link.
-	stopped := waitFor(t, "the cut-off spawn stops every subscriber", func() bool {
+	stopped := testkit.WaitFor(t, clustertest.WaitTimeout, "the cut-off spawn stops every subscriber", func() bool {
 		h, ok := spawnHealth(t, victim)
 		return ok && len(h.Subscribers) == 0 && len(h.DataSources) == 0
 	})
-	detached := waitFor(t, "the cut-off spawn detaches", func() bool {
+	detached := testkit.WaitFor(t, clustertest.WaitTimeout, "the cut-off spawn detaches", func() bool {
 		h, ok := spawnHealth(t, victim)
 		return ok && h.State != api.NodeAttached
 	}) + stopped
-	waitFor(t, "every crawler running on a survivor", func() bool { return c.eachOnOne(ids, survivors...) })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "every crawler running on a survivor", func() bool { return c.eachOnOne(ids, survivors...) })
 	t.Logf("partition: subscribers stopped %s after the cut (orphan_after %s), detached after %s (detach_after %s), all crawlers on survivors after %s",
-		stopped.Round(time.Millisecond), orphanAfter, detached.Round(time.Millisecond), detachAfter, time.Since(cut).Round(time.Millisecond))
-	if stopped > orphanAfter+schedulingSlack {
-		t.Errorf("a subscriber ran unsupervised for %s, longer than orphan_after %s", stopped, orphanAfter)
+		stopped.Round(time.Millisecond), clustertest.Fast.OrphanAfter, detached.Round(time.Millisecond), clustertest.Fast.DetachAfter, time.Since(cut).Round(time.Millisecond))
+	if stopped > clustertest.Fast.OrphanAfter+schedulingSlack {
+		t.Errorf("a subscriber ran unsupervised for %s, longer than orphan_after %s", stopped, clustertest.Fast.OrphanAfter)
 	}
-	if detached > detachAfter+schedulingSlack {
-		t.Errorf("the spawn detached after %s, later than detach_after %s", detached, detachAfter)
+	if detached > clustertest.Fast.DetachAfter+schedulingSlack {
+		t.Errorf("the spawn detached after %s, later than detach_after %s", detached, clustertest.Fast.DetachAfter)
 	}
 
 	c.links[i].heal()
 	healed := time.Now()
-	waitFor(t, "the healed spawn back in service with subscribers", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the healed spawn back in service with subscribers", func() bool {
 		h, ok := spawnHealth(t, victim)
 		return ok && h.State == api.NodeAttached && len(h.Subscribers) > 0 && c.eachOnOne(ids)
 	})
 	t.Logf("healed: spawn re-registered and running subscribers again after %s", time.Since(healed).Round(time.Millisecond))
-	c.waitNodes(3)
+	c.WaitNodes(3)
 	// The hub tells operators the spawn detached, and why.
-	events, err := c.client.Events(c.ctx)
+	events, err := c.Client.Events(c.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +122,10 @@ func TestFaults_FailedSendIsResentToTheSameNode(t *testing.T) {
 		l.down.FailNext(http.MethodPut, api.PathSubscribers, 1)
 	}
 	u := c.user(0)
-	cr := c.rssCrawler(u.ID, []string{c.feedURL("resend")}, nil, 0)
+	cr := c.rssCrawler(u.ID, []string{c.FeedURL("resend")}, nil, 0)
 	start := time.Now()
 	var node string
-	waitFor(t, "the crawler running after its first send failed", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the crawler running after its first send failed", func() bool {
 		on := c.runningOn()[cr.ID]
 		if len(on) != 1 {
 			return false
@@ -132,7 +134,7 @@ func TestFaults_FailedSendIsResentToTheSameNode(t *testing.T) {
 		return true
 	})
 	t.Logf("crawler running %s after a failed send", time.Since(start).Round(time.Millisecond))
-	for i, s := range c.spawns {
+	for i, s := range c.Spawns {
 		puts := c.links[i].down.Seen(http.MethodPut, api.PathSubscribers)
 		if s.ID() == node && puts < 2 {
 			t.Errorf("the crawler's node saw %d sends, want the failed one and its re-send", puts)
@@ -141,7 +143,7 @@ func TestFaults_FailedSendIsResentToTheSameNode(t *testing.T) {
 	if got := c.crawler(cr.ID).Node; got != node {
 		t.Errorf("hub says the crawler is on %q, it runs on %q", got, node)
 	}
-	nodes, err := c.client.ListNodes(c.ctx)
+	nodes, err := c.Client.ListNodes(c.Ctx)
 	if err != nil || len(nodes) != 2 {
 		t.Fatalf("a failed send cost a node: %v %v", nodes, err)
 	}
@@ -216,16 +218,16 @@ func TestFaults_LostDuplicatedReorderedMessages(t *testing.T) {
 	limits := []int64{30, 45, 60}
 	var limited []int64
 	for i, l := range limits {
-		limited = append(limited, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("lim%d", i))}, nil, l).ID)
+		limited = append(limited, c.rssCrawler(u.ID, []string{c.FeedURL(fmt.Sprintf("lim%d", i))}, nil, l).ID)
 	}
 	all := append(slices.Clone(unlimited), limited...)
 
-	faults := faultproxy.Faults{Drop: 0.05, Duplicate: 0.1, Replay: 0.1, ReplayAfter: 3 * pollInterval, Delay: pollInterval / 2}
+	faults := faultproxy.Faults{Drop: 0.05, Duplicate: 0.1, Replay: 0.1, ReplayAfter: 3 * clustertest.Fast.Poll, Delay: clustertest.Fast.Poll / 2}
 	for _, l := range c.links {
 		l.setFaults(faults)
 	}
 	p := &placement{twiceSince: map[int64]time.Time{}, noneSince: map[int64]time.Time{}, watchedAlways: unlimited}
-	ctx, stop := context.WithCancel(c.ctx)
+	ctx, stop := context.WithCancel(c.Ctx)
 	watching := c.watch(ctx, p, all)
 
 	// Publish to every feed while the faults last: the limited crawlers
@@ -247,10 +249,10 @@ func TestFaults_LostDuplicatedReorderedMessages(t *testing.T) {
 			healDone = true
 		}
 		for i := range limits {
-			c.feeds.Publish(fmt.Sprintf("lim%d", i), feedItem(fmt.Sprintf("l%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
+			c.Feeds.Publish(fmt.Sprintf("lim%d", i), feedItem(fmt.Sprintf("l%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
 		}
 		for i := range unlimited {
-			c.feeds.Publish(fmt.Sprintf("free%d", i), feedItem(fmt.Sprintf("f%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
+			c.Feeds.Publish(fmt.Sprintf("free%d", i), feedItem(fmt.Sprintf("f%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
 		}
 		time.Sleep(40 * time.Millisecond)
 	}
@@ -261,12 +263,12 @@ func TestFaults_LostDuplicatedReorderedMessages(t *testing.T) {
 	watching.Wait()
 	// The limited crawlers keep getting new items until they reach their
 	// limits: what a waiting subscriber's bounded backlog let go is gone.
-	more, stopMore := context.WithCancel(c.ctx)
+	more, stopMore := context.WithCancel(c.Ctx)
 	defer stopMore()
 	go func() {
 		for round := 100000; more.Err() == nil; round++ {
 			for i := range limits {
-				c.feeds.Publish(fmt.Sprintf("lim%d", i), feedItem(fmt.Sprintf("l%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
+				c.Feeds.Publish(fmt.Sprintf("lim%d", i), feedItem(fmt.Sprintf("l%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
 			}
 			time.Sleep(40 * time.Millisecond)
 		}
@@ -286,15 +288,15 @@ func TestFaults_LostDuplicatedReorderedMessages(t *testing.T) {
 	if stats.Dropped+stats.Duplicated+stats.Replayed < 10 {
 		t.Fatalf("too few faults happened to prove anything: %+v", stats)
 	}
-	c.waitNodes(3)
-	if p.maxTwice > orphanAfter+schedulingSlack {
-		t.Errorf("crawler %d ran on two nodes for %s, longer than orphan_after %s", p.worstTwice, p.maxTwice, orphanAfter)
+	c.WaitNodes(3)
+	if p.maxTwice > clustertest.Fast.OrphanAfter+schedulingSlack {
+		t.Errorf("crawler %d ran on two nodes for %s, longer than orphan_after %s", p.worstTwice, p.maxTwice, clustertest.Fast.OrphanAfter)
 	}
 	// A reload cycle: the hub notices the node's failed polls, reloads, and
 	// the spawn drops what it no longer runs. The cut spawn stops its
 	// subscribers at orphan_after, while the hub moves them after its
 	// failed polls; the survivors start them within a reload.
-	reloadCycle := time.Duration(defaultNodeFailures+1)*pollInterval + orphanAfter
+	reloadCycle := time.Duration(defaultNodeFailures+1)*clustertest.Fast.Poll + clustertest.Fast.OrphanAfter
 	if p.maxNone > reloadCycle+schedulingSlack {
 		t.Errorf("crawler %d was on no node for %s, longer than a reload cycle (%s)", p.worstNoneID, p.maxNone, reloadCycle)
 	}
@@ -303,7 +305,7 @@ func TestFaults_LostDuplicatedReorderedMessages(t *testing.T) {
 	// equals usage for every crawler.
 	for i, id := range limited {
 		var cr api.Crawler
-		deadline := time.Now().Add(waitTimeout)
+		deadline := time.Now().Add(clustertest.WaitTimeout)
 		for {
 			cr = c.crawler(id)
 			if cr.State == api.StateLimitReached && cr.Usage == limits[i] {
@@ -330,7 +332,7 @@ func (c *cluster) checkStoredEqualsUsage(ids []int64) {
 			usage = c.crawler(id).Usage
 			return int64(stored) == usage
 		}
-		deadline := time.Now().Add(waitTimeout)
+		deadline := time.Now().Add(clustertest.WaitTimeout)
 		for !settled() && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}

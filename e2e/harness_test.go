@@ -5,14 +5,10 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,50 +18,17 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/e2e/faultproxy"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
-	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
-// Test timings: the defaults scaled down twentyfold, so every recovery the
-// tests wait for takes well under a second or two.
-const (
-	pollInterval = 100 * time.Millisecond
-	orphanAfter  = 500 * time.Millisecond
-	detachAfter  = 750 * time.Millisecond
-	feedInterval = 50 * time.Millisecond
-	waitTimeout  = 20 * time.Second
-)
-
-const (
-	nodeToken  = "test-node-token"
-	adminToken = "test-admin-token"
-)
-
-// waitFor polls cond until it holds or waitTimeout passes, and returns how
-// long it took.
-func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
-	t.Helper()
-	return testkit.WaitFor(t, waitTimeout, what, cond)
-}
-
-// testLogger writes to the test log only when the test fails or -v is set.
-func testLogger(t *testing.T, name string) *slog.Logger { return testkit.Logger(t, name) }
-
-// cluster is a hub, its spawns, a feed server and an admin client.
+// cluster is a test cluster (clustertest) and, when it was built with
+// proxied set, the fault proxies between its hub and each spawn.
 type cluster struct {
-	t        *testing.T
-	ctx      context.Context
-	hubCfg   hubapp.Settings
-	hub      *hubapp.Hub
-	spawns   []*spawnapp.Spawn
-	feeds    *feedserver.Server
-	feedBase string
-	storeDir string
-	storeURI string
-	client   *api.Client
+	*clustertest.Cluster
+	t *testing.T
 	// links are the fault proxies between the hub and each spawn, in the
-	// order of spawns, when the cluster was built with proxied set.
+	// order of Spawns, when the cluster was built with proxied set.
 	links   []*link
 	proxied bool
 }
@@ -96,61 +59,24 @@ type clusterOpts struct {
 	proxied bool
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
+// newCluster starts a hub with clustertest's Fast timings and o.spawns
+// spawns, and waits until they have registered.
 func newCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	dir := t.TempDir()
-	feeds := feedserver.New(feedserver.Options{})
-	fs := httptest.NewServer(feeds.Handler())
-	t.Cleanup(fs.Close)
-
-	c := &cluster{t: t, ctx: ctx, feeds: feeds, feedBase: fs.URL, storeDir: filepath.Join(dir, "data"), storeURI: o.store, proxied: o.proxied}
-	if c.storeURI == "" {
-		c.storeURI = "file://" + c.storeDir
-	}
-	c.hubCfg = hubapp.DefaultSettings()
-	c.hubCfg.Listen = freeAddr(t)
-	c.hubCfg.DB = "sqlite://" + filepath.Join(dir, "hub.db")
-	c.hubCfg.PollInterval = pollInterval
-	c.hubCfg.OrphanAfter = orphanAfter
-	c.hubCfg.DetachAfter = detachAfter
-	c.hubCfg.NodeToken = nodeToken
-	c.hubCfg.AdminToken = adminToken
-	if o.routing != "" {
-		c.hubCfg.Routing = o.routing
-	}
-	if o.detachAfter > 0 {
-		c.hubCfg.DetachAfter = o.detachAfter
-	}
-	c.startHub()
-	c.client = api.NewClient(c.hub.URL(), adminToken, nil)
+	c := &cluster{t: t, proxied: o.proxied}
+	c.Cluster = clustertest.New(t, clustertest.Options{Store: o.store, Hub: func(cfg *hubapp.Settings) {
+		if o.routing != "" {
+			cfg.Routing = o.routing
+		}
+		if o.detachAfter > 0 {
+			cfg.DetachAfter = o.detachAfter
+		}
+	}})
 	for range o.spawns {
 		c.addSpawn()
 	}
-	c.waitNodes(o.spawns)
+	c.WaitNodes(o.spawns)
 	return c
-}
-
-func (c *cluster) startHub() {
-	c.t.Helper()
-	h, err := hubapp.Start(c.ctx, c.hubCfg, testLogger(c.t, "hub"))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.hub = h
-	c.t.Cleanup(func() { _ = h.Stop() })
 }
 
 func (c *cluster) addSpawn() *spawnapp.Spawn {
@@ -158,36 +84,22 @@ func (c *cluster) addSpawn() *spawnapp.Spawn {
 	return c.addSpawnWith(nil)
 }
 
-// addSpawnWith starts a spawn with the test settings, changed by edit when
-// it is not nil.
+// addSpawnWith starts a spawn with the cluster's settings, changed by edit
+// when it is not nil, behind a new link when the cluster is proxied.
 func (c *cluster) addSpawnWith(edit func(*spawnapp.Settings)) *spawnapp.Spawn {
 	c.t.Helper()
-	cfg := spawnapp.DefaultSettings()
-	cfg.Hub = "http://" + c.hubCfg.Listen
-	cfg.Store = c.storeURI
-	cfg.AllowTargets = []string{"127.0.0.0/8"}
-	cfg.FeedInterval = feedInterval
-	cfg.OrphanAfter = orphanAfter
-	cfg.DetachAfter = detachAfter
-	cfg.NodeToken = nodeToken
-	if edit != nil {
-		edit(&cfg)
+	if !c.proxied {
+		return c.AddSpawn(edit)
 	}
-	var l *link
-	if c.proxied {
-		l = c.newLink()
+	l := c.newLink()
+	s := c.AddSpawn(func(cfg *spawnapp.Settings) {
+		if edit != nil {
+			edit(cfg)
+		}
 		cfg.Hub, cfg.Advertise = l.up.URL(), l.down.URL()
-	}
-	s, err := spawnapp.Start(c.ctx, cfg, testLogger(c.t, fmt.Sprintf("spawn%d", len(c.spawns)+1)))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if l != nil {
-		l.down.SetTarget(s.URL())
-		c.links = append(c.links, l)
-	}
-	c.spawns = append(c.spawns, s)
-	c.t.Cleanup(func() { _ = s.Stop() })
+	})
+	l.down.SetTarget(s.URL())
+	c.links = append(c.links, l)
 	return s
 }
 
@@ -195,12 +107,12 @@ func (c *cluster) addSpawnWith(edit func(*spawnapp.Settings)) *spawnapp.Spawn {
 func (c *cluster) newLink() *link {
 	c.t.Helper()
 	seed := uint64(time.Now().UnixNano())
-	c.t.Logf("fault proxy seed for spawn%d: %d", len(c.spawns)+1, seed)
+	c.t.Logf("fault proxy seed for spawn%d: %d", len(c.Spawns)+1, seed)
 	down, err := faultproxy.New("", seed)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	up, err := faultproxy.New("http://"+c.hubCfg.Listen, seed+1)
+	up, err := faultproxy.New(c.Hub.URL(), seed+1)
 	if err != nil {
 		down.Close()
 		c.t.Fatal(err)
@@ -209,19 +121,9 @@ func (c *cluster) newLink() *link {
 	return &link{down: down, up: up}
 }
 
-func (c *cluster) waitNodes(n int) {
-	c.t.Helper()
-	waitFor(c.t, fmt.Sprintf("%d nodes registered", n), func() bool {
-		nodes, err := c.client.ListNodes(c.ctx)
-		return err == nil && len(nodes) == n
-	})
-}
-
-func (c *cluster) feedURL(name string) string { return c.feedBase + "/feeds/" + name + ".xml" }
-
 func (c *cluster) user(limit int64) api.User {
 	c.t.Helper()
-	u, err := c.client.CreateUser(c.ctx, api.UserCreate{Name: "customer", CommentLimit: limit})
+	u, err := c.Client.CreateUser(c.Ctx, api.UserCreate{Name: "customer", CommentLimit: limit})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -230,7 +132,7 @@ func (c *cluster) user(limit int64) api.User {
 
 func (c *cluster) rssCrawler(userID int64, feeds []string, keywords []string, limit int64) api.Crawler {
 	c.t.Helper()
-	cr, err := c.client.CreateCrawler(c.ctx, api.CrawlerCreate{UserID: userID, Source: api.SourceRSS, Query: feeds, Keywords: keywords, CommentLimit: limit})
+	cr, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: userID, Source: api.SourceRSS, Query: feeds, Keywords: keywords, CommentLimit: limit})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -239,7 +141,7 @@ func (c *cluster) rssCrawler(userID int64, feeds []string, keywords []string, li
 
 func (c *cluster) crawler(id int64) api.Crawler {
 	c.t.Helper()
-	cr, err := c.client.GetCrawler(c.ctx, id)
+	cr, err := c.Client.GetCrawler(c.Ctx, id)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -265,7 +167,7 @@ func spawnHealth(t *testing.T, s *spawnapp.Spawn) (api.SpawnHealth, bool) {
 // lists it as a subscriber.
 func (c *cluster) runningOn(spawns ...*spawnapp.Spawn) map[int64][]string {
 	if len(spawns) == 0 {
-		spawns = c.spawns
+		spawns = c.Spawns
 	}
 	out := map[int64][]string{}
 	for _, s := range spawns {
@@ -283,7 +185,7 @@ func (c *cluster) runningOn(spawns ...*spawnapp.Spawn) map[int64][]string {
 // storedComments reads every comment line the file store holds for a crawler.
 func (c *cluster) storedComments(crawlerID int64) []api.Comment {
 	c.t.Helper()
-	return storedIn(c.t, c.storeDir, crawlerID)
+	return storedIn(c.t, c.StoreDir, crawlerID)
 }
 
 // storedIn reads every complete comment line a file store directory holds
@@ -320,7 +222,7 @@ func storedIn(t *testing.T, dir string, crawlerID int64) []api.Comment {
 // adminDo sends a raw admin request, for the bad-input tests.
 func (c *cluster) adminDo(method, path, token, body string) (int, string) {
 	c.t.Helper()
-	req, err := http.NewRequestWithContext(c.ctx, method, c.hub.URL()+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(c.Ctx, method, c.Hub.URL()+path, strings.NewReader(body))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
 
 // TestLimits_NeverExceededAndUsageEqualsStored spreads a user's crawlers
@@ -19,20 +21,20 @@ func TestLimits_NeverExceededAndUsageEqualsStored(t *testing.T) {
 	limits := []int64{25, 0, 0, 15}
 	var crawlers []api.Crawler
 	for i, l := range limits {
-		crawlers = append(crawlers, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("lim%d", i))}, nil, l))
+		crawlers = append(crawlers, c.rssCrawler(u.ID, []string{c.FeedURL(fmt.Sprintf("lim%d", i))}, nil, l))
 	}
 	base := time.Now().Add(-time.Hour)
 	for round := range 40 {
 		for i := range limits {
-			c.feeds.Publish(fmt.Sprintf("lim%d", i), feedItem(fmt.Sprintf("l%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
+			c.Feeds.Publish(fmt.Sprintf("lim%d", i), feedItem(fmt.Sprintf("l%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
 		}
 	}
-	took := waitFor(t, "the user's limit used up", func() bool {
-		us, err := c.client.GetUser(c.ctx, u.ID)
+	took := testkit.WaitFor(t, clustertest.WaitTimeout, "the user's limit used up", func() bool {
+		us, err := c.Client.GetUser(c.Ctx, u.ID)
 		return err == nil && us.Usage == userLimit
 	})
 	t.Logf("user reached its limit of %d after %s", userLimit, took)
-	waitFor(t, "every crawler stopped", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "every crawler stopped", func() bool {
 		for _, cr := range crawlers {
 			if st := c.crawler(cr.ID).State; st != api.StateLimitReached {
 				return false
@@ -59,14 +61,14 @@ func TestLimits_NeverExceededAndUsageEqualsStored(t *testing.T) {
 
 	// Raising the user's limit resumes the crawlers that have room.
 	more := int64(userLimit + 10)
-	if _, err := c.client.UpdateUser(c.ctx, u.ID, api.UserUpdate{CommentLimit: &more}); err != nil {
+	if _, err := c.Client.UpdateUser(c.Ctx, u.ID, api.UserUpdate{CommentLimit: &more}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "usage reaches the raised limit", func() bool {
-		us, err := c.client.GetUser(c.ctx, u.ID)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage reaches the raised limit", func() bool {
+		us, err := c.Client.GetUser(c.Ctx, u.ID)
 		return err == nil && us.Usage == more
 	})
-	waitFor(t, "stored equals raised limit", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "stored equals raised limit", func() bool {
 		n := 0
 		for _, cr := range crawlers {
 			n += len(c.storedComments(cr.ID))
@@ -86,34 +88,34 @@ func TestLimits_ExactAcrossHubRestart(t *testing.T) {
 	limits := []int64{40, 60, 0, 0}
 	var ids []int64
 	for i, l := range limits {
-		ids = append(ids, c.rssCrawler(u.ID, []string{c.feedURL(fmt.Sprintf("hr%d", i))}, nil, l).ID)
+		ids = append(ids, c.rssCrawler(u.ID, []string{c.FeedURL(fmt.Sprintf("hr%d", i))}, nil, l).ID)
 	}
-	ctx, stop := context.WithCancel(c.ctx)
+	ctx, stop := context.WithCancel(c.Ctx)
 	defer stop()
 	go func() { // every feed keeps publishing
 		base := time.Now().Add(-time.Hour)
 		for round := 0; ctx.Err() == nil; round++ {
 			for i := range limits {
-				c.feeds.Publish(fmt.Sprintf("hr%d", i), feedItem(fmt.Sprintf("hr%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
+				c.Feeds.Publish(fmt.Sprintf("hr%d", i), feedItem(fmt.Sprintf("hr%d-%d", i, round), base.Add(time.Duration(round)*time.Second)))
 			}
 			time.Sleep(15 * time.Millisecond)
 		}
 	}()
-	waitFor(t, "the user a third of the way to the limit", func() bool {
-		us, err := c.client.GetUser(c.ctx, u.ID)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the user a third of the way to the limit", func() bool {
+		us, err := c.Client.GetUser(c.Ctx, u.ID)
 		return err == nil && us.Usage >= userLimit/3
 	})
-	if err := c.hub.Stop(); err != nil {
+	if err := c.Hub.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
-	c.startHub()
-	waitFor(t, "the user's limit used up", func() bool {
-		us, err := c.client.GetUser(c.ctx, u.ID)
+	c.StartHub()
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the user's limit used up", func() bool {
+		us, err := c.Client.GetUser(c.Ctx, u.ID)
 		return err == nil && us.Usage == userLimit
 	})
 	t.Logf("user at its limit of %d %s after the hub restarted", userLimit, time.Since(restarted).Round(time.Millisecond))
-	waitFor(t, "nothing running", func() bool { return len(c.runningOn()) == 0 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "nothing running", func() bool { return len(c.runningOn()) == 0 })
 	c.checkStoredEqualsUsage(ids)
 	var total int64
 	for i, id := range ids {

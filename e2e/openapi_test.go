@@ -40,6 +40,8 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
@@ -679,7 +681,7 @@ func newOAValidator(t *testing.T, doc *openapi3.T) *oaValidator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := map[string]string{"adminToken": adminToken, "nodeToken": nodeToken}
+	tokens := map[string]string{"adminToken": clustertest.AdminToken, "nodeToken": clustertest.NodeToken}
 	opts := &openapi3filter.Options{
 		IncludeResponseStatus: true,
 		MultiError:            true,
@@ -846,25 +848,13 @@ func (v *oaValidator) rawCall(t *testing.T, method, target, token, body string) 
 // its own. It returns the spawn and its direct URL.
 func addValidatedSpawn(c *cluster, v *oaValidator, hubProxy string) *spawnapp.Spawn {
 	c.t.Helper()
-	listen := freeAddr(c.t)
+	listen := testkit.FreeAddr(c.t)
 	front := v.proxy(c.t, "http://"+listen)
-	cfg := spawnapp.DefaultSettings()
-	cfg.Hub = hubProxy
-	cfg.Listen = listen
-	cfg.Advertise = front.URL
-	cfg.Store = c.storeURI
-	cfg.AllowTargets = []string{"127.0.0.0/8"}
-	cfg.FeedInterval = feedInterval
-	cfg.OrphanAfter = orphanAfter
-	cfg.DetachAfter = detachAfter
-	cfg.NodeToken = nodeToken
-	s, err := spawnapp.Start(c.ctx, cfg, testLogger(c.t, fmt.Sprintf("vspawn%d", len(c.spawns)+1)))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.spawns = append(c.spawns, s)
-	c.t.Cleanup(func() { _ = s.Stop() })
-	return s
+	return c.AddSpawn(func(cfg *spawnapp.Settings) {
+		cfg.Hub = hubProxy
+		cfg.Listen = listen
+		cfg.Advertise = front.URL
+	})
 }
 
 func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
@@ -874,11 +864,11 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	doc := loadOpenAPI(t)
 	v := newOAValidator(t, doc)
 	c := newCluster(t, clusterOpts{spawns: 0})
-	hubProxy := v.proxy(t, c.hub.URL())
+	hubProxy := v.proxy(t, c.Hub.URL())
 	spawns := []*spawnapp.Spawn{addValidatedSpawn(c, v, hubProxy.URL), addValidatedSpawn(c, v, hubProxy.URL)}
-	ctx := c.ctx
-	client := api.NewClient(c.hub.URL(), adminToken, &http.Client{Transport: v.transport(http.DefaultTransport), Timeout: waitTimeout})
-	waitFor(t, "both spawns registered", func() bool {
+	ctx := c.Ctx
+	client := api.NewClient(c.Hub.URL(), clustertest.AdminToken, &http.Client{Transport: v.transport(http.DefaultTransport), Timeout: clustertest.WaitTimeout})
+	testkit.WaitFor(t, clustertest.WaitTimeout, "both spawns registered", func() bool {
 		nodes, err := client.ListNodes(ctx)
 		return err == nil && len(nodes) == 2
 	})
@@ -900,14 +890,14 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	_, err = client.UpdateUser(ctx, u.ID, api.UserUpdate{CommentLimit: &limit})
 	must(err)
 
-	news, sport := c.feedURL("oa-news"), c.feedURL("oa-sport")
+	news, sport := c.FeedURL("oa-news"), c.FeedURL("oa-sport")
 	a, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{news}, Keywords: []string{"golang"}})
 	must(err)
 	b, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{news}, CommentLimit: 1000})
 	must(err)
 	cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{sport}})
 	must(err)
-	waitFor(t, "three crawlers running", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "three crawlers running", func() bool {
 		list, err := client.ListCrawlers(ctx)
 		if err != nil || len(list) != 3 {
 			return false
@@ -920,10 +910,10 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 		return true
 	})
 	for i := range 5 {
-		c.feeds.Publish("oa-news", feedserver.Item{GUID: fmt.Sprintf("n%d", i), Title: "golang news", Description: "golang news " + strconv.Itoa(i), Published: time.Now()})
-		c.feeds.Publish("oa-sport", feedserver.Item{GUID: fmt.Sprintf("s%d", i), Title: "match", Description: "match " + strconv.Itoa(i), Published: time.Now()})
+		c.Feeds.Publish("oa-news", feedserver.Item{GUID: fmt.Sprintf("n%d", i), Title: "golang news", Description: "golang news " + strconv.Itoa(i), Published: time.Now()})
+		c.Feeds.Publish("oa-sport", feedserver.Item{GUID: fmt.Sprintf("s%d", i), Title: "match", Description: "match " + strconv.Itoa(i), Published: time.Now()})
 	}
-	waitFor(t, "usage counted and comments readable", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage counted and comments readable", func() bool {
 		x, err := client.GetCrawler(ctx, b.ID)
 		if err != nil || x.Usage < 5 {
 			return false
@@ -936,7 +926,7 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	off := false
 	_, err = client.UpdateCrawler(ctx, cr.ID, api.CrawlerUpdate{Enabled: &off})
 	must(err)
-	waitFor(t, "the disabled crawler removed from its spawn", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the disabled crawler removed from its spawn", func() bool {
 		return v.answered("POST /v1/subscribers/remove", http.StatusNoContent)
 	})
 	must(client.DeleteCrawler(ctx, cr.ID))
@@ -952,13 +942,13 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	must(err)
 	_, err = client.CrawlerHistory(ctx, b.ID)
 	must(err)
-	status, body, reqErr := v.rawCall(t, http.MethodGet, c.hub.URL()+"/v1/events", adminToken, "")
+	status, body, reqErr := v.rawCall(t, http.MethodGet, c.Hub.URL()+"/v1/events", clustertest.AdminToken, "")
 	if status != http.StatusOK || reqErr != nil {
 		t.Fatalf("GET /v1/events: %d %s %v", status, body, reqErr)
 	}
 
 	// Open routes of both servers.
-	for _, base := range []string{c.hub.URL(), spawns[0].URL()} {
+	for _, base := range []string{c.Hub.URL(), spawns[0].URL()} {
 		for _, path := range []string{"/healthz", api.PathHealth, "/metrics"} {
 			status, body, reqErr := v.rawCall(t, http.MethodGet, base+path, "", "")
 			if status != http.StatusOK || reqErr != nil {
@@ -969,15 +959,15 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 
 	// The dashboard: its page, its files, and a revalidation.
 	for _, path := range []string{"/", "/assets/app.js", "/assets/style.css", "/assets/favicon.svg"} {
-		status, body, reqErr := v.rawCall(t, http.MethodGet, c.hub.URL()+path, "", "")
+		status, body, reqErr := v.rawCall(t, http.MethodGet, c.Hub.URL()+path, "", "")
 		if status != http.StatusOK || reqErr != nil || len(body) == 0 {
 			t.Fatalf("GET %s: %d %.200s %v", path, status, body, reqErr)
 		}
 	}
-	page, err := http.Get(c.hub.URL() + "/")
+	page, err := http.Get(c.Hub.URL() + "/")
 	must(err)
 	page.Body.Close()
-	req, err := http.NewRequest(http.MethodGet, c.hub.URL()+"/", nil)
+	req, err := http.NewRequest(http.MethodGet, c.Hub.URL()+"/", nil)
 	must(err)
 	req.Header.Set("If-None-Match", page.Header.Get("ETag"))
 	resp, reqErr, err := v.exchange(req, http.DefaultTransport)
@@ -989,47 +979,47 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 
 	// Error answers: each is validated, and the document must agree with
 	// the server about whether the request itself was acceptable.
-	hub, spawn := c.hub.URL(), spawns[0].URL()
-	epoch := c.hub.Epoch()
+	hub, spawn := c.Hub.URL(), spawns[0].URL()
+	epoch := c.Hub.Epoch()
 	cases := []struct {
 		name, method, url, token, body string
 		status                         int
 		docAccepts                     bool
 	}{
-		{"malformed JSON", "POST", hub + "/v1/users", adminToken, `{"name": `, 400, false},
-		{"unknown field", "POST", hub + "/v1/users", adminToken, `{"nom": "x"}`, 400, false},
-		{"wrong field type", "POST", hub + "/v1/crawlers", adminToken, `{"user_id": "1", "source": "rss", "query": ["http://127.0.0.1/f"]}`, 400, false},
-		{"unknown source", "POST", hub + "/v1/crawlers", adminToken, fmt.Sprintf(`{"user_id": %d, "source": "myspace", "query": ["x"]}`, u.ID), 400, false},
-		{"unknown user", "POST", hub + "/v1/crawlers", adminToken, `{"user_id": 999999, "source": "twitter", "query": ["go"]}`, 400, true},
-		{"nothing to update", "PATCH", hub + "/v1/crawlers/" + idText(a.ID), adminToken, `{}`, 400, false},
-		{"user limit missing", "PATCH", hub + "/v1/users/" + idText(u.ID), adminToken, `{}`, 400, false},
-		{"bad reload kind", "POST", hub + "/v1/reload", adminToken, `{"kind": "medium"}`, 400, false},
-		{"id not a number", "GET", hub + "/v1/users/abc", adminToken, "", 400, false},
-		{"id zero", "GET", hub + "/v1/crawlers/0", adminToken, "", 400, false},
-		{"n out of range", "GET", hub + "/v1/crawlers/" + idText(a.ID) + "/comments?n=0", adminToken, "", 400, false},
-		{"unknown user id", "GET", hub + "/v1/users/999999", adminToken, "", 404, true},
-		{"unknown crawler", "GET", hub + "/v1/crawlers/999999", adminToken, "", 404, true},
-		{"update unknown crawler", "PATCH", hub + "/v1/crawlers/999999", adminToken, `{"enabled": false}`, 404, true},
-		{"delete unknown crawler", "DELETE", hub + "/v1/crawlers/999999", adminToken, "", 404, true},
-		{"comments of unknown crawler", "GET", hub + "/v1/crawlers/999999/comments", adminToken, "", 404, true},
-		{"history of unknown crawler", "GET", hub + "/v1/crawlers/999999/history", adminToken, "", 404, true},
+		{"malformed JSON", "POST", hub + "/v1/users", clustertest.AdminToken, `{"name": `, 400, false},
+		{"unknown field", "POST", hub + "/v1/users", clustertest.AdminToken, `{"nom": "x"}`, 400, false},
+		{"wrong field type", "POST", hub + "/v1/crawlers", clustertest.AdminToken, `{"user_id": "1", "source": "rss", "query": ["http://127.0.0.1/f"]}`, 400, false},
+		{"unknown source", "POST", hub + "/v1/crawlers", clustertest.AdminToken, fmt.Sprintf(`{"user_id": %d, "source": "myspace", "query": ["x"]}`, u.ID), 400, false},
+		{"unknown user", "POST", hub + "/v1/crawlers", clustertest.AdminToken, `{"user_id": 999999, "source": "twitter", "query": ["go"]}`, 400, true},
+		{"nothing to update", "PATCH", hub + "/v1/crawlers/" + idText(a.ID), clustertest.AdminToken, `{}`, 400, false},
+		{"user limit missing", "PATCH", hub + "/v1/users/" + idText(u.ID), clustertest.AdminToken, `{}`, 400, false},
+		{"bad reload kind", "POST", hub + "/v1/reload", clustertest.AdminToken, `{"kind": "medium"}`, 400, false},
+		{"id not a number", "GET", hub + "/v1/users/abc", clustertest.AdminToken, "", 400, false},
+		{"id zero", "GET", hub + "/v1/crawlers/0", clustertest.AdminToken, "", 400, false},
+		{"n out of range", "GET", hub + "/v1/crawlers/" + idText(a.ID) + "/comments?n=0", clustertest.AdminToken, "", 400, false},
+		{"unknown user id", "GET", hub + "/v1/users/999999", clustertest.AdminToken, "", 404, true},
+		{"unknown crawler", "GET", hub + "/v1/crawlers/999999", clustertest.AdminToken, "", 404, true},
+		{"update unknown crawler", "PATCH", hub + "/v1/crawlers/999999", clustertest.AdminToken, `{"enabled": false}`, 404, true},
+		{"delete unknown crawler", "DELETE", hub + "/v1/crawlers/999999", clustertest.AdminToken, "", 404, true},
+		{"comments of unknown crawler", "GET", hub + "/v1/crawlers/999999/comments", clustertest.AdminToken, "", 404, true},
+		{"history of unknown crawler", "GET", hub + "/v1/crawlers/999999/history", clustertest.AdminToken, "", 404, true},
 		{"unknown dashboard file", "GET", hub + "/assets/nope.js", "", "", 404, true},
 		{"scaling without a token", "GET", hub + "/v1/scaling", "", "", 401, false},
 		{"missing admin token", "GET", hub + "/v1/crawlers", "", "", 401, false},
 		{"wrong admin token", "GET", hub + "/v1/crawlers", "nope", "", 401, false},
-		{"node token on the admin API", "GET", hub + "/v1/users", nodeToken, "", 401, false},
-		{"admin token on registration", "POST", hub + api.PathRegister, adminToken, `{"node_id": "x", "url": "http://127.0.0.1:1", "clock": 0}`, 401, false},
-		{"bad node url", "POST", hub + api.PathRegister, nodeToken, `{"node_id": "x", "url": "gopher://h", "clock": 0}`, 400, true},
-		{"spawn: malformed upsert", "PUT", spawn + api.PathSubscribers, nodeToken, `{"epoch": `, 400, false},
+		{"node token on the admin API", "GET", hub + "/v1/users", clustertest.NodeToken, "", 401, false},
+		{"admin token on registration", "POST", hub + api.PathRegister, clustertest.AdminToken, `{"node_id": "x", "url": "http://127.0.0.1:1", "clock": 0}`, 401, false},
+		{"bad node url", "POST", hub + api.PathRegister, clustertest.NodeToken, `{"node_id": "x", "url": "gopher://h", "clock": 0}`, 400, true},
+		{"spawn: malformed upsert", "PUT", spawn + api.PathSubscribers, clustertest.NodeToken, `{"epoch": `, 400, false},
 		{"spawn: wrong token", "PUT", spawn + api.PathSubscribers, "nope", `{"epoch": "x", "seq": 1, "subscribers": []}`, 401, false},
-		{"spawn: stale upsert", "PUT", spawn + api.PathSubscribers, nodeToken, `{"epoch": "` + epoch + `", "seq": 0, "subscribers": []}`, 409, true},
-		{"spawn: stale remove", "POST", spawn + api.PathSubscribersRemove, nodeToken, `{"epoch": "` + epoch + `", "seq": 0, "crawler_ids": [1]}`, 409, true},
-		{"spawn: admin token on poll", "POST", spawn + api.PathPoll, adminToken, `{"epoch": "x", "node_id": "", "seq": 1, "subscribers": []}`, 401, false},
-		{"spawn: bad crawler id", "GET", spawn + "/v1/comments?crawler_id=abc", nodeToken, "", 400, false},
-		{"spawn: comments", "GET", spawn + "/v1/comments?crawler_id=" + idText(a.ID) + "&n=5", nodeToken, "", 200, true},
-		{"spawn: recover a node's usage", "POST", spawn + api.PathRecover, nodeToken, `{"epoch": "` + epoch + `", "node_id": "gone-node", "after_seq": 0}`, 200, true},
-		{"spawn: recover from another epoch", "POST", spawn + api.PathRecover, nodeToken, `{"epoch": "old", "node_id": "gone-node", "after_seq": 0}`, 409, true},
-		{"spawn: recover without a node", "POST", spawn + api.PathRecover, nodeToken, `{"epoch": "` + epoch + `", "node_id": "", "after_seq": 0}`, 400, true},
+		{"spawn: stale upsert", "PUT", spawn + api.PathSubscribers, clustertest.NodeToken, `{"epoch": "` + epoch + `", "seq": 0, "subscribers": []}`, 409, true},
+		{"spawn: stale remove", "POST", spawn + api.PathSubscribersRemove, clustertest.NodeToken, `{"epoch": "` + epoch + `", "seq": 0, "crawler_ids": [1]}`, 409, true},
+		{"spawn: admin token on poll", "POST", spawn + api.PathPoll, clustertest.AdminToken, `{"epoch": "x", "node_id": "", "seq": 1, "subscribers": []}`, 401, false},
+		{"spawn: bad crawler id", "GET", spawn + "/v1/comments?crawler_id=abc", clustertest.NodeToken, "", 400, false},
+		{"spawn: comments", "GET", spawn + "/v1/comments?crawler_id=" + idText(a.ID) + "&n=5", clustertest.NodeToken, "", 200, true},
+		{"spawn: recover a node's usage", "POST", spawn + api.PathRecover, clustertest.NodeToken, `{"epoch": "` + epoch + `", "node_id": "gone-node", "after_seq": 0}`, 200, true},
+		{"spawn: recover from another epoch", "POST", spawn + api.PathRecover, clustertest.NodeToken, `{"epoch": "old", "node_id": "gone-node", "after_seq": 0}`, 409, true},
+		{"spawn: recover without a node", "POST", spawn + api.PathRecover, clustertest.NodeToken, `{"epoch": "` + epoch + `", "node_id": "", "after_seq": 0}`, 400, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

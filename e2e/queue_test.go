@@ -16,6 +16,8 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/natstest"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
@@ -101,28 +103,28 @@ func TestQueue_PublishesExactlyTheStoredComments(t *testing.T) {
 	c := newCluster(t, clusterOpts{})
 	c.queueSpawn(srv.URL())
 	c.queueSpawn(srv.URL())
-	c.waitNodes(2)
+	c.WaitNodes(2)
 
 	const limit, offered = 15, 40
 	u := c.user(0)
-	limited := c.rssCrawler(u.ID, []string{c.feedURL("qlimited")}, nil, limit)
-	filtered := c.rssCrawler(u.ID, []string{c.feedURL("qfiltered")}, []string{"golang"}, 0)
+	limited := c.rssCrawler(u.ID, []string{c.FeedURL("qlimited")}, nil, limit)
+	filtered := c.rssCrawler(u.ID, []string{c.FeedURL("qfiltered")}, []string{"golang"}, 0)
 	base := time.Now().Add(-time.Hour)
 	for i := range offered {
-		c.feeds.Publish("qlimited", feedItem(fmt.Sprintf("lim-%d", i), base.Add(time.Duration(i)*time.Second)))
+		c.Feeds.Publish("qlimited", feedItem(fmt.Sprintf("lim-%d", i), base.Add(time.Duration(i)*time.Second)))
 	}
 	for i := range 10 {
 		id := fmt.Sprintf("other-%d", i)
 		if i%2 == 0 {
 			id = fmt.Sprintf("golang-%d", i)
 		}
-		c.feeds.Publish("qfiltered", feedItem(id, base.Add(time.Duration(i)*time.Second)))
+		c.Feeds.Publish("qfiltered", feedItem(id, base.Add(time.Duration(i)*time.Second)))
 	}
-	waitFor(t, "the limited crawler at its limit", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the limited crawler at its limit", func() bool {
 		cr := c.crawler(limited.ID)
 		return cr.State == api.StateLimitReached && cr.Usage == limit
 	})
-	waitFor(t, "the filtered crawler's 5 matches counted", func() bool { return c.crawler(filtered.ID).Usage == 5 })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the filtered crawler's 5 matches counted", func() bool { return c.crawler(filtered.ID).Usage == 5 })
 
 	// A comment is counted only after it is stored and published, so the
 	// stream is complete once usage is.
@@ -150,32 +152,32 @@ func TestQueue_OutageLosesNothingCounted(t *testing.T) {
 	srv := natstest.Start(t, true)
 	c := newCluster(t, clusterOpts{})
 	sp := c.queueSpawn(srv.URL())
-	c.waitNodes(1)
+	c.WaitNodes(1)
 	u := c.user(0)
-	cr := c.rssCrawler(u.ID, []string{c.feedURL("qoutage")}, nil, 0)
+	cr := c.rssCrawler(u.ID, []string{c.FeedURL("qoutage")}, nil, 0)
 	base := time.Now().Add(-time.Hour)
-	c.feeds.Publish("qoutage", feedItem("before", base))
-	waitFor(t, "the first comment counted", func() bool { return c.crawler(cr.ID).Usage == 1 })
+	c.Feeds.Publish("qoutage", feedItem("before", base))
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the first comment counted", func() bool { return c.crawler(cr.ID).Usage == 1 })
 
 	srv.Stop(syscall.SIGKILL)
 	const during = 20
 	for i := range during {
-		c.feeds.Publish("qoutage", feedItem(fmt.Sprintf("during-%d", i), base.Add(time.Duration(i+1)*time.Second)))
+		c.Feeds.Publish("qoutage", feedItem(fmt.Sprintf("during-%d", i), base.Add(time.Duration(i+1)*time.Second)))
 	}
-	waitFor(t, "the spawn reports its store degraded", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the spawn reports its store degraded", func() bool {
 		h, ok := spawnHealth(t, sp)
 		return ok && h.Store == "degraded"
 	})
-	waitFor(t, "the outage's comments in the file store", func() bool { return len(c.storedIDs(cr.ID)) == 1+during })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the outage's comments in the file store", func() bool { return len(c.storedIDs(cr.ID)) == 1+during })
 	if usage := c.crawler(cr.ID).Usage; usage != 1 {
 		t.Fatalf("usage %d while the queue is down, want 1: counted without being published", usage)
 	}
 
 	srv.Restart()
 	restarted := time.Now()
-	waitFor(t, "every comment counted", func() bool { return c.crawler(cr.ID).Usage == 1+during })
+	testkit.WaitFor(t, clustertest.WaitTimeout, "every comment counted", func() bool { return c.crawler(cr.ID).Usage == 1+during })
 	t.Logf("every counted comment published %s after NATS came back", time.Since(restarted).Round(time.Millisecond))
-	waitFor(t, "the spawn's store ok again", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the spawn's store ok again", func() bool {
 		h, ok := spawnHealth(t, sp)
 		return ok && h.Store == "ok"
 	})
@@ -187,7 +189,7 @@ func TestQueue_OutageLosesNothingCounted(t *testing.T) {
 // TestQueue_SpawnRefusesBadQueue checks that a spawn does not start with a
 // queue it cannot use, and says why.
 func TestQueue_SpawnRefusesBadQueue(t *testing.T) {
-	closed := freeAddr(t)
+	closed := testkit.FreeAddr(t)
 	cases := []struct{ name, queue, want string }{
 		{"http scheme", "http://127.0.0.1:4222", "only nats:// and tls:// are supported"},
 		{"no scheme", "127.0.0.1:4222", "names no server"},
@@ -199,7 +201,7 @@ func TestQueue_SpawnRefusesBadQueue(t *testing.T) {
 			cfg.Hub = "http://127.0.0.1:1"
 			cfg.Store = "file://" + filepath.Join(t.TempDir(), "data")
 			cfg.Queue = tc.queue
-			s, err := spawnapp.Start(context.Background(), cfg, testLogger(t, "spawn"))
+			s, err := spawnapp.Start(context.Background(), cfg, testkit.Logger(t, "spawn"))
 			if err == nil {
 				_ = s.Stop()
 				t.Fatalf("spawn started with --queue %s", tc.queue)

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
 
 // sentSince adds up the subscribers the hub's reloads sent after t, from
 // the "N sent, M moved" of its reload events.
 func (c *cluster) sentSince(t time.Time) (sent, moved int) {
 	c.t.Helper()
-	status, body := c.adminDo(http.MethodGet, "/v1/events", adminToken, "")
+	status, body := c.adminDo(http.MethodGet, "/v1/events", clustertest.AdminToken, "")
 	if status != http.StatusOK {
 		c.t.Fatalf("GET /v1/events: %d %s", status, body)
 	}
@@ -50,7 +52,7 @@ func TestReload_HardTouchesOnlyMovedSubscribers(t *testing.T) {
 			// exactly one node.
 			placement := func(what string) map[int64][]string {
 				var on map[int64][]string
-				waitFor(t, what, func() bool {
+				testkit.WaitFor(t, clustertest.WaitTimeout, what, func() bool {
 					on = c.runningOn()
 					return onOne(on, ids)
 				})
@@ -59,10 +61,10 @@ func TestReload_HardTouchesOnlyMovedSubscribers(t *testing.T) {
 			before := placement("every crawler on one of three nodes")
 			joined := time.Now()
 			added := c.addSpawn()
-			c.waitNodes(4)
+			c.WaitNodes(4)
 			// The join's hard reload is done once the new node runs its
 			// share (30 crawlers leave it none with odds below 1 in 4,000).
-			waitFor(t, "the new node running subscribers", func() bool {
+			testkit.WaitFor(t, clustertest.WaitTimeout, "the new node running subscribers", func() bool {
 				h, ok := spawnHealth(t, added)
 				return ok && len(h.Subscribers) > 0
 			})
@@ -78,7 +80,7 @@ func TestReload_HardTouchesOnlyMovedSubscribers(t *testing.T) {
 			if sent != moved || reported != moved {
 				t.Errorf("hub sent %d and reported %d moved, but %d subscribers changed node", sent, reported, moved)
 			}
-			resp, err := c.client.Reload(c.ctx, "hard")
+			resp, err := c.Client.Reload(c.Ctx, "hard")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
@@ -21,18 +22,15 @@ import (
 // goes the stream crawlers wait rather than move to spawns that cannot run
 // them.
 func TestCluster_CrawlersRouteToSpawnsOfferingTheirSource(t *testing.T) {
-	srv := streamserver.New(streamserver.Options{Username: "u", APIKey: "k", TickInterval: 50 * time.Millisecond})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Close)
+	_, streamURL := streamserver.Start(t, streamserver.Options{Username: "u", APIKey: "k", TickInterval: 50 * time.Millisecond})
 
 	c := newCluster(t, clusterOpts{spawns: 2})
 	streaming := c.addSpawnWith(func(cfg *spawnapp.Settings) {
-		cfg.StreamURL, cfg.StreamUsername, cfg.StreamAPIKey = ts.URL, "u", "k"
+		cfg.StreamURL, cfg.StreamUsername, cfg.StreamAPIKey = streamURL, "u", "k"
 	})
-	c.waitNodes(3)
+	c.WaitNodes(3)
 
-	nodes, err := c.client.ListNodes(c.ctx)
+	nodes, err := c.Client.ListNodes(c.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,19 +47,19 @@ func TestCluster_CrawlersRouteToSpawnsOfferingTheirSource(t *testing.T) {
 	u := c.user(0)
 	var streamIDs []int64
 	for i := range 6 {
-		cr, err := c.client.CreateCrawler(c.ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceStream, Query: []string{fmt.Sprintf("brand%d", i)}})
+		cr, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceStream, Query: []string{fmt.Sprintf("brand%d", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		streamIDs = append(streamIDs, cr.ID)
 	}
-	rss := c.rssCrawler(u.ID, []string{c.feedURL("plain")}, nil, 0)
-	tw, err := c.client.CreateCrawler(c.ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceTwitter, Query: []string{"golang"}})
+	rss := c.rssCrawler(u.ID, []string{c.FeedURL("plain")}, nil, 0)
+	tw, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceTwitter, Query: []string{"golang"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	took := waitFor(t, "every stream crawler running on the stream spawn", func() bool {
+	took := testkit.WaitFor(t, clustertest.WaitTimeout, "every stream crawler running on the stream spawn", func() bool {
 		for _, id := range streamIDs {
 			if cr := c.crawler(id); cr.State != api.StateRunning || cr.Node != streaming.ID() {
 				return false
@@ -70,7 +68,7 @@ func TestCluster_CrawlersRouteToSpawnsOfferingTheirSource(t *testing.T) {
 		return c.crawler(rss.ID).State == api.StateRunning
 	})
 	t.Logf("6 stream crawlers running on the one spawn offering stream after %s", took)
-	waitFor(t, "the twitter crawler pending with a reason", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the twitter crawler pending with a reason", func() bool {
 		cr := c.crawler(tw.ID)
 		return cr.State == api.StatePending && strings.Contains(cr.Error, "no spawn node offers source twitter")
 	})
@@ -83,7 +81,7 @@ func TestCluster_CrawlersRouteToSpawnsOfferingTheirSource(t *testing.T) {
 	if err := streaming.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	took = waitFor(t, "stream crawlers pending once no spawn offers stream", func() bool {
+	took = testkit.WaitFor(t, clustertest.WaitTimeout, "stream crawlers pending once no spawn offers stream", func() bool {
 		for _, id := range streamIDs {
 			cr := c.crawler(id)
 			if cr.State != api.StatePending || !strings.Contains(cr.Error, "no spawn node offers source stream") {
@@ -93,7 +91,7 @@ func TestCluster_CrawlersRouteToSpawnsOfferingTheirSource(t *testing.T) {
 		return true
 	})
 	t.Logf("stream crawlers pending %s after the stream spawn stopped", took)
-	for id, on := range c.runningOn(c.spawns[:2]...) {
+	for id, on := range c.runningOn(c.Spawns[:2]...) {
 		if slices.Contains(streamIDs, id) {
 			t.Fatalf("stream crawler %d runs on %v, which has no stream credentials", id, on)
 		}

@@ -8,16 +8,16 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
 
 func TestRun_Scaling(t *testing.T) {
 	const target = 2
-	h := startHub(t, func(cfg *hubapp.Settings) { cfg.ScalingTarget = target })
-	hub := h.URL()
-	client := adminClient(h)
+	cl := clustertest.New(t, clustertest.Options{Spawns: 1, Timings: timings,
+		Hub: func(cfg *hubapp.Settings) { cfg.ScalingTarget = target }})
+	hub, client, feedBase := cl.Hub.URL(), cl.Client, cl.FeedBase
 	ctx := context.Background()
-	_, feedBase := startFeeds(t)
-	startSpawn(t, hub, t.TempDir())
 
 	// Three enabled crawlers want a subscriber each; a disabled one does not.
 	u, err := client.CreateUser(ctx, api.UserCreate{Name: "acme"})
@@ -31,7 +31,7 @@ func TestRun_Scaling(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the three subscribers assigned to the spawn", func() bool {
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the three subscribers assigned to the spawn", func() bool {
 		hh, err := client.Health(ctx)
 		return err == nil && len(hh.Nodes) == 1 && hh.Crawlers.Total == 4 && hh.Crawlers.Assigned == 3
 	})

@@ -1,9 +1,12 @@
-// Package testkit holds the few helpers the end-to-end and CLI tests share:
-// waiting for a condition with a deadline, and logging into the test log.
+// Package testkit holds the few helpers tests across the module share:
+// waiting for a condition with a deadline, logging into the test log, and
+// finding a free loopback port. Its clustertest package runs a whole
+// cluster in-process.
 package testkit
 
 import (
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +50,18 @@ func (w tWriter) Write(p []byte) (int, error) {
 	defer func() { _ = recover() }() // a log line after the test ended
 	w.t.Logf("%s: %s", w.name, strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// FreeAddr returns a loopback address nothing listens on: a port the
+// kernel just handed out and that was closed again. For a server that must
+// know its address before it starts, or a client that must find nothing.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
