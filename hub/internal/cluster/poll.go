@@ -60,21 +60,12 @@ func (h *Hub) PollAll(ctx context.Context) {
 
 // pollLocked polls one node; the caller holds n.opMu.
 func (h *Hub) pollLocked(ctx context.Context, n *node) {
-	n.seq++
 	h.mu.Lock()
 	if n.removed {
 		h.mu.Unlock()
 		return
 	}
-	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks}
-	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want))
-	for id := range n.want {
-		if c, ok := h.crawlers[id]; ok {
-			req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.row.Version})
-		}
-	}
-	req.Leases = h.grantLocked(n, time.Now())
-	sentAcks := len(n.acks)
+	req := h.pollRequestLocked(n, time.Now())
 	h.mu.Unlock()
 
 	start := time.Now()
@@ -89,36 +80,81 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 		return
 	}
 	h.metrics.polls.Inc()
+	h.answer(ctx, n, resp, len(req.Acks), received)
+}
 
-	// Apply usage outside the hub lock: it is one SQL transaction.
-	var applyErr error
-	var applied []api.Increment
-	if len(resp.Increments) > 0 {
-		for i := range resp.Increments {
-			resp.Increments[i].NodeID = n.id
-		}
-		applied, applyErr = h.cfg.Store.ApplyIncrements(ctx, resp.Increments)
-		if applyErr != nil {
-			h.logger.Error("apply usage failed", "node_id", n.id, "increments", len(resp.Increments), "err", applyErr)
+// pollRequestLocked builds the node's next poll: the next sequence number of
+// the epoch, the node's exact subscriber set, this round's leases and the
+// increments applied since the last answer. The caller holds n.opMu and
+// h.mu.
+func (h *Hub) pollRequestLocked(n *node, now time.Time) api.PollRequest {
+	n.seq++
+	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks}
+	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want))
+	for id := range n.want {
+		if c, ok := h.crawlers[id]; ok {
+			req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.row.Version})
 		}
 	}
+	req.Leases = h.grantLocked(n, now)
+	return req
+}
 
+// pollAnswer is a node's answer to one poll with what SQL made of its
+// usage.
+type pollAnswer struct {
+	resp     api.PollResponse
+	applied  []api.Increment // the increments SQL had not seen before
+	applyErr error           // applying failed: nothing is acknowledged
+	sentAcks int             // acknowledgements the poll carried
+	received time.Time       // when the answer arrived
+}
+
+// answer applies a node's answer to a poll that carried sentAcks
+// acknowledgements: its usage in one SQL transaction, outside the hub lock,
+// then everything else under it.
+func (h *Hub) answer(ctx context.Context, n *node, resp api.PollResponse, sentAcks int, received time.Time) {
+	a := h.applyAnswer(ctx, n, resp, sentAcks, received)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n.acks = n.acks[sentAcks:]
-	if applyErr == nil {
+	h.answerLocked(n, a, time.Now())
+}
+
+// applyAnswer applies the usage increments of an answer in SQL, which
+// returns only those it had not applied before.
+func (h *Hub) applyAnswer(ctx context.Context, n *node, resp api.PollResponse, sentAcks int, received time.Time) pollAnswer {
+	for i := range resp.Increments {
+		resp.Increments[i].NodeID = n.id
+	}
+	a := pollAnswer{resp: resp, sentAcks: sentAcks, received: received}
+	if len(resp.Increments) > 0 {
+		a.applied, a.applyErr = h.cfg.Store.ApplyIncrements(ctx, resp.Increments)
+		if a.applyErr != nil {
+			h.logger.Error("apply usage failed", "node_id", n.id, "increments", len(resp.Increments), "err", a.applyErr)
+		}
+	}
+	return a
+}
+
+// answerLocked takes in a poll answer whose usage SQL has seen: the newly
+// applied usage, acknowledgements, lease accounts, subscriber states, and
+// a resend of what the node reports missing.
+func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
+	resp := a.resp
+	n.acks = n.acks[a.sentAcks:]
+	if a.applyErr == nil {
 		for _, inc := range resp.Increments {
 			n.acks = append(n.acks, inc.Seq)
 			n.maxSeq = max(n.maxSeq, inc.Seq)
 		}
-		h.applyUsageLocked(n, applied)
+		h.applyUsageLocked(n, a.applied)
 	}
 	n.failures = 0
-	n.lastPoll = time.Now()
+	n.lastPoll = now
 	// The spawn read its clock before this answer arrived, so anchoring on
 	// the arrival time keeps every lease's hub-side expiry later than its
 	// spawn-side one, whatever the network delay.
-	n.anchorClock, n.anchorAt = resp.Clock, received
+	n.anchorClock, n.anchorAt = resp.Clock, a.received
 	n.store = resp.Store
 	n.dataSources = resp.DataSources
 	n.pending = resp.Pending
@@ -154,7 +190,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 			delete(n.leased, id)
 			continue
 		}
-		if !c.leases.settle(n.id, resp.Pending, !resp.MoreIncrements, id, time.Now()) {
+		if !c.leases.settle(n.id, resp.Pending, !resp.MoreIncrements, id, now) {
 			delete(n.leased, id)
 		}
 	}

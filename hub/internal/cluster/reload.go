@@ -242,7 +242,6 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 	n := p.n
 	n.opMu.Lock()
 	defer n.opMu.Unlock()
-	failed := 0
 	if len(p.removes) > 0 {
 		n.seq++
 		req := api.RemoveRequest{Epoch: h.epoch, Seq: n.seq, CrawlerIDs: p.removes}
@@ -259,10 +258,19 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 	resp, err := h.nodeAPI(n).UpsertSubscribers(ctx, req)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.sentLocked(n, p.upserts, resp, err)
+}
+
+// sentLocked records the outcome of upserting specs on a node: what
+// succeeded is not sent again while it stays put in its version; what
+// failed, whole or per subscriber, is marked for the next soft reload. It
+// returns how many subscribers failed.
+func (h *Hub) sentLocked(n *node, upserts []api.SubscriberSpec, resp api.SubscribersResponse, err error) int {
+	failed := 0
 	if err != nil {
 		h.metrics.sendFailures.Inc()
-		h.logger.Warn("send failed", "node_id", n.id, "subscribers", len(p.upserts), "err", err)
-		for _, spec := range p.upserts {
+		h.logger.Warn("send failed", "node_id", n.id, "subscribers", len(upserts), "err", err)
+		for _, spec := range upserts {
 			if c, ok := h.crawlers[spec.CrawlerID]; ok && c.node == n.id {
 				c.needSend, c.state, c.err = true, api.StateFailed, "send to node failed: "+err.Error()
 				failed++
@@ -270,8 +278,8 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 		}
 		return failed
 	}
-	sent := make(map[int64]int64, len(p.upserts))
-	for _, spec := range p.upserts {
+	sent := make(map[int64]int64, len(upserts))
+	for _, spec := range upserts {
 		sent[spec.CrawlerID] = spec.Version
 	}
 	for _, r := range resp.Results {

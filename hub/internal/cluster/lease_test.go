@@ -1,0 +1,292 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// hubExpiryAfter is how long after its anchor a lease is dead for the hub.
+var hubExpiryAfter = fixtureTTL + time.Duration(float64(fixtureTTL)*leaseMarginFraction) + leaseMarginFixed
+
+func TestLease_GrantSizes(t *testing.T) {
+	cases := []struct {
+		name                     string
+		crawlerLimit, crawlerUse int64
+		userLimit, userUse       int64
+		rate                     float64
+		want                     int64 // lease total; 0: no lease
+	}{
+		{name: "no limit, no lease"},
+		{name: "crawler limit: the minimum lease", crawlerLimit: 100, want: minLease},
+		{name: "crawler limit: no more than remains", crawlerLimit: 100, crawlerUse: 95, want: 5},
+		{name: "crawler at its limit", crawlerLimit: 100, crawlerUse: 100},
+		{name: "a user limit alone limits the crawler", userLimit: 7, want: 7},
+		{name: "the user's remainder is smaller", crawlerLimit: 50, userLimit: 100, userUse: 98, want: 2},
+		{name: "user at its limit", crawlerLimit: 50, userLimit: 100, userUse: 100},
+		{name: "the rate sizes the lease", crawlerLimit: 1000, rate: 100, want: 200},
+		{name: "the rate is capped by what remains", crawlerLimit: 150, rate: 100, want: 150},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.crawler(f.user(tc.userLimit), tc.crawlerLimit, "")
+			f.sync()
+			n := f.addNode("node-a")
+			f.route()
+			f.h.mu.Lock()
+			c := f.h.crawlers[id]
+			c.row.Usage = tc.crawlerUse
+			f.h.users[c.row.UserID].row.Usage = tc.userUse
+			f.h.mu.Unlock()
+			f.running(n, map[int64]int64{id: 0}, tc.rate)
+			got := f.grant(n)[id].Total
+			if got != tc.want {
+				t.Fatalf("lease total %d, want %d", got, tc.want)
+			}
+			if err := f.exactErr(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLease_UserLimitSharedAcrossNodes: the leases of one user's crawlers,
+// wherever they run, never add up to more than the user has left.
+func TestLease_UserLimitSharedAcrossNodes(t *testing.T) {
+	for _, limit := range []int64{1, 3, 15, 40} {
+		f := newFixture(t)
+		u := f.user(limit)
+		ids := []int64{f.crawler(u, 0, ""), f.crawler(u, 0, ""), f.crawler(u, 0, ""), f.crawler(u, 0, "")}
+		f.sync()
+		nodes := []*node{f.addNode("node-a"), f.addNode("node-b")}
+		f.route()
+		var sum int64
+		for _, n := range nodes {
+			reserved := map[int64]int64{}
+			for _, id := range ids {
+				if f.crawlerOf(id).node == n.id {
+					reserved[id] = 0
+				}
+			}
+			f.running(n, reserved, 5)
+		}
+		for _, n := range nodes {
+			for _, l := range f.grant(n) {
+				sum += l.Total
+			}
+		}
+		if sum > limit || sum == 0 {
+			t.Fatalf("user limit %d: leases add up to %d", limit, sum)
+		}
+		if err := f.exactErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLease_RestartedHubGrantsNothingForOneLifetime: leases a previous run
+// granted may still be live on spawns; a new hub grants nothing until they
+// have surely expired.
+func TestLease_RestartedHubGrantsNothingForOneLifetime(t *testing.T) {
+	cases := []struct {
+		sinceStart time.Duration
+		grants     bool
+	}{
+		{0, false},
+		{fixtureTTL, false},
+		{hubExpiryAfter - time.Millisecond, false},
+		{hubExpiryAfter, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sinceStart.String(), func(t *testing.T) {
+			f := newFixture(t)
+			id := f.crawler(f.user(0), 100, "")
+			f.sync()
+			n := f.addNode("node-a")
+			f.route()
+			f.running(n, map[int64]int64{id: 0}, 0)
+			f.h.started = f.now.Add(-tc.sinceStart)
+			if _, got := f.grant(n)[id]; got != tc.grants {
+				t.Fatalf("%v after start: granted %v, want %v", tc.sinceStart, got, tc.grants)
+			}
+		})
+	}
+}
+
+// TestLease_OldAnchorGrantsNothing: a lease anchored on an answer older
+// than half a lifetime would be mostly expired on arrival.
+func TestLease_OldAnchorGrantsNothing(t *testing.T) {
+	f := newFixture(t)
+	id := f.crawler(f.user(0), 100, "")
+	f.sync()
+	n := f.addNode("node-a")
+	f.route()
+	f.running(n, map[int64]int64{id: 0}, 0)
+	f.now = f.now.Add(fixtureTTL/2 + time.Millisecond)
+	if l, ok := f.grant(n)[id]; ok {
+		t.Fatalf("granted %+v on an anchor older than half a lifetime", l)
+	}
+}
+
+// TestLease_Outstanding: what one account may still add to usage.
+func TestLease_Outstanding(t *testing.T) {
+	now := time.Now()
+	live, dead := now.Add(time.Second), now.Add(-time.Millisecond)
+	cases := []struct {
+		name string
+		l    instLease
+		want int64
+	}{
+		{"live grant", instLease{granted: 10, hubExpiry: live, spawnExpiry: 100, statusClock: 50, reserved: 3, used: 3}, 7},
+		{"counted, not yet reported", instLease{granted: 10, hubExpiry: live, spawnExpiry: 100, statusClock: 50, reserved: 6, used: 3}, 7},
+		{"expired for the hub, no status since", instLease{granted: 10, hubExpiry: dead, spawnExpiry: 100, statusClock: 50, reserved: 3, used: 3}, 7},
+		{"status after expiry returns the unused rest", instLease{granted: 10, hubExpiry: dead, spawnExpiry: 100, statusClock: 100, reserved: 4, used: 3}, 1},
+		{"all used", instLease{granted: 10, hubExpiry: live, spawnExpiry: 100, statusClock: 50, reserved: 10, used: 10}, 0},
+		{"dead node before expiry counts as spent", instLease{granted: 10, spawnExpiry: 100, statusClock: 50, hubExpiry: live, nodeLost: true, awaitingRecovery: true, used: 2}, 8},
+		{"dead node, recovered, before expiry", instLease{granted: 10, spawnExpiry: 100, statusClock: 50, hubExpiry: live, nodeLost: true, used: 2}, 8},
+		{"dead node after expiry, awaiting recovery", instLease{granted: 10, spawnExpiry: 100, statusClock: 50, hubExpiry: dead, nodeLost: true, awaitingRecovery: true, used: 2}, 8},
+		{"dead node after expiry, recovered", instLease{granted: 10, spawnExpiry: 100, statusClock: 50, hubExpiry: dead, nodeLost: true, used: 2}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.l.outstanding(now); got != tc.want {
+				t.Fatalf("outstanding %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLease_Settle: which accounts are forgotten, after which they count
+// for nothing.
+func TestLease_Settle(t *testing.T) {
+	now := time.Now()
+	live, dead := now.Add(time.Second), now.Add(-time.Millisecond)
+	const crawlerID = 7
+	cases := []struct {
+		name        string
+		node        string // the account's node; the answer is from node-a
+		l           instLease
+		pending     int
+		allReported bool
+		forgotten   bool
+	}{
+		{"current, expired", "node-a", instLease{current: true, hubExpiry: dead, reserved: 3, used: 3}, 0, true, false},
+		{"retired, live", "node-a", instLease{hubExpiry: live, reserved: 3, used: 3}, 0, true, false},
+		{"retired, expired, all reported", "node-a", instLease{hubExpiry: dead, reserved: 5, used: 3}, 0, true, true},
+		{"retired, expired, comments pending", "node-a", instLease{hubExpiry: dead, reserved: 3, used: 3}, 2, true, false},
+		{"retired, expired, more increments, not all used", "node-a", instLease{hubExpiry: dead, reserved: 5, used: 3}, 0, false, false},
+		{"retired, expired, more increments, all used", "node-a", instLease{hubExpiry: dead, reserved: 3, used: 3}, 0, false, true},
+		{"another node's retired account", "node-b", instLease{hubExpiry: dead, reserved: 3, used: 3}, 0, true, false},
+		{"dead node, expired, recovered", "node-b", instLease{nodeLost: true, hubExpiry: dead, granted: 10}, 0, true, true},
+		{"dead node, expired, awaiting recovery", "node-b", instLease{nodeLost: true, awaitingRecovery: true, hubExpiry: dead, granted: 10}, 0, true, false},
+		{"dead node, live", "node-b", instLease{nodeLost: true, hubExpiry: live, granted: 10}, 0, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.l
+			b := leaseBook{inst: map[instKey]*instLease{{tc.node, 1}: &l}}
+			left := b.settle("node-a", map[int64]int{crawlerID: tc.pending}, tc.allReported, crawlerID, now)
+			_, kept := b.inst[instKey{tc.node, 1}]
+			if kept == tc.forgotten {
+				t.Fatalf("kept %v, want forgotten %v", kept, tc.forgotten)
+			}
+			if wantLeft := kept && tc.node == "node-a"; left != wantLeft {
+				t.Fatalf("settle reports accounts left on node-a: %v, want %v", left, wantLeft)
+			}
+		})
+	}
+}
+
+// TestLease_ExpiryReturnsUnusedAllowance: what a spawn did not use of an
+// expired lease is granted again, once the spawn shows it stopped.
+func TestLease_ExpiryReturnsUnusedAllowance(t *testing.T) {
+	f := newFixture(t)
+	id := f.crawler(f.user(0), 10, "")
+	f.sync()
+	n := f.addNode("node-a")
+	f.route()
+	f.running(n, map[int64]int64{id: 0}, 0)
+	if got := f.grant(n)[id].Total; got != 10 {
+		t.Fatalf("first lease %d, want 10", got)
+	}
+	// The spawn counts 3 and reports them; its lease still runs.
+	f.now = f.now.Add(100 * time.Millisecond)
+	f.answer(n, api.PollResponse{Clock: f.spawnClock(),
+		Subscribers: []api.SubscriberStatus{{CrawlerID: id, State: api.StateRunning, Instance: 1, Reserved: 3}},
+		Increments:  []api.Increment{{Seq: 1, CrawlerID: id, UserID: f.crawlerOf(id).row.UserID, Instance: 1, Count: 3}},
+	}, 0)
+	if got := f.crawlerOf(id).leases.outstanding(f.now); got != 7 {
+		t.Fatalf("outstanding %d while the lease runs, want 7", got)
+	}
+	// No poll reaches it until its lease has run out; then it reports
+	// nothing more was counted.
+	f.now = f.now.Add(2 * fixtureTTL)
+	f.running(n, map[int64]int64{id: 3}, 0)
+	if got := f.crawlerOf(id).leases.outstanding(f.now); got != 0 {
+		t.Fatalf("outstanding %d after the lease expired unused, want 0", got)
+	}
+	l := f.grant(n)[id]
+	if l.Total-3 != 7 {
+		t.Fatalf("new lease total %d allows %d more, want the 7 left", l.Total, l.Total-3)
+	}
+	if err := f.exactErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLease_DeadNodeCountsAsSpentUntilExpiry: a lost node may still be
+// counting under its lease; its crawler, moved to another node, gets
+// nothing that lease could still cover until it expired and the lost node's
+// usage was read back.
+func TestLease_DeadNodeCountsAsSpentUntilExpiry(t *testing.T) {
+	f := newFixture(t)
+	id := f.crawler(f.user(0), 10, "")
+	f.sync()
+	a := f.addNode("node-a")
+	f.route()
+	f.running(a, map[int64]int64{id: 0}, 0)
+	if got := f.grant(a)[id].Total; got != 10 {
+		t.Fatalf("first lease %d, want 10", got)
+	}
+	f.running(a, map[int64]int64{id: 2}, 0)
+	f.h.mu.Lock()
+	f.h.removeNodeLocked(a, "test")
+	f.h.mu.Unlock()
+	b := f.addNode("node-b")
+	f.route()
+	if got := f.crawlerOf(id).node; got != "node-b" {
+		t.Fatalf("crawler on %q after node-a was lost, want node-b", got)
+	}
+	steps := []struct {
+		name  string
+		after time.Duration
+		want  int64 // new allowance on node-b
+	}{
+		{"lease live", 0, 0},
+		{"lease expired, usage not read back", 2 * fixtureTTL, 0},
+	}
+	for _, s := range steps {
+		f.now = f.now.Add(s.after)
+		f.running(b, map[int64]int64{id: 0}, 0)
+		if got := f.grant(b)[id].Total; got != s.want {
+			t.Fatalf("%s: node-b granted %d, want %d", s.name, got, s.want)
+		}
+	}
+	// The lost node's 2 comments are read back from the store.
+	f.h.mu.Lock()
+	f.h.applyNodeUsageLocked("node-a", nil, []api.Increment{{NodeID: "node-a", Seq: 1, CrawlerID: id, Instance: 1, Count: 2}})
+	for _, c := range f.h.crawlers {
+		c.leases.recovered("node-a")
+	}
+	f.h.mu.Unlock()
+	f.now = f.now.Add(300 * time.Millisecond)
+	f.running(b, map[int64]int64{id: 0}, 0)
+	if got := f.grant(b)[id].Total; got != 8 {
+		t.Fatalf("after recovery node-b granted %d, want the 8 left", got)
+	}
+	if err := f.exactErr(); err != nil {
+		t.Fatal(err)
+	}
+}
