@@ -19,14 +19,7 @@ import (
 // cassandraAddr is the test Cassandra (scripts/services.sh), or a skip.
 func cassandraAddr(t *testing.T) string {
 	t.Helper()
-	addr := os.Getenv("BW_TEST_CASSANDRA")
-	if addr == "" {
-		if os.Getenv("BW_REQUIRE_SERVICES") == "1" {
-			t.Fatal("BW_TEST_CASSANDRA is not set (run: scripts/services.sh up)")
-		}
-		t.Skip("BW_TEST_CASSANDRA not set")
-	}
-	return addr
+	return testkit.Service(t, "BW_TEST_CASSANDRA")
 }
 
 // cqlSession opens a plain gocql session, so the test reads what the spawns

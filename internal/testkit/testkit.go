@@ -1,12 +1,14 @@
 // Package testkit holds the few helpers tests across the module share:
-// waiting for a condition with a deadline, logging into the test log, and
-// finding a free loopback port. Its clustertest package runs a whole
+// waiting for a condition with a deadline, logging into the test log,
+// finding a free loopback port, and finding (or skipping without) the test
+// services. Its clustertest package runs a whole
 // cluster in-process.
 package testkit
 
 import (
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -64,4 +66,21 @@ func FreeAddr(tb testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// Service returns the address of a test service (PostgreSQL, Cassandra,
+// NATS) from the environment variable env, which `scripts/services.sh env`
+// sets. When env is unset the test is skipped, or fails under
+// BW_REQUIRE_SERVICES=1 so that a run meant to cover the services cannot
+// pass by skipping them.
+func Service(tb testing.TB, env string) string {
+	tb.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		if os.Getenv("BW_REQUIRE_SERVICES") == "1" {
+			tb.Fatalf("%s is not set (run: scripts/services.sh up, then eval \"$(scripts/services.sh env)\")", env)
+		}
+		tb.Skipf("%s not set", env)
+	}
+	return v
 }

@@ -21,6 +21,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
 // Timings of a test server.
@@ -51,19 +53,8 @@ type Server struct {
 // BW_REQUIRE_SERVICES=1.
 func Start(t testing.TB, jetstream bool) *Server {
 	t.Helper()
-	if os.Getenv("BW_TEST_NATS") == "" {
-		if os.Getenv("BW_REQUIRE_SERVICES") == "1" {
-			t.Fatal("BW_TEST_NATS is not set (run: scripts/services.sh up)")
-		}
-		t.Skip("BW_TEST_NATS not set")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s := &Server{t: t, bin: binary(t), addr: addr, dir: t.TempDir(), jetstream: jetstream}
+	testkit.Service(t, "BW_TEST_NATS")
+	s := &Server{t: t, bin: binary(t), addr: testkit.FreeAddr(t), dir: t.TempDir(), jetstream: jetstream}
 	s.Restart()
 	t.Cleanup(func() { s.Stop(syscall.SIGKILL) })
 	return s

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
 // benchBatch is the writer's largest batch (node.writerBatch).
@@ -15,7 +17,7 @@ const benchBatch = 512
 //
 //	BW_TEST_NATS=nats://127.0.0.1:54222 go test -run '^$' -bench Publish -benchtime 200x -count 5 ./spawn/internal/queue/
 func BenchmarkPublish(b *testing.B) {
-	url := sharedNATS(b)
+	url := testkit.Service(b, "BW_TEST_NATS")
 	modes := []struct {
 		name string
 		mode publishMode

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,36 +14,8 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
-// Test timings.
-const (
-	waitTimeout = 20 * time.Second      // any condition a test waits for
-	waitTick    = 10 * time.Millisecond // how often it is checked
-)
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(waitTick)
-	}
-}
-
-// sharedNATS is the test NATS server (scripts/nats.sh), or a skip.
-func sharedNATS(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("BW_TEST_NATS")
-	if u == "" {
-		if os.Getenv("BW_REQUIRE_SERVICES") == "1" {
-			t.Fatal("BW_TEST_NATS is not set (run: scripts/services.sh up)")
-		}
-		t.Skip("BW_TEST_NATS not set")
-	}
-	return u
-}
+// waitTimeout bounds any condition a test waits for.
+const waitTimeout = 20 * time.Second
 
 // isolated returns a subject prefix and stream name no other test uses, so
 // tests share one server without seeing each other's messages, and deletes

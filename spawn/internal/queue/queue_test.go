@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/natstest"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/file"
 )
@@ -61,14 +61,9 @@ func TestParseURL(t *testing.T) {
 }
 
 func TestConnect_UnreachableServerFails(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t)
 	start := time.Now()
-	_, err = Connect(context.Background(), Options{URL: "nats://tok3n@" + addr})
+	_, err := Connect(context.Background(), Options{URL: "nats://tok3n@" + addr})
 	if err == nil || !strings.Contains(err.Error(), "unable to connect to nats://***@"+addr) {
 		t.Fatalf("Connect to a closed port: %v", err)
 	}
@@ -107,7 +102,7 @@ func (r *recordingStore) Recent(context.Context, int64, int) ([]api.Comment, err
 func (r *recordingStore) Close() error                                              { return nil }
 
 func TestWrap_PublishesEveryCommentAfterTheStoreWrite(t *testing.T) {
-	url := sharedNATS(t)
+	url := testkit.Service(t, "BW_TEST_NATS")
 	prefix, stream := isolated(t, url)
 	c := testConn(t, url, prefix, stream)
 	if !c.JetStream() {
@@ -155,7 +150,7 @@ func TestWrap_PublishesEveryCommentAfterTheStoreWrite(t *testing.T) {
 }
 
 func TestWrap_StoreFailurePublishesNothing(t *testing.T) {
-	url := sharedNATS(t)
+	url := testkit.Service(t, "BW_TEST_NATS")
 	prefix, stream := isolated(t, url)
 	c := testConn(t, url, prefix, stream)
 	down := errors.New("store is down")
@@ -197,7 +192,7 @@ func TestWrap_QueueOutageFailsWriteAndRetryPublishesOnce(t *testing.T) {
 	}
 
 	srv.Stop(syscall.SIGTERM)
-	waitFor(t, "the publisher sees the server gone", func() bool { return !c.nc.IsConnected() })
+	testkit.WaitFor(t, waitTimeout, "the publisher sees the server gone", func() bool { return !c.nc.IsConnected() })
 	errsBefore := testutil.ToFloat64(publishErrors)
 	if err := st.Write(ctx, b); err == nil {
 		t.Fatal("Write succeeded with the queue down")
@@ -211,7 +206,7 @@ func TestWrap_QueueOutageFailsWriteAndRetryPublishesOnce(t *testing.T) {
 	}
 
 	srv.Restart()
-	waitFor(t, "the retried batch goes through", func() bool { return st.Write(ctx, b) == nil })
+	testkit.WaitFor(t, waitTimeout, "the retried batch goes through", func() bool { return st.Write(ctx, b) == nil })
 	if err := st.Write(ctx, a); err != nil { // a batch whose ack was lost
 		t.Fatal(err)
 	}
@@ -270,7 +265,7 @@ func TestConn_CoreNATSWithoutJetStream(t *testing.T) {
 	}
 
 	srv.Stop(syscall.SIGTERM)
-	waitFor(t, "the publisher sees the server gone", func() bool { return !c.nc.IsConnected() })
+	testkit.WaitFor(t, waitTimeout, "the publisher sees the server gone", func() bool { return !c.nc.IsConnected() })
 	if err := c.Publish(context.Background(), batch); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("Publish while disconnected = %v, want ErrNotConnected", err)
 	}
@@ -280,7 +275,7 @@ func TestConn_CoreNATSWithoutJetStream(t *testing.T) {
 // publisher: the next publish fails and the one after sets the stream up
 // again and succeeds.
 func TestConn_RecreatesAMissingStream(t *testing.T) {
-	url := sharedNATS(t)
+	url := testkit.Service(t, "BW_TEST_NATS")
 	prefix, stream := isolated(t, url)
 	c := testConn(t, url, prefix, stream)
 	ctx := context.Background()
@@ -304,7 +299,7 @@ func TestConn_RecreatesAMissingStream(t *testing.T) {
 }
 
 func TestConnect_ExistingStream(t *testing.T) {
-	url := sharedNATS(t)
+	url := testkit.Service(t, "BW_TEST_NATS")
 	ctx := context.Background()
 	nc, err := nats.Connect(url)
 	if err != nil {
