@@ -99,6 +99,10 @@ type SubscriberSpec struct {
 // Cursor marks how far a crawler has read a source.
 type Cursor struct {
 	PublishedAt time.Time `json:"published_at"`
+	// Position is the source log position (Item.Position, a Jetstream
+	// time_us) of the newest item delivered, so a source that can replay
+	// (bluesky) resumes right after it on another node; 0 when unknown.
+	Position int64 `json:"position,omitempty"`
 }
 
 // SubscribersRequest upserts subscribers on a spawn. With Exact set the spawn
