@@ -6,6 +6,7 @@ package fakehttp
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -29,6 +30,16 @@ type TB interface {
 	Fatalf(format string, args ...any)
 	Errorf(format string, args ...any)
 	Cleanup(func())
+}
+
+// NewMux returns a mux that already answers GET /healthz with 200, as
+// every fake does; the fake adds its own routes.
+func NewMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	return mux
 }
 
 // Serve serves h on 127.0.0.1 at a free port until the test ends, and

@@ -50,3 +50,16 @@ func TestServe_ReleasesThenShutsDown(t *testing.T) {
 		t.Fatalf("%s still answers after the test ended", base)
 	}
 }
+
+func TestNewMux_AnswersHealth(t *testing.T) {
+	base := Serve(t, NewMux(), nil)
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(b) != "ok\n" {
+		t.Fatalf("GET /healthz = %d %q, want 200 \"ok\\n\"", resp.StatusCode, b)
+	}
+}

@@ -120,12 +120,9 @@ func Start(tb fakehttp.TB, opts Options) (*Server, string) {
 //	GET /healthz                        200 when alive
 //	GET /                               the list of feeds
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+	mux := fakehttp.NewMux()
 	mux.HandleFunc("GET /feeds/{file}", s.handleFeed)
 	mux.HandleFunc("GET /items/{feed}/{guid}", s.handleItem)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "ok\n")
-	})
 	mux.HandleFunc("GET /{$}", s.handleIndex)
 	return mux
 }

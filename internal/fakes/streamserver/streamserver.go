@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -38,6 +37,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/textmatch"
 )
 
 // Defaults of Options.
@@ -180,12 +180,9 @@ func Start(tb fakehttp.TB, opts Options) (*Server, string) {
 //	GET  /multi        the multi-stream WebSocket
 //	GET  /healthz      200 when alive
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+	mux := fakehttp.NewMux()
 	mux.HandleFunc("POST /v1/compile", s.handleCompile)
 	mux.HandleFunc("GET /multi", s.handleMulti)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "ok\n")
-	})
 	return mux
 }
 
@@ -392,7 +389,7 @@ func (s *Server) Publish(it Interaction) Interaction {
 
 func (f *filter) matches(text string) bool {
 	for _, words := range f.phrases {
-		if containsPhrase(text, strings.Join(words, " ")) {
+		if textmatch.ContainsPhrase(text, strings.Join(words, " ")) {
 			return true
 		}
 	}
@@ -568,29 +565,6 @@ func (s *Server) sendLocked(c *conn, f frame) bool {
 		c.close()
 		return false
 	}
-}
-
-// containsPhrase reports whether phrase occurs in text bounded by non-word
-// bytes (anything but letters, digits, '_' and non-ASCII).
-func containsPhrase(text, phrase string) bool {
-	if phrase == "" {
-		return false
-	}
-	for i := 0; ; {
-		j := strings.Index(text[i:], phrase)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(phrase)
-		if (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end])) {
-			return true
-		}
-		i = start + 1
-	}
-}
-
-func isWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
 }
 
 // Wire types.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/textmatch"
 )
 
 // handleFilter serves statuses/filter.json: after the OAuth check and any
@@ -168,32 +170,9 @@ func matchAll(text string, words []string) bool {
 		return false
 	}
 	for _, w := range words {
-		if !containsWord(text, w) {
+		if !textmatch.ContainsPhrase(text, w) {
 			return false
 		}
 	}
 	return true
-}
-
-// containsWord reports whether needle occurs in text bounded by non-word
-// bytes (anything but letters, digits, '_' and non-ASCII).
-func containsWord(text, needle string) bool {
-	if needle == "" {
-		return false
-	}
-	for i := 0; ; {
-		j := strings.Index(text[i:], needle)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(needle)
-		if (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end])) {
-			return true
-		}
-		i = start + 1
-	}
-}
-
-func isWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
 }

@@ -11,7 +11,6 @@ package twitterserver
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -191,13 +190,10 @@ func Start(tb fakehttp.TB, opts Options) (*Server, string) {
 //	GET      /1.1/search/tweets.json     standard search (q, since_id, max_id, count)
 //	GET      /healthz                    200 when alive
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+	mux := fakehttp.NewMux()
 	mux.HandleFunc("POST /1.1/statuses/filter.json", s.handleFilter)
 	mux.HandleFunc("GET /1.1/statuses/filter.json", s.handleFilter)
 	mux.HandleFunc("GET /1.1/search/tweets.json", s.handleSearch)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "ok\n")
-	})
 	return mux
 }
 
