@@ -255,6 +255,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 				mkComment(7, "c2", base.Add(time.Second)),
 				mkComment(7, "c3", base.Add(2*time.Second)),
 			}
+			in[0].Lang, in[0].ReplyTo, in[0].ThreadID = "en", "at://did:plc:a/app.bsky.feed.post/1", "at://did:plc:a/app.bsky.feed.post/0"
 			in[1].Matched = nil
 			in[1].Author = ""
 			in[1].URL = ""
