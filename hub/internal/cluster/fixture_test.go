@@ -42,6 +42,8 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A crawler reaching its limit is marked in SQL in the background.
+	t.Cleanup(h.wg.Wait)
 	now := time.Now()
 	// Long past the first lease lifetime, in which a new hub grants nothing.
 	h.started = now.Add(-time.Hour)
@@ -199,4 +201,11 @@ func (f *fixture) exactErr() error {
 		}
 	}
 	return nil
+}
+
+// pollRequest builds the node's next poll at now, as a poll round does.
+func (f *fixture) pollRequest(n *node) api.PollRequest {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	return f.h.pollRequestLocked(n, f.now)
 }
