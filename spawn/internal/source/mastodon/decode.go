@@ -1,0 +1,282 @@
+package mastodon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/htmltext"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Events of the streaming API the source acts on; every other event
+// (delete, notification, filters_changed, announcements…) is ignored.
+const (
+	eventUpdate = "update"
+	eventEdit   = "status.update"
+)
+
+// frameKind tells the instance's messages apart.
+type frameKind int
+
+const (
+	frameOther  frameKind = iota // valid JSON the source does not use
+	frameStatus                  // update or status.update with a status
+	frameError                   // {"error": …, "status": …}
+)
+
+// status is the part of a Mastodon Status entity the source reads.
+type status struct {
+	ID          string    `json:"id"`
+	URI         string    `json:"uri"`
+	URL         *string   `json:"url"`
+	CreatedAt   string    `json:"created_at"`
+	EditedAt    *string   `json:"edited_at"`
+	Content     string    `json:"content"`
+	SpoilerText string    `json:"spoiler_text"`
+	Language    *string   `json:"language"`
+	InReplyToID *string   `json:"in_reply_to_id"`
+	Account     *account  `json:"account"`
+	Reblog      *status   `json:"reblog"`
+	Tags        []tagJSON `json:"tags"`
+}
+
+type account struct {
+	Acct     string `json:"acct"`
+	Username string `json:"username"`
+}
+
+type tagJSON struct {
+	Name string `json:"name"`
+}
+
+// frame is one decoded message.
+type frame struct {
+	kind   frameKind
+	event  string
+	status *status // frameStatus: the status, a reblog already unwrapped
+	reblog bool    // the status came as a reblog's
+	errMsg string  // frameError
+	code   int     // frameError: the HTTP-like status
+}
+
+// decodeFrame decodes one WebSocket message. JSON that ends early (the
+// message's or its payload's) is ErrTruncated; anything else that is not
+// the protocol's shape is ErrMalformed. The payload of update and
+// status.update is a Status encoded as a JSON string; an object is taken as
+// well.
+func decodeFrame(data []byte) (frame, error) {
+	var raw struct {
+		Event   string          `json:"event"`
+		Payload json.RawMessage `json:"payload"`
+		Error   *string         `json:"error"`
+		Status  json.Number     `json:"status"`
+	}
+	if err := decodeOne(data, &raw); err != nil {
+		return frame{}, err
+	}
+	switch {
+	case raw.Error != nil:
+		code, _ := raw.Status.Int64()
+		return frame{kind: frameError, errMsg: clip(*raw.Error), code: int(code)}, nil
+	case raw.Event != eventUpdate && raw.Event != eventEdit:
+		return frame{kind: frameOther, event: clip(raw.Event)}, nil
+	case len(raw.Payload) == 0:
+		return frame{}, fmt.Errorf("%w: %s event without a payload", ErrMalformed, raw.Event)
+	}
+	payload := []byte(raw.Payload)
+	if payload[0] == '"' {
+		var s string
+		if err := json.Unmarshal(payload, &s); err != nil {
+			return frame{}, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
+		}
+		payload = []byte(s)
+	}
+	var st status
+	if err := decodeOne(payload, &st); err != nil {
+		return frame{}, fmt.Errorf("payload: %w", err)
+	}
+	f := frame{kind: frameStatus, event: raw.Event, status: &st}
+	if st.Reblog != nil {
+		f.status, f.reblog = st.Reblog, true
+	}
+	return f, nil
+}
+
+// decodeOne decodes exactly one JSON value of data into v.
+func decodeOne(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return fmt.Errorf("%w: the JSON ends after %d bytes", ErrTruncated, len(data))
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("%w: empty message", ErrMalformed)
+		}
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: data after the JSON value", ErrMalformed)
+	}
+	return nil
+}
+
+// link is what the source remembers of a status it has seen: enough to
+// link its replies.
+type link struct {
+	uri    string // the status's item id
+	thread string // its thread's first status, "" when it starts one
+	edited string // edited_at of the version last emitted
+}
+
+// statusItem turns a status read on the instance at base into an item.
+// parent looks up a status the source has seen by its local id. It fails
+// for a status without a usable id or uri.
+func statusItem(st *status, base *url.URL, parent func(localID string) (link, bool), now time.Time) (source.Item, error) {
+	if !localID(st.ID) {
+		return source.Item{}, fmt.Errorf("%w: status id %q", ErrMalformed, clip(st.ID))
+	}
+	uri := strings.TrimSpace(st.URI)
+	if uri == "" {
+		return source.Item{}, fmt.Errorf("%w: status %s without a uri", ErrMalformed, st.ID)
+	}
+	it := source.Item{
+		ID:        source.ItemID(uri),
+		FetchedAt: now.UTC(),
+	}
+	if st.URL != nil {
+		it.URL = source.WebURL(*st.URL)
+	}
+	if it.URL == "" {
+		it.URL = source.WebURL(uri) // a uri is often the status's page too
+	}
+	if st.Account != nil {
+		it.Author = author(st.Account, base.Hostname())
+	}
+	it.Text = capText(statusText(st))
+	claimed, _ := time.Parse(time.RFC3339Nano, st.CreatedAt)
+	it.PublishedAt = source.PublishedAt(claimed, now)
+	if st.Language != nil {
+		it.Lang = lang(*st.Language)
+	}
+	if st.InReplyToID != nil && localID(*st.InReplyToID) {
+		if p, ok := parent(*st.InReplyToID); ok {
+			it.ReplyTo, it.ThreadID = p.uri, p.thread
+			if it.ThreadID == "" {
+				it.ThreadID = p.uri
+			}
+		} else {
+			it.ReplyTo = source.ItemID(base.String() + "/api/v1/statuses/" + *st.InReplyToID)
+			it.ThreadID = it.ReplyTo
+		}
+	}
+	return it, nil
+}
+
+// statusText is the readable text of a status: its content warning, if
+// any, then its content.
+func statusText(st *status) string {
+	text := htmltext.Text(st.Content)
+	spoiler := strings.TrimSpace(htmltext.Text(st.SpoilerText))
+	switch {
+	case spoiler == "":
+		return text
+	case text == "":
+		return spoiler
+	}
+	return spoiler + "\n\n" + text
+}
+
+// author is an account's acct, qualified with host when the account is
+// local to the instance (its acct has no domain), so that it names one
+// account across instances.
+func author(a *account, host string) string {
+	acct := strings.TrimPrefix(strings.TrimSpace(a.Acct), "@")
+	if acct == "" {
+		acct = strings.TrimSpace(a.Username)
+	}
+	if acct == "" {
+		return ""
+	}
+	if !strings.Contains(acct, "@") && host != "" {
+		acct += "@" + host
+	}
+	if len(acct) > maxAuthorBytes || !printable(acct) {
+		return ""
+	}
+	return strings.ToLower(acct)
+}
+
+// localID reports whether id looks like an instance-local status id:
+// short, of letters, digits, '-' and '_' (ids are "cast from an integer
+// but not guaranteed to be a number").
+func localID(id string) bool {
+	if id == "" || len(id) > maxLocalIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// lang returns a language code lowercased, or "" when it is not one.
+func lang(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" || len(s) > maxLangBytes {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return ""
+		}
+	}
+	return s
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func capText(s string) string {
+	if len(s) <= maxTextBytes {
+		return s
+	}
+	i := maxTextBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+// clip shortens a string from the instance for an error message or a log.
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}

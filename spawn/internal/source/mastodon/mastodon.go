@@ -1,0 +1,301 @@
+// Package mastodon is the Mastodon data source: it reads public statuses
+// from one or several Mastodon instances over their streaming API and hands
+// every status it reads to the spawn, whose matcher evaluates each
+// subscriber's query on it.
+//
+// Every subscriber uses every configured instance, so a spawn holds one
+// data source per instance (Keys returns one key per instance), and each
+// data source keeps one multiplexed WebSocket (GET /api/v1/streaming) that
+// carries the subscriptions of all its subscribers. The streams it
+// subscribes follow from the queries: when every OR branch of a query
+// requires a #tag, the query's statuses all carry one of its tags and the
+// source subscribes the hashtag stream of each tag; any other query (free
+// text, @user, from:) needs the public stream, which then covers the
+// hashtag streams too. Subscriptions follow subscriber changes by diff on
+// the live connection, and are all sent again after a reconnect.
+//
+// The instance may serve its streaming API from another host: the source
+// asks /api/v2/instance (configuration.urls.streaming), then
+// /api/v1/instance (urls.streaming_api), and uses the advertised URL only
+// when its host is the instance's host or a subdomain of it and it does not
+// downgrade from TLS, so the access token never travels to a third party.
+// The token (a user token with read:statuses, which public and hashtag
+// streams require since Mastodon 4.2) goes in the handshake's
+// "Authorization: Bearer" header, never in the URL, so it stays out of
+// access logs.
+//
+// A status becomes an Item whose ID is its federation uri, the same on
+// every instance, so a status read through two instances is one comment.
+// Reblogs are read as the status they reblog. Mastodon names a reply's
+// parent only by its id local to the instance: the source remembers the
+// uris of the statuses it has seen (a bounded map per instance) to link a
+// reply to its parent's uri and to its thread's first status; for a parent
+// it has not seen, ReplyTo is the parent's API address on the instance,
+// <instance>/api/v1/statuses/<id>, stable and resolvable but in no other
+// comment's id space.
+//
+// The connection is bounded and watched: one message may be at most
+// MaxMessageBytes (a larger one closes the connection, which is reopened);
+// malformed or truncated messages are skipped and counted; a connection
+// that carries no message, ping or pong for StallTimeout (the source pings
+// every PingInterval) is dropped; reconnects back off with jitter
+// (pkg/backoff). A refused token (401 or 403 at the handshake, or an error
+// event with those statuses) fails the subscribers with ErrTokenRefused and
+// is retried slowly, from AuthBackoffMin.
+package mastodon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Defaults of Options.
+const (
+	// DefaultBackoffMin is the first wait before reconnecting; it doubles
+	// with each failure in a row, and every wait is drawn at random from
+	// its upper half.
+	DefaultBackoffMin = time.Second
+	// DefaultBackoffMax caps the reconnect wait.
+	DefaultBackoffMax = 5 * time.Minute
+	// DefaultAuthBackoffMin is the first wait after the instance refused
+	// the token: only an operator can fix it, and hammering an instance
+	// with a bad token gets the spawn's address blocked.
+	DefaultAuthBackoffMin = time.Minute
+	// DefaultStallTimeout is how long a connection may carry no message,
+	// ping or pong before it is dropped and reopened: three missed pings.
+	DefaultStallTimeout = 90 * time.Second
+	// DefaultPingInterval is how often the source pings the instance, so a
+	// quiet hashtag stream still proves the connection alive.
+	DefaultPingInterval = 30 * time.Second
+	// DefaultConnectTimeout bounds the instance discovery requests and the
+	// WebSocket handshake.
+	DefaultConnectTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds sending one subscribe or unsubscribe
+	// message.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxMessageBytes caps one message from the instance; a larger
+	// one closes the connection. A status with every field filled stays
+	// well below it.
+	DefaultMaxMessageBytes = 1 << 20
+	// DefaultMaxHashtagStreams caps the hashtag streams one connection
+	// subscribes; when the queries need more, the source subscribes the
+	// public stream instead, which covers them all.
+	DefaultMaxHashtagStreams = 100
+	// DefaultStatusCacheSize bounds the statuses remembered per instance
+	// (local id → uri and thread), which link replies to their parents and
+	// drop a status that arrives through several streams.
+	DefaultStatusCacheSize = 50_000
+)
+
+// Bounds on what a status carries into an item.
+const (
+	// maxTextBytes caps the text of one item.
+	maxTextBytes = 32 << 10
+	// maxAuthorBytes caps an author (user@domain; a domain is at most 253
+	// bytes).
+	maxAuthorBytes = 320
+	// maxLocalIDBytes caps an instance-local status id.
+	maxLocalIDBytes = 64
+	// maxLangBytes caps a language code.
+	maxLangBytes = 16
+	// maxInstanceDocBytes caps an /api/v*/instance answer.
+	maxInstanceDocBytes = 256 << 10
+	// maxErrorBodyBytes caps the part of a refused handshake's body read
+	// for its message.
+	maxErrorBodyBytes = 512
+	// streamingPath is the WebSocket endpoint below the streaming base URL.
+	streamingPath = "/api/v1/streaming"
+	// keyPrefix starts every data source key of this kind; the rest is the
+	// instance's base URL.
+	keyPrefix = "mastodon:"
+	// userAgent names the spawn to the instances.
+	userAgent = "BlackWidow-Spawn/1.0"
+)
+
+// ErrNotConfigured is what a mastodon subscriber fails with on a spawn that
+// has no instance configured.
+var ErrNotConfigured = fmt.Errorf("%w: no Mastodon instance configured on this spawn", source.ErrUnsupported)
+
+// Errors the source reports through Err, checked with errors.Is.
+var (
+	// ErrTokenRefused means the instance refused the access token (or
+	// requires one): the subscribers fail until an operator fixes it.
+	ErrTokenRefused = errors.New("mastodon: access token refused")
+	// ErrStatus means an unexpected HTTP status at the handshake.
+	ErrStatus = errors.New("mastodon: unexpected HTTP status")
+	// ErrConnectionLost means the connection ended.
+	ErrConnectionLost = errors.New("mastodon: connection lost")
+	// ErrStalled means nothing arrived for Options.StallTimeout.
+	ErrStalled = errors.New("mastodon: connection stalled")
+	// ErrMessageTooLarge means one message exceeded
+	// Options.MaxMessageBytes.
+	ErrMessageTooLarge = errors.New("mastodon: message too large")
+	// ErrMalformed means a message or status that is not what the
+	// protocol defines.
+	ErrMalformed = errors.New("mastodon: malformed message")
+	// ErrTruncated means a message or payload whose JSON ends early.
+	ErrTruncated = errors.New("mastodon: truncated message")
+	// ErrServer means an error event from the instance (an unknown stream,
+	// a missing tag).
+	ErrServer = errors.New("mastodon: the instance reported an error")
+)
+
+// Options configure the mastodon source kind. Instances is required; zero
+// fields take the defaults.
+type Options struct {
+	// Instances are the base URLs (http or https) of the instances to
+	// read, one or several.
+	Instances []string
+	// Token is the access token: a user token with read:statuses, which
+	// Mastodon 4.2 and later require for the public and hashtag streams.
+	Token string
+	// Client supplies the transport (its timeout is not used for the
+	// long-lived connection). nil means a netguard client with no allowed
+	// private ranges.
+	Client *http.Client
+
+	// The reconnect policy and the limits of a connection; each defaults
+	// to the Default constant of the same name.
+	BackoffMin        time.Duration
+	BackoffMax        time.Duration
+	AuthBackoffMin    time.Duration
+	StallTimeout      time.Duration
+	PingInterval      time.Duration
+	ConnectTimeout    time.Duration
+	WriteTimeout      time.Duration
+	MaxMessageBytes   int64
+	MaxHashtagStreams int
+	StatusCacheSize   int
+	// Logger receives connection changes and failures; nil discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Client == nil {
+		o.Client = netguard.NewClient(netguard.Options{})
+	}
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	set(&o.BackoffMin, DefaultBackoffMin)
+	set(&o.BackoffMax, DefaultBackoffMax)
+	set(&o.AuthBackoffMin, DefaultAuthBackoffMin)
+	set(&o.StallTimeout, DefaultStallTimeout)
+	set(&o.PingInterval, DefaultPingInterval)
+	set(&o.ConnectTimeout, DefaultConnectTimeout)
+	set(&o.WriteTimeout, DefaultWriteTimeout)
+	o.BackoffMax = max(o.BackoffMax, o.BackoffMin, o.AuthBackoffMin)
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxHashtagStreams <= 0 {
+		o.MaxHashtagStreams = DefaultMaxHashtagStreams
+	}
+	if o.StatusCacheSize <= 0 {
+		o.StatusCacheSize = DefaultStatusCacheSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Kind builds the mastodon data sources of a node: one per instance.
+type Kind struct {
+	opts      Options
+	instances map[string]*url.URL // key → instance base URL
+	keys      []string            // sorted
+	// stats are the counters of each key, kept across the data sources
+	// the key gets over time so they only grow.
+	stats map[string]*counters
+}
+
+var _ source.Kind = (*Kind)(nil)
+
+// New returns the mastodon source kind. It fails without an instance or
+// with an instance URL that is not an http(s) base URL.
+func New(opts Options) (*Kind, error) {
+	k := &Kind{instances: map[string]*url.URL{}, stats: map[string]*counters{}}
+	for _, raw := range opts.Instances {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		u, err := instanceURL(raw)
+		if err != nil {
+			return nil, err
+		}
+		key := keyPrefix + u.String()
+		if _, dup := k.instances[key]; !dup {
+			k.instances[key] = u
+			k.stats[key] = &counters{}
+			k.keys = append(k.keys, key)
+		}
+	}
+	if len(k.keys) == 0 {
+		return nil, errors.New("mastodon: at least one instance URL is required")
+	}
+	slices.Sort(k.keys)
+	k.opts = opts.withDefaults()
+	return k, nil
+}
+
+// instanceURL checks and normalises an instance base URL: lower-case scheme
+// and host, no trailing slash, no credentials, query or fragment.
+func instanceURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("mastodon: instance URL %q is not an http(s) base URL", raw)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	u.Host = strings.ToLower(u.Host)
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// Keys returns one key per configured instance after checking the query:
+// every subscriber reads every instance.
+func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
+	if _, _, err := needs(spec); err != nil {
+		return nil, fmt.Errorf("mastodon: crawler %d: %w", spec.CrawlerID, err)
+	}
+	return slices.Clone(k.keys), nil
+}
+
+// New returns the data source of one instance.
+func (k *Kind) New(key string) (source.DataSource, error) {
+	u, ok := k.instances[key]
+	if !ok {
+		return nil, fmt.Errorf("mastodon: data source key %q names no configured instance", key)
+	}
+	return newInstance(k.opts, u, k.stats[key]), nil
+}
+
+// Stats returns the counters of every configured instance, by instance
+// base URL, for metrics: they cover every data source the instance had
+// since the kind was built.
+func (k *Kind) Stats() map[string]Stats {
+	out := make(map[string]Stats, len(k.stats))
+	for key, c := range k.stats {
+		out[k.instances[key].String()] = c.snapshot()
+	}
+	return out
+}
+
+// Unconfigured returns the kind to register for "mastodon" on a spawn that
+// has no instance configured: every subscriber fails with ErrNotConfigured,
+// and the spawn does not offer the kind.
+func Unconfigured() source.Kind { return source.Unconfigured(ErrNotConfigured) }

@@ -1,0 +1,289 @@
+package mastodon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// minWatchInterval is the shortest interval at which a session checks for
+// silence, however short the configured timeouts.
+const minWatchInterval = 5 * time.Millisecond
+
+// session is one open connection to an instance.
+type session struct {
+	*instance
+	conn *websocket.Conn
+	// last is when the connection last carried something (UnixNano).
+	last atomic.Int64
+	// healthy is set once the connection carried something valid.
+	healthy atomic.Bool
+	// busy is set while an item is being handed over: a store pushing
+	// back is not silence on the connection.
+	busy atomic.Bool
+}
+
+func (s *session) seen() { s.last.Store(time.Now().UnixNano()) }
+
+// alive records a valid message, ping or pong: the connection works, and
+// unless an error event refused the token, so does the token.
+func (s *session) alive() {
+	s.seen()
+	if !s.healthy.Swap(true) && !s.refusedByEvent.Load() {
+		s.setErr(connPart, nil)
+	}
+}
+
+// serve subscribes the wanted streams and keeps the subscriptions in step
+// with the subscribers, while a reader hands the statuses over and a
+// watcher pings and checks for silence, until the connection fails or ctx
+// ends.
+func (s *session) serve(ctx context.Context, emit source.Emit) error {
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	failed := make(chan error, 2)
+	wg.Go(func() { failed <- s.read(sctx, emit) })
+	wg.Go(func() { failed <- s.watch(sctx) })
+	stop := func(err error) error {
+		cancel()
+		s.conn.CloseNow()
+		wg.Wait()
+		return err
+	}
+	subscribed := map[sub]bool{}
+	for {
+		if err := s.reconcile(sctx, subscribed); err != nil {
+			return stop(err)
+		}
+		select {
+		case <-ctx.Done():
+			return stop(ctx.Err())
+		case err := <-failed:
+			return stop(err)
+		case <-s.changed:
+		}
+	}
+}
+
+// reconcile subscribes the wanted streams not subscribed yet, then
+// unsubscribes the ones no longer wanted: subscribing first means a switch
+// from hashtags to public misses nothing.
+func (s *session) reconcile(ctx context.Context, subscribed map[sub]bool) error {
+	want := s.wanted()
+	for _, w := range want {
+		if subscribed[w] {
+			continue
+		}
+		if err := s.send(ctx, "subscribe", w); err != nil {
+			return err
+		}
+		subscribed[w] = true
+		s.stats.subscribes.Add(1)
+	}
+	for _, old := range slices.SortedFunc(maps.Keys(subscribed), cmpSub) {
+		if slices.Contains(want, old) {
+			continue
+		}
+		if err := s.send(ctx, "unsubscribe", old); err != nil {
+			return err
+		}
+		delete(subscribed, old)
+		s.stats.unsubscribes.Add(1)
+	}
+	return nil
+}
+
+// send writes one subscription message.
+func (s *session) send(ctx context.Context, typ string, w sub) error {
+	msg := map[string]string{"type": typ, "stream": w.stream}
+	if w.tag != "" {
+		msg["tag"] = w.tag
+	}
+	b, _ := json.Marshal(msg)
+	wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
+	defer cancel()
+	if err := s.conn.Write(wctx, websocket.MessageText, b); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: unable to %s %s: %w", ErrConnectionLost, typ, w, err)
+	}
+	s.logger.Debug("mastodon "+typ, "stream", w.String())
+	return nil
+}
+
+// watch pings the instance every PingInterval and ends the connection
+// when nothing (message, ping, pong) arrived for StallTimeout outside the
+// time spent handing items over. It returns nil when ctx ends.
+func (s *session) watch(ctx context.Context) error {
+	every := max(min(s.opts.PingInterval, s.opts.StallTimeout/4), minWatchInterval)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	lastPing := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if s.busy.Load() {
+			continue
+		}
+		if silent := time.Since(time.Unix(0, s.last.Load())); silent > s.opts.StallTimeout {
+			s.stats.stalls.Add(1)
+			return fmt.Errorf("%w: nothing for %v", ErrStalled, silent.Round(time.Millisecond))
+		}
+		if time.Since(lastPing) >= s.opts.PingInterval {
+			lastPing = time.Now()
+			pctx, cancel := context.WithTimeout(ctx, every)
+			_ = s.conn.Ping(pctx) // a missing pong shows as silence
+			cancel()
+		}
+	}
+}
+
+// read handles the instance's messages until the connection fails.
+func (s *session) read(ctx context.Context, emit source.Emit) error {
+	for {
+		_, data, err := s.conn.Read(ctx)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, websocket.ErrMessageTooBig):
+				s.stats.tooLarge.Add(1)
+				return fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, s.opts.MaxMessageBytes)
+			}
+			if code := websocket.CloseStatus(err); code != -1 {
+				return fmt.Errorf("%w: the instance closed the connection (%v)", ErrConnectionLost, code)
+			}
+			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+		}
+		s.seen()
+		f, err := decodeFrame(data)
+		if err != nil {
+			s.skip(err, len(data))
+			continue
+		}
+		s.alive()
+		switch f.kind {
+		case frameError:
+			if err := s.serverError(f); err != nil {
+				return err
+			}
+		case frameOther:
+			s.stats.ignored.Add(1)
+		case frameStatus:
+			if err := s.status(ctx, f, emit); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// skip counts and reports a message or status that could not be used.
+func (s *session) skip(err error, size int) {
+	if errors.Is(err, ErrTruncated) {
+		s.stats.truncated.Add(1)
+	} else {
+		s.stats.malformed.Add(1)
+	}
+	s.setErr(messagesPart, err)
+	s.logger.Warn("mastodon message skipped", "err", err, "bytes", size)
+}
+
+// serverError handles an error event: a refused token ends the
+// connection, anything else (an unknown stream, a missing tag) shows on
+// the subscribers as passing.
+func (s *session) serverError(f frame) error {
+	if f.code == http.StatusUnauthorized || f.code == http.StatusForbidden {
+		s.refusedByEvent.Store(true)
+		return fmt.Errorf("%w: %s answered %d: %s; check the spawn's Mastodon access token (a user token with read:statuses)", ErrTokenRefused, s.base.Host, f.code, f.errMsg)
+	}
+	s.stats.serverErrs.Add(1)
+	s.setErr(messagesPart, fmt.Errorf("%w: %s (status %d)", ErrServer, f.errMsg, f.code))
+	s.logger.Warn("mastodon error event", "error", f.errMsg, "status", f.code)
+	return nil
+}
+
+// status hands a status over unless this connection has handed it over
+// already: an update seen before came through another stream (a status
+// with two subscribed tags) or is a reblog of a status already read; an
+// edit is new when its edited_at is.
+func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
+	st := f.status
+	edited := ""
+	if st.EditedAt != nil {
+		edited = *st.EditedAt
+	}
+	if l, ok := s.recent.get(st.ID); ok && (f.event == eventUpdate || l.edited == edited) {
+		s.stats.duplicates.Add(1)
+		return nil
+	}
+	it, err := statusItem(st, s.base, s.recent.get, time.Now())
+	if err != nil {
+		s.skip(err, 0)
+		return nil
+	}
+	s.recent.put(st.ID, link{uri: it.ID, thread: it.ThreadID, edited: edited})
+	s.busy.Store(true)
+	err = emit(ctx, []source.Item{it})
+	s.seen()
+	s.busy.Store(false)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("mastodon: unable to hand over a status: %w", err)
+	}
+	s.stats.items.Add(1)
+	s.setErr(messagesPart, nil)
+	if s.refusedByEvent.Swap(false) {
+		s.setErr(connPart, nil)
+	}
+	return nil
+}
+
+// statusCache remembers the last statuses seen on an instance by local
+// id, forgetting the oldest beyond its size.
+type statusCache struct {
+	size  int
+	links map[string]link
+	order []string // ring of ids, oldest at next once full
+	next  int
+}
+
+func newStatusCache(size int) *statusCache {
+	return &statusCache{size: size, links: map[string]link{}}
+}
+
+func (c *statusCache) get(id string) (link, bool) {
+	l, ok := c.links[id]
+	return l, ok
+}
+
+func (c *statusCache) put(id string, l link) {
+	if _, ok := c.links[id]; ok {
+		c.links[id] = l
+		return
+	}
+	if len(c.order) < c.size {
+		c.order = append(c.order, id)
+	} else {
+		delete(c.links, c.order[c.next])
+		c.order[c.next] = id
+		c.next = (c.next + 1) % c.size
+	}
+	c.links[id] = l
+}
