@@ -1,0 +1,43 @@
+package query
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzParse checks that no input makes Parse panic, that every error wraps
+// ErrInvalid, and that the canonical form of a query parses back to
+// itself: canonical(parse(canonical(q))) == canonical(q). It also runs the
+// compilers, which must not panic on any valid query.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"golang", "rust OR golang", "(golang OR  Rust)", "a OR b c", "-a b", "NOT a b", "--a b",
+		"golang,new release", `"new york" -#nyc lang:en from:@bob @alice`, "x -(a OR -b)",
+		`"a, b",c`, "a (b", "a b)", `""`, "İSTANBUL \u212Aelvin", "(a OR b) (c OR d) -e", "\xff\xfe go",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q, err := Parse(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Parse(%q) error %v does not wrap ErrInvalid", s, err)
+			}
+			return
+		}
+		c := q.String()
+		again, err := Parse(c)
+		if err != nil {
+			t.Fatalf("canonical form %q of %q does not parse: %v", c, s, err)
+		}
+		if again.String() != c {
+			t.Fatalf("canonical form %q of %q parses to %q", c, s, again.String())
+		}
+		if UUIDOf("twitter", c) != q.UUID("twitter") {
+			t.Fatalf("UUIDOf(%q) differs from Query.UUID", c)
+		}
+		_, _ = TrackTerms(q)
+		_, _ = CSDL(q)
+		_, _ = XRule(q)
+	})
+}
