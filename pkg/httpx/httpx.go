@@ -71,6 +71,12 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// HasToken reports whether r carries "Authorization: Bearer token",
+// compared in constant time.
+func HasToken(r *http.Request, token string) bool {
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) == 1
+}
+
 // RequireToken wraps h so that only requests carrying "Authorization: Bearer
 // <token>" reach it. The comparison takes constant time. An empty token turns
 // the check off (for local demos only).

@@ -133,9 +133,16 @@ func attachedNode(t testing.TB) (*Node, *chanKind, *memStore) {
 // attachedNodeWith is attachedNode writing to st.
 func attachedNodeWith(t testing.TB, st store.Store) (*Node, *chanKind) {
 	t.Helper()
+	return attachedNodeConfig(t, Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// attachedNodeConfig is attachedNode built from cfg, whose sources, hub and
+// timeouts it sets.
+func attachedNodeConfig(t testing.TB, cfg Config) (*Node, *chanKind) {
+	t.Helper()
 	kind := newChanKind()
-	n, err := New(Config{HubURL: "http://127.0.0.1:1", Store: st, Sources: source.Registry{"rss": kind},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour})
+	cfg.HubURL, cfg.Sources, cfg.OrphanAfter, cfg.DetachAfter = "http://127.0.0.1:1", source.Registry{"rss": kind}, time.Hour, time.Hour
+	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/redact"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -138,12 +139,20 @@ func (n *Node) dataSourcesLocked() []api.DataSourceStatus {
 	return out
 }
 
-// Health is the spawn's GET /v1/health document.
-func (n *Node) Health() api.SpawnHealth {
+// Health is the spawn's GET /v1/health document. Unless full (a caller
+// that showed the node token), every URL in it is redacted: data source
+// keys and errors name crawl targets, whose query strings often carry
+// keys, and the document is open.
+func (n *Node) Health(full bool) api.SpawnHealth {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	h := api.SpawnHealth{NodeID: n.id, State: n.state, Epoch: n.epoch, Hub: n.cfg.HubURL, Store: n.writer.health(),
 		Subscribers: []api.HealthSubscriber{}, DataSources: []api.HealthDataSource{}}
+	hide := redact.Text
+	if full {
+		hide = func(s string) string { return s }
+	}
+	h.Hub = hide(h.Hub)
 	clock, now := n.clock(), time.Now()
 	ids := make([]int64, 0, len(n.subs))
 	for id := range n.subs {
@@ -152,10 +161,11 @@ func (n *Node) Health() api.SpawnHealth {
 	slices.Sort(ids)
 	for _, id := range ids {
 		st := n.statusLocked(n.subs[id], clock, now)
-		h.Subscribers = append(h.Subscribers, api.HealthSubscriber{CrawlerID: id, QueryUUID: st.QueryUUID, State: st.State, DataSource: st.DataSource, Stored: st.Stored, Error: st.Error})
+		h.Subscribers = append(h.Subscribers, api.HealthSubscriber{CrawlerID: id, QueryUUID: st.QueryUUID, State: st.State,
+			DataSource: hide(st.DataSource), Stored: st.Stored, Error: hide(st.Error)})
 	}
 	for _, ds := range n.dataSourcesLocked() {
-		h.DataSources = append(h.DataSources, api.HealthDataSource{Key: ds.Key, Subscribers: ds.Subscribers, Error: ds.Error})
+		h.DataSources = append(h.DataSources, api.HealthDataSource{Key: hide(ds.Key), Subscribers: ds.Subscribers, Error: hide(ds.Error)})
 	}
 	return h
 }

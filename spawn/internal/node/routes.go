@@ -15,7 +15,8 @@ import (
 const maxRecent = 1000
 
 // Handler lists every route of the spawn's HTTP server. The node API needs
-// the node token; health and metrics are open.
+// the node token; health and metrics are open (health shows crawl targets
+// unredacted only to a caller with the token).
 func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	node := func(h http.HandlerFunc) http.Handler { return httpx.RequireToken(n.cfg.NodeToken, h) }
@@ -27,7 +28,10 @@ func (n *Node) Handler() http.Handler {
 	mux.Handle("POST "+api.PathRecover, node(n.handleRecover))
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET "+api.PathHealth, func(w http.ResponseWriter, r *http.Request) { httpx.WriteJSON(w, http.StatusOK, n.Health()) })
+	mux.HandleFunc("GET "+api.PathHealth, func(w http.ResponseWriter, r *http.Request) {
+		full := n.cfg.NodeToken != "" && httpx.HasToken(r, n.cfg.NodeToken)
+		httpx.WriteJSON(w, http.StatusOK, n.Health(full))
+	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.Registry, promhttp.HandlerOpts{}))
 	return httpx.Recover(n.logger, mux)
 }

@@ -39,7 +39,7 @@ func startNode(t *testing.T, kind source.Kind) (*node.Node, *sourcetest.MemStore
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
 	t.Cleanup(func() { cancel(); <-done })
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n.Health().State == api.NodeAttached })
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n.Health(true).State == api.NodeAttached })
 	return n, st
 }
 
@@ -92,7 +92,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 		4: {id(rel)},
 	}
 	sourcetest.ExpectStored(t, st, want)
-	h := n.Health()
+	h := n.Health(true)
 	if len(h.DataSources) != 1 || h.DataSources[0].Key != stream.Key || h.DataSources[0].Subscribers != 4 {
 		t.Errorf("data sources %+v, want one %q with 4 subscribers", h.DataSources, stream.Key)
 	}
@@ -141,7 +141,7 @@ func TestNode_StreamQueryErrorStaysWithItsSubscribers(t *testing.T) {
 		t.Fatal(err)
 	}
 	subscriber := func(id int64) api.HealthSubscriber {
-		for _, s := range n.Health().Subscribers {
+		for _, s := range n.Health(true).Subscribers {
 			if s.CrawlerID == id {
 				return s
 			}
@@ -163,7 +163,7 @@ func TestNode_StreamQueryErrorStaysWithItsSubscribers(t *testing.T) {
 		t.Fatalf("subscriber of the good query: state %s, error %q; want running with no error", s.State, s.Error)
 	}
 	// The data source as a whole still reports every query's error.
-	if h := n.Health(); len(h.DataSources) != 1 || !strings.Contains(h.DataSources[0].Error, "filter refused") {
+	if h := n.Health(true); len(h.DataSources) != 1 || !strings.Contains(h.DataSources[0].Error, "filter refused") {
 		t.Fatalf("data sources %+v, want the refused query's error", h.DataSources)
 	}
 }

@@ -53,7 +53,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
 	t.Cleanup(func() { cancel(); <-done })
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n.Health().State == api.NodeAttached })
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n.Health(true).State == api.NodeAttached })
 
 	specs := []api.SubscriberSpec{
 		twitterSpec(1, nil, "golang"),
@@ -88,7 +88,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 		4: {id(both)},
 	}
 	sourcetest.ExpectStored(t, st, want)
-	h := n.Health()
+	h := n.Health(true)
 	if len(h.DataSources) != 1 || h.DataSources[0].Key != twitter.Key || h.DataSources[0].Subscribers != 4 {
 		t.Errorf("data sources %+v, want one %q with 4 subscribers", h.DataSources, twitter.Key)
 	}
@@ -108,7 +108,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	done2 := make(chan struct{})
 	go func() { defer close(done2); _ = n2.Run(ctx2, time.Second) }()
 	t.Cleanup(func() { cancel2(); <-done2 })
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n2.Health().State == api.NodeAttached })
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n2.Health(true).State == api.NodeAttached })
 	resp, err = n2.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs[:1]})
 	if err != nil {
 		t.Fatal(err)
