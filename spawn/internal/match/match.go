@@ -12,6 +12,14 @@
 // digits, '_' and every byte of a non-ASCII character count as word bytes,
 // so "golang" does not match "golangs" and "café" does not match "cafés".
 // Keywords may contain spaces ("black widow") or punctuation ("c++").
+//
+// A QueryIndex does the same for subscribers' queries in the query
+// language (package query): every text atom of every query is one pattern
+// of the automaton, the text is scanned once, and a subscriber's boolean
+// tree is evaluated only when one of its positive atoms occurred; from:
+// and lang: test the item's author and language. The word rule is
+// query.ContainsWord: the word go matches "go" and "#go", the tag #go
+// only "#go".
 package match
 
 import (
@@ -22,6 +30,8 @@ import (
 	"unicode/utf8"
 
 	ahocorasick "github.com/petar-dambovaliev/aho-corasick"
+
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
 // reuseMinLive is the share of an automaton's patterns that must still be
@@ -331,30 +341,21 @@ func Keywords(text string, keywords []string) []string {
 }
 
 // ContainsWord reports whether word occurs in text bounded by non-word
-// bytes. Both must already be lowercased.
+// bytes. Both must already be lowercased. It is query.ContainsWord, the
+// one whole-word rule of the system.
 func ContainsWord(text, word string) bool {
-	for i := 0; ; {
-		j := strings.Index(text[i:], word)
-		if j < 0 {
-			return false
-		}
-		start := i + j
-		if bounded(text, start, start+len(word)) {
-			return true
-		}
-		i = start + 1
-	}
+	return query.ContainsWord(text, word)
 }
 
 // bounded reports whether text[start:end] has no word byte on either side.
 func bounded[T string | []byte](text T, start, end int) bool {
-	return (start == 0 || !IsWordByte(text[start-1])) && (end == len(text) || !IsWordByte(text[end]))
+	return (start == 0 || !query.IsWordByte(text[start-1])) && (end == len(text) || !query.IsWordByte(text[end]))
 }
 
-// IsWordByte reports whether b belongs to a word in lowercased text:
-// ASCII letters and digits, '_' and any byte of a multi-byte character.
+// IsWordByte reports whether b belongs to a word: ASCII letters and
+// digits, '_' and any byte of a multi-byte character (query.IsWordByte).
 func IsWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= utf8.RuneSelf
+	return query.IsWordByte(b)
 }
 
 // appendLower appends s lowercased to dst, exactly as strings.ToLower

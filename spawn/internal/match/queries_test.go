@@ -1,0 +1,305 @@
+package match
+
+import (
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+)
+
+func parseAll(t testing.TB, subs map[int64]string) map[int64]*query.Query {
+	t.Helper()
+	out := make(map[int64]*query.Query, len(subs))
+	for id, s := range subs {
+		q, err := query.Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		out[id] = q
+	}
+	return out
+}
+
+func queryHitMap(hits []QueryHit) map[int64][]string {
+	out := make(map[int64][]string, len(hits))
+	for _, h := range hits {
+		out[h.Subscriber] = h.Terms
+	}
+	return out
+}
+
+func TestQueryIndex_Match(t *testing.T) {
+	tests := []struct {
+		name string
+		subs map[int64]string
+		item Item
+		want map[int64][]string
+	}{
+		{
+			name: "or and and",
+			subs: map[int64]string{1: "golang OR rust", 2: "golang rust", 3: "golang zig"},
+			item: Item{Text: "Golang and Rust"},
+			want: map[int64][]string{1: {"golang", "rust"}, 2: {"golang", "rust"}},
+		},
+		{
+			name: "negation excludes",
+			subs: map[int64]string{1: "golang -java", 2: "golang -rust"},
+			item: Item{Text: "golang and rust"},
+			want: map[int64][]string{1: {"golang"}},
+		},
+		{
+			name: "negated text atoms are found though they trigger nobody",
+			subs: map[int64]string{1: "go -(rust OR zig)"},
+			item: Item{Text: "go, zig"},
+			want: map[int64][]string{},
+		},
+		{
+			name: "hashtag rule",
+			subs: map[int64]string{1: "#go", 2: "go", 3: "#golang"},
+			item: Item{Text: "#go is not go#lang"},
+			want: map[int64][]string{1: {"#go"}, 2: {"go"}},
+		},
+		{
+			name: "tag does not match the bare word",
+			subs: map[int64]string{1: "#go", 2: "go"},
+			item: Item{Text: "let's go"},
+			want: map[int64][]string{2: {"go"}},
+		},
+		{
+			name: "mention is text, from is the author",
+			subs: map[int64]string{1: "@alice", 2: "from:alice", 3: "from:bob"},
+			item: Item{Text: "thanks @Alice", Author: "@Bob"},
+			want: map[int64][]string{1: {"@alice"}, 3: {"from:bob"}},
+		},
+		{
+			name: "lang filters",
+			subs: map[int64]string{1: "golang lang:en", 2: "golang lang:fr", 3: "golang lang:en-gb", 4: "golang -lang:en"},
+			item: Item{Text: "golang", Lang: "en-GB"},
+			want: map[int64][]string{1: {"golang"}, 3: {"golang"}},
+		},
+		{
+			name: "phrase is whole and in a row",
+			subs: map[int64]string{1: `"new york"`, 2: "new york", 3: `"york new"`},
+			item: Item{Text: "New York, newer york"},
+			want: map[int64][]string{1: {`"new york"`}, 2: {"new", "york"}},
+		},
+		{
+			name: "from with text",
+			subs: map[int64]string{1: "from:alice (golang OR rust)", 2: "from:alice OR golang"},
+			item: Item{Text: "rust!", Author: "alice"},
+			want: map[int64][]string{1: {"from:alice", "rust"}, 2: {"from:alice"}},
+		},
+		{
+			name: "nil queries are left out",
+			subs: map[int64]string{1: "golang"},
+			item: Item{Text: "golang"},
+			want: map[int64][]string{1: {"golang"}},
+		},
+		{
+			name: "no candidates",
+			subs: map[int64]string{1: "golang"},
+			item: Item{Text: "nothing", Author: "golang"},
+			want: map[int64][]string{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			qs := parseAll(t, tt.subs)
+			qs[99] = nil
+			ix := NewQueries(qs)
+			if ix.Len() != len(tt.subs) {
+				t.Fatalf("Len = %d, want %d", ix.Len(), len(tt.subs))
+			}
+			got := queryHitMap(ix.Match(tt.item))
+			if !maps.EqualFunc(got, tt.want, slices.Equal) {
+				t.Fatalf("Match(%+v) = %v, want %v", tt.item, got, tt.want)
+			}
+			for id, q := range qs {
+				if q == nil {
+					continue
+				}
+				terms, ok := MatchQuery(q, tt.item)
+				if want, wantOK := tt.want[id]; ok != wantOK || !slices.Equal(terms, want) {
+					t.Fatalf("MatchQuery(%q) = %q, %v, want %q, %v", q, terms, ok, want, wantOK)
+				}
+			}
+		})
+	}
+}
+
+func TestQueryIndex_UpdateReusesTheAutomaton(t *testing.T) {
+	ix := NewQueries(parseAll(t, map[int64]string{1: "golang OR rust", 2: "zig -java"}))
+	up := ix.Update(parseAll(t, map[int64]string{3: "rust -java", 4: "zig OR golang"}))
+	if up.auto != ix.auto {
+		t.Fatal("automaton compiled again for known atoms")
+	}
+	if got := queryHitMap(up.Match(Item{Text: "zig and rust"})); !maps.EqualFunc(got, map[int64][]string{3: {"rust"}, 4: {"zig"}}, slices.Equal) {
+		t.Fatalf("updated index matched %v", got)
+	}
+	if up2 := up.Update(parseAll(t, map[int64]string{5: "kotlin"})); up2.auto == ix.auto {
+		t.Fatal("automaton reused without the new atom")
+	}
+}
+
+// naiveEval is the reference semantics, written independently of the
+// index: a recursive walk that looks each atom up in the item with
+// naiveContains.
+func naiveEval(n *query.Node, it Item) bool {
+	switch n.Op {
+	case query.OpNot:
+		return !naiveEval(n.Kids[0], it)
+	case query.OpAnd:
+		for _, k := range n.Kids {
+			if !naiveEval(k, it) {
+				return false
+			}
+		}
+		return true
+	case query.OpOr:
+		for _, k := range n.Kids {
+			if naiveEval(k, it) {
+				return true
+			}
+		}
+		return false
+	}
+	a := n.Atom
+	switch a.Kind {
+	case query.From:
+		return strings.EqualFold(strings.TrimPrefix(it.Author, "@"), a.Value)
+	case query.Lang:
+		lang := strings.ToLower(it.Lang)
+		return lang == a.Value || strings.HasPrefix(lang, a.Value+"-")
+	case query.Tag:
+		return naiveContains(strings.ToLower(it.Text), "#"+a.Value)
+	case query.Mention:
+		return naiveContains(strings.ToLower(it.Text), "@"+a.Value)
+	}
+	return naiveContains(strings.ToLower(it.Text), a.Value)
+}
+
+// propVocab is small, so that random queries and texts share atoms.
+var propVocab = []string{"go", "golang", "rust", "new", "york", "café", "c++", "x"}
+
+func randomQuery(r *rand.Rand, depth int) string {
+	if depth == 0 || r.IntN(3) == 0 {
+		w := propVocab[r.IntN(len(propVocab))]
+		switch r.IntN(10) {
+		case 0:
+			return "#" + strings.TrimSuffix(w, "++")
+		case 1:
+			return "@" + strings.TrimSuffix(w, "++")
+		case 2:
+			return `"` + w + " " + propVocab[r.IntN(len(propVocab))] + `"`
+		case 3:
+			return "from:" + []string{"alice", "bob"}[r.IntN(2)]
+		case 4:
+			return "lang:" + []string{"en", "fr", "en-gb"}[r.IntN(3)]
+		}
+		return w
+	}
+	switch r.IntN(5) {
+	case 0:
+		return "-" + randomQuery(r, depth-1)
+	case 1:
+		return "NOT (" + randomQuery(r, depth-1) + ")"
+	case 2:
+		return "(" + randomQuery(r, depth-1) + " OR " + randomQuery(r, depth-1) + ")"
+	}
+	return "(" + randomQuery(r, depth-1) + " " + randomQuery(r, depth-1) + ")"
+}
+
+func randomItem(r *rand.Rand) Item {
+	seps := []string{" ", " ", ", ", "#", "@", "_", "é", "! "}
+	var b strings.Builder
+	for i := r.IntN(8); i >= 0; i-- {
+		w := propVocab[r.IntN(len(propVocab))]
+		if r.IntN(4) == 0 {
+			w = strings.ToUpper(w)
+		}
+		b.WriteString(w)
+		b.WriteString(seps[r.IntN(len(seps))])
+	}
+	return Item{
+		Text:   b.String(),
+		Author: []string{"", "alice", "@Bob", "carol"}[r.IntN(4)],
+		Lang:   []string{"", "en", "EN-GB", "fr"}[r.IntN(4)],
+	}
+}
+
+// TestQueryIndex_AgreesWithNaiveEvaluation indexes random queries and
+// checks on random items that the index reports exactly the subscribers
+// the naive evaluator says match, with the positive terms that occur.
+func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	matched := 0
+	for round := range 40 {
+		qs := map[int64]*query.Query{}
+		for id := int64(0); len(qs) < 50; id++ {
+			if q, err := query.Parse(randomQuery(r, 1+round%5)); err == nil {
+				qs[id] = q
+			}
+		}
+		ix := NewQueries(qs)
+		var buf []QueryHit
+		for range 200 {
+			it := randomItem(r)
+			buf = ix.AppendMatch(buf[:0], it)
+			got := queryHitMap(buf)
+			if len(got) != len(buf) {
+				t.Fatalf("a subscriber reported twice: %v", buf)
+			}
+			for id, q := range qs {
+				want := naiveEval(q.Root(), it)
+				terms, ok := got[id]
+				if ok != want {
+					t.Fatalf("query %q on %+v: index %v, naive %v", q, it, ok, want)
+				}
+				if !ok {
+					continue
+				}
+				matched++
+				var wantTerms []string
+				for _, a := range positiveAtoms(q) {
+					if naiveEval(&query.Node{Op: query.OpAtom, Atom: a}, it) {
+						wantTerms = append(wantTerms, a.String())
+					}
+				}
+				if !slices.Equal(terms, wantTerms) {
+					t.Fatalf("query %q on %+v: terms %q, want %q", q, it, terms, wantTerms)
+				}
+				if one, ok := MatchQuery(q, it); !ok || !slices.Equal(one, terms) {
+					t.Fatalf("MatchQuery(%q, %+v) = %q, %v; index says %q", q, it, one, ok, terms)
+				}
+			}
+		}
+	}
+	if matched < 1000 {
+		t.Fatalf("only %d matches checked: the random workload is too sparse", matched)
+	}
+}
+
+// FuzzQueryIndex checks the index against the naive evaluator on queries
+// (separated by '|') dealt to subscribers and a text.
+func FuzzQueryIndex(f *testing.F) {
+	f.Add("Golang and #Rust, @alice", "golang -rust|#rust OR x|@alice lang:en|from:bob")
+	f.Add("new york café", `"new york" -café|café|"york café" OR c++`)
+	f.Fuzz(func(t *testing.T, text, queries string) {
+		qs := map[int64]*query.Query{}
+		for i, s := range strings.Split(queries, "|") {
+			if q, err := query.Parse(s); err == nil {
+				qs[int64(i)] = q
+			}
+		}
+		it := Item{Text: text, Author: "bob", Lang: "en"}
+		got := queryHitMap(NewQueries(qs).Match(it))
+		for id, q := range qs {
+			if _, ok := got[id]; ok != naiveEval(q.Root(), it) {
+				t.Fatalf("query %q on %q: index %v", q, text, ok)
+			}
+		}
+	})
+}
