@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/e2e/faultproxy"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/faultproxy"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"

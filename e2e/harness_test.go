@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/e2e/faultproxy"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/faultproxy"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
@@ -108,17 +108,7 @@ func (c *cluster) newLink() *link {
 	c.t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	c.t.Logf("fault proxy seed for spawn%d: %d", len(c.Spawns)+1, seed)
-	down, err := faultproxy.New("", seed)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	up, err := faultproxy.New(c.Hub.URL(), seed+1)
-	if err != nil {
-		down.Close()
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(func() { down.Close(); up.Close() })
-	return &link{down: down, up: up}
+	return &link{down: faultproxy.Start(c.t, "", seed), up: faultproxy.Start(c.t, c.Hub.URL(), seed+1)}
 }
 
 func (c *cluster) user(limit int64) api.User {

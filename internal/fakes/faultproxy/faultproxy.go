@@ -8,7 +8,6 @@ package faultproxy
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
 )
 
 // maxBody caps a forwarded request or response body.
@@ -49,12 +50,10 @@ type Stats struct {
 
 // Proxy forwards HTTP requests to a target with faults.
 type Proxy struct {
-	ln     net.Listener
-	srv    *http.Server
+	url    string
 	client *http.Client
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // replays in flight
+	ctx    context.Context // ends when the test does
+	wg     sync.WaitGroup  // replays in flight
 
 	mu       sync.Mutex
 	target   string
@@ -66,32 +65,32 @@ type Proxy struct {
 	stats    Stats
 }
 
-// New starts a proxy on a loopback port. target may be empty and set later
-// with SetTarget (a spawn's URL is known only once it started, after it was
-// told to advertise the proxy).
-func New(target string, seed uint64) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("faultproxy: unable to listen: %w", err)
-	}
+// Start runs a proxy on a loopback port until the test ends. target may be
+// empty and set later with SetTarget (a spawn's URL is known only once it
+// started, after it was told to advertise the proxy). At the end the proxy
+// gives up delayed and replayed requests, shuts down, and waits for its
+// replays to return.
+func Start(tb fakehttp.TB, target string, seed uint64) *Proxy {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		ln:       ln,
 		client:   &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}},
 		ctx:      ctx,
-		cancel:   cancel,
 		target:   strings.TrimRight(target, "/"),
 		failNext: map[string]int{},
 		seen:     map[string]int{},
 		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
-	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = p.srv.Serve(ln) }()
-	return p, nil
+	tb.Cleanup(func() { // after the server's shutdown
+		p.wg.Wait()
+		p.client.CloseIdleConnections()
+	})
+	p.url = fakehttp.Serve(tb, http.HandlerFunc(p.serve), cancel)
+	return p
 }
 
 // URL is where callers send their requests instead of the target.
-func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+func (p *Proxy) URL() string { return p.url }
 
 // SetTarget points the proxy at the real server.
 func (p *Proxy) SetTarget(target string) {
@@ -143,14 +142,6 @@ func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stats
-}
-
-// Close stops the proxy and waits for pending replays.
-func (p *Proxy) Close() {
-	p.cancel()
-	_ = p.srv.Close()
-	p.wg.Wait()
-	p.client.CloseIdleConnections()
 }
 
 // decision is what the proxy does with one request.

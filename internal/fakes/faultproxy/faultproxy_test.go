@@ -1,35 +1,32 @@
 package faultproxy
 
 import (
+	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
-// target counts the requests that reach it.
-func target(t *testing.T) (*httptest.Server, *atomic.Int64) {
+// waitTimeout bounds every condition a test waits for.
+const waitTimeout = 5 * time.Second
+
+// target returns the URL of a server that counts the requests that reach
+// it.
+func target(t *testing.T) (string, *atomic.Int64) {
 	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := fakehttp.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
 		b, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Echo", r.Header.Get("X-Test"))
 		_, _ = w.Write(append([]byte("echo:"), b...))
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
-
-func newProxy(t *testing.T, to string) *Proxy {
-	p, err := New(to, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
+	}), nil)
+	return base, &n
 }
 
 func post(p *Proxy, body string) (string, error) {
@@ -53,18 +50,12 @@ func (e *statusErr) Error() string { return http.StatusText(e.code) }
 
 func waitCount(t *testing.T, n *atomic.Int64, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for n.Load() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("target saw %d requests, want %d", n.Load(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, waitTimeout, fmt.Sprintf("the target to see %d requests", want), func() bool { return n.Load() == want })
 }
 
 func TestProxy_ForwardsUntouchedByDefault(t *testing.T) {
 	srv, n := target(t)
-	p := newProxy(t, srv.URL)
+	p := Start(t, srv, 1)
 	got, err := post(p, "hello")
 	if err != nil || got != "h echo:hello" {
 		t.Fatalf("got %q, %v", got, err)
@@ -91,7 +82,7 @@ func TestProxy_Faults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, n := target(t)
-			p := newProxy(t, srv.URL)
+			p := Start(t, srv, 1)
 			p.SetFaults(tc.faults)
 			_, err := post(p, "x")
 			if (err != nil) != tc.wantErr {
@@ -104,7 +95,7 @@ func TestProxy_Faults(t *testing.T) {
 
 func TestProxy_CutAndHeal(t *testing.T) {
 	srv, n := target(t)
-	p := newProxy(t, srv.URL)
+	p := Start(t, srv, 1)
 	p.Cut()
 	if _, err := post(p, "x"); err == nil {
 		t.Fatal("a cut link answered")
@@ -121,7 +112,7 @@ func TestProxy_CutAndHeal(t *testing.T) {
 
 func TestProxy_FailNextFailsOnlyThoseRequests(t *testing.T) {
 	srv, n := target(t)
-	p := newProxy(t, srv.URL)
+	p := Start(t, srv, 1)
 	p.FailNext(http.MethodPost, "/v1/poll", 2)
 	for i := range 3 {
 		_, err := post(p, "x")
@@ -135,7 +126,7 @@ func TestProxy_FailNextFailsOnlyThoseRequests(t *testing.T) {
 func TestProxy_SameSeedSameFaults(t *testing.T) {
 	run := func() Stats {
 		srv, _ := target(t)
-		p := newProxy(t, srv.URL)
+		p := Start(t, srv, 1)
 		p.SetFaults(Faults{Drop: 0.3, Duplicate: 0.3})
 		for range 40 {
 			_, _ = post(p, "x")
