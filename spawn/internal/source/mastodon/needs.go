@@ -41,8 +41,8 @@ func needs(spec api.SubscriberSpec) (tags []string, public bool, err error) {
 // atoms: a tag covers itself; an OR needs a cover of every branch (their
 // union); an AND needs one of its kids' (the smallest). Negation swaps AND
 // and OR (De Morgan) and a negated atom covers nothing. Tags that are not
-// Mastodon hashtags (#c++) cover nothing either: no hashtag stream carries
-// them.
+// Mastodon hashtags (#2024, digits only) cover nothing either: no hashtag
+// stream carries them.
 func tagCover(n *query.Node, neg bool) (map[string]bool, bool) {
 	switch n.Op {
 	case query.OpAtom:
