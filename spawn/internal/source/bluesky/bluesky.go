@@ -1,0 +1,219 @@
+// Package bluesky is the Bluesky data source: one WebSocket per spawn to a
+// Jetstream service (/subscribe, the JSON event stream Bluesky runs over its
+// network's firehose) carrying every post as it is made, whatever the
+// node's bluesky subscribers ask for. The source emits every post it reads;
+// the node matches each against its subscribers' queries.
+//
+// The connection asks for app.bsky.feed.post commits only and never for
+// compression (Jetstream's zstd uses a custom dictionary; plain JSON keeps
+// the decoder small). Create events become items whose id is the post's
+// at:// URI; identity events teach the source the authors' handles.
+//
+// No gaps, no repeats. Every event carries time_us, its position in the
+// service's log, which the source remembers; a reconnect resumes from the
+// last position read minus ResumeOverlap, and posts met again in that
+// overlap are recognised by position and, within the overlap, by URI. A
+// subscriber may arrive with a cursor (api.Cursor.Position, the position of
+// the last post it delivered elsewhere): when that is behind the
+// connection, the source reconnects from it and hands the posts it reads
+// before its old position only to the queries that have not had them
+// (Item.QueryUUID), so subscribers already in step see no repeats. The
+// service keeps a replay window (ReplayWindow, 36 hours on Bluesky's
+// instances) and silently starts older cursors at its oldest event; the
+// source notices the jump and tells the subscribers concerned, through
+// ErrFor, which posts were skipped.
+//
+// Bluesky publishes an official Go client for Jetstream
+// (github.com/bluesky-social/jetstream), but it speaks the v2 stream
+// (/xrpc/network.bsky.jetstream.subscribeEvents, sequence-number cursors,
+// archive downloads) and brings Pebble, OpenTelemetry and Prometheus
+// along; the v1 client it replaced is no longer published. The /subscribe
+// protocol is small, so this package speaks it over
+// github.com/coder/websocket, like the stream source, with the same bounded
+// messages, stall detection and pkg/backoff reconnects.
+package bluesky
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Defaults of Options.
+const (
+	// DefaultJetstreamURL is Bluesky's public Jetstream in us-east.
+	DefaultJetstreamURL = "wss://jetstream2.us-east.bsky.network/subscribe"
+	// DefaultBackoffMin is the first wait before reconnecting after a
+	// failure; it doubles with each failure in a row, with jitter.
+	DefaultBackoffMin = time.Second
+	// DefaultBackoffMax caps the reconnect wait.
+	DefaultBackoffMax = 2 * time.Minute
+	// DefaultStallTimeout is how long the connection may stay silent
+	// before it is dropped and reopened. Bluesky's network makes several
+	// posts a second at any hour, so half a minute of silence is a dead
+	// connection.
+	DefaultStallTimeout = 30 * time.Second
+	// DefaultConnectTimeout bounds the WebSocket handshake.
+	DefaultConnectTimeout = 30 * time.Second
+	// DefaultMaxMessageBytes caps one event; a larger one ends the
+	// connection. Posts are at most a few KiB.
+	DefaultMaxMessageBytes = 1 << 20
+	// DefaultResumeOverlap is how far before the last position read a
+	// reconnect resumes, so events that reached the service slightly out
+	// of order are not lost at the seam.
+	DefaultResumeOverlap = 2 * time.Second
+	// DefaultReplayWindow is how far back the service replays: Bluesky's
+	// Jetstream keeps 36 hours. Older cursors start at its oldest event.
+	DefaultReplayWindow = 36 * time.Hour
+	// DefaultGapSlack is how much later than a cursor the first event
+	// after a resume may be before the posts between count as skipped.
+	DefaultGapSlack = 10 * time.Second
+	// DefaultHandleCacheSize bounds the handles remembered from identity
+	// events; the oldest learned are forgotten first.
+	DefaultHandleCacheSize = 200_000
+	// DefaultRecentLimit bounds the post URIs remembered for the resume
+	// overlap, whatever the post rate.
+	DefaultRecentLimit = 1 << 16
+)
+
+const (
+	// Key is the one data source key of every bluesky subscriber of a
+	// node: one connection carries all of them.
+	Key = "bluesky"
+	// PostCollection is the collection of Bluesky posts.
+	PostCollection = "app.bsky.feed.post"
+	// gapErrorTTL is how long a subscriber shows that posts were skipped
+	// for it.
+	gapErrorTTL = time.Hour
+)
+
+// Errors the source reports through Err and ErrFor, checked with
+// errors.Is.
+var (
+	// ErrStatus means the service refused the WebSocket handshake.
+	ErrStatus = errors.New("bluesky: unexpected HTTP status")
+	// ErrConnectionLost means the connection could not be opened or ended.
+	ErrConnectionLost = errors.New("bluesky: connection lost")
+	// ErrStalled means no event arrived for Options.StallTimeout.
+	ErrStalled = errors.New("bluesky: connection stalled")
+	// ErrMessageTooLarge means one event exceeded Options.MaxMessageBytes.
+	ErrMessageTooLarge = errors.New("bluesky: message too large")
+	// ErrMalformed means an event that is not the JSON the protocol
+	// defines, or a post without a usable DID, record key or record.
+	ErrMalformed = errors.New("bluesky: malformed event")
+	// ErrTruncated means an event whose JSON ends early.
+	ErrTruncated = errors.New("bluesky: truncated event")
+	// ErrSkipped means a subscriber's cursor was older than the service's
+	// replay window: the posts between were never read.
+	ErrSkipped = errors.New("bluesky: posts skipped")
+)
+
+// Options configure the bluesky source kind; zero fields take the
+// defaults.
+type Options struct {
+	// JetstreamURL is the service's /subscribe WebSocket URL (ws or wss).
+	// It is the operator's configuration, not crawl input, so it is not
+	// held to the crawl-target guard.
+	JetstreamURL string
+	// HTTPClient performs the WebSocket handshake (its transport; its
+	// Timeout is replaced by ConnectTimeout). nil means
+	// http.DefaultTransport.
+	HTTPClient *http.Client
+
+	// The reconnect policy and the limits of the connection; each
+	// defaults to the Default constant of the same name.
+	BackoffMin      time.Duration
+	BackoffMax      time.Duration
+	StallTimeout    time.Duration
+	ConnectTimeout  time.Duration
+	MaxMessageBytes int64
+	ResumeOverlap   time.Duration
+	ReplayWindow    time.Duration
+	GapSlack        time.Duration
+	HandleCacheSize int
+	RecentLimit     int
+	// Logger receives connection changes and failures; nil discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.JetstreamURL == "" {
+		o.JetstreamURL = DefaultJetstreamURL
+	}
+	client := http.Client{}
+	if o.HTTPClient != nil {
+		client = *o.HTTPClient
+	}
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	set(&o.BackoffMin, DefaultBackoffMin)
+	set(&o.BackoffMax, DefaultBackoffMax)
+	set(&o.StallTimeout, DefaultStallTimeout)
+	set(&o.ConnectTimeout, DefaultConnectTimeout)
+	set(&o.ResumeOverlap, DefaultResumeOverlap)
+	set(&o.ReplayWindow, DefaultReplayWindow)
+	set(&o.GapSlack, DefaultGapSlack)
+	o.BackoffMax = max(o.BackoffMax, o.BackoffMin)
+	client.Timeout = o.ConnectTimeout // the handshake only
+	o.HTTPClient = &client
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.HandleCacheSize <= 0 {
+		o.HandleCacheSize = DefaultHandleCacheSize
+	}
+	if o.RecentLimit <= 0 {
+		o.RecentLimit = DefaultRecentLimit
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Kind builds the bluesky data source of a node.
+type Kind struct {
+	opts Options
+}
+
+var _ source.Kind = (*Kind)(nil)
+
+// New returns the bluesky source kind. It fails for a URL that is not a
+// ws(s) URL without a query.
+func New(opts Options) (*Kind, error) {
+	opts = opts.withDefaults()
+	u, err := url.Parse(opts.JetstreamURL)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("bluesky: Jetstream URL %q is not a ws(s) URL without a query", opts.JetstreamURL)
+	}
+	return &Kind{opts: opts}, nil
+}
+
+// Keys returns the node's one bluesky key after checking the query.
+func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
+	if _, err := query.ParseList(spec.Query); err != nil {
+		return nil, fmt.Errorf("bluesky: crawler %d: %w", spec.CrawlerID, err)
+	}
+	if spec.QueryUUID == "" {
+		return nil, fmt.Errorf("bluesky: crawler %d: the subscriber has no query uuid", spec.CrawlerID)
+	}
+	return []string{Key}, nil
+}
+
+// New returns the node's Jetstream connection.
+func (k *Kind) New(key string) (source.DataSource, error) {
+	if key != Key {
+		return nil, fmt.Errorf("bluesky: data source key %q is not %q", key, Key)
+	}
+	return newSource(k.opts), nil
+}

@@ -1,0 +1,447 @@
+package bluesky
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Parts of Err.
+const (
+	connPart     = "connection"
+	messagesPart = "messages"
+)
+
+// userAgent names the spawn to the service.
+const userAgent = "BlackWidow-Spawn/1.0 (bluesky)"
+
+// errRewind ends a connection so that the next one starts further back,
+// for a subscriber whose cursor the connection has passed.
+var errRewind = errors.New("bluesky: replaying for a subscriber behind the connection")
+
+// Stats is what the source has done since it started, for the node's
+// metrics.
+type Stats struct {
+	Items      int64 // posts handed over (a post tagged for several queries counts once)
+	Connects   int64 // connections opened
+	Reconnects int64 // connections opened after the first
+	Rewinds    int64 // reconnects further back for a subscriber with an older cursor
+	Malformed  int64 // events skipped as invalid
+	Truncated  int64 // events skipped because their JSON ended early
+	TooLarge   int64 // connections ended by an event over MaxMessageBytes
+	Stalls     int64 // connections ended by silence
+	Gaps       int64 // subscribers told that posts were skipped
+	Repeats    int64 // posts read again (resume overlap, replay) and not handed over
+	Handles    int   // handles remembered
+	// Position is the time_us of the newest event read; 0 before the
+	// first.
+	Position int64
+	// Lag is how far Position is behind the clock: the delay of the
+	// stream plus any replay under way; 0 before the first event.
+	Lag time.Duration
+}
+
+// counters are Stats' live counters.
+type counters struct {
+	items, connects, rewinds, malformed, truncated, tooLarge, stalls, gaps, repeats atomic.Int64
+}
+
+// gap is a subscriber's notice that posts were skipped, shown until until.
+type gap struct {
+	err   error
+	until time.Time
+}
+
+// Source is the node's one Jetstream connection. The node gets it from
+// Kind.New as a source.DataSource; it also implements
+// source.SubscriberErrors and Stats.
+type Source struct {
+	opts      Options
+	logger    *slog.Logger
+	overlapUS int64
+	rewind    chan struct{}
+	stats     counters
+	position  atomic.Int64 // time_us of the newest event read
+
+	mu      sync.Mutex
+	cov     *coverage
+	handles handleCache
+	gaps    map[string]gap // query uuid → its notice
+	errs    source.ErrorSet
+}
+
+var (
+	_ source.DataSource       = (*Source)(nil)
+	_ source.SubscriberErrors = (*Source)(nil)
+)
+
+func newSource(opts Options) *Source {
+	overlap := opts.ResumeOverlap.Microseconds()
+	return &Source{
+		opts:      opts,
+		logger:    opts.Logger.With("source", Key),
+		overlapUS: overlap,
+		rewind:    make(chan struct{}, 1),
+		cov:       newCoverage(overlap, opts.RecentLimit),
+		handles:   handleCache{m: map[string]string{}, limit: opts.HandleCacheSize},
+		gaps:      map[string]gap{},
+	}
+}
+
+// SetSubscribers records the node's bluesky subscribers. A query new to the
+// source starts at the oldest cursor position its subscribers bring, or, with
+// none, at the live stream; when that is behind the connection, Run
+// reconnects from it. It never blocks: the node calls it under its lock.
+func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
+	cursors := make(map[string]int64, len(specs))
+	for _, sp := range specs {
+		if sp.QueryUUID == "" {
+			continue
+		}
+		pos := int64(0)
+		if sp.Cursor != nil && sp.Cursor.Position > 0 {
+			pos = sp.Cursor.Position
+		}
+		if cur, ok := cursors[sp.QueryUUID]; !ok || pos != 0 && (cur == 0 || pos < cur) {
+			cursors[sp.QueryUUID] = pos
+		}
+	}
+	s.mu.Lock()
+	behind := s.cov.set(cursors)
+	for uuid := range s.gaps {
+		if _, ok := cursors[uuid]; !ok {
+			delete(s.gaps, uuid)
+		}
+	}
+	s.mu.Unlock()
+	if behind > 0 {
+		select {
+		case s.rewind <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Err joins the connection's, the messages' and every subscriber's
+// current errors; nil when all is well.
+func (s *Source) Err() error {
+	errs := []error{s.errs.Err()}
+	s.mu.Lock()
+	now := time.Now()
+	for _, g := range s.gaps {
+		if now.Before(g.until) {
+			errs = append(errs, g.err)
+		}
+	}
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// ErrFor joins the connection's and the messages' errors with the notice
+// of skipped posts that concerns spec's query.
+func (s *Source) ErrFor(spec api.SubscriberSpec) error {
+	errs := []error{s.errs.Err()}
+	s.mu.Lock()
+	if g, ok := s.gaps[spec.QueryUUID]; ok && time.Now().Before(g.until) {
+		errs = append(errs, g.err)
+	}
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Stats returns the source's counters.
+func (s *Source) Stats() Stats {
+	st := Stats{
+		Items:     s.stats.items.Load(),
+		Connects:  s.stats.connects.Load(),
+		Rewinds:   s.stats.rewinds.Load(),
+		Malformed: s.stats.malformed.Load(),
+		Truncated: s.stats.truncated.Load(),
+		TooLarge:  s.stats.tooLarge.Load(),
+		Stalls:    s.stats.stalls.Load(),
+		Gaps:      s.stats.gaps.Load(),
+		Repeats:   s.stats.repeats.Load(),
+		Position:  s.position.Load(),
+	}
+	st.Reconnects = max(st.Connects-1, 0)
+	if st.Position > 0 {
+		st.Lag = max(time.Since(time.UnixMicro(st.Position)), 0)
+	}
+	s.mu.Lock()
+	st.Handles = len(s.handles.m)
+	s.mu.Unlock()
+	return st
+}
+
+// Run keeps the connection up until ctx ends: connect from where the
+// subscribers need, hand the posts over, reconnect at once to replay for a
+// subscriber behind the connection, and with back-off after a failure.
+func (s *Source) Run(ctx context.Context, emit source.Emit) {
+	policy := backoff.Policy{Min: s.opts.BackoffMin, Max: s.opts.BackoffMax}
+	for {
+		err := s.connect(ctx, emit, policy.Reset)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errRewind) {
+			s.stats.rewinds.Add(1)
+			s.logger.Info("bluesky connection rewinding for a subscriber with an older cursor")
+			continue
+		}
+		s.errs.Set(connPart, source.Degraded(err))
+		wait := policy.Next()
+		s.logger.Warn("bluesky connection failed", "err", err, "retry_in", wait.Round(time.Millisecond))
+		if !backoff.Sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// connect opens the WebSocket from the position the subscribers need and
+// reads it until it fails, ctx ends or a subscriber needs a rewind.
+func (s *Source) connect(ctx context.Context, emit source.Emit, connected func()) error {
+	select {
+	case <-s.rewind: // this connection starts from every query's position
+	default:
+	}
+	dialed := time.Now()
+	s.mu.Lock()
+	cursor := s.cov.resumeFrom()
+	if cursor > 0 {
+		cursor = max(cursor-s.overlapUS, dialed.Add(-s.opts.ReplayWindow).UnixMicro())
+		s.cov.read = cursor
+	} else {
+		s.cov.read = math.MaxInt64
+	}
+	s.mu.Unlock()
+	u := s.opts.JetstreamURL + "?wantedCollections=" + url.QueryEscape(PostCollection)
+	if cursor > 0 {
+		u += "&cursor=" + strconv.FormatInt(cursor, 10)
+	}
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+		HTTPClient: s.opts.HTTPClient,
+		HTTPHeader: http.Header{"User-Agent": {userAgent}},
+	})
+	if err != nil {
+		return s.dialError(ctx, resp, err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(s.opts.MaxMessageBytes)
+	s.stats.connects.Add(1)
+	connected()
+	s.errs.Set(connPart, nil)
+	s.logger.Info("bluesky connected", "url", s.opts.JetstreamURL, "cursor", cursor)
+
+	rctx, cancel := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel(nil)
+		wg.Wait()
+	}()
+	wg.Go(func() {
+		select {
+		case <-s.rewind:
+			cancel(errRewind)
+		case <-rctx.Done():
+		}
+	})
+	return s.read(ctx, rctx, c, emit, dialed)
+}
+
+func (s *Source) dialError(ctx context.Context, resp *http.Response, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		detail := ""
+		if resp.Body != nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			if t := strings.TrimSpace(string(b)); t != "" && source.ItemID(t) == t {
+				detail = ": " + clip(t)
+			}
+		}
+		return fmt.Errorf("%w: %s answered %s%s", ErrStatus, s.opts.JetstreamURL, resp.Status, detail)
+	}
+	return fmt.Errorf("%w: unable to connect to %s: %w", ErrConnectionLost, s.opts.JetstreamURL, err)
+}
+
+// read handles the service's events until the connection fails: posts go
+// to the node, identity events teach handles. Silence longer than
+// StallTimeout ends the connection; time spent handing posts over (the
+// store pushing back) does not count as silence. rctx ends the reading
+// (a rewind); ctx, Run's, bounds the hand-over, so a post routed is never
+// dropped by a rewind.
+func (s *Source) read(ctx, rctx context.Context, c *websocket.Conn, emit source.Emit, dialed time.Time) error {
+	first, badMessages := true, false
+	for {
+		tctx, cancel := context.WithTimeout(rctx, s.opts.StallTimeout)
+		_, data, err := c.Read(tctx)
+		silent := errors.Is(tctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(context.Cause(rctx), errRewind):
+				return errRewind
+			case silent:
+				s.stats.stalls.Add(1)
+				return fmt.Errorf("%w: no event for %v", ErrStalled, s.opts.StallTimeout)
+			case errors.Is(err, websocket.ErrMessageTooBig):
+				s.stats.tooLarge.Add(1)
+				return fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, s.opts.MaxMessageBytes)
+			}
+			if code := websocket.CloseStatus(err); code != -1 {
+				return fmt.Errorf("%w: the service closed the connection (%v)", ErrConnectionLost, code)
+			}
+			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+		}
+		ev, err := decodeEvent(data)
+		if err != nil {
+			if errors.Is(err, ErrTruncated) {
+				s.stats.truncated.Add(1)
+			} else {
+				s.stats.malformed.Add(1)
+			}
+			badMessages = true
+			s.errs.Set(messagesPart, source.Degraded(err))
+			s.logger.Warn("bluesky event skipped", "err", err, "bytes", len(data))
+			continue
+		}
+		if badMessages {
+			badMessages = false
+			s.errs.Set(messagesPart, nil)
+		}
+		if ev.timeUS > s.position.Load() {
+			s.position.Store(ev.timeUS)
+		}
+		if first {
+			first = false
+			s.checkGap(ev.timeUS, dialed)
+		}
+		switch ev.kind {
+		case kindIdentity:
+			s.mu.Lock()
+			s.handles.set(ev.did, ev.handle)
+			s.mu.Unlock()
+		case kindPost:
+			if err := s.deliver(ctx, ev, emit); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// deliver hands a post over to the queries that have not had it: once for
+// all, or once per query tagged with its uuid.
+func (s *Source) deliver(ctx context.Context, ev event, emit source.Emit) error {
+	s.mu.Lock()
+	all, uuids := s.cov.route(postURI(ev.did, ev.rkey), ev.timeUS)
+	author := s.handles.m[ev.did]
+	s.mu.Unlock()
+	if !all && len(uuids) == 0 {
+		s.stats.repeats.Add(1)
+		return nil
+	}
+	it := postItem(ev, author, time.Now())
+	items := []source.Item{it}
+	if !all {
+		items = make([]source.Item, len(uuids))
+		for i, uuid := range uuids {
+			items[i] = it
+			items[i].QueryUUID = uuid
+		}
+	}
+	if err := emit(ctx, items); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("bluesky: unable to hand over a post: %w", err)
+	}
+	s.stats.items.Add(1)
+	return nil
+}
+
+// checkGap compares the first event of a connection with where each query
+// stood: a first event much later than a query's position, when that
+// position is beyond the service's replay window or the event is itself a
+// replayed one, means the service started later than asked (it does so
+// silently for cursors it no longer keeps): the query's subscribers are
+// told which posts they missed.
+func (s *Source) checkGap(firstUS int64, dialed time.Time) {
+	slack := s.opts.GapSlack.Microseconds()
+	windowStart := dialed.Add(-s.opts.ReplayWindow).UnixMicro()
+	replayed := firstUS < dialed.UnixMicro()-slack
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for uuid, after := range s.cov.afters() {
+		if after <= 0 || firstUS-after <= slack || (after >= windowStart && !replayed) {
+			continue
+		}
+		from, to := usTime(after), usTime(firstUS)
+		err := fmt.Errorf("%w: cursor %s is older than the service's replay window; posts between %s and %s were skipped",
+			ErrSkipped, from, from, to)
+		s.gaps[uuid] = gap{err: source.Degraded(err), until: time.Now().Add(gapErrorTTL)}
+		s.stats.gaps.Add(1)
+		s.logger.Warn("bluesky posts skipped", "query_uuid", uuid, "from", from, "to", to)
+	}
+}
+
+// usTime formats a time_us for people.
+func usTime(us int64) string {
+	return time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
+}
+
+// handleCache remembers handles by DID, forgetting the oldest learned
+// beyond limit. Its user guards it.
+type handleCache struct {
+	m     map[string]string
+	order []string // DIDs in the order learned; may hold forgotten ones
+	limit int
+}
+
+// set records did's handle; "" forgets it (the account has no valid
+// handle now).
+func (h *handleCache) set(did, handle string) {
+	if handle == "" {
+		delete(h.m, did)
+		return
+	}
+	if _, ok := h.m[did]; !ok {
+		h.order = append(h.order, did)
+	}
+	h.m[did] = handle
+	for len(h.m) > h.limit && len(h.order) > 0 {
+		delete(h.m, h.order[0])
+		h.order = h.order[1:]
+	}
+	if len(h.order) > 2*h.limit {
+		// Forgotten DIDs pile up when handles come and go: keep the
+		// live ones, in order.
+		kept := make([]string, 0, len(h.m))
+		seen := make(map[string]bool, len(h.m))
+		for _, d := range h.order {
+			if _, ok := h.m[d]; ok && !seen[d] {
+				seen[d] = true
+				kept = append(kept, d)
+			}
+		}
+		h.order = kept
+	}
+}
