@@ -172,13 +172,13 @@ func TestPostItem_BoundsWhatThePostClaims(t *testing.T) {
 
 func TestNormalHandle(t *testing.T) {
 	for in, want := range map[string]string{
-		"alice.bsky.social": "alice.bsky.social",
-		"Bob.Example.COM":   "bob.example.com",
-		"nodot":             "",
-		"-bad.example":      "",
-		"a..b":              "",
-		"handle.invalid":    "",
-		"a b.c":             "",
+		"alice.bsky.social":              "alice.bsky.social",
+		"Bob.Example.COM":                "bob.example.com",
+		"nodot":                          "",
+		"-bad.example":                   "",
+		"a..b":                           "",
+		"handle.invalid":                 "",
+		"a b.c":                          "",
 		strings.Repeat("a", 64) + ".com": "",
 	} {
 		if got := normalHandle(in); got != want {
