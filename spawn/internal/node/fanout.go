@@ -6,43 +6,44 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
-// matchersLocked returns the keyword index and the subscribers without
-// keywords, rebuilding them if the subscribers changed since the last
-// call. The rebuild reuses the previous automaton when no new keyword
+// matchersLocked returns the query index and the subscribers without a
+// filter, rebuilding them if the subscribers changed since the last call.
+// The rebuild reuses the previous automaton when no new text atom
 // appeared, so subscribers coming and going over a stable vocabulary only
-// re-sort postings.
-func (d *dataSource) matchersLocked() (*match.Index, []*subscriber) {
+// recompile their queries.
+func (d *dataSource) matchersLocked() (*match.QueryIndex, []*subscriber) {
 	if d.index != nil && !d.stale {
 		return d.index, d.open
 	}
-	d.index = buildIndex(d.index, d.keywordsLocked())
+	d.index = buildIndex(d.index, d.filtersLocked())
 	d.stale = false
 	return d.index, d.open
 }
 
-// keywordsLocked lists the keywords of the subscribers that filter, for an
+// filtersLocked lists the queries of the subscribers that filter, for an
 // index build, and refreshes the list of those that do not.
-func (d *dataSource) keywordsLocked() map[int64][]string {
-	byID := make(map[int64][]string, len(d.subs))
+func (d *dataSource) filtersLocked() map[int64]*query.Query {
+	byID := make(map[int64]*query.Query, len(d.subs))
 	d.open = d.open[:0]
 	for id, s := range d.subs {
-		if len(s.spec.Keywords) == 0 {
+		if s.filter == nil {
 			d.open = append(d.open, s)
 			continue
 		}
-		byID[id] = s.spec.Keywords
+		byID[id] = s.filter
 	}
 	return byID
 }
 
 // buildIndex indexes byID, reusing prev's automaton where it can.
-func buildIndex(prev *match.Index, byID map[int64][]string) *match.Index {
+func buildIndex(prev *match.QueryIndex, byID map[int64]*query.Query) *match.QueryIndex {
 	if prev == nil {
-		return match.New(byID)
+		return match.NewQueries(byID)
 	}
 	return prev.Update(byID)
 }
@@ -66,7 +67,7 @@ func (n *Node) rebuildIndexOutsideLock(ds *dataSource) bool {
 		if ds.index != nil && !ds.stale {
 			return true
 		}
-		gen, prev, byID := ds.gen, ds.index, ds.keywordsLocked()
+		gen, prev, byID := ds.gen, ds.index, ds.filtersLocked()
 		n.mu.Unlock()
 		built := n.indexBuilder(prev, byID)
 		n.mu.Lock()
@@ -108,19 +109,19 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 					out = append(out, p)
 				}
 			}
-			ds.hits = index.AppendMatch(ds.hits[:0], it.Text)
+			ds.hits = index.AppendMatch(ds.hits[:0], matchItem(it))
 			for _, h := range ds.hits {
 				s, ok := ds.subs[h.Subscriber]
 				if !ok {
 					continue
 				}
-				if p, ok := s.acceptMatchedLocked(it, h.Keywords, now); ok {
+				if p, ok := s.acceptMatchedLocked(it, h.Terms, now); ok {
 					n.pendingLocked(p.comment.CrawlerID, 1)
 					out = append(out, p)
 				}
 			}
 		}
-		clear(ds.hits[:cap(ds.hits)]) // keep no keyword slices alive between batches
+		clear(ds.hits[:cap(ds.hits)]) // keep no term slices alive between batches
 		n.mu.Unlock()
 		for _, p := range out {
 			if err := n.writer.enqueue(ctx, p); err != nil {
@@ -185,20 +186,20 @@ func (n *Node) drainBacklogLocked(s *subscriber) []pending {
 }
 
 // acceptLocked decides whether an item becomes one of the subscriber's comments,
-// matching the subscriber's keywords itself: the path of items held for a
+// matching the subscriber's query itself: the path of items held for a
 // lease, which come one subscriber at a time.
 func (s *subscriber) acceptLocked(it source.Item, now int64) (pending, bool) {
-	matched, ok := matchKeywords(it, s.spec.Keywords)
+	matched, ok := matchFilter(it, s.filter)
 	if !ok {
 		return pending{}, false
 	}
 	return s.acceptMatchedLocked(it, matched, now)
 }
 
-// acceptMatchedLocked is acceptLocked for an item whose keyword filter the caller has
-// already applied (the data source's keyword index): matched are the
-// subscriber's keywords the item mentions, nil for a subscriber without
-// keywords.
+// acceptMatchedLocked is acceptLocked for an item whose query the caller
+// has already evaluated (the data source's query index): matched are the
+// query's positive terms the item contains, nil for a subscriber without a
+// filter.
 func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now int64) (pending, bool) {
 	if _, dup := s.seen[it.ID]; dup {
 		return pending{}, false
@@ -207,9 +208,6 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now i
 		return pending{}, false
 	}
 	if it.QueryUUID != "" && it.QueryUUID != s.spec.QueryUUID {
-		return pending{}, false
-	}
-	if len(it.Terms) > 0 && !intersects(it.Terms, s.spec.Query) {
 		return pending{}, false
 	}
 	if s.spec.Limited && (s.reserved >= s.leaseTotal || now >= s.leaseUntil) {
@@ -239,6 +237,9 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now i
 			PublishedAt: it.PublishedAt.UTC(),
 			FetchedAt:   it.FetchedAt.UTC(),
 			Matched:     matched,
+			Lang:        it.Lang,
+			ReplyTo:     it.ReplyTo,
+			ThreadID:    it.ThreadID,
 		},
 		userID:   s.spec.UserID,
 		instance: s.instance,
@@ -260,28 +261,17 @@ func (s *subscriber) rememberLocked(id string) {
 	}
 }
 
-func intersects(a, b []string) bool {
-	for _, x := range a {
-		if slices.Contains(b, x) {
-			return true
-		}
-	}
-	return false
+// matchItem is what a query is evaluated on.
+func matchItem(it source.Item) match.Item {
+	return match.Item{Text: it.Text, Author: it.Author, Lang: it.Lang}
 }
 
-// matchKeywords reports the keywords an item mentions, and whether it passes
-// the filter (an empty filter passes everything). It applies the same rule
-// as the data source's keyword index, for one subscriber.
-func matchKeywords(it source.Item, keywords []string) ([]string, bool) {
-	if len(keywords) == 0 {
+// matchFilter reports the query terms an item contains, and whether it
+// matches the filter (a nil filter takes everything). It applies the same
+// rule as the data source's query index, for one subscriber.
+func matchFilter(it source.Item, filter *query.Query) ([]string, bool) {
+	if filter == nil {
 		return nil, true
 	}
-	matched := match.Keywords(it.Text, keywords)
-	return matched, len(matched) > 0
-}
-
-// containsWord reports whether needle occurs in text bounded by non-word
-// bytes; both are lowercased.
-func containsWord(text, needle string) bool {
-	return match.ContainsWord(text, needle)
+	return match.MatchQuery(filter, matchItem(it))
 }

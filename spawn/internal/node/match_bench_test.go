@@ -19,6 +19,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -52,7 +53,7 @@ func TestNode_KeywordIndexRoutesItemsToMatchingSubscribers(t *testing.T) {
 	testkit.WaitFor(t, waitTimeout, "comments stored", func() bool { return st.count(3) == 4 && st.count(2) == 3 && st.count(1) == 2 })
 	want := map[int64]map[string][]string{
 		1: {"a": {"golang"}, "c": {"golang"}},
-		2: {"a": {"rust", "golang"}, "b": {"rust"}, "c": {"golang"}},
+		2: {"a": {"golang", "rust"}, "b": {"rust"}, "c": {"golang"}},
 		3: {"a": nil, "b": nil, "c": nil, "d": nil},
 	}
 	for id, items := range want {
@@ -101,7 +102,7 @@ func TestNode_KeywordIndexCompilesWithoutTheNodeLock(t *testing.T) {
 	compiling := make(chan struct{})
 	release := make(chan struct{})
 	var builds atomic.Int32
-	n.indexBuilder = func(prev *match.Index, byID map[int64][]string) *match.Index {
+	n.indexBuilder = func(prev *match.QueryIndex, byID map[int64]*query.Query) *match.QueryIndex {
 		if builds.Add(1) == 1 {
 			close(compiling)
 			<-release
@@ -322,7 +323,7 @@ func BenchmarkEmitMatch(b *testing.B) {
 		for b.Loop() {
 			it := source.Item{Text: texts[i%len(texts)]}
 			for _, s := range subs {
-				matchKeywords(it, s.spec.Keywords)
+				matchFilter(it, s.filter)
 			}
 			i++
 		}

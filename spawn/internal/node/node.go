@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
@@ -89,9 +90,9 @@ type Node struct {
 	metrics *Metrics
 	writer  *writer
 	kick    chan struct{} // wakes the attach loop
-	// indexBuilder compiles keyword indexes (buildIndex; a test may slow
+	// indexBuilder compiles query indexes (buildIndex; a test may slow
 	// it down to watch the node work while one compiles).
-	indexBuilder func(prev *match.Index, byID map[int64][]string) *match.Index
+	indexBuilder func(prev *match.QueryIndex, byID map[int64]*query.Query) *match.QueryIndex
 
 	// mu guards the fields below it (wg excepted) and the subscribers' and data
 	// sources' state; a method named …Locked must be called with it held.
@@ -117,7 +118,10 @@ type Node struct {
 
 // subscriber is one crawler's consumer on this node.
 type subscriber struct {
-	spec       api.SubscriberSpec
+	spec api.SubscriberSpec
+	// filter is the query an item must match (the query of a search
+	// source, the keyword filter of an rss crawler); nil takes every item.
+	filter     *query.Query
 	instance   uint64
 	keys       []string
 	kind       source.Kind
@@ -142,18 +146,18 @@ type dataSource struct {
 	ds     source.DataSource
 	subs   map[int64]*subscriber
 	cancel context.CancelFunc
-	// index finds the subscribers whose keywords an item mentions; open
-	// are the subscribers without keywords, who see every item. Both are
+	// index finds the subscribers whose queries an item matches; open
+	// are the subscribers without a filter, who see every item. Both are
 	// rebuilt from subs on the first emit after a change (stale), so a
 	// burst of subscriber changes costs one rebuild, and an item costs one
 	// pass over its text however many subscribers share the source. gen
 	// counts the changes, so a rebuild made without the node lock knows
 	// whether it is still current.
-	index *match.Index
+	index *match.QueryIndex
 	open  []*subscriber
 	stale bool
 	gen   uint64
-	hits  []match.Hit // reused by the emitter
+	hits  []match.QueryHit // reused by the emitter
 	// deferred is the node's set of sources to tell at the end of the
 	// batch being applied, nil outside a batch.
 	deferred map[*dataSource]bool

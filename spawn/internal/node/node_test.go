@@ -317,25 +317,6 @@ func TestNode_StoreOutageLosesNothingCounted(t *testing.T) {
 	}
 }
 
-func TestContainsWord(t *testing.T) {
-	cases := []struct {
-		text, word string
-		want       bool
-	}{
-		{"golang is fun", "golang", true},
-		{"i like golang.", "golang", true},
-		{"golangs are fun", "golang", false},
-		{"ungolang", "golang", false},
-		{"go go go", "go", true},
-		{"black widow spider", "black widow", true},
-	}
-	for _, tc := range cases {
-		if got := containsWord(tc.text, tc.word); got != tc.want {
-			t.Errorf("containsWord(%q, %q) = %v", tc.text, tc.word, got)
-		}
-	}
-}
-
 func TestNode_PassingSourceErrorsDoNotFailSubscribers(t *testing.T) {
 	n, _, _ := attachedNode(t)
 	_, _ = n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}})

@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -80,6 +82,10 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 	if err != nil {
 		return err
 	}
+	filter, err := filterOf(spec)
+	if err != nil {
+		return err
+	}
 	slices.Sort(keys)
 	now := time.Now()
 	if s, ok := n.subs[spec.CrawlerID]; ok {
@@ -88,7 +94,7 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 			return nil
 		}
 		if slices.Equal(s.keys, keys) {
-			s.spec = spec
+			s.spec, s.filter = spec, filter
 			for _, k := range keys {
 				n.sources[k].refreshLocked()
 			}
@@ -97,7 +103,7 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 		n.removeLocked(spec.CrawlerID)
 	}
 	n.instances++
-	s := &subscriber{spec: spec, instance: n.instances, keys: keys, kind: kind, lastPolled: now, seen: map[string]struct{}{}, rejectedTotal: n.metrics.commentsRejected}
+	s := &subscriber{spec: spec, filter: filter, instance: n.instances, keys: keys, kind: kind, lastPolled: now, seen: map[string]struct{}{}, rejectedTotal: n.metrics.commentsRejected}
 	for _, k := range keys {
 		ds, ok := n.sources[k]
 		if !ok {
@@ -118,6 +124,25 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 	n.subs[spec.CrawlerID] = s
 	n.logger.Info("subscriber started", "crawler_id", spec.CrawlerID, "query_uuid", spec.QueryUUID, "data_sources", strings.Join(keys, ","))
 	return nil
+}
+
+// filterOf is the query a subscriber's items must match: an rss crawler's
+// keyword filter (nil when it has none: every item of its feeds), every
+// other source's query. Both are in the query language, a list being the
+// OR of its terms.
+func filterOf(spec api.SubscriberSpec) (*query.Query, error) {
+	terms := spec.Query
+	if spec.Source == api.SourceRSS {
+		terms = spec.Keywords
+	}
+	if len(terms) == 0 && spec.Source == api.SourceRSS {
+		return nil, nil
+	}
+	q, err := query.ParseList(terms)
+	if err != nil {
+		return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, err)
+	}
+	return q, nil
 }
 
 // startSourceLocked starts the data source of key and its goroutine, which

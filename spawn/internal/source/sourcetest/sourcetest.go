@@ -56,14 +56,33 @@ func (m *MemStore) Close() error { return nil }
 // WaitTimeout bounds every condition a source test waits for.
 const WaitTimeout = 10 * time.Second
 
-// Spec is a subscriber of source kind for terms, with its canonical query.
+// Spec is a subscriber of source kind as the hub sends it: for rss, terms
+// are feed URLs and keywords a filter in the query language; for every
+// other kind, terms are a query in the language (a list is their OR). The
+// query is in canonical form with its query uuid.
 func Spec(kind string, id int64, keywords []string, terms ...string) api.SubscriberSpec {
-	canon, err := query.Canonical(kind, terms)
+	s := api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: kind}
+	if kind == api.SourceRSS {
+		canon, err := query.Canonical(kind, terms)
+		if err != nil {
+			panic(err)
+		}
+		s.Query, s.QueryUUID = canon, query.UUID(kind, canon).String()
+		if len(keywords) > 0 {
+			f, err := query.ParseList(keywords)
+			if err != nil {
+				panic(err)
+			}
+			s.Keywords = []string{f.String()}
+		}
+		return s
+	}
+	q, err := query.ParseList(terms)
 	if err != nil {
 		panic(err)
 	}
-	return api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: kind, Query: canon,
-		Keywords: keywords, QueryUUID: query.UUID(kind, canon).String()}
+	s.Query, s.QueryUUID = []string{q.String()}, q.UUID(kind).String()
+	return s
 }
 
 // Recorder collects what a data source emits; Emit is its source.Emit.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"io"
 	"net/url"
 	"strings"
@@ -146,14 +147,13 @@ func clip(s string) string {
 	return s
 }
 
-// csdl is the filter definition of a query's terms: any of the phrases,
-// each matched as whole words in the interaction's content.
-func csdl(terms []string) string {
-	parts := make([]string, len(terms))
-	for i, t := range terms {
-		t = strings.ReplaceAll(t, `\`, `\\`)
-		t = strings.ReplaceAll(t, `"`, `\"`)
-		parts[i] = `interaction.content contains "` + t + `"`
+// csdl is the filter definition of a subscriber's query: the widest one
+// the service understands that still covers the query (query.CSDL); the
+// node evaluates the whole query on what it brings.
+func csdl(terms []string) (string, error) {
+	q, err := query.ParseList(terms)
+	if err != nil {
+		return "", err
 	}
-	return strings.Join(parts, " or ")
+	return query.CSDL(q)
 }

@@ -348,7 +348,10 @@ func (m *multi) send(ctx context.Context, c *websocket.Conn, action, hash string
 
 // hash returns a query's filter hash, compiling it on first use.
 func (m *multi) hash(ctx context.Context, uuid string, terms []string) (string, error) {
-	def := csdl(terms)
+	def, err := csdl(terms)
+	if err != nil {
+		return "", fmt.Errorf("%w %s: %w", ErrCompile, uuid, err)
+	}
 	m.mu.Lock()
 	c, ok := m.hashes[uuid]
 	m.mu.Unlock()

@@ -62,7 +62,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 		streamSpec(1, nil, "golang"),
 		streamSpec(2, nil, "golang"),
 		streamSpec(3, nil, "golang", "rust"),
-		streamSpec(4, []string{"release"}, "golang"),
+		streamSpec(4, nil, "golang release"),
 	}
 	resp, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs})
 	if err != nil {
@@ -73,9 +73,11 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
 		}
 	}
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "two subscriptions on one connection", func() bool {
+	// Three queries: golang (crawlers 1 and 2), golang OR rust, and
+	// golang AND release.
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "three subscriptions on one connection", func() bool {
 		subs := srv.Subscriptions()
-		return len(subs) == 1 && len(subs[0]) == 2
+		return len(subs) == 1 && len(subs[0]) == 3
 	})
 
 	id := func(it streamserver.Interaction) string { return "ds:" + it.ID }
@@ -84,7 +86,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 	rel := srv.Publish(streamserver.Interaction{Content: "golang release"})
 	srv.Publish(streamserver.Interaction{Content: "python news"})
 
-	// Crawlers 1, 2 and 4 share the query "golang"; 3 has its own.
+	// Crawlers 1 and 2 share the query "golang"; 3 and 4 have their own.
 	want := map[int64][]string{
 		1: {id(g), id(rel)},
 		2: {id(g), id(rel)},
@@ -103,8 +105,8 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 	for _, v := range srv.Billing() {
 		billed += v
 	}
-	if billed != 5 { // golang: g, rel; golang+rust: g, r, rel
-		t.Errorf("%d items billed, want 5", billed)
+	if billed != 6 { // golang: g, rel; golang+rust: g, r, rel; golang release (filter "release"): rel
+		t.Errorf("%d items billed, want 6", billed)
 	}
 
 	// Removing the last subscriber of a query unsubscribes its hash on the
@@ -112,9 +114,9 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 	if err := n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 2, CrawlerIDs: []int64{3}}); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "one subscription left", func() bool {
+	testkit.WaitFor(t, sourcetest.WaitTimeout, "two subscriptions left", func() bool {
 		subs := srv.Subscriptions()
-		return len(subs) == 1 && len(subs[0]) == 1
+		return len(subs) == 1 && len(subs[0]) == 2
 	})
 	if c := srv.Connections(); c != 1 {
 		t.Errorf("%d connections after a removal, want 1", c)

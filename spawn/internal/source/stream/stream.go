@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
@@ -186,7 +185,7 @@ func New(opts Options) (*Kind, error) {
 
 // Keys returns the node's one stream key after checking the query.
 func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, err := query.Canonical(api.SourceStream, spec.Query); err != nil {
+	if _, err := csdl(spec.Query); err != nil {
 		return nil, fmt.Errorf("stream: crawler %d: %w", spec.CrawlerID, err)
 	}
 	if spec.QueryUUID == "" {

@@ -80,7 +80,11 @@ func subscribedTo(srv *streamserver.Server, n int) bool {
 // hashOf is the hash the server compiled a query to.
 func hashOf(t *testing.T, srv *streamserver.Server, s api.SubscriberSpec) string {
 	t.Helper()
-	h := streamserver.HashOf(csdl(s.Query))
+	def, err := csdl(s.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := streamserver.HashOf(def)
 	if _, ok := srv.CSDL(h); !ok {
 		t.Fatalf("query %v was not compiled", s.Query)
 	}
@@ -107,7 +111,7 @@ func fanOut(items []source.Item, specs []api.SubscriberSpec) map[int64][]string 
 func TestMulti_SharesOneConnectionAndFansOut(t *testing.T) {
 	srv, base := newServer(t)
 	g1, g2 := spec(1, "golang"), spec(2, "Golang ")
-	rs, py := spec(3, "rust", "new release"), spec(4, "python")
+	rs, py := spec(3, `rust OR "new release"`), spec(4, "python")
 	specs := []api.SubscriberSpec{g1, g2, rs, py}
 	m, rec := start(t, testOptions(base), specs...)
 	testkit.WaitFor(t, waitDeadline, "three subscriptions on one connection", func() bool { return subscribedTo(srv, 3) })
@@ -440,18 +444,37 @@ func TestKind(t *testing.T) {
 	}
 }
 
+// TestCSDLRoundTrip checks that the service reads back, as the phrases of
+// the definition, the terms that cover a query.
 func TestCSDLRoundTrip(t *testing.T) {
-	terms := []string{`say "hi"`, `back\slash`, "plain words"}
-	phrases, err := streamserver.ParseCSDL(csdl(terms))
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		query []string
+		want  []string
+	}{
+		{[]string{`"Black Widow" OR golang OR #go`}, []string{"#go", "black widow", "golang"}},
+		{[]string{"golang -java lang:en"}, []string{"golang"}},
+		{[]string{"golang", "new release"}, []string{"golang", "release"}},
+		{[]string{`back\slash`}, []string{`back\slash`}},
 	}
-	var got []string
-	for _, p := range phrases {
-		got = append(got, strings.Join(p, " "))
+	for _, tc := range cases {
+		def, err := csdl(tc.query)
+		if err != nil {
+			t.Fatalf("csdl(%q): %v", tc.query, err)
+		}
+		phrases, err := streamserver.ParseCSDL(def)
+		if err != nil {
+			t.Fatalf("server refused %q: %v", def, err)
+		}
+		var got []string
+		for _, p := range phrases {
+			got = append(got, strings.Join(p, " "))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("query %q: server read %q, want %q", tc.query, got, tc.want)
+		}
 	}
-	if !slices.Equal(got, terms) {
-		t.Errorf("server read %q, want %q", got, terms)
+	if _, err := csdl([]string{"-java"}); err == nil {
+		t.Error("a query of negations only compiled")
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,19 +86,17 @@ func (t *tracker) searchClient(ctx context.Context) *gotwitter.Client {
 	return gotwitter.NewClient(&http.Client{Transport: rt, Timeout: t.opts.SearchTimeout, CheckRedirect: t.opts.Client.CheckRedirect})
 }
 
-// SetSubscribers takes the union of the subscribers' terms. A changed union
+// SetSubscribers takes the union of the track terms of the subscribers'
+// queries. A changed union
 // makes Run open or reopen the streams after ReopenDelay, which gathers a
 // burst of changes into one reconnect. It never blocks: the node calls it
 // under its lock.
 func (t *tracker) SetSubscribers(specs []api.SubscriberSpec) {
 	var union []string
 	for _, s := range specs {
-		for _, term := range s.Query {
-			term = strings.ToLower(strings.Join(strings.Fields(term), " "))
-			if term != "" && checkTerm(term) == nil {
-				union = append(union, term)
-			}
-		}
+		// A query that does not compile failed its subscriber in Keys.
+		terms, _ := trackTerms(s)
+		union = append(union, terms...)
 	}
 	slices.Sort(union)
 	union = slices.Compact(union)

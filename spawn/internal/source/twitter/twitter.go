@@ -321,18 +321,32 @@ func baseURL(what, raw string) (*url.URL, error) {
 }
 
 // Keys returns the node's one twitter key, after checking that Twitter can
-// track every term of the query.
+// track every term the query needs.
 func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	terms, err := query.Canonical(api.SourceTwitter, spec.Query)
-	if err != nil {
+	if _, err := trackTerms(spec); err != nil {
 		return nil, fmt.Errorf("twitter: crawler %d: %w", spec.CrawlerID, err)
+	}
+	return []string{Key}, nil
+}
+
+// trackTerms compiles a subscriber's query to the widest track terms that
+// cover it: every tweet the query matches contains one of them, and the
+// node evaluates the whole query on what they bring.
+func trackTerms(spec api.SubscriberSpec) ([]string, error) {
+	q, err := query.ParseList(spec.Query)
+	if err != nil {
+		return nil, err
+	}
+	terms, err := query.TrackTerms(q)
+	if err != nil {
+		return nil, err
 	}
 	for _, t := range terms {
 		if err := checkTerm(t); err != nil {
-			return nil, fmt.Errorf("twitter: crawler %d: %w", spec.CrawlerID, err)
+			return nil, err
 		}
 	}
-	return []string{Key}, nil
+	return terms, nil
 }
 
 // checkTerm refuses what the track parameter cannot carry.

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
+
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/twitterserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
@@ -97,11 +100,12 @@ func fanOut(items []source.Item, specs []api.SubscriberSpec) map[int64][]string 
 	out := map[int64][]string{}
 	for _, it := range items {
 		for _, s := range specs {
-			for _, term := range it.Terms {
-				if slices.Contains(s.Query, term) {
-					out[s.CrawlerID] = append(out[s.CrawlerID], it.ID)
-					break
-				}
+			q, err := query.ParseList(s.Query)
+			if err != nil {
+				panic(err)
+			}
+			if _, ok := match.MatchQuery(q, match.Item{Text: it.Text, Author: it.Author}); ok {
+				out[s.CrawlerID] = append(out[s.CrawlerID], it.ID)
 			}
 		}
 	}
@@ -544,7 +548,10 @@ func TestKind(t *testing.T) {
 		{"plain", []string{"golang", "Rust Lang"}, true},
 		{"sixty bytes", []string{strings.Repeat("x", MaxTrackBytes)}, true},
 		{"too long", []string{strings.Repeat("x", MaxTrackBytes+1)}, false},
-		{"comma", []string{"a,b"}, false},
+		{"comma list", []string{"a,b"}, true},
+		{"boolean query", []string{`("black widow" OR #spawn) -marvel lang:en`}, true},
+		{"negations only", []string{"-java"}, false},
+		{"unclosed group", []string{"(golang"}, false},
 		{"empty", []string{" "}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
