@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -225,10 +224,8 @@ func (s *Source) connect(ctx context.Context, emit source.Emit, connected func()
 	cursor := s.cov.resumeFrom()
 	if cursor > 0 {
 		cursor = max(cursor-s.overlapUS, dialed.Add(-s.opts.ReplayWindow).UnixMicro())
-		s.cov.read = cursor
-	} else {
-		s.cov.read = math.MaxInt64
 	}
+	s.cov.connected(cursor)
 	s.mu.Unlock()
 	u := s.opts.JetstreamURL + "?wantedCollections=" + url.QueryEscape(PostCollection)
 	if cursor > 0 {
