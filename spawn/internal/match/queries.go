@@ -1,6 +1,7 @@
 package match
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -31,45 +32,63 @@ type QueryHit struct {
 // from kid to kid and stops as soon as its value is known.
 const (
 	opText uint8 = iota + 1 // a text atom: its pattern was found
-	opFrom                  // the item's author is val
-	opLang                  // the item's language is val or a subtag of it
+	opFrom                  // the item's author is the author arg
+	opLang                  // the item's language is the code arg or a subtag of it
 	opAnd
 	opOr
 	opNot
 )
 
+// instr is one instruction, kept small: 10,000 queries' instructions are
+// read at random, one candidate after another.
 type instr struct {
 	op  uint8
-	pat int32  // opText: pattern id
-	end int32  // index just past this instruction's subtree
-	val string // opFrom, opLang
+	arg int32 // opText: pattern id; opFrom: author id; opLang: code id
+	end int32 // index just past this instruction's subtree
 }
 
-// trigger is a positive atom of a subscriber's query: a hit on it makes
-// the subscriber a candidate and names the term in the hit.
-type trigger struct {
-	pat  int32    // text atom's pattern id, or -1 for from:
-	from string   // from: value
-	one  []string // the term's canonical spelling, a one-element slice a hit may share
+// qposting says that a pattern or an author is a positive term of a
+// subscriber (dense index sub): a hit on it makes the subscriber a
+// candidate.
+type qposting struct {
+	sub  int32
+	term int32 // index into QueryIndex.terms
+}
+
+// positiveTerm is a positive term of a subscriber's query: a text atom's
+// pattern (pat), or from: an author (pat -1).
+type positiveTerm struct {
+	term, pat, author int32
+}
+
+// qsub is what matching reads of a subscriber, in one place.
+type qsub struct {
+	id   int64
+	root int32 // first instruction of its query
+	// any is set when the query is one positive term or an OR of them:
+	// every candidate matches and its tree need not be evaluated.
+	any bool
 }
 
 // QueryIndex is an immutable index of many subscribers' queries. Every
 // text atom of every query (words, phrases, and #tags and @users as the
 // text tokens "#tag" and "@user") is one pattern of a single Aho-Corasick
 // automaton, so an item's text is scanned once whatever the number of
-// subscribers. Only subscribers with a hit on a positive atom — a text
+// subscribers. Only subscribers with a hit on a positive term — a text
 // atom or from: not under a negation — are candidates, and only their
 // boolean trees are evaluated; the query language guarantees that a query
 // cannot match without one. AppendMatch is safe for concurrent use.
 type QueryIndex struct {
 	auto     *automaton
-	postings [][]int32           // pattern id → dense subscribers it triggers
-	byAuthor map[string][]int32  // from: value → dense subscribers it triggers
-	subs     []int64             // dense index → subscriber id, ascending
-	roots    []int32             // dense index → first instruction of its query
-	triggers [][]trigger         // dense index → positive atoms
+	postings [][]qposting        // pattern id → subscribers it is a positive term of
+	byAuthor [][]qposting        // author id → subscribers it is a positive term of
+	authors  map[string]int32    // from: value → author id
+	langs    []string            // code id → lang: code
+	langIDs  map[string]int32    // lang: code → code id
+	subs     []qsub              // dense index, by ascending id
+	positive [][]positiveTerm    // dense index → its positive terms, in canonical order
+	terms    [][]string          // term id → its canonical spelling, a one-element slice hits share
 	prog     []instr             // all queries' instructions
-	queries  []*query.Query      // dense index → query
 	scratch  sync.Pool           // *queryScratch sized for this index
 	patterns map[string]struct{} // text patterns in use
 }
@@ -90,36 +109,63 @@ func (ix *QueryIndex) Update(subs map[int64]*query.Query) *QueryIndex {
 }
 
 func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
-	ix := &QueryIndex{byAuthor: map[string][]int32{}, patterns: map[string]struct{}{}}
+	ix := &QueryIndex{authors: map[string]int32{}, langIDs: map[string]int32{}, patterns: map[string]struct{}{}}
+	ids := make([]int64, 0, len(subs))
 	for id, q := range subs {
 		if q != nil {
-			ix.subs = append(ix.subs, id)
-		}
-	}
-	slices.Sort(ix.subs)
-	ix.queries = make([]*query.Query, len(ix.subs))
-	for i, id := range ix.subs {
-		ix.queries[i] = subs[id]
-		for _, a := range subs[id].Atoms() {
-			if t := a.Text(); t != "" {
-				ix.patterns[t] = struct{}{}
+			ids = append(ids, id)
+			for _, a := range q.Atoms() {
+				if t := a.Text(); t != "" {
+					ix.patterns[t] = struct{}{}
+				}
 			}
 		}
 	}
+	slices.Sort(ids)
 	if prev != nil && prev.auto != nil && covers(prev.auto, ix.patterns) {
 		ix.auto = prev.auto
 	} else {
 		ix.auto = compile(ix.patterns)
 	}
-	ix.postings = make([][]int32, len(ix.auto.patterns))
-	ix.roots = make([]int32, len(ix.subs))
-	ix.triggers = make([][]trigger, len(ix.subs))
-	for i, q := range ix.queries {
-		ix.roots[i] = int32(len(ix.prog))
+	ix.postings = make([][]qposting, len(ix.auto.patterns))
+	ix.subs = make([]qsub, len(ids))
+	ix.positive = make([][]positiveTerm, len(ids))
+	termIDs := map[string]int32{}
+	for d, id := range ids {
+		q := subs[id]
+		ix.subs[d] = qsub{id: id, root: int32(len(ix.prog)), any: anyTerm(q.Root())}
 		ix.emit(q.Root())
-		ix.addTriggers(int32(i), q)
+		for _, a := range positiveAtoms(q) {
+			spelled := a.String()
+			t, ok := termIDs[spelled]
+			if !ok {
+				t = int32(len(ix.terms))
+				termIDs[spelled] = t
+				ix.terms = append(ix.terms, []string{spelled})
+			}
+			po := qposting{sub: int32(d), term: t}
+			pt := positiveTerm{term: t, pat: -1, author: -1}
+			if a.Kind == query.From {
+				pt.author = ix.author(a.Value)
+				ix.byAuthor[pt.author] = append(ix.byAuthor[pt.author], po)
+			} else {
+				pt.pat = ix.auto.ids[a.Text()]
+				ix.postings[pt.pat] = append(ix.postings[pt.pat], po)
+			}
+			ix.positive[d] = append(ix.positive[d], pt)
+		}
 	}
 	return ix
+}
+
+// anyTerm reports whether a query is one positive text atom or from:, or
+// an OR of them.
+func anyTerm(n *query.Node) bool {
+	term := func(n *query.Node) bool { return n.Op == query.OpAtom && n.Atom.Kind != query.Lang }
+	if n.Op == query.OpOr {
+		return !slices.ContainsFunc(n.Kids, func(k *query.Node) bool { return !term(k) })
+	}
+	return term(n)
 }
 
 // emit appends the instructions of the subtree at n.
@@ -131,11 +177,17 @@ func (ix *QueryIndex) emit(n *query.Node) {
 	case query.OpAtom:
 		switch a := n.Atom; a.Kind {
 		case query.From:
-			in = instr{op: opFrom, val: a.Value}
+			in = instr{op: opFrom, arg: ix.author(a.Value)}
 		case query.Lang:
-			in = instr{op: opLang, val: a.Value}
+			id, ok := ix.langIDs[a.Value]
+			if !ok {
+				id = int32(len(ix.langs))
+				ix.langIDs[a.Value] = id
+				ix.langs = append(ix.langs, a.Value)
+			}
+			in = instr{op: opLang, arg: id}
 		default:
-			in = instr{op: opText, pat: ix.auto.ids[a.Text()]}
+			in = instr{op: opText, arg: ix.auto.ids[a.Text()]}
 		}
 	case query.OpAnd:
 		in.op = opAnd
@@ -151,19 +203,15 @@ func (ix *QueryIndex) emit(n *query.Node) {
 	ix.prog[at] = in
 }
 
-// addTriggers records the positive atoms of q for dense subscriber d.
-func (ix *QueryIndex) addTriggers(d int32, q *query.Query) {
-	for _, a := range positiveAtoms(q) {
-		t := trigger{pat: -1, one: []string{a.String()}}
-		if a.Kind == query.From {
-			t.from = a.Value
-			ix.byAuthor[a.Value] = append(ix.byAuthor[a.Value], d)
-		} else {
-			t.pat = ix.auto.ids[a.Text()]
-			ix.postings[t.pat] = append(ix.postings[t.pat], d)
-		}
-		ix.triggers[d] = append(ix.triggers[d], t)
+// author is the id of a from: value, assigned on first use.
+func (ix *QueryIndex) author(v string) int32 {
+	id, ok := ix.authors[v]
+	if !ok {
+		id = int32(len(ix.byAuthor))
+		ix.authors[v] = id
+		ix.byAuthor = append(ix.byAuthor, nil)
 	}
+	return id
 }
 
 // positiveAtoms are the atoms of q that make a subscriber a candidate, in
@@ -203,16 +251,25 @@ func (ix *QueryIndex) Len() int { return len(ix.subs) }
 // no subscriber uses any more included.
 func (ix *QueryIndex) Patterns() int { return len(ix.auto.patterns) }
 
+// candState is a subscriber's state in one call, valid when stamp is the
+// call's generation.
+type candState struct {
+	stamp uint32
+	n     int32 // positive terms that occurred
+	last  int32 // the last of them (term id)
+}
+
 // queryScratch is the per-call working memory of AppendMatch.
 type queryScratch struct {
-	gen      uint32
-	text     []byte
-	patStamp []uint32 // pattern id → gen when found whole-word in this call
-	subStamp []uint32 // dense subscriber → gen when a candidate in this call
-	cands    []int32  // candidates in the order of their first trigger
-	matched  []int32  // per hit: number of its terms that occurred
-	author   string
-	lang     string
+	gen       uint32
+	text      []byte
+	patStamp  []uint32    // pattern id → gen when found whole-word in this call
+	cand      []candState // dense subscriber → its state
+	cands     []int32     // candidates in the order of their first term
+	langStamp []uint32    // code id → gen when langOK was computed
+	langOK    []bool      // code id → the item's language matches the code
+	author    int32       // author id of the item, -1 if no query names it
+	lang      string
 }
 
 func (ix *QueryIndex) getScratch() *queryScratch {
@@ -220,8 +277,10 @@ func (ix *QueryIndex) getScratch() *queryScratch {
 		return s
 	}
 	return &queryScratch{
-		patStamp: make([]uint32, len(ix.auto.patterns)),
-		subStamp: make([]uint32, len(ix.subs)),
+		patStamp:  make([]uint32, len(ix.auto.patterns)),
+		cand:      make([]candState, len(ix.subs)),
+		langStamp: make([]uint32, len(ix.langs)),
+		langOK:    make([]bool, len(ix.langs)),
 	}
 }
 
@@ -229,17 +288,22 @@ func (s *queryScratch) next() {
 	s.gen++
 	if s.gen == 0 {
 		clear(s.patStamp)
-		clear(s.subStamp)
+		clear(s.cand)
+		clear(s.langStamp)
 		s.gen = 1
 	}
-	s.cands, s.matched = s.cands[:0], s.matched[:0]
+	s.cands = s.cands[:0]
 }
 
-func (s *queryScratch) candidate(d int32) {
-	if s.subStamp[d] != s.gen {
-		s.subStamp[d] = s.gen
-		s.cands = append(s.cands, d)
+// hit records that a positive term of a subscriber occurred.
+func (s *queryScratch) hit(p qposting) {
+	c := &s.cand[p.sub]
+	if c.stamp != s.gen {
+		*c = candState{stamp: s.gen}
+		s.cands = append(s.cands, p.sub)
 	}
+	c.n++
+	c.last = p.term
 }
 
 // Match returns every indexed subscriber whose query the item matches,
@@ -270,58 +334,58 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 				continue
 			}
 			s.patStamp[p] = s.gen
-			for _, d := range ix.postings[p] {
-				s.candidate(d)
+			for _, po := range ix.postings[p] {
+				s.hit(po)
 			}
 		}
 	}
-	s.author, s.lang = "", ""
-	if it.Author != "" {
-		s.author = normalAuthor(it.Author)
-		for _, d := range ix.byAuthor[s.author] {
-			s.candidate(d)
+	s.author = -1
+	if it.Author != "" && len(ix.authors) > 0 {
+		if id, ok := ix.authors[normalAuthor(it.Author)]; ok {
+			s.author = id
+			for _, po := range ix.byAuthor[id] {
+				s.hit(po)
+			}
 		}
 	}
 	if len(s.cands) == 0 {
 		return dst
 	}
-	s.lang = strings.ToLower(it.Lang)
-	// Evaluate the candidates; count the terms of each hit.
+	if len(ix.langs) > 0 {
+		s.lang = strings.ToLower(it.Lang)
+	}
+	// Evaluate the candidates; a hit with one term shares it with the
+	// index.
 	base, multi := len(dst), 0
 	for _, d := range s.cands {
-		if !ix.eval(s, ix.roots[d]) {
+		sub := &ix.subs[d]
+		if !sub.any && !ix.eval(s, sub.root) {
 			continue
 		}
-		n := int32(0)
 		var one []string
-		for i := range ix.triggers[d] {
-			if t := &ix.triggers[d][i]; ix.occurred(s, t) {
-				n++
-				one = t.one
-			}
+		if c := &s.cand[d]; c.n == 1 {
+			one = ix.terms[c.last]
+		} else {
+			multi += int(c.n)
 		}
-		if n > 1 {
-			multi += int(n)
-			one = nil
-		}
-		dst = append(dst, QueryHit{Subscriber: ix.subs[d], Terms: one})
-		s.matched = append(s.matched, n)
+		dst = append(dst, QueryHit{Subscriber: sub.id, Terms: one})
 	}
 	if multi == 0 {
 		return dst
 	}
-	// Hits with several terms get their own slices of one array.
+	// Hits with several terms get their own slices of one array, in the
+	// order of the canonical form.
 	terms := make([]string, 0, multi)
 	for h := range dst[base:] {
 		hit := &dst[base+h]
-		if s.matched[h] < 2 {
+		if hit.Terms != nil {
 			continue
 		}
-		d, _ := slices.BinarySearch(ix.subs, hit.Subscriber)
+		d, _ := slices.BinarySearchFunc(ix.subs, hit.Subscriber, func(s qsub, id int64) int { return cmp.Compare(s.id, id) })
 		start := len(terms)
-		for i := range ix.triggers[d] {
-			if t := &ix.triggers[d][i]; ix.occurred(s, t) {
-				terms = append(terms, t.one[0])
+		for _, t := range ix.positive[d] {
+			if s.occurred(t) {
+				terms = append(terms, ix.terms[t.term][0])
 			}
 		}
 		hit.Terms = terms[start:len(terms):len(terms)]
@@ -329,23 +393,28 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 	return dst
 }
 
-func (ix *QueryIndex) occurred(s *queryScratch, t *trigger) bool {
+// occurred reports whether a positive term occurred in this call's item.
+func (s *queryScratch) occurred(t positiveTerm) bool {
 	if t.pat >= 0 {
 		return s.patStamp[t.pat] == s.gen
 	}
-	return t.from == s.author
+	return t.author == s.author
 }
 
 // eval evaluates the subtree at instruction i for the item of this call.
 func (ix *QueryIndex) eval(s *queryScratch, i int32) bool {
-	in := &ix.prog[i]
+	in := ix.prog[i]
 	switch in.op {
 	case opText:
-		return s.patStamp[in.pat] == s.gen
+		return s.patStamp[in.arg] == s.gen
 	case opFrom:
-		return s.author == in.val
+		return s.author == in.arg
 	case opLang:
-		return LangMatches(s.lang, in.val)
+		if s.langStamp[in.arg] != s.gen {
+			s.langStamp[in.arg] = s.gen
+			s.langOK[in.arg] = LangMatches(s.lang, ix.langs[in.arg])
+		}
+		return s.langOK[in.arg]
 	case opNot:
 		return !ix.eval(s, i+1)
 	case opAnd:
