@@ -126,7 +126,9 @@ func (b *leaseBook) recovered(nodeID string) {
 // An instance the node no longer runs, with nothing pending for its crawler
 // in an answer that carried all of the node's increments, has had all its
 // usage applied: what it reserved beyond that (comments the store already
-// held, or never stored) was given back and will never count.
+// held, or never stored) was given back and will never count. Until such an
+// answer its last reported reservation is no guide: it may have counted
+// more between that status and its end, in increments still to come.
 func (b *leaseBook) settle(nodeID string, pending map[int64]int, allReported bool, crawlerID int64, now time.Time) bool {
 	left := false
 	for k, l := range b.inst {
@@ -135,7 +137,7 @@ func (b *leaseBook) settle(nodeID string, pending map[int64]int, allReported boo
 			case l.nodeLost && !l.awaitingRecovery:
 				delete(b.inst, k)
 				continue
-			case k.node == nodeID && !l.current && pending[crawlerID] == 0 && (allReported || l.used >= l.reserved):
+			case k.node == nodeID && !l.current && pending[crawlerID] == 0 && allReported:
 				delete(b.inst, k)
 				continue
 			}

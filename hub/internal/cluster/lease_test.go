@@ -177,7 +177,7 @@ func TestLease_Settle(t *testing.T) {
 		{"retired, expired, all reported", "node-a", instLease{hubExpiry: dead, reserved: 5, used: 3}, 0, true, true},
 		{"retired, expired, comments pending", "node-a", instLease{hubExpiry: dead, reserved: 3, used: 3}, 2, true, false},
 		{"retired, expired, more increments, not all used", "node-a", instLease{hubExpiry: dead, reserved: 5, used: 3}, 0, false, false},
-		{"retired, expired, more increments, all used", "node-a", instLease{hubExpiry: dead, reserved: 3, used: 3}, 0, false, true},
+		{"retired, expired, more increments, reservation reached", "node-a", instLease{hubExpiry: dead, reserved: 3, used: 3}, 0, false, false},
 		{"another node's retired account", "node-b", instLease{hubExpiry: dead, reserved: 3, used: 3}, 0, true, false},
 		{"dead node, expired, recovered", "node-b", instLease{nodeLost: true, hubExpiry: dead, granted: 10}, 0, true, true},
 		{"dead node, expired, awaiting recovery", "node-b", instLease{nodeLost: true, awaitingRecovery: true, hubExpiry: dead, granted: 10}, 0, true, false},
