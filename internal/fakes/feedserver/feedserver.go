@@ -74,6 +74,7 @@ type Item struct {
 // feed is one feed's state; the Server's mutex guards it.
 type feed struct {
 	items    []Item // oldest first
+	lang     string // the feed's language tag; empty for none
 	version  uint64
 	modified time.Time
 	requests int
@@ -168,6 +169,18 @@ func (s *Server) Publish(name string, it Item) Item {
 	f.version++
 	f.modified = s.now().UTC()
 	return it
+}
+
+// SetLanguage declares a feed's language (an RFC 5646 tag such as "en" or
+// "de-DE"), served as the RSS channel's <language> and the Atom feed's
+// xml:lang; "" removes it.
+func (s *Server) SetLanguage(name, lang string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.feedLocked(name)
+	f.lang = lang
+	f.version++
+	f.modified = s.now().UTC()
 }
 
 // Requests is how many requests a feed has received, conditional ones
@@ -327,7 +340,7 @@ func (s *Server) handleFeed(w http.ResponseWriter, r *http.Request) {
 	f := s.feedLocked(name)
 	f.requests++
 	items := slices.Clone(f.items)
-	version, modified := f.version, f.modified
+	version, modified, lang := f.version, f.modified, f.lang
 	s.mu.Unlock()
 
 	etag := fmt.Sprintf(`"%s-%d-%s"`, name, version, format)
@@ -354,10 +367,14 @@ func (s *Server) handleFeed(w http.ResponseWriter, r *http.Request) {
 	var doc any
 	if format == FormatAtom {
 		w.Header().Set("Content-Type", "application/atom+xml; charset=utf-8")
-		doc = atomFeed(name, self, base, modified, items)
+		a := atomFeed(name, self, base, modified, items)
+		a.Lang = lang
+		doc = a
 	} else {
 		w.Header().Set("Content-Type", "application/rss+xml; charset=utf-8")
-		doc = rssFeed(name, self, base, modified, items)
+		r := rssFeed(name, self, base, modified, items)
+		r.Channel.Language = lang
+		doc = r
 	}
 	io.WriteString(w, xml.Header)
 	enc := xml.NewEncoder(w)
@@ -408,6 +425,7 @@ type rssChannel struct {
 	Link          string    `xml:"link"`
 	Description   string    `xml:"description"`
 	LastBuildDate string    `xml:"lastBuildDate"`
+	Language      string    `xml:"language,omitempty"`
 	Items         []rssItem `xml:"item"`
 }
 
@@ -452,6 +470,7 @@ func rssFeed(name, self, base string, modified time.Time, items []Item) rssDoc {
 // Atom document.
 type atomDoc struct {
 	XMLName xml.Name    `xml:"http://www.w3.org/2005/Atom feed"`
+	Lang    string      `xml:"xml:lang,attr,omitempty"`
 	Title   string      `xml:"title"`
 	ID      string      `xml:"id"`
 	Updated string      `xml:"updated"`

@@ -48,3 +48,29 @@ func TestFeed_HostileItemFieldsAreBounded(t *testing.T) {
 		t.Errorf("attribute item text %q", text)
 	}
 }
+
+// TestFeed_ItemsCarryTheFeedLanguage reads the channel's <language> (RSS)
+// and xml:lang (Atom) into every item's language, lowercased; a value that
+// is no language tag is dropped.
+func TestFeed_ItemsCarryTheFeedLanguage(t *testing.T) {
+	cases := []struct{ name, doc, want string }{
+		{"rss", `<rss version="2.0"><channel><title>t</title><language>en-US</language>
+<item><title>a</title><guid>a</guid></item></channel></rss>`, "en-us"},
+		{"atom", `<feed xmlns="http://www.w3.org/2005/Atom" xml:lang="de"><title>t</title>
+<entry><title>a</title><id>a</id></entry></feed>`, "de"},
+		{"not a tag", `<rss version="2.0"><channel><title>t</title><language>english please</language>
+<item><title>a</title><guid>a</guid></item></channel></rss>`, ""},
+		{"none", `<rss version="2.0"><channel><title>t</title>
+<item><title>a</title><guid>a</guid></item></channel></rss>`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFeedServer(t, tc.doc)
+			_, rec := start(t, testOptions(), fs.URL)
+			testkit.WaitFor(t, waitDeadline, "item", func() bool { return len(rec.all()) == 1 })
+			if got := rec.all()[0].Lang; got != tc.want {
+				t.Fatalf("lang %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 // items turns a parsed feed into source items, oldest first, one per id.
 func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 	feedAuthor := personName(parsed.Authors)
+	lang := languageTag(parsed.Language)
 	out := make([]source.Item, 0, len(parsed.Items))
 	dup := make(map[string]bool, len(parsed.Items))
 	for _, gi := range parsed.Items {
@@ -51,6 +52,7 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 			Author:      author,
 			Text:        itemText(gi),
 			URL:         source.WebURL(f.resolve(gi.Link)),
+			Lang:        lang,
 			PublishedAt: source.PublishedAt(claimed, e.firstSeen),
 			FetchedAt:   now.UTC(),
 		})
@@ -177,4 +179,22 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// maxLangBytes caps a language tag; real ones are a few bytes.
+const maxLangBytes = 35
+
+// languageTag is a feed's declared language as a lowercased tag ("en-us"),
+// or "" when it is absent or not a plausible tag.
+func languageTag(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" || len(s) > maxLangBytes {
+		return ""
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return ""
+		}
+	}
+	return strings.ReplaceAll(s, "_", "-")
 }
