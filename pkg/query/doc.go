@@ -56,8 +56,8 @@
 //
 // # Services
 //
-// TrackTerms and CSDL compile a query to the widest filters Twitter's
-// v1.1 track and a DataSift-shaped stream accept that still cover it (the
-// caller evaluates the query on what arrives); XRule states it exactly as
-// an X API v2 filtered-stream rule.
+// TrackTerms and CSDL compile a query to filters Twitter's v1.1 track and
+// a DataSift-shaped stream accept that cover it: every item it matches
+// passes them, and the caller evaluates the query on what arrives. XRule
+// states it exactly as an X API v2 filtered-stream rule.
 package query
