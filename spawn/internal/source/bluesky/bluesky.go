@@ -10,18 +10,27 @@
 // at:// URI; identity events teach the source the authors' handles.
 //
 // No gaps, no repeats. Every event carries time_us, its position in the
-// service's log, which the source remembers; a reconnect resumes from the
-// last position read minus ResumeOverlap, and posts met again in that
-// overlap are recognised by position and, within the overlap, by URI. A
-// subscriber may arrive with a cursor (api.Cursor.Position, the position of
-// the last post it delivered elsewhere): when that is behind the
-// connection, the source reconnects from it and hands the posts it reads
-// before its old position only to the queries that have not had them
-// (Item.QueryUUID), so subscribers already in step see no repeats. The
-// service keeps a replay window (ReplayWindow, 36 hours on Bluesky's
-// instances) and silently starts older cursors at its oldest event; the
-// source notices the jump and tells the subscribers concerned, through
-// ErrFor, which posts were skipped.
+// service's log (Item.Position), and the source keeps, per query uuid, the
+// position up to which that query's subscribers have had every post. A
+// reconnect resumes from the oldest of those minus ResumeOverlap; a post
+// read again is handed only to the queries that have not had it, judged by
+// position and, within the overlap, by URI (a post that reached the
+// service out of order at the seam is not lost).
+//
+// A subscriber may arrive with a cursor (api.Cursor.Position, the position
+// of the last post it delivered on another node); a query without one
+// starts at the live stream. When the cursor is behind the connection, the
+// source reconnects from it at once and hands the posts it reads again
+// only to that query, tagged with its uuid (Item.QueryUUID), until it has
+// caught up and shares the untagged stream again: subscribers already in
+// step see no repeats, and the node's per-subscriber de-duplication is only
+// a second line. (On a source that has read nothing yet, queries without a
+// cursor also get what the first connection replays.) The service keeps a
+// replay window (ReplayWindow, 36 hours on Bluesky's instances) and
+// silently starts older cursors at its oldest event; the source notices
+// that the first event is later than a query's position by more than
+// GapSlack and tells that query's subscribers, through ErrFor, which posts
+// were skipped.
 //
 // Bluesky publishes an official Go client for Jetstream
 // (github.com/bluesky-social/jetstream), but it speaks the v2 stream

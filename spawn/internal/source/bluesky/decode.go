@@ -25,6 +25,8 @@ const (
 	maxRKeyBytes = 512
 	// maxHandleBytes caps a handle (a domain name).
 	maxHandleBytes = 253
+	// maxLabelBytes caps one label of a handle (the DNS limit).
+	maxLabelBytes = 63
 	// maxLangBytes caps a language tag.
 	maxLangBytes = 35
 	// atPrefix starts every at:// URI.
@@ -222,7 +224,7 @@ func normalHandle(s string) string {
 		return ""
 	}
 	for _, l := range labels {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		if l == "" || len(l) > maxLabelBytes || l[0] == '-' || l[len(l)-1] == '-' {
 			return ""
 		}
 		for i := 0; i < len(l); i++ {

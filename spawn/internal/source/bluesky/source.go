@@ -48,11 +48,12 @@ type Stats struct {
 	Gaps       int64 // subscribers told that posts were skipped
 	Repeats    int64 // posts read again (resume overlap, replay) and not handed over
 	Handles    int   // handles remembered
-	// Position is the time_us of the newest event read; 0 before the
+	// Position is the time_us of the last event read; 0 before the
 	// first.
 	Position int64
 	// Lag is how far Position is behind the clock: the delay of the
-	// stream plus any replay under way; 0 before the first event.
+	// stream, or how far back a replay under way still is; 0 before the
+	// first event.
 	Lag time.Duration
 }
 
@@ -76,7 +77,7 @@ type Source struct {
 	overlapUS int64
 	rewind    chan struct{}
 	stats     counters
-	position  atomic.Int64 // time_us of the newest event read
+	position  atomic.Int64 // time_us of the last event read
 
 	mu      sync.Mutex
 	cov     *coverage
@@ -325,9 +326,7 @@ func (s *Source) read(ctx, rctx context.Context, c *websocket.Conn, emit source.
 			badMessages = false
 			s.errs.Set(messagesPart, nil)
 		}
-		if ev.timeUS > s.position.Load() {
-			s.position.Store(ev.timeUS)
-		}
+		s.position.Store(ev.timeUS)
 		if first {
 			first = false
 			s.checkGap(ev.timeUS, dialed)
