@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
@@ -51,11 +52,17 @@ const (
 	DefaultDomain = "mastodon.example"
 	// firstLocalID is the first local id the server assigns.
 	firstLocalID = 110000000000000000
+	// localIDsPerServer is the log2 of the local ids reserved for each
+	// server of a process.
+	localIDsPerServer = 24
 	// maxClientMessageBytes caps one message from a client.
 	maxClientMessageBytes = 64 << 10
 	// writeTimeout bounds one write to a client.
 	writeTimeout = 10 * time.Second
 )
+
+// servers counts the servers made in this process.
+var servers atomic.Int64
 
 // Options configure a Server.
 type Options struct {
@@ -148,7 +155,10 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{opts: opts, token: opts.Token, conns: map[*conn]bool{}, nextID: firstLocalID}
+	// Each server numbers its statuses from its own offset, as instances
+	// do: the same status gets different local ids on two of them.
+	first := firstLocalID + servers.Add(1)<<localIDsPerServer
+	return &Server{opts: opts, token: opts.Token, conns: map[*conn]bool{}, nextID: first}
 }
 
 // Start runs a new server on a free loopback port until the test ends. At

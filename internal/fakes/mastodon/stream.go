@@ -118,7 +118,7 @@ func (s *Server) ping(ctx context.Context, ws *websocket.Conn, c *conn) {
 		if s.stalled(c) {
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, s.opts.PingInterval)
+		pctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		_ = ws.Ping(pctx)
 		cancel()
 	}

@@ -136,10 +136,10 @@ type link struct {
 	edited string // edited_at of the version last emitted
 }
 
-// statusItem turns a status read on the instance at base into an item.
-// parent looks up a status the source has seen by its local id. It fails
-// for a status without a usable id or uri.
-func statusItem(st *status, base *url.URL, parent func(localID string) (link, bool), now time.Time) (source.Item, error) {
+// statusItem turns a status read on the instance at base, whose accounts
+// live under domain, into an item. parent looks up a status the source has
+// seen by its local id. It fails for a status without a usable id or uri.
+func statusItem(st *status, base *url.URL, domain string, parent func(localID string) (link, bool), now time.Time) (source.Item, error) {
 	if !localID(st.ID) {
 		return source.Item{}, fmt.Errorf("%w: status id %q", ErrMalformed, clip(st.ID))
 	}
@@ -158,7 +158,7 @@ func statusItem(st *status, base *url.URL, parent func(localID string) (link, bo
 		it.URL = source.WebURL(uri) // a uri is often the status's page too
 	}
 	if st.Account != nil {
-		it.Author = author(st.Account, base.Hostname())
+		it.Author = author(st.Account, domain)
 	}
 	it.Text = capText(statusText(st))
 	claimed, _ := time.Parse(time.RFC3339Nano, st.CreatedAt)
@@ -194,10 +194,10 @@ func statusText(st *status) string {
 	return spoiler + "\n\n" + text
 }
 
-// author is an account's acct, qualified with host when the account is
-// local to the instance (its acct has no domain), so that it names one
-// account across instances.
-func author(a *account, host string) string {
+// author is an account's acct, qualified with the instance's domain when
+// the account is local to it (its acct has no domain), so that it names
+// one account across instances.
+func author(a *account, domain string) string {
 	acct := strings.TrimPrefix(strings.TrimSpace(a.Acct), "@")
 	if acct == "" {
 		acct = strings.TrimSpace(a.Username)
@@ -205,8 +205,8 @@ func author(a *account, host string) string {
 	if acct == "" {
 		return ""
 	}
-	if !strings.Contains(acct, "@") && host != "" {
-		acct += "@" + host
+	if !strings.Contains(acct, "@") && domain != "" {
+		acct += "@" + domain
 	}
 	if len(acct) > maxAuthorBytes || !printable(acct) {
 		return ""

@@ -76,7 +76,7 @@ func TestStatusItem(t *testing.T) {
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	str := func(s string) *string { return &s }
 	known := map[string]link{
-		"10": {uri: "https://a.example/users/x/statuses/10"},                                          // a thread's first status
+		"10": {uri: "https://a.example/users/x/statuses/10"},                                                  // a thread's first status
 		"11": {uri: "https://b.example/users/y/statuses/77", thread: "https://a.example/users/x/statuses/10"}, // a reply in it
 	}
 	parent := func(id string) (link, bool) { l, ok := known[id]; return l, ok }
@@ -132,7 +132,7 @@ func TestStatusItem(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := statusItem(&tc.st, base, parent, now)
+			got, err := statusItem(&tc.st, base, base.Hostname(), parent, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,12 +154,12 @@ func TestStatusItem_RefusesStatusesWithoutIdentity(t *testing.T) {
 		{ID: "1", URI: "  "},
 		{ID: strings.Repeat("9", maxLocalIDBytes+1), URI: "https://a.example/s/1"},
 	} {
-		if _, err := statusItem(&st, base, none, time.Now()); !errors.Is(err, ErrMalformed) {
+		if _, err := statusItem(&st, base, base.Hostname(), none, time.Now()); !errors.Is(err, ErrMalformed) {
 			t.Errorf("status %+v: err %v, want ErrMalformed", st, err)
 		}
 	}
 	long := status{ID: "1", URI: "https://a.example/" + strings.Repeat("x", 400), Content: strings.Repeat("é", maxTextBytes)}
-	it, err := statusItem(&long, base, none, time.Now())
+	it, err := statusItem(&long, base, base.Hostname(), none, time.Now())
 	if err != nil || !strings.HasPrefix(it.ID, "sha256:") || len(it.Text) > maxTextBytes {
 		t.Fatalf("long status: %v, id %q, %d bytes of text", err, it.ID, len(it.Text))
 	}

@@ -19,10 +19,13 @@ const (
 
 // discover asks the instance where its streaming API lives and returns
 // the WebSocket URL to dial: the advertised base when streamingBase accepts
-// it, else the instance's own host.
+// it, else the instance's own host. It also learns the domain of the
+// instance's accounts, which may differ from its web host (Mastodon's
+// LOCAL_DOMAIN and WEB_DOMAIN).
 func (i *instance) discover(ctx context.Context) string {
-	var adv string
+	var adv, domain string
 	var v2 struct {
+		Domain        string `json:"domain"`
 		Configuration struct {
 			URLs struct {
 				Streaming string `json:"streaming"`
@@ -30,21 +33,28 @@ func (i *instance) discover(ctx context.Context) string {
 		} `json:"configuration"`
 	}
 	if err := i.getJSON(ctx, instanceV2Path, &v2); err == nil {
-		adv = v2.Configuration.URLs.Streaming
+		adv, domain = v2.Configuration.URLs.Streaming, v2.Domain
 	} else {
 		i.logger.Debug("mastodon instance v2 document unavailable", "err", err)
 	}
 	if adv == "" {
 		var v1 struct {
+			URI  string `json:"uri"`
 			URLs struct {
 				StreamingAPI string `json:"streaming_api"`
 			} `json:"urls"`
 		}
 		if err := i.getJSON(ctx, instanceV1Path, &v1); err == nil {
 			adv = v1.URLs.StreamingAPI
+			if domain == "" {
+				domain = v1.URI
+			}
 		} else {
 			i.logger.Debug("mastodon instance v1 document unavailable", "err", err)
 		}
+	}
+	if d := strings.ToLower(strings.TrimSpace(domain)); validDomain(d) {
+		i.domain = d
 	}
 	u, ok := streamingBase(adv, i.base)
 	if !ok && adv != "" {
@@ -104,4 +114,19 @@ func streamingBase(advertised string, base *url.URL) (u *url.URL, ok bool) {
 		return &own, false
 	}
 	return &url.URL{Scheme: scheme, Host: strings.ToLower(a.Host), Path: strings.TrimSuffix(a.Path, "/")}, true
+}
+
+// validDomain reports whether d can be a host name: at most 253 bytes of
+// letters, digits, '-' and '.', with an optional port.
+func validDomain(d string) bool {
+	if d == "" || len(d) > 253+6 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
 }

@@ -47,7 +47,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		now := time.Now()
 		cache := newStatusCache(4)
-		it, err := statusItem(fr.status, base, cache.get, now)
+		it, err := statusItem(fr.status, base, base.Hostname(), cache.get, now)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("item error %v does not wrap ErrMalformed", err)

@@ -95,6 +95,7 @@ type instance struct {
 
 	// Owned by Run's goroutine (and the reader it waits for).
 	wsURL  string
+	domain string // the domain of the instance's accounts
 	recent *statusCache
 }
 
@@ -111,6 +112,7 @@ func newInstance(opts Options, base *url.URL, stats *counters) *instance {
 		dialer:  &dialer,
 		changed: make(chan struct{}, 1),
 		stats:   stats,
+		domain:  base.Hostname(),
 		want:    map[sub]bool{},
 		recent:  newStatusCache(opts.StatusCacheSize),
 	}
@@ -235,7 +237,9 @@ func (i *instance) connect(ctx context.Context, emit source.Emit) (healthy bool,
 		return false, err
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(i.opts.MaxMessageBytes)
+	// readMessage enforces MaxMessageBytes itself; the library's own
+	// limit, one byte further, only backs it up.
+	c.SetReadLimit(i.opts.MaxMessageBytes + 1)
 	s.conn = c
 	i.stats.connects.Add(1)
 	i.logger.Info("mastodon connected", "url", i.wsURL)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -55,6 +56,7 @@ func (s *session) serve(ctx context.Context, emit source.Emit) error {
 	failed := make(chan error, 2)
 	wg.Go(func() { failed <- s.read(sctx, emit) })
 	wg.Go(func() { failed <- s.watch(sctx) })
+	wg.Go(func() { s.ping(sctx) })
 	stop := func(err error) error {
 		cancel()
 		s.conn.CloseNow()
@@ -123,14 +125,33 @@ func (s *session) send(ctx context.Context, typ string, w sub) error {
 	return nil
 }
 
-// watch pings the instance every PingInterval and ends the connection
-// when nothing (message, ping, pong) arrived for StallTimeout outside the
-// time spent handing items over. It returns nil when ctx ends.
+// ping pings the instance every PingInterval until ctx ends, so that a
+// quiet connection still carries pongs. The write may take up to
+// WriteTimeout (the library drops a connection whose write outlives its
+// context, so a tight one would cut a healthy connection on a busy
+// machine); a missing pong shows as silence to watch.
+func (s *session) ping(ctx context.Context) {
+	t := time.NewTicker(s.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
+		_ = s.conn.Ping(pctx)
+		cancel()
+	}
+}
+
+// watch ends the connection when nothing (message, ping, pong) arrived
+// for StallTimeout outside the time spent handing items over. It returns
+// nil when ctx ends.
 func (s *session) watch(ctx context.Context) error {
-	every := max(min(s.opts.PingInterval, s.opts.StallTimeout/4), minWatchInterval)
+	every := max(s.opts.StallTimeout/4, minWatchInterval)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	lastPing := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -144,24 +165,18 @@ func (s *session) watch(ctx context.Context) error {
 			s.stats.stalls.Add(1)
 			return fmt.Errorf("%w: nothing for %v", ErrStalled, silent.Round(time.Millisecond))
 		}
-		if time.Since(lastPing) >= s.opts.PingInterval {
-			lastPing = time.Now()
-			pctx, cancel := context.WithTimeout(ctx, every)
-			_ = s.conn.Ping(pctx) // a missing pong shows as silence
-			cancel()
-		}
 	}
 }
 
 // read handles the instance's messages until the connection fails.
 func (s *session) read(ctx context.Context, emit source.Emit) error {
 	for {
-		_, data, err := s.conn.Read(ctx)
+		data, err := s.readMessage(ctx)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
 				return ctx.Err()
-			case errors.Is(err, websocket.ErrMessageTooBig):
+			case errors.Is(err, ErrMessageTooLarge), errors.Is(err, websocket.ErrMessageTooBig):
 				s.stats.tooLarge.Add(1)
 				return fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, s.opts.MaxMessageBytes)
 			}
@@ -190,6 +205,25 @@ func (s *session) read(ctx context.Context, emit source.Emit) error {
 			}
 		}
 	}
+}
+
+// readMessage reads one message of at most MaxMessageBytes. It stops
+// reading a larger one at the limit and fails at once, so serve drops the
+// connection without the close handshake the WebSocket library would wait
+// for while the instance is still sending the rest.
+func (s *session) readMessage(ctx context.Context) ([]byte, error) {
+	_, r, err := s.conn.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, s.opts.MaxMessageBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > s.opts.MaxMessageBytes {
+		return nil, ErrMessageTooLarge
+	}
+	return data, nil
 }
 
 // skip counts and reports a message or status that could not be used.
@@ -231,7 +265,7 @@ func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
 		s.stats.duplicates.Add(1)
 		return nil
 	}
-	it, err := statusItem(st, s.base, s.recent.get, time.Now())
+	it, err := statusItem(st, s.base, s.domain, s.recent.get, time.Now())
 	if err != nil {
 		s.skip(err, 0)
 		return nil
