@@ -26,6 +26,9 @@
 //
 // A status becomes an Item whose ID is its federation uri, the same on
 // every instance, so a status read through two instances is one comment.
+// Its author is the account's acct, qualified with the instance's account
+// domain (from the instance document, else the instance's host) when the
+// account is local, so it names one account everywhere.
 // Reblogs are read as the status they reblog. Mastodon names a reply's
 // parent only by its id local to the instance: the source remembers the
 // uris of the statuses it has seen (a bounded map per instance) to link a
