@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -61,3 +62,36 @@ type UsageJournal interface {
 	// stored under it.
 	Recover(ctx context.Context, nodeID string, afterSeq uint64) ([]api.Increment, error)
 }
+
+// Range bounds an export by published time: Since inclusive, Until
+// exclusive; a zero time leaves that side open.
+type Range struct {
+	Since, Until time.Time
+}
+
+// Contains reports whether t falls in the range.
+func (r Range) Contains(t time.Time) bool {
+	return (r.Since.IsZero() || !t.Before(r.Since)) && (r.Until.IsZero() || t.Before(r.Until))
+}
+
+// Page is one page of an export: the comments, and the cursor of the next
+// page, empty when the export is complete.
+type Page struct {
+	Comments []api.Comment
+	Next     string
+}
+
+// Exporter is a Store that reads all of a crawler's comments page by page,
+// day by day from the oldest, holding no more than one page in memory.
+// Within a day comments come in the store's own order. A cursor is opaque to
+// callers and valid with the same crawler and range on any spawn sharing
+// the store.
+type Exporter interface {
+	// Export returns up to limit comments of a crawler in r, starting at
+	// cursor (empty: the beginning). A malformed cursor wraps ErrCursor.
+	Export(ctx context.Context, crawlerID int64, r Range, cursor string, limit int) (Page, error)
+}
+
+// ErrCursor is wrapped by the error an Exporter returns for a cursor it did
+// not make.
+var ErrCursor = errors.New("store: invalid cursor")
