@@ -1,0 +1,370 @@
+// Package xv2 is a local stand-in for X API v2's filtered stream: the rules
+// endpoint (GET and POST /2/tweets/search/stream/rules, with dry_run) and
+// the stream itself (GET /2/tweets/search/stream). It checks the bearer
+// token, enforces the limits of X's tiers (rule count, rule length, one
+// connection per app), validates rules with its own parser of X's rule
+// syntax, and delivers each published post to the open stream with the
+// rules it matched. Tests can make it misbehave the way X does: refuse
+// connections (429, 503), hold the one connection elsewhere
+// (TooManyConnections), go silent, cut the stream, or send broken and
+// oversized lines.
+package xv2
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
+)
+
+// Paths of the service.
+const (
+	RulesPath  = "/2/tweets/search/stream/rules"
+	StreamPath = "/2/tweets/search/stream"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxRules is how many rules the app may hold (X's Pro tier).
+	DefaultMaxRules = 1000
+	// DefaultMaxRuleLength is the longest rule in characters (Pro tier).
+	DefaultMaxRuleLength = 1024
+	// DefaultKeepAlive is how often an idle stream sends "\r\n"; X sends
+	// one every 20 seconds.
+	DefaultKeepAlive = 20 * time.Second
+	// DefaultConnBuffer is how many lines may wait for a slow reader
+	// before the server drops the connection, as X drops slow consumers.
+	DefaultConnBuffer = 1024
+)
+
+// maxBodyBytes caps a rules request body.
+const maxBodyBytes = 1 << 20
+
+// Options configure a Server; zero fields take the defaults.
+type Options struct {
+	// BearerToken, when set, is the only token accepted; when empty any
+	// bearer token is.
+	BearerToken   string
+	MaxRules      int
+	MaxRuleLength int
+	KeepAlive     time.Duration
+	ConnBuffer    int
+	// Logger receives a line per request at debug level; nil discards.
+	Logger *slog.Logger
+}
+
+// Post is what a test publishes. ID and CreatedAt are filled in when zero;
+// AuthorID defaults to a number derived from Username.
+type Post struct {
+	ID             string
+	Text           string
+	Username       string
+	AuthorID       string
+	Lang           string
+	CreatedAt      time.Time
+	ConversationID string
+	ReplyTo        string // id of the post this one replies to
+}
+
+// Rule is one rule of the app's stream.
+type Rule struct {
+	ID    string `json:"id"`
+	Value string `json:"value"`
+	Tag   string `json:"tag,omitempty"`
+}
+
+// Connection is one attempt to open the stream.
+type Connection struct {
+	At     time.Time
+	Status int
+	Query  string // the request's raw URL query
+}
+
+// RulesRequest is one request to the rules endpoint.
+type RulesRequest struct {
+	Method  string
+	DryRun  bool
+	Adds    []Rule
+	Deletes []string
+	Status  int
+}
+
+// Server is the local X. It is safe for concurrent use.
+type Server struct {
+	opts Options
+	done chan struct{}
+
+	mu         sync.Mutex
+	closed     bool
+	rules      []Rule
+	parsed     map[string]*node // rule id → parsed value
+	nextRuleID int64
+	nextPostID int64
+	conn       *streamConn // the one open stream
+	connLog    []Connection
+	rulesLog   []RulesRequest
+	streamFail []int // statuses the next stream attempts answer with
+	rulesFail  []int // statuses the next rules requests answer with
+	held       bool  // another client holds the one connection
+	stalled    bool
+}
+
+// New returns a server without rules.
+func New(opts Options) *Server {
+	if opts.MaxRules <= 0 {
+		opts.MaxRules = DefaultMaxRules
+	}
+	if opts.MaxRuleLength <= 0 {
+		opts.MaxRuleLength = DefaultMaxRuleLength
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.ConnBuffer <= 0 {
+		opts.ConnBuffer = DefaultConnBuffer
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		opts:       opts,
+		done:       make(chan struct{}),
+		parsed:     map[string]*node{},
+		nextRuleID: 1_500_000_000_000_000_000,
+		nextPostID: 1_700_000_000_000_000_000,
+	}
+}
+
+// Start runs a new server on a free loopback port until the test ends and
+// returns it with its base URL.
+func Start(tb fakehttp.TB, opts Options) (*Server, string) {
+	tb.Helper()
+	s := New(opts)
+	return s, fakehttp.Serve(tb, s.Handler(), s.Close)
+}
+
+// Handler serves the rules and the stream, and GET /healthz.
+func (s *Server) Handler() http.Handler {
+	mux := fakehttp.NewMux()
+	mux.HandleFunc("GET "+RulesPath, s.auth(s.handleListRules))
+	mux.HandleFunc("POST "+RulesPath, s.auth(s.handleChangeRules))
+	mux.HandleFunc("GET "+StreamPath, s.auth(s.handleStream))
+	return mux
+}
+
+// Close ends the open stream so the HTTP server can shut down.
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	close(s.done)
+	if s.conn != nil {
+		s.conn.close()
+	}
+}
+
+// auth refuses a request without the right bearer token, as X does.
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || tok == "" || s.opts.BearerToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.BearerToken)) != 1 {
+			s.opts.Logger.Debug("request refused", "path", r.URL.Path)
+			if r.URL.Path == StreamPath {
+				s.logConnection(r, http.StatusUnauthorized)
+			}
+			writeProblem(w, http.StatusUnauthorized, problem{Title: "Unauthorized", Type: "about:blank", Detail: "Unauthorized", Status: http.StatusUnauthorized})
+			return
+		}
+		h(w, r)
+	}
+}
+
+// problem is X's error document (RFC 7807 style).
+type problem struct {
+	Title           string `json:"title"`
+	Detail          string `json:"detail,omitempty"`
+	Type            string `json:"type"`
+	Status          int    `json:"status,omitempty"`
+	ConnectionIssue string `json:"connection_issue,omitempty"`
+}
+
+func writeProblem(w http.ResponseWriter, status int, p problem) {
+	writeJSON(w, status, p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// statusProblem is the document X answers an injected status with.
+func statusProblem(status int) problem {
+	return problem{Title: http.StatusText(status), Detail: http.StatusText(status), Type: "about:blank", Status: status}
+}
+
+// Rules returns the app's rules in creation order.
+func (s *Server) Rules() []Rule {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.rules)
+}
+
+// AddRule stores a rule directly, as another tool sharing the app would,
+// and returns it; it panics on an invalid value (a test's mistake).
+func (s *Server) AddRule(value, tag string) Rule {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := parseRule(value)
+	if err != nil {
+		panic(err)
+	}
+	return s.storeRuleLocked(value, tag, n)
+}
+
+func (s *Server) storeRuleLocked(value, tag string, n *node) Rule {
+	s.nextRuleID++
+	r := Rule{ID: strconv.FormatInt(s.nextRuleID, 10), Value: value, Tag: tag}
+	s.rules = append(s.rules, r)
+	s.parsed[r.ID] = n
+	return r
+}
+
+// Connections lists every attempt to open the stream.
+func (s *Server) Connections() []Connection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.connLog)
+}
+
+// RulesRequests lists every request to the rules endpoint.
+func (s *Server) RulesRequests() []RulesRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.rulesLog)
+}
+
+// Connected reports whether a client holds the stream open.
+func (s *Server) Connected() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn != nil
+}
+
+// FailStreams makes the next stream attempts answer with these statuses,
+// one each (429, 503, …), instead of streaming.
+func (s *Server) FailStreams(statuses ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streamFail = append(s.streamFail, statuses...)
+}
+
+// FailRules makes the next rules requests answer with these statuses.
+func (s *Server) FailRules(statuses ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rulesFail = append(s.rulesFail, statuses...)
+}
+
+// Hold makes every stream attempt fail with 429 TooManyConnections, as if
+// another client held the app's one connection, until Release.
+func (s *Server) Hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = true
+}
+
+// Release ends Hold.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = false
+}
+
+// Stall makes the open stream (and any opened later) send nothing at all,
+// not even keep-alives, until Resume.
+func (s *Server) Stall() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalled = true
+}
+
+// Resume ends Stall.
+func (s *Server) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalled = false
+}
+
+// Cut drops the open stream abruptly.
+func (s *Server) Cut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		s.conn.close()
+	}
+}
+
+// SendRaw writes data to the open stream as it is (no line end added): a
+// malformed line, an oversized one, half a message. With cut the stream
+// is dropped right after. It reports whether a stream was open.
+func (s *Server) SendRaw(data []byte, cut bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return false
+	}
+	s.conn.send(frame{data: slices.Clone(data), cut: cut})
+	return true
+}
+
+// Publish fills in the post's defaults, evaluates every rule on it and,
+// when some match and the stream is open, delivers it with the matching
+// rules. It returns the post as published and the ids of the rules it
+// matched (delivered or not).
+func (s *Server) Publish(p Post) (Post, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.ID == "" {
+		s.nextPostID++
+		p.ID = strconv.FormatInt(s.nextPostID, 10)
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = time.Now()
+	}
+	if p.Username == "" {
+		p.Username = "user"
+	}
+	if p.AuthorID == "" {
+		p.AuthorID = strconv.Itoa(len(p.Username)*1000 + int(p.Username[0]))
+	}
+	if p.ConversationID == "" {
+		p.ConversationID = p.ID
+	}
+	in := post{text: strings.ToLower(p.Text), username: strings.ToLower(p.Username), lang: strings.ToLower(p.Lang)}
+	var matched []Rule
+	for _, r := range s.rules {
+		if s.parsed[r.ID].matches(in) {
+			matched = append(matched, r)
+		}
+	}
+	ids := make([]string, len(matched))
+	for i, r := range matched {
+		ids[i] = r.ID
+	}
+	if len(matched) > 0 && s.conn != nil {
+		line, _ := json.Marshal(streamMessage(p, matched, s.conn.users))
+		s.conn.send(frame{data: append(line, '\r', '\n')})
+	}
+	return p, ids
+}

@@ -1,0 +1,278 @@
+package xv2
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Parts of the source's ErrorSet.
+const (
+	streamPart   = "stream"
+	messagesPart = "messages"
+	rulesPart    = "rules"
+	queryPrefix  = "query:"
+)
+
+// otherTag counts posts that matched no rule of the current packing (a
+// rule deleted while its posts were on the way).
+const otherTag = ""
+
+// Source is the spawn's one v2 stream and the app's rules.
+type Source struct {
+	opts      Options
+	rulesURL  string
+	streamURL string
+	rest      *http.Client // rules requests
+	stream    *http.Client // the stream
+	logger    *slog.Logger
+	changed   chan struct{}
+	// sleep waits between attempts; tests replace it to see the delays.
+	sleep func(ctx context.Context, d time.Duration) bool
+
+	errs  source.ErrorSet
+	stats counters
+	seen  recentIDs // used by the stream goroutine only
+
+	lastRule time.Time // when the last rules request was sent; the rules goroutine's
+
+	mu    sync.Mutex
+	want  map[string]wanted // query uuid → its rule
+	rules map[string]*ruleCounters
+}
+
+// ruleCounters are the cost counters of one rule, by tag.
+type ruleCounters struct {
+	queries       int
+	read, emitted uint64
+}
+
+// counters are the source's totals.
+type counters struct {
+	attempts, connects                     atomic.Uint64
+	networkErrors, httpErrors, rateLimited atomic.Uint64
+	tooManyConnections, stalls             atomic.Uint64
+	keepAlives, malformed, oversized       atomic.Uint64
+	duplicates, read, emitted              atomic.Uint64
+	rulesRequests, reconciles              atomic.Uint64
+}
+
+func newSource(opts Options, rulesURL, streamURL string) *Source {
+	rest := *opts.Client
+	rest.Timeout = opts.RequestTimeout
+	stream := *opts.Client
+	stream.Timeout = 0
+	return &Source{
+		opts:      opts,
+		rulesURL:  rulesURL,
+		streamURL: streamURL,
+		rest:      &rest,
+		stream:    &stream,
+		logger:    opts.Logger.With("source", "twitter", "api", "v2"),
+		changed:   make(chan struct{}, 1),
+		sleep:     backoff.Sleep,
+		seen:      newRecentIDs(opts.SeenLimit),
+		want:      map[string]wanted{},
+		rules:     map[string]*ruleCounters{},
+	}
+}
+
+// SetSubscribers records the distinct queries of the spawn's twitter
+// subscribers; Run reconciles the app's rules to them. It never blocks.
+func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
+	want := make(map[string]wanted, len(specs))
+	for _, spec := range specs {
+		w := compile(spec, s.opts.MaxRuleLength)
+		if _, dup := want[w.uuid]; !dup {
+			want[w.uuid] = w
+		}
+	}
+	s.mu.Lock()
+	same := maps.EqualFunc(want, s.want, func(a, b wanted) bool { return a.rule == b.rule && (a.err == nil) == (b.err == nil) })
+	s.want = want
+	s.mu.Unlock()
+	if !same {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Err joins the current errors: the stream's, the rules', and every
+// query's.
+func (s *Source) Err() error { return s.errs.Err() }
+
+// ErrFor joins the errors of the stream and the rules with those of spec's
+// own query, leaving out the other queries'.
+func (s *Source) ErrFor(spec api.SubscriberSpec) error {
+	uuid := spec.QueryUUID
+	if uuid == "" {
+		uuid = compile(spec, s.opts.MaxRuleLength).uuid
+	}
+	return s.errs.ErrOf(func(part string) bool {
+		return part == streamPart || part == messagesPart || part == rulesPart || part == queryPrefix+uuid
+	})
+}
+
+// setErr records a part's error. Reconnects, rate limits and bad messages
+// pass (source.Degraded); a refused token, a connection held elsewhere and
+// a query that has no rule do not.
+func (s *Source) setErr(part string, err error) {
+	if err != nil && !errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrTooManyConnections) &&
+		!errors.Is(err, ErrRuleCap) && !strings.HasPrefix(part, queryPrefix) {
+		err = source.Degraded(err)
+	}
+	s.errs.Set(part, err)
+}
+
+// Run keeps the rules reconciled and the stream open until ctx ends.
+func (s *Source) Run(ctx context.Context, emit source.Emit) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.runRules(ctx) })
+	wg.Go(func() { s.runStream(ctx, emit) })
+	wg.Wait()
+}
+
+// RuleStats are the cost counters of one rule.
+type RuleStats struct {
+	// Tag names the rule; "" gathers posts of rules no longer held.
+	Tag string
+	// Queries is how many subscriber queries the rule carries.
+	Queries int
+	// Read counts the posts X delivered for the rule (what it bills);
+	// Emitted those of them handed to the spawn.
+	Read, Emitted uint64
+}
+
+// Stats are the source's counters, for the spawn's metrics.
+type Stats struct {
+	Attempts, Connects              uint64
+	NetworkErrors, HTTPErrors       uint64
+	RateLimited, TooManyConnections uint64
+	Stalls, KeepAlives              uint64
+	Malformed, Oversized            uint64
+	// Duplicates counts posts delivered again and not emitted twice.
+	Duplicates uint64
+	// Read counts posts delivered, Emitted those handed to the spawn.
+	Read, Emitted uint64
+	// RulesRequests counts requests to the rules endpoint, Reconciles
+	// completed reconciles.
+	RulesRequests, Reconciles uint64
+	// Rules has one entry per rule held, sorted by tag.
+	Rules []RuleStats
+}
+
+// Stats returns the current counters.
+func (s *Source) Stats() Stats {
+	c := &s.stats
+	st := Stats{
+		Attempts: c.attempts.Load(), Connects: c.connects.Load(),
+		NetworkErrors: c.networkErrors.Load(), HTTPErrors: c.httpErrors.Load(),
+		RateLimited: c.rateLimited.Load(), TooManyConnections: c.tooManyConnections.Load(),
+		Stalls: c.stalls.Load(), KeepAlives: c.keepAlives.Load(),
+		Malformed: c.malformed.Load(), Oversized: c.oversized.Load(),
+		Duplicates: c.duplicates.Load(), Read: c.read.Load(), Emitted: c.emitted.Load(),
+		RulesRequests: c.rulesRequests.Load(), Reconciles: c.reconciles.Load(),
+	}
+	s.mu.Lock()
+	for tag, rc := range s.rules {
+		st.Rules = append(st.Rules, RuleStats{Tag: tag, Queries: rc.queries, Read: rc.read, Emitted: rc.emitted})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(st.Rules, func(a, b RuleStats) int { return strings.Compare(a.Tag, b.Tag) })
+	return st
+}
+
+// countRead records a delivered post against the rules it matched and
+// reports the tags it was counted under.
+func (s *Source) countRead(tags []string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counted := make([]string, 0, len(tags))
+	for _, t := range tags {
+		if _, ok := s.rules[t]; !ok {
+			t = otherTag
+		}
+		if slices.Contains(counted, t) {
+			continue
+		}
+		rc := s.rules[t]
+		if rc == nil {
+			rc = &ruleCounters{}
+			s.rules[t] = rc
+		}
+		rc.read++
+		counted = append(counted, t)
+	}
+	return counted
+}
+
+func (s *Source) countEmitted(tags []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range tags {
+		if rc := s.rules[t]; rc != nil {
+			rc.emitted++
+		}
+	}
+}
+
+// setRules replaces the rules counted by tag with those of a reconcile,
+// keeping the counters of the rules that stay.
+func (s *Source) setRules(rules []packedRule, members map[string][]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]*ruleCounters, len(rules)+1)
+	for _, r := range rules {
+		rc := s.rules[r.Tag]
+		if rc == nil {
+			rc = &ruleCounters{}
+		}
+		rc.queries = 0
+		for _, m := range r.Members {
+			rc.queries += len(members[m])
+		}
+		next[r.Tag] = rc
+	}
+	if rc := s.rules[otherTag]; rc != nil {
+		next[otherTag] = rc
+	}
+	s.rules = next
+}
+
+// recentIDs remembers the last n post ids in a ring.
+type recentIDs struct {
+	ids  map[string]bool
+	ring []string
+	next int
+}
+
+func newRecentIDs(n int) recentIDs {
+	return recentIDs{ids: make(map[string]bool, n), ring: make([]string, n)}
+}
+
+// add records id and reports whether it was new.
+func (r *recentIDs) add(id string) bool {
+	if r.ids[id] {
+		return false
+	}
+	if old := r.ring[r.next]; old != "" {
+		delete(r.ids, old)
+	}
+	r.ring[r.next] = id
+	r.ids[id] = true
+	r.next = (r.next + 1) % len(r.ring)
+	return true
+}

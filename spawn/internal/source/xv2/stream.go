@@ -1,0 +1,256 @@
+package xv2
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// streamQuery asks for what an item needs: the fields of the post and its
+// author's user name.
+var streamQuery = url.Values{
+	"tweet.fields": {"author_id,conversation_id,created_at,lang,note_tweet,referenced_tweets"},
+	"expansions":   {"author_id"},
+	"user.fields":  {"username"},
+}.Encode()
+
+// maxErrorBodyBytes is how much of an error answer is read.
+const maxErrorBodyBytes = 4 << 10
+
+// failureClass says which of X's reconnect policies applies.
+type failureClass int
+
+const (
+	classNone      failureClass = iota // the context ended
+	classNetwork                       // linear back-off
+	classHTTP                          // exponential from 5 s
+	classRateLimit                     // exponential from a minute
+)
+
+// Causes the session's context is cancelled with.
+var (
+	errStallCut = errors.New("twitter: stall watchdog fired")
+	errNoAnswer = errors.New("twitter: connect watchdog fired")
+)
+
+// failures is the back-off of each class, exact as X's guide states it:
+// after the n-th network error n·NetworkBackoffStep, after the n-th HTTP
+// error HTTPBackoffMin·2^(n-1), after the n-th 429
+// RateLimitBackoffMin·2^(n-1), each capped.
+type failures struct{ network, http, rate backoff.Policy }
+
+func newFailures(o Options) failures {
+	return failures{
+		network: backoff.Policy{Min: o.NetworkBackoffStep, Max: o.NetworkBackoffMax, Factor: 1, Step: o.NetworkBackoffStep, NoJitter: true},
+		http:    backoff.Policy{Min: o.HTTPBackoffMin, Max: o.HTTPBackoffMax, NoJitter: true},
+		rate:    backoff.Policy{Min: o.RateLimitBackoffMin, Max: o.RateLimitBackoffMax, NoJitter: true},
+	}
+}
+
+func (f *failures) next(c failureClass) time.Duration {
+	switch c {
+	case classNetwork:
+		return f.network.Next()
+	case classHTTP:
+		return f.http.Next()
+	case classRateLimit:
+		return f.rate.Next()
+	}
+	return 0
+}
+
+func (f *failures) reset() {
+	f.network.Reset()
+	f.http.Reset()
+	f.rate.Reset()
+}
+
+// runStream keeps the stream open until ctx ends, reconnecting with the
+// back-off the last failure asks for.
+func (s *Source) runStream(ctx context.Context, emit source.Emit) {
+	fails := newFailures(s.opts)
+	for {
+		class, err := s.session(ctx, emit, fails.reset)
+		if ctx.Err() != nil {
+			return
+		}
+		wait := fails.next(class)
+		s.setErr(streamPart, err)
+		s.logger.Warn("twitter stream failed", "err", err, "retry_in", wait)
+		if !s.sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// session runs one connection until it fails.
+func (s *Source) session(ctx context.Context, emit source.Emit, connected func()) (failureClass, error) {
+	o := s.opts
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	classify := func(err error) (failureClass, error) {
+		if ctx.Err() != nil {
+			return classNone, ctx.Err()
+		}
+		s.stats.networkErrors.Add(1)
+		switch cause := context.Cause(sctx); {
+		case errors.Is(cause, errStallCut):
+			s.stats.stalls.Add(1)
+			return classNetwork, fmt.Errorf("%w: nothing received for %v", ErrStalled, o.StallTimeout)
+		case errors.Is(cause, errNoAnswer):
+			return classNetwork, fmt.Errorf("%w: no answer within %v", ErrDisconnected, o.ConnectTimeout)
+		case errors.Is(err, io.EOF):
+			return classNetwork, fmt.Errorf("%w: X closed the stream", ErrDisconnected)
+		case errors.Is(err, errTruncated):
+			return classNetwork, fmt.Errorf("%w: X closed the stream inside a message", ErrDisconnected)
+		}
+		return classNetwork, fmt.Errorf("%w: %w", ErrDisconnected, err)
+	}
+
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, s.streamURL+"?"+streamQuery, nil)
+	if err != nil {
+		return classHTTP, fmt.Errorf("twitter: unable to build the stream request: %w", err)
+	}
+	s.authorize(req)
+	s.stats.attempts.Add(1)
+	noAnswer := time.AfterFunc(o.ConnectTimeout, func() { cancel(errNoAnswer) })
+	resp, err := s.stream.Do(req)
+	noAnswer.Stop()
+	if err != nil {
+		return classify(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s.refused(resp)
+	}
+	s.stats.connects.Add(1)
+	connected()
+	s.setErr(streamPart, nil)
+	s.logger.Info("twitter stream connected")
+
+	stall := time.AfterFunc(o.StallTimeout, func() { cancel(errStallCut) })
+	defer stall.Stop()
+	lines := newLineReader(&activityReader{r: resp.Body, timer: stall, d: o.StallTimeout}, o.MaxLineBytes)
+	for {
+		line, err := lines.next()
+		switch {
+		case errors.Is(err, ErrOversized):
+			s.stats.oversized.Add(1)
+			s.setErr(messagesPart, err)
+			s.logger.Warn("twitter stream message skipped", "err", err)
+			continue
+		case err != nil:
+			return classify(err)
+		case len(line) == 0:
+			s.stats.keepAlives.Add(1)
+			continue
+		}
+		msg, err := decodeLine(line, time.Now())
+		if err != nil {
+			s.stats.malformed.Add(1)
+			s.setErr(messagesPart, err)
+			s.logger.Warn("twitter stream message skipped", "err", err, "bytes", len(line))
+			continue
+		}
+		if !msg.post {
+			s.setErr(streamPart, fmt.Errorf("%w: %s", ErrDisconnected, msg.notice))
+			s.logger.Warn("twitter stream notice", "notice", msg.notice)
+			continue
+		}
+		s.stats.read.Add(1)
+		s.setErr(messagesPart, nil) // a good post ends an earlier bad message's report
+		tags := s.countRead(msg.tags)
+		if !s.seen.add(msg.item.ID) {
+			s.stats.duplicates.Add(1)
+			continue
+		}
+		// Time spent handing over (the store pushing back) is not
+		// silence from X.
+		stall.Stop()
+		if err := emit(ctx, []source.Item{msg.item}); err != nil {
+			if ctx.Err() != nil {
+				return classNone, err
+			}
+			return classNetwork, fmt.Errorf("twitter: unable to hand over a post: %w", err)
+		}
+		stall.Reset(o.StallTimeout)
+		s.stats.emitted.Add(1)
+		s.countEmitted(tags)
+	}
+}
+
+func (s *Source) authorize(req *http.Request) {
+	req.Header.Set("Authorization", "Bearer "+s.opts.BearerToken)
+	req.Header.Set("User-Agent", s.opts.UserAgent)
+}
+
+// problemDoc is X's error document.
+type problemDoc struct {
+	Title           string `json:"title"`
+	Detail          string `json:"detail"`
+	Type            string `json:"type"`
+	ConnectionIssue string `json:"connection_issue"`
+	Errors          []struct {
+		Message string `json:"message"`
+		Title   string `json:"title"`
+		Detail  string `json:"detail"`
+	} `json:"errors"`
+}
+
+func readProblem(resp *http.Response) problemDoc {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+	var p problemDoc
+	if json.Unmarshal(body, &p) != nil && len(body) > 0 {
+		p.Detail = clip(string(body))
+	}
+	if p.Detail == "" && len(p.Errors) > 0 {
+		p.Detail = firstOf(p.Errors[0].Detail, p.Errors[0].Message, p.Errors[0].Title)
+	}
+	return p
+}
+
+// refused turns a stream answer other than 200 into its failure class.
+func (s *Source) refused(resp *http.Response) (failureClass, error) {
+	p := readProblem(resp)
+	status := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	switch {
+	case p.ConnectionIssue == "TooManyConnections":
+		s.stats.tooManyConnections.Add(1)
+		s.stats.rateLimited.Add(1)
+		return classRateLimit, fmt.Errorf("%w: X answered %s: %s", ErrTooManyConnections, status, clip(p.Detail))
+	case resp.StatusCode == http.StatusTooManyRequests:
+		s.stats.rateLimited.Add(1)
+		return classRateLimit, fmt.Errorf("%w: X answered %s", ErrRateLimited, status)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		s.stats.httpErrors.Add(1)
+		return classHTTP, fmt.Errorf("%w: X answered %s; check --twitter-bearer-token", ErrUnauthorized, status)
+	}
+	s.stats.httpErrors.Add(1)
+	if d := firstOf(p.Detail, p.Title); d != "" {
+		return classHTTP, fmt.Errorf("%w: X answered %s: %s", ErrStatus, status, clip(d))
+	}
+	return classHTTP, fmt.Errorf("%w: X answered %s", ErrStatus, status)
+}
+
+// activityReader re-arms the stall watchdog whenever bytes arrive.
+type activityReader struct {
+	r     io.Reader
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.timer.Reset(a.d)
+	}
+	return n, err
+}

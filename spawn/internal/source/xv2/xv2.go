@@ -1,0 +1,313 @@
+// Package xv2 is the twitter data source over X API v2's filtered stream:
+// one stream connection per spawn, shared by every twitter subscriber on
+// it, and the app's stream rules kept equal to the subscribers' queries.
+//
+// # Rules
+//
+// Each distinct query is compiled to X's rule syntax (query.XRule). The
+// rules are packed: several queries OR-ed into one rule, "(q1) OR (q2)",
+// while the rule stays within MaxRuleLength characters, in at most MaxRules
+// rules. Each rule is tagged with a hash of its value, so the packing can
+// be read back from the service: a reconcile lists the app's rules, keeps
+// those that still carry exactly wanted queries, deletes the others, and
+// adds rules only for the queries that lost theirs — a change of one query
+// touches one or two rules, not the whole set. Additions are checked with
+// dry_run first; a query X refuses, one that is too long for a rule, and
+// one past the rule count fail only their own subscribers (ErrFor). The
+// app's stream belongs to the spawn: rules it did not make are deleted,
+// since every post they match would be read (and paid for) by it.
+//
+// Items are emitted once each, whatever rules they matched: the node
+// matches every item against every subscriber's query itself. The
+// matching_rules of each post feed the per-rule cost counters (Stats):
+// posts read, which X bills, against posts handed to the node.
+//
+// # The stream
+//
+// One GET of the stream, read line by line with a cap on a line (a longer
+// or malformed one is skipped and counted; the connection goes on), a
+// watchdog that reconnects after StallTimeout without even a keep-alive
+// (X sends one every 20 s), and the reconnect policy of X's guide: after
+// network errors linearly by 250 ms up to 16 s, after HTTP errors
+// exponentially from 5 s up to 320 s, after 429 (TooManyConnections
+// included) exponentially from a minute.
+//
+// # Why not gotwi
+//
+// github.com/michimani/gotwi's filteredstream package was considered. Its
+// endpoints are fixed constants (api.twitter.com), so it cannot reach a
+// local server or a proxy without rewriting every request in a transport;
+// its StreamClient reads with a bufio.Scanner whose default 64 KiB token
+// cap ends the whole stream at the first long line instead of skipping it;
+// it has no keep-alive watchdog and leaves reconnects, back-off and the
+// error documents of non-200 answers (TooManyConnections) to the caller.
+// What remains of it once those are done here is a JSON shape, so the
+// client is written on net/http.
+package xv2
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+)
+
+// Endpoints of the service, below Options.APIURL.
+const (
+	// DefaultAPIURL is X's API base.
+	DefaultAPIURL = "https://api.x.com"
+	rulesPath     = "/2/tweets/search/stream/rules"
+	streamPath    = "/2/tweets/search/stream"
+)
+
+// Key is the one data source key of every twitter subscriber of a spawn:
+// one stream connection carries them all.
+const Key = "twitter"
+
+// Defaults of Options.
+const (
+	// DefaultMaxRules is how many rules the app may hold (X's Pro tier;
+	// Basic allows 25 rules of 512 characters).
+	DefaultMaxRules = 1000
+	// DefaultMaxRuleLength is the longest rule in characters (Pro tier).
+	DefaultMaxRuleLength = 1024
+	// DefaultNetworkBackoffStep is added to the wait with every network
+	// error in a row (refused or cut connection, stall).
+	DefaultNetworkBackoffStep = 250 * time.Millisecond
+	// DefaultNetworkBackoffMax caps the wait after network errors.
+	DefaultNetworkBackoffMax = 16 * time.Second
+	// DefaultHTTPBackoffMin is the first wait after an HTTP error status;
+	// it doubles with each one in a row.
+	DefaultHTTPBackoffMin = 5 * time.Second
+	// DefaultHTTPBackoffMax caps the wait after HTTP errors.
+	DefaultHTTPBackoffMax = 320 * time.Second
+	// DefaultRateLimitBackoffMin is the first wait after 429 Too Many
+	// Requests (TooManyConnections included); it doubles with each one.
+	DefaultRateLimitBackoffMin = time.Minute
+	// DefaultRateLimitBackoffMax caps the wait after 429s: the length of
+	// X's rate-limit window.
+	DefaultRateLimitBackoffMax = 15 * time.Minute
+	// KeepAliveInterval is how often X sends a keep-alive newline on an
+	// idle stream.
+	KeepAliveInterval = 20 * time.Second
+	// DefaultStallTimeout is how long the stream may send nothing, not even
+	// a keep-alive, before it is dropped and reopened: X's 20 s and a
+	// margin, since its keep-alives arrive a little late at times.
+	DefaultStallTimeout = KeepAliveInterval + 5*time.Second
+	// DefaultConnectTimeout bounds the wait for the stream's headers.
+	DefaultConnectTimeout = 30 * time.Second
+	// DefaultRequestTimeout bounds one rules request.
+	DefaultRequestTimeout = 30 * time.Second
+	// DefaultReconcileDelay gathers subscriber changes for this long
+	// before the rules are reconciled.
+	DefaultReconcileDelay = 2 * time.Second
+	// DefaultRulesRequestInterval spaces rules requests: X allows 450 per
+	// 15 minutes to an app, one every 2 s.
+	DefaultRulesRequestInterval = 2 * time.Second
+	// DefaultReconcileRetryMin is the first wait after a failed reconcile;
+	// it doubles up to DefaultReconcileRetryMax.
+	DefaultReconcileRetryMin = 5 * time.Second
+	// DefaultReconcileRetryMax caps the wait between reconcile attempts.
+	DefaultReconcileRetryMax = 5 * time.Minute
+	// DefaultMaxLineBytes caps one stream message; a longer one is
+	// skipped. A post with its expansions is a few kilobytes.
+	DefaultMaxLineBytes = 512 << 10
+	// DefaultSeenLimit is how many post ids the source remembers so a
+	// post delivered twice (around a reconnect) is emitted once.
+	DefaultSeenLimit = 10000
+	// DefaultUserAgent names the client to X.
+	DefaultUserAgent = "BlackWidow-Spawn/1.0 (+https://github.com/blackwidow-crawl/blackwidow)"
+)
+
+// Errors the source reports through Keys, Err and ErrFor, checked with
+// errors.Is.
+var (
+	// ErrUnauthorized means X refused the bearer token (401, 403).
+	ErrUnauthorized = errors.New("twitter: bearer token refused")
+	// ErrRateLimited means X answered 429.
+	ErrRateLimited = errors.New("twitter: rate limited")
+	// ErrTooManyConnections means the app's one stream connection is
+	// taken, by another spawn or tool using the same bearer token.
+	ErrTooManyConnections = errors.New("twitter: the app's stream connection is held elsewhere (TooManyConnections)")
+	// ErrStatus means another unexpected HTTP status.
+	ErrStatus = errors.New("twitter: unexpected HTTP status")
+	// ErrStalled means the stream sent nothing for StallTimeout.
+	ErrStalled = errors.New("twitter: stream stalled")
+	// ErrDisconnected means the stream ended or X announced its end.
+	ErrDisconnected = errors.New("twitter: stream disconnected")
+	// ErrMalformed means a stream message that is not a post X describes.
+	ErrMalformed = errors.New("twitter: malformed stream message")
+	// ErrOversized means a stream message longer than MaxLineBytes.
+	ErrOversized = errors.New("twitter: stream message too large")
+	// ErrRuleRefused means X refused a query's rule as invalid.
+	ErrRuleRefused = errors.New("twitter: X refused the rule")
+	// ErrRuleTooLong means a query's rule is longer than MaxRuleLength.
+	ErrRuleTooLong = errors.New("twitter: rule too long")
+	// ErrNoRoom means the app's MaxRules rules are full.
+	ErrNoRoom = errors.New("twitter: no room for the rule")
+	// ErrRuleCap means X refused rules past the app's cap: MaxRules is
+	// set higher than the app's tier allows.
+	ErrRuleCap = errors.New("twitter: X's rule cap exceeded")
+)
+
+// Options configure the kind. BearerToken is required; zero fields take
+// the Default constants of the same name.
+type Options struct {
+	// APIURL is the base of the rules and stream endpoints.
+	APIURL      string
+	BearerToken string
+	// MaxRules and MaxRuleLength are the app's limits (its X tier).
+	MaxRules      int
+	MaxRuleLength int
+	// Client supplies the transport (its Timeout is not used: the stream
+	// is long-lived). nil means a netguard client.
+	Client *http.Client
+	// Logger receives connection and rule changes; nil discards.
+	Logger *slog.Logger
+
+	NetworkBackoffStep   time.Duration
+	NetworkBackoffMax    time.Duration
+	HTTPBackoffMin       time.Duration
+	HTTPBackoffMax       time.Duration
+	RateLimitBackoffMin  time.Duration
+	RateLimitBackoffMax  time.Duration
+	StallTimeout         time.Duration
+	ConnectTimeout       time.Duration
+	RequestTimeout       time.Duration
+	ReconcileDelay       time.Duration
+	RulesRequestInterval time.Duration
+	ReconcileRetryMin    time.Duration
+	ReconcileRetryMax    time.Duration
+	MaxLineBytes         int
+	SeenLimit            int
+	UserAgent            string
+}
+
+func (o Options) withDefaults() Options {
+	if o.APIURL == "" {
+		o.APIURL = DefaultAPIURL
+	}
+	if o.Client == nil {
+		o.Client = netguard.NewClient(netguard.Options{})
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	setInt := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setInt(&o.MaxRules, DefaultMaxRules)
+	setInt(&o.MaxRuleLength, DefaultMaxRuleLength)
+	setInt(&o.MaxLineBytes, DefaultMaxLineBytes)
+	setInt(&o.SeenLimit, DefaultSeenLimit)
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	set(&o.NetworkBackoffStep, DefaultNetworkBackoffStep)
+	set(&o.NetworkBackoffMax, DefaultNetworkBackoffMax)
+	set(&o.HTTPBackoffMin, DefaultHTTPBackoffMin)
+	set(&o.HTTPBackoffMax, DefaultHTTPBackoffMax)
+	set(&o.RateLimitBackoffMin, DefaultRateLimitBackoffMin)
+	set(&o.RateLimitBackoffMax, DefaultRateLimitBackoffMax)
+	set(&o.StallTimeout, DefaultStallTimeout)
+	set(&o.ConnectTimeout, DefaultConnectTimeout)
+	set(&o.RequestTimeout, DefaultRequestTimeout)
+	set(&o.ReconcileDelay, DefaultReconcileDelay)
+	set(&o.RulesRequestInterval, DefaultRulesRequestInterval)
+	set(&o.ReconcileRetryMin, DefaultReconcileRetryMin)
+	set(&o.ReconcileRetryMax, DefaultReconcileRetryMax)
+	o.NetworkBackoffMax = max(o.NetworkBackoffMax, o.NetworkBackoffStep)
+	o.HTTPBackoffMax = max(o.HTTPBackoffMax, o.HTTPBackoffMin)
+	o.RateLimitBackoffMax = max(o.RateLimitBackoffMax, o.RateLimitBackoffMin)
+	o.ReconcileRetryMax = max(o.ReconcileRetryMax, o.ReconcileRetryMin)
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	return o
+}
+
+// Kind builds the spawn's v2 twitter data source.
+type Kind struct {
+	opts      Options
+	rulesURL  string
+	streamURL string
+}
+
+var _ source.Kind = (*Kind)(nil)
+
+// New returns the kind. It fails without a bearer token or with an APIURL
+// that is not an http(s) URL.
+func New(opts Options) (*Kind, error) {
+	if opts.BearerToken == "" {
+		return nil, errors.New("twitter: a bearer token is required for X API v2")
+	}
+	opts = opts.withDefaults()
+	u, err := url.Parse(opts.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("twitter: API URL %q is not an http(s) base URL", opts.APIURL)
+	}
+	base := strings.TrimSuffix(u.String(), "/")
+	return &Kind{opts: opts, rulesURL: base + rulesPath, streamURL: base + streamPath}, nil
+}
+
+// Keys returns the spawn's one twitter key, after checking that the query
+// can be a rule of this app at all: expressible in X's syntax and no
+// longer than MaxRuleLength. Whether it finds room among the app's rules
+// shows later, through ErrFor.
+func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
+	w := compile(spec, k.opts.MaxRuleLength)
+	if w.err != nil {
+		return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, w.err)
+	}
+	return []string{Key}, nil
+}
+
+// New returns the spawn's data source.
+func (k *Kind) New(key string) (source.DataSource, error) {
+	if key != Key {
+		return nil, fmt.Errorf("twitter: data source key %q is not %q", key, Key)
+	}
+	return newSource(k.opts, k.rulesURL, k.streamURL), nil
+}
+
+// wanted is one subscriber query as a rule.
+type wanted struct {
+	uuid string
+	rule string // X rule text, empty when err is set
+	err  error  // the query cannot be a rule
+}
+
+// compile turns a subscriber's query into its rule text.
+func compile(spec api.SubscriberSpec, maxLen int) wanted {
+	q, err := query.ParseList(spec.Query)
+	if err != nil {
+		return wanted{uuid: spec.QueryUUID, err: fmt.Errorf("twitter: %w", err)}
+	}
+	w := wanted{uuid: spec.QueryUUID}
+	if w.uuid == "" {
+		w.uuid = q.UUID(api.SourceTwitter).String()
+	}
+	rule, err := query.XRule(q)
+	if err != nil {
+		w.err = fmt.Errorf("twitter: %w", err)
+		return w
+	}
+	if n := ruleLen(rule); n > maxLen {
+		w.err = fmt.Errorf("%w: the query's rule has %d characters, the app's rules at most %d", ErrRuleTooLong, n, maxLen)
+		return w
+	}
+	w.rule = rule
+	return w
+}
