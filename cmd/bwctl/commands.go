@@ -18,7 +18,10 @@ type command struct {
 	opts  string   // flag synopsis, e.g. "[--limit N]"
 	flags []string // command flags accepted
 	help  string
-	run   func(c *cli, args []string, l line) error
+	// stream commands run until done: the timeout bounds each request,
+	// not the whole command.
+	stream bool
+	run    func(c *cli, args []string, l line) error
 }
 
 func (cmd *command) name() string { return strings.Join(cmd.words, " ") }
@@ -50,6 +53,9 @@ var commands = []*command{
 		help: "reload: hard recomputes every assignment, soft only what changed", run: reload},
 	{words: []string{"comments", "recent"}, args: []string{"CRAWLER"}, opts: "[--n N]", flags: []string{"n"},
 		help: "show a crawler's latest comments (default 20)", run: commentsRecent},
+	{words: []string{"comments", "export"}, args: []string{"CRAWLER"}, opts: "[--since T] [--until T] [--format jsonl|csv]",
+		flags: []string{"since", "until", "format"}, stream: true,
+		help: "write all of a crawler's stored comments to stdout (published in [since, until); RFC 3339 times)", run: commentsExport},
 	{words: []string{"status"}, help: "one-screen summary: hub, nodes, crawlers by state", run: status},
 	{words: []string{"scaling"}, help: "autoscaling signal: live nodes, wanted subscribers and the spawn count they need", run: scaling},
 }

@@ -52,6 +52,7 @@ var flagSpecs = map[string]bool{
 	// per command
 	"limit": true, "user": true, "source": true, "query": true, "keywords": true,
 	"disabled": false, "n": true, "hard": false, "soft": false,
+	"since": true, "until": true, "format": true,
 }
 
 // globalFlags are accepted by every command.
@@ -115,6 +116,7 @@ func parseLine(args []string) (line, error) {
 type cli struct {
 	ctx     context.Context
 	out     io.Writer
+	errOut  io.Writer // progress of stream commands
 	client  *api.Client
 	hubURL  string
 	token   string
@@ -141,9 +143,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return exitOK
 	}
 	if err == nil {
-		var cancel context.CancelFunc
-		c.ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
+		c.errOut = stderr
+		if !cmd.stream {
+			var cancel context.CancelFunc
+			c.ctx, cancel = context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+		}
 		err = cmd.run(c, words, l)
 	}
 	if err == nil {

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// progressEvery is how often comments export reports progress on stderr.
+const progressEvery = time.Second
+
+// exportPageSize is how many comments one export request asks for.
+var exportPageSize = api.DefaultExportLimit
+
+// exportFormats are the formats comments export writes.
+var exportFormats = []string{"jsonl", "csv"}
+
+// csvHeader names the columns of comments export --format csv.
+var csvHeader = []string{"id", "crawler_id", "source", "author", "published_at", "fetched_at", "url", "lang",
+	"reply_to", "thread_id", "matched", "text"}
+
+// commentsExport streams every stored comment of a crawler to stdout, page
+// by page: bwctl never holds more than one page, so an export of millions
+// of comments runs in constant memory. Each page gets the command timeout
+// of its own; the export as a whole runs until done or interrupted.
+func commentsExport(c *cli, args []string, l line) error {
+	id, err := parseID("crawler ID", args[0])
+	if err != nil {
+		return err
+	}
+	q := api.ExportQuery{Limit: exportPageSize}
+	if q.Since, err = parseTimeFlag(l, "since"); err != nil {
+		return err
+	}
+	if q.Until, err = parseTimeFlag(l, "until"); err != nil {
+		return err
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		return usagef("--since must be before --until")
+	}
+	format := "jsonl"
+	if l.has("format") {
+		format = l.flags["format"]
+	}
+	var w pageWriter
+	out := bufio.NewWriterSize(c.out, 64<<10)
+	switch format {
+	case "jsonl":
+		w = newJSONLWriter(out)
+	case "csv":
+		w = newCSVWriter(out)
+	default:
+		return usagef("--format must be one of %s, got %s", strings.Join(exportFormats, ", "), quote(format))
+	}
+
+	total, pages := 0, 0
+	last := time.Now()
+	for {
+		page, err := c.exportPage(id, q)
+		if err != nil {
+			_ = out.Flush()
+			return err
+		}
+		if err := w.write(page.Comments); err != nil {
+			return fmt.Errorf("unable to write the export: %w", err)
+		}
+		if err := out.Flush(); err != nil {
+			return fmt.Errorf("unable to write the export: %w", err)
+		}
+		total += len(page.Comments)
+		pages++
+		if page.NextCursor == "" {
+			fmt.Fprintf(c.errOut, "export: crawler %d: %d comments in %d pages\n", id, total, pages)
+			return nil
+		}
+		if time.Since(last) >= progressEvery {
+			fmt.Fprintf(c.errOut, "export: crawler %d: %d comments so far\n", id, total)
+			last = time.Now()
+		}
+		q.Cursor = page.NextCursor
+	}
+}
+
+// exportPage reads one page within the command timeout.
+func (c *cli) exportPage(id int64, q api.ExportQuery) (api.CommentPage, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
+	defer cancel()
+	return c.client.ExportComments(ctx, id, q)
+}
+
+// parseTimeFlag reads an RFC 3339 time (or a UTC day, YYYY-MM-DD) flag.
+func parseTimeFlag(l line, name string) (time.Time, error) {
+	if !l.has(name) {
+		return time.Time{}, nil
+	}
+	s := l.flags[name]
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usagef("--%s must be an RFC 3339 time like 2024-05-01T00:00:00Z or a day like 2024-05-01, got %s", name, quote(s))
+}
+
+// pageWriter writes a page of comments in one export format.
+type pageWriter interface {
+	write([]api.Comment) error
+}
+
+type jsonlWriter struct{ enc *json.Encoder }
+
+func newJSONLWriter(w io.Writer) *jsonlWriter {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &jsonlWriter{enc: enc}
+}
+
+// write puts each comment on a line of its own (Encode ends it with one).
+func (j *jsonlWriter) write(comments []api.Comment) error {
+	for _, cm := range comments {
+		if err := j.enc.Encode(cm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// csvWriter writes RFC 4180 CSV: a header, then one record per comment,
+// quoted where a field holds a comma, a quote or a line break.
+type csvWriter struct {
+	w      *csv.Writer
+	header bool
+}
+
+func newCSVWriter(w io.Writer) *csvWriter { return &csvWriter{w: csv.NewWriter(w)} }
+
+func (c *csvWriter) write(comments []api.Comment) error {
+	if !c.header {
+		if err := c.w.Write(csvHeader); err != nil {
+			return err
+		}
+		c.header = true
+	}
+	for _, cm := range comments {
+		rec := []string{cm.ID, itoa(cm.CrawlerID), cm.Source, cm.Author, csvTime(cm.PublishedAt), csvTime(cm.FetchedAt),
+			cm.URL, cm.Lang, cm.ReplyTo, cm.ThreadID, strings.Join(cm.Matched, " "), cm.Text}
+		if err := c.w.Write(rec); err != nil {
+			return err
+		}
+	}
+	c.w.Flush()
+	return c.w.Error()
+}
+
+func csvTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
