@@ -115,6 +115,12 @@ type SubscribersRequest struct {
 	Seq         uint64           `json:"seq"`
 	Exact       bool             `json:"exact,omitempty"`
 	Subscribers []SubscriberSpec `json:"subscribers"`
+	// ValidUntil is the spawn's clock (milliseconds, as PollResponse.Clock)
+	// after which the request is void: by then the hub has stopped waiting
+	// for it. A request that sat in a frozen spawn's socket buffers
+	// proves nothing about the hub now, so the spawn refuses it. Zero sets
+	// no bound.
+	ValidUntil int64 `json:"valid_until,omitempty"`
 }
 
 // RemoveRequest removes subscribers from a spawn.
@@ -122,6 +128,8 @@ type RemoveRequest struct {
 	Epoch      string  `json:"epoch"`
 	Seq        uint64  `json:"seq"`
 	CrawlerIDs []int64 `json:"crawler_ids"`
+	// ValidUntil bounds the request as SubscribersRequest.ValidUntil does.
+	ValidUntil int64 `json:"valid_until,omitempty"`
 }
 
 // SubscriberResult reports the outcome of one upsert.
@@ -167,6 +175,8 @@ type PollRequest struct {
 	Leases      []Lease         `json:"leases,omitempty"`
 	// Acks are usage increment sequence numbers the hub has applied.
 	Acks []uint64 `json:"acks,omitempty"`
+	// ValidUntil bounds the request as SubscribersRequest.ValidUntil does.
+	ValidUntil int64 `json:"valid_until,omitempty"`
 }
 
 // SubscriberRef names a subscriber and the spec version the hub expects.

@@ -97,7 +97,28 @@ func (h *Hub) pollRequestLocked(n *node, now time.Time) api.PollRequest {
 		}
 	}
 	req.Leases = h.grantLocked(n, now)
+	req.ValidUntil = n.validUntilLocked(now, h.nodeOpts.Timeouts.Poll)
 	return req
+}
+
+// validUntilLocked bounds, on the spawn's clock, a request sent now that
+// the hub waits timeout for (api.PollRequest.ValidUntil). The spawn read
+// the anchor clock before the hub received it at anchorAt, so the anchor
+// plus the time since never runs ahead of the spawn's clock: the bound
+// expires no later than the hub gives up. The caller holds h.mu.
+func (n *node) validUntilLocked(now time.Time, timeout time.Duration) int64 {
+	if timeout <= 0 {
+		return 0
+	}
+	return n.anchorClock + now.Sub(n.anchorAt).Milliseconds() + timeout.Milliseconds()
+}
+
+// validUntil is validUntilLocked for a request sent now by a caller not
+// holding h.mu.
+func (h *Hub) validUntil(n *node, timeout time.Duration) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return n.validUntilLocked(time.Now(), timeout)
 }
 
 // pollAnswer is a node's answer to one poll with what SQL made of its

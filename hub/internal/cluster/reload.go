@@ -244,7 +244,7 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 	defer n.opMu.Unlock()
 	if len(p.removes) > 0 {
 		n.seq++
-		req := api.RemoveRequest{Epoch: h.epoch, Seq: n.seq, CrawlerIDs: p.removes}
+		req := api.RemoveRequest{Epoch: h.epoch, Seq: n.seq, CrawlerIDs: p.removes, ValidUntil: h.validUntil(n, h.nodeOpts.Timeouts.Subscribers)}
 		if err := h.nodeAPI(n).RemoveSubscribers(ctx, req); err != nil {
 			// The next poll carries the node's exact set, which drops them.
 			h.logger.Warn("remove failed", "node_id", n.id, "crawlers", len(p.removes), "err", err)
@@ -254,7 +254,7 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 		return 0
 	}
 	n.seq++
-	req := api.SubscribersRequest{Epoch: h.epoch, Seq: n.seq, Subscribers: p.upserts}
+	req := api.SubscribersRequest{Epoch: h.epoch, Seq: n.seq, Subscribers: p.upserts, ValidUntil: h.validUntil(n, h.nodeOpts.Timeouts.Subscribers)}
 	resp, err := h.nodeAPI(n).UpsertSubscribers(ctx, req)
 	h.mu.Lock()
 	defer h.mu.Unlock()

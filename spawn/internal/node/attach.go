@@ -111,6 +111,11 @@ func (n *Node) watch(ctx context.Context) {
 func (n *Node) enforceDeadlines(now time.Time, maxWait time.Duration) time.Duration {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.enforceDeadlinesLocked(now, maxWait)
+}
+
+// enforceDeadlinesLocked is enforceDeadlines for a caller holding n.mu.
+func (n *Node) enforceDeadlinesLocked(now time.Time, maxWait time.Duration) time.Duration {
 	if n.state == api.NodeAttached && now.Sub(n.lastContact) >= n.detachAfter {
 		n.detachLocked("hub silent for " + n.detachAfter.String())
 	}
@@ -130,15 +135,44 @@ func (n *Node) enforceDeadlines(now time.Time, maxWait time.Duration) time.Durat
 	return max(next, time.Millisecond)
 }
 
-// checkHubLocked validates the epoch and sequence of a hub request. A fresh
-// request advances the sequence; a stale one is reported with ErrStale.
-func (n *Node) checkHubLocked(epoch string, seq uint64) error {
+// checkHubLocked validates a hub request: its epoch, its sequence number and
+// its validity (validUntil on the node's clock, 0 for none). A fresh request
+// advances the sequence and counts as contact; a stale or expired one is
+// reported with ErrStale and changes nothing.
+//
+// A request must prove the hub is alive now. A spawn frozen (SIGSTOP, a
+// stalled VM) past its deadlines finds, when it resumes, polls the hub sent
+// during the freeze and has long given up on, waiting in its socket
+// buffers; their sequence numbers are higher than any it has seen. Two
+// checks keep them from reviving it:
+//
+//   - The deadlines are enforced first: a node without contact past
+//     detach_after detaches, and subscribers unpolled past orphan_after
+//     stop, before any request can refresh them, whichever of the watchdog
+//     and the request handlers the scheduler runs first after the freeze.
+//   - A request the hub stopped waiting for is refused. The hub cannot
+//     know the spawn's clock exactly, but it holds the spawn's clock from
+//     its last answer (or registration) and when that answer arrived, which
+//     is after the spawn read its clock; so that clock plus the time since
+//     is never later than the spawn's clock now, and adding the hub's
+//     request timeout gives a bound on the spawn's clock that expires no
+//     later than the hub gives up (see api.PollRequest.ValidUntil). Only
+//     the clocks' rates must agree, not their readings. Timing a request
+//     from its connection's accept instead would not do: the hub reuses
+//     connections, so an accept time says nothing about a later request.
+func (n *Node) checkHubLocked(epoch string, seq uint64, validUntil int64) error {
+	n.enforceDeadlinesLocked(time.Now(), n.detachAfter)
 	if n.state != api.NodeAttached {
 		return ErrNotAttached
 	}
 	if epoch != n.epoch {
 		n.detachLocked("new hub epoch " + epoch)
 		return ErrEpoch
+	}
+	if clock := n.clock(); validUntil > 0 && clock > validUntil {
+		n.metrics.expiredRequests.Inc()
+		n.logger.Warn("hub request refused: the hub stopped waiting for it", "seq", seq, "late_by", time.Duration(clock-validUntil)*time.Millisecond)
+		return fmt.Errorf("%w: request %d expired %d ms ago", ErrStale, seq, clock-validUntil)
 	}
 	if seq <= n.lastSeq {
 		// An old message arriving late proves nothing about the hub now:

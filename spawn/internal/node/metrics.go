@@ -19,6 +19,7 @@ type Metrics struct {
 	registrationFailures prometheus.Counter
 	detaches             prometheus.Counter
 	orphansDropped       prometheus.Counter
+	expiredRequests      prometheus.Counter
 	polls                prometheus.Counter
 	dataSourcesStarted   prometheus.Counter
 	commentsRejected     prometheus.Counter
@@ -40,6 +41,7 @@ func NewMetrics() *Metrics {
 		registrationFailures: f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_registration_failures_total", Help: "Registration attempts that failed."}),
 		detaches:             f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_detaches_total", Help: "Times the spawn dropped everything because the hub went silent or changed epoch."}),
 		orphansDropped:       f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_orphans_dropped_total", Help: "Subscribers stopped because the hub stopped polling them."}),
+		expiredRequests:      f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_expired_requests_total", Help: "Hub requests refused because they arrived after the hub stopped waiting for them."}),
 		polls:                f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_polls_total", Help: "Polls answered."}),
 		dataSourcesStarted:   f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_data_sources_started_total", Help: "Data sources started."}),
 		commentsRejected:     f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_comments_rejected_total", Help: "Comments not stored because no live lease covered them."}),

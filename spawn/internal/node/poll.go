@@ -20,7 +20,7 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	if req.NodeID != "" && req.NodeID != n.id {
 		return api.PollResponse{}, fmt.Errorf("%w: poll for node %s reached node %s", ErrEpoch, req.NodeID, n.id)
 	}
-	err := n.checkHubLocked(req.Epoch, req.Seq)
+	err := n.checkHubLocked(req.Epoch, req.Seq, req.ValidUntil)
 	if err != nil && !errors.Is(err, ErrStale) {
 		return api.PollResponse{}, err
 	}

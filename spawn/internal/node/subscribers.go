@@ -17,7 +17,7 @@ import (
 func (n *Node) Upsert(req api.SubscribersRequest) (api.SubscribersResponse, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.checkHubLocked(req.Epoch, req.Seq); err != nil {
+	if err := n.checkHubLocked(req.Epoch, req.Seq, req.ValidUntil); err != nil {
 		return api.SubscribersResponse{}, err
 	}
 	// Tell each touched data source about its subscribers once, at the end.
@@ -61,7 +61,7 @@ func (n *Node) Upsert(req api.SubscribersRequest) (api.SubscribersResponse, erro
 func (n *Node) Remove(req api.RemoveRequest) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.checkHubLocked(req.Epoch, req.Seq); err != nil {
+	if err := n.checkHubLocked(req.Epoch, req.Seq, req.ValidUntil); err != nil {
 		return err
 	}
 	for _, id := range req.CrawlerIDs {
