@@ -121,6 +121,10 @@ type Comment struct {
 	// comment of its conversation (comment ids of the same source).
 	ReplyTo  string `json:"reply_to,omitempty"`
 	ThreadID string `json:"thread_id,omitempty"`
+	// Position is where the comment's item stands in its source's log (see
+	// Increment.Position). It travels with the comment inside a spawn, to
+	// move the crawler's cursor, and is neither stored nor sent.
+	Position int64 `json:"-"`
 	// NodeID and IncSeq name the usage increment the comment was counted
 	// under, so usage a spawn stored but never reported (it was killed)
 	// can be recovered from the store.

@@ -198,6 +198,10 @@ type Increment struct {
 	// Newest is the published time of the newest comment counted, carried to
 	// the hub as the crawler's cursor.
 	Newest time.Time `json:"newest,omitempty"`
+	// Position is the highest source log position among the comments
+	// counted (a Jetstream time_us), carried to the hub as the crawler's
+	// cursor position; 0 for sources without one.
+	Position int64 `json:"position,omitempty"`
 }
 
 // SubscriberStatus is one subscriber's state in a poll response.

@@ -35,9 +35,10 @@ func TestCluster_CrawlersRouteToSpawnsOfferingTheirSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		want := []string{api.SourceRSS}
+		// Every spawn offers rss and bluesky (neither needs credentials).
+		want := []string{api.SourceRSS, api.SourceBluesky}
 		if n.ID == streaming.ID() {
-			want = []string{api.SourceRSS, api.SourceStream}
+			want = []string{api.SourceRSS, api.SourceStream, api.SourceBluesky}
 		}
 		if !slices.Equal(n.Sources, want) {
 			t.Fatalf("node %s offers %v, want %v", n.ID, n.Sources, want)

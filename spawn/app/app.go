@@ -12,15 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 	"github.com/blackwidow-crawl/blackwidow/pkg/service"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/queue"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/stream"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/cassandra"
@@ -64,6 +62,11 @@ type Settings struct {
 	StreamURL             string `flag:"stream-url" usage:"base URL of the commercial stream service (compile and multi-stream endpoints); empty disables the stream source"`
 	StreamUsername        string `flag:"stream-username" usage:"account name at the stream service"`
 	StreamAPIKey          string `flag:"stream-api-key" usage:"API key at the stream service (prefer BW_STREAM_API_KEY_FILE)"`
+
+	Bluesky             bool     `flag:"bluesky" usage:"offer the bluesky source (Jetstream needs no credentials)"`
+	BlueskyJetstreamURL string   `flag:"bluesky-jetstream-url" usage:"Jetstream subscribe URL (ws:// or wss://) the bluesky source reads"`
+	MastodonURL         []string `flag:"mastodon-url" usage:"base URLs of the Mastodon instances the mastodon source streams from; empty disables it"`
+	MastodonToken       string   `flag:"mastodon-token" usage:"Mastodon access token with read:statuses (prefer BW_MASTODON_TOKEN_FILE)"`
 }
 
 // DefaultSettings are the spawn's defaults (DESIGN.md section 8).
@@ -80,6 +83,9 @@ func DefaultSettings() Settings {
 
 		TwitterAPIURL:    twitter.DefaultAPIURL,
 		TwitterStreamURL: twitter.DefaultStreamURL,
+
+		Bluesky:             true,
+		BlueskyJetstreamURL: bluesky.DefaultJetstreamURL,
 	}
 }
 
@@ -186,47 +192,4 @@ func OpenStore(ctx context.Context, uri string, logger *slog.Logger) (store.Stor
 		return cassandra.Open(ctx, uri, logger)
 	}
 	return nil, fmt.Errorf("spawn: --store must be file://DIR or cassandra://host[,host]/keyspace, got %q", uri)
-}
-
-// sourceKinds builds the source kinds the spawn crawls with: rss always,
-// twitter and stream when their credentials are configured. A kind without
-// credentials is registered as a stand-in that fails its subscribers saying
-// what is missing, rather than as an unknown kind.
-func sourceKinds(cfg Settings, guard netguard.Options, logger *slog.Logger) (source.Registry, error) {
-	kinds := source.Registry{
-		api.SourceRSS:     rss.New(rss.Options{Client: netguard.NewClient(guard), Interval: cfg.FeedInterval, MinInterval: cfg.FeedMinInterval, MaxInterval: cfg.FeedMaxInterval, HostDelay: cfg.FeedHostDelay, Logger: logger}),
-		api.SourceTwitter: twitter.Unconfigured(),
-		api.SourceStream:  stream.Unconfigured(),
-	}
-	creds := twitter.Credentials{
-		ConsumerKey: cfg.TwitterConsumerKey, ConsumerSecret: cfg.TwitterConsumerSecret,
-		AccessToken: cfg.TwitterAccessToken, AccessSecret: cfg.TwitterAccessSecret,
-	}
-	switch {
-	case creds.Complete():
-		k, err := twitter.New(twitter.Options{
-			Credentials: creds, APIURL: cfg.TwitterAPIURL, StreamURL: cfg.TwitterStreamURL,
-			Client: netguard.NewClient(guard), Logger: logger,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("spawn: %w", err)
-		}
-		kinds[api.SourceTwitter] = k
-	case !creds.IsZero():
-		return nil, errors.New("spawn: --twitter-consumer-key, --twitter-consumer-secret, --twitter-access-token and --twitter-access-secret must be set together")
-	}
-	switch {
-	case cfg.StreamURL != "" && cfg.StreamAPIKey != "":
-		k, err := stream.New(stream.Options{
-			URL: cfg.StreamURL, Username: cfg.StreamUsername, APIKey: cfg.StreamAPIKey,
-			Client: netguard.NewClient(guard), Logger: logger,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("spawn: %w", err)
-		}
-		kinds[api.SourceStream] = k
-	case cfg.StreamURL != "" || cfg.StreamAPIKey != "" || cfg.StreamUsername != "":
-		return nil, errors.New("spawn: --stream-url and --stream-api-key must be set together")
-	}
-	return kinds, nil
 }

@@ -321,6 +321,7 @@ func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied
 			t := inc.Newest
 			c.row.CursorAt = laterCursor(c.row.CursorAt, &t)
 		}
+		c.row.CursorPos = max(c.row.CursorPos, inc.Position)
 		switch {
 		case leased == nil:
 			// A lost node: only its surviving accounts take the usage.

@@ -86,6 +86,7 @@ func (h *Hub) syncLocked(rows []sqlstore.Crawler, users []sqlstore.User) {
 		}
 		c.row.Usage = usage
 		c.row.CursorAt = laterCursor(c.row.CursorAt, r.CursorAt)
+		c.row.CursorPos = max(c.row.CursorPos, r.CursorPos)
 	}
 	for id := range h.crawlers {
 		if !seen[id] {
@@ -120,8 +121,11 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 	if u, ok := h.users[r.UserID]; ok && u.row.CommentLimit > 0 {
 		spec.Limited = true
 	}
-	if r.CursorAt != nil {
-		spec.Cursor = &api.Cursor{PublishedAt: *r.CursorAt}
+	if r.CursorAt != nil || r.CursorPos > 0 {
+		spec.Cursor = &api.Cursor{Position: r.CursorPos}
+		if r.CursorAt != nil {
+			spec.Cursor.PublishedAt = *r.CursorAt
+		}
 	}
 	return spec
 }

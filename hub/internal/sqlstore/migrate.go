@@ -45,6 +45,7 @@ var migrations = []migration{
 	{version: 2, name: "create known_nodes", up: migrateV2},
 	{version: 3, name: "add applied_increments.recovered", up: migrateV3},
 	{version: 4, name: "rewrite crawler queries in the query language's canonical form", up: migrateV4},
+	{version: 5, name: "add crawlers.cursor_pos", up: migrateV5},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating
@@ -196,4 +197,10 @@ func migrateV2(tx *gorm.DB) error {
 
 func migrateV3(tx *gorm.DB) error {
 	return tx.Exec("ALTER TABLE applied_increments ADD COLUMN recovered BOOLEAN NOT NULL DEFAULT FALSE").Error
+}
+
+// migrateV5 adds the crawler's cursor position in a replayable source log
+// (a Jetstream time_us), so a moved subscriber resumes exactly there.
+func migrateV5(tx *gorm.DB) error {
+	return tx.Exec("ALTER TABLE crawlers ADD COLUMN cursor_pos BIGINT NOT NULL DEFAULT 0").Error
 }

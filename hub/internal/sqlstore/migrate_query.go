@@ -35,7 +35,9 @@ func (crawlerV4) TableName() string { return "crawlers" }
 // was: its spawn reports the parse error on the crawler.
 func migrateV4(tx *gorm.DB) error {
 	var rows []crawlerV4
-	if err := tx.Find(&rows).Error; err != nil {
+	// Named columns: the table gains columns after this migration, and a
+	// statement cached with * would change its result type.
+	if err := tx.Select("id", "source", "query", "keywords", "query_uuid", "version").Find(&rows).Error; err != nil {
 		return err
 	}
 	for _, r := range rows {

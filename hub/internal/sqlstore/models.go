@@ -47,7 +47,10 @@ type Crawler struct {
 	Version int64 `gorm:"not null;default:1"`
 	// CursorAt is the published time of the newest comment counted for the
 	// crawler; a subscriber moved to another node starts after it.
-	CursorAt  *time.Time
+	CursorAt *time.Time
+	// CursorPos is the highest source log position counted for the
+	// crawler (a Jetstream time_us), 0 for sources without one.
+	CursorPos int64 `gorm:"not null;default:0"`
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

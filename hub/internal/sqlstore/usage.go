@@ -128,6 +128,7 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 		type delta struct {
 			count  int64
 			newest time.Time
+			pos    int64
 		}
 		byCrawler := make(map[int64]*delta, len(crawlerIDs))
 		byUser := make(map[int64]int64)
@@ -148,6 +149,7 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 				if inc.Newest.After(d.newest) {
 					d.newest = inc.Newest
 				}
+				d.pos = max(d.pos, inc.Position)
 			} else {
 				userID = inc.UserID
 			}
@@ -160,13 +162,16 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 
 		for _, id := range crawlerIDs {
 			d := byCrawler[id]
-			if d == nil || (d.count == 0 && d.newest.IsZero()) {
+			if d == nil || (d.count == 0 && d.newest.IsZero() && d.pos == 0) {
 				continue
 			}
 			set := map[string]any{"usage": gorm.Expr("usage + ?", d.count)}
 			if !d.newest.IsZero() {
 				t := dbTime(d.newest)
 				set["cursor_at"] = gorm.Expr("CASE WHEN cursor_at IS NULL OR cursor_at < ? THEN ? ELSE cursor_at END", t, t)
+			}
+			if d.pos > 0 {
+				set["cursor_pos"] = gorm.Expr("CASE WHEN cursor_pos < ? THEN ? ELSE cursor_pos END", d.pos, d.pos)
 			}
 			if err := tx.Model(&Crawler{}).Where("id = ?", id).UpdateColumns(set).Error; err != nil {
 				return fmt.Errorf("add usage to crawler %d: %w", id, err)

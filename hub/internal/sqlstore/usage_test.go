@@ -204,6 +204,16 @@ func TestStore_ApplyIncrementsCursorAndDeletedCrawler(t *testing.T) {
 		if got, _ := s.GetCrawler(ctx, c.ID); got.Version != 1 {
 			t.Fatalf("usage changed the crawler's version to %d", got.Version)
 		}
+		// A log position moves forward only, in the same transaction.
+		for i, pos := range []int64{1_700_000_000_000_005, 1_700_000_000_000_003, 0, 1_700_000_000_000_009} {
+			inc := api.Increment{NodeID: "p", Seq: uint64(i + 1), CrawlerID: c.ID, UserID: u.ID, Position: pos}
+			if _, err := s.ApplyIncrements(ctx, []api.Increment{inc}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := s.GetCrawler(ctx, c.ID); got.CursorPos != 1_700_000_000_000_009 {
+			t.Fatalf("cursor position %d, want the highest applied", got.CursorPos)
+		}
 
 		// Usage for a deleted crawler still counts to the user it names.
 		if err := s.DeleteCrawler(ctx, gone.ID); err != nil {

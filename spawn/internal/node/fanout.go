@@ -204,7 +204,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now i
 	if _, dup := s.seen[it.ID]; dup {
 		return pending{}, false
 	}
-	if c := s.spec.Cursor; c != nil && !it.PublishedAt.After(c.PublishedAt) {
+	if c := s.spec.Cursor; c != nil && behindCursor(it, c) {
 		return pending{}, false
 	}
 	if it.QueryUUID != "" && it.QueryUUID != s.spec.QueryUUID {
@@ -240,6 +240,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now i
 			Lang:        it.Lang,
 			ReplyTo:     it.ReplyTo,
 			ThreadID:    it.ThreadID,
+			Position:    it.Position,
 		},
 		userID:   s.spec.UserID,
 		instance: s.instance,
@@ -259,6 +260,18 @@ func (s *subscriber) rememberLocked(id string) {
 		}
 		s.seenOrder = append(s.seenOrder[:0], s.seenOrder[drop:]...)
 	}
+}
+
+// behindCursor reports whether an item is one the crawler has already
+// delivered: at or before its cursor's log position for a source that
+// numbers its items (publication times there are set by the posting app and
+// arrive out of order), at or before its cursor's publication time for the
+// others.
+func behindCursor(it source.Item, c *api.Cursor) bool {
+	if it.Position > 0 && c.Position > 0 {
+		return it.Position <= c.Position
+	}
+	return !it.PublishedAt.After(c.PublishedAt)
 }
 
 // matchItem is what a query is evaluated on.

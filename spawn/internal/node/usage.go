@@ -113,6 +113,7 @@ func (n *Node) recordWritten(batch []pending, fresh []bool) {
 		if c.PublishedAt.After(n.incs[i].Newest) {
 			n.incs[i].Newest = c.PublishedAt
 		}
+		n.incs[i].Position = max(n.incs[i].Position, c.Position)
 	}
 	// Within a batch the first fresh comment of each increment decides the
 	// order of appends: keep the batch's increments in number order.
