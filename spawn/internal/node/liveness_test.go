@@ -103,6 +103,7 @@ func TestNode_FrozenSpawnTakesNoRequestTheHubGaveUpOn(t *testing.T) {
 // as before.
 func TestNode_RequestsPastTheirValidityAreRefused(t *testing.T) {
 	n, _, _ := attachedNode(t)
+	freeze(n, time.Second) // a clock past zero, which means no bound
 	past := n.clock() - 1
 	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, ValidUntil: past, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}}); !errors.Is(err, ErrStale) {
 		t.Fatalf("expired upsert: %v", err)
