@@ -3,6 +3,7 @@ module github.com/blackwidow-crawl/blackwidow
 go 1.26.8
 
 require (
+	github.com/axiomhq/hyperloglog v0.3.0
 	github.com/glebarez/sqlite v1.11.0
 	github.com/gocql/gocql v1.7.0
 	github.com/google/uuid v1.6.0
@@ -13,6 +14,11 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 	gorm.io/driver/postgres v1.6.3
 	gorm.io/gorm v1.31.2
+)
+
+require (
+	github.com/dgryski/go-metro v0.0.0-20250106013310-edb8663e5e33 // indirect
+	github.com/kamstrup/intmap v0.5.2 // indirect
 )
 
 require (

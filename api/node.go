@@ -202,6 +202,9 @@ type Increment struct {
 	// counted (a Jetstream time_us), carried to the hub as the crawler's
 	// cursor position; 0 for sources without one.
 	Position int64 `json:"position,omitempty"`
+	// Analytics describes the same comments (terms, activity, query
+	// candidates), so the hub applies it exactly once, with their usage.
+	Analytics *IncrementAnalytics `json:"analytics,omitempty"`
 }
 
 // SubscriberStatus is one subscriber's state in a poll response.

@@ -65,6 +65,9 @@ type Config struct {
 	// node's own. A caller that registers more of the spawn's metrics (the
 	// queue publisher) builds them first with NewMetrics.
 	Metrics *Metrics
+	// NoAnalytics turns off term counting, activity and query candidates
+	// (api.IncrementAnalytics); usage is counted either way.
+	NoAnalytics bool
 }
 
 // ErrStale marks a hub request older than one the spawn has already seen.

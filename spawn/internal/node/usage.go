@@ -82,6 +82,7 @@ func (n *Node) assignIncrements(batch []pending) []store.Intent {
 // assigned. A comment the store already held (delivered again after a
 // crawler moved) is not usage: its reservation goes back to the lease.
 func (n *Node) recordWritten(batch []pending, fresh []bool) {
+	analytics := n.analyze(batch, fresh) // outside the lock: tokenizing is the costly part
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	idx := map[uint64]int{}
@@ -118,6 +119,7 @@ func (n *Node) recordWritten(batch []pending, fresh []bool) {
 	// Within a batch the first fresh comment of each increment decides the
 	// order of appends: keep the batch's increments in number order.
 	slices.SortFunc(n.incs[first:], func(a, b api.Increment) int { return cmp.Compare(a.Seq, b.Seq) })
+	attachAnalytics(n.incs[first:], analytics)
 }
 
 // ErrNoJournal is returned when the spawn's store cannot recover usage.
