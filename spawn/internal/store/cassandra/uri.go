@@ -48,7 +48,17 @@ var (
 // SimpleStrategy factor, default 1) or dc:N[,dc:N...] for
 // NetworkTopologyStrategy; it only applies when the keyspace is created.
 // consistency is a Cassandra consistency level such as one, local_one,
-// quorum or local_quorum (default local_one).
+// quorum or local_quorum (default local_one). When both are given, a
+// consistency the replication can never meet (three with replication=2,
+// each_quorum without data centers) is refused here rather than on every
+// write.
+//
+// The defaults suit one node. A cluster that must survive losing a node
+// says so: cassandra://a,b,c/ks?replication=3&consistency=quorum keeps three
+// copies of every row and reads and writes two of them, so any one node may
+// be down and a read still sees every write that succeeded. The host list
+// is only where the driver starts: it learns the other nodes from the
+// cluster and sends each statement to a replica of its partition.
 func ParseURI(uri string) (Config, error) {
 	cfg := Config{Replication: 1, Consistency: gocql.LocalOne}
 	fail := func(format string, args ...any) (Config, error) {
@@ -109,6 +119,7 @@ func ParseURI(uri string) (Config, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var replicationGiven, consistencyGiven bool
 	for _, k := range keys {
 		vs := q[k]
 		if len(vs) != 1 {
@@ -120,17 +131,44 @@ func ParseURI(uri string) (Config, error) {
 			if err := parseReplication(v, &cfg); err != nil {
 				return fail("replication=%s: %v", v, err)
 			}
+			replicationGiven = true
 		case "consistency":
 			c, err := gocql.ParseConsistencyWrapper(v)
 			if err != nil || c == gocql.Any {
 				return fail("consistency=%s: want one, local_one, two, three, quorum, local_quorum, each_quorum or all", v)
 			}
 			cfg.Consistency = c
+			consistencyGiven = true
 		default:
 			return fail("unknown parameter %q (known: replication, consistency)", k)
 		}
 	}
+	if replicationGiven && consistencyGiven {
+		if err := cfg.reachable(); err != nil {
+			return fail("%v", err)
+		}
+	}
 	return cfg, nil
+}
+
+// reachable says why the consistency can never be met with the replication,
+// or nil.
+func (c Config) reachable() error {
+	copies := c.Replication
+	if len(c.DataCenters) > 0 {
+		copies = 0
+		for _, n := range c.DataCenters {
+			copies += n
+		}
+	}
+	need := map[gocql.Consistency]int{gocql.Two: 2, gocql.Three: 3}[c.Consistency]
+	switch {
+	case need > copies:
+		return fmt.Errorf("consistency=%s needs %d copies of each row, replication keeps %d", strings.ToLower(c.Consistency.String()), need, copies)
+	case c.Consistency == gocql.EachQuorum && len(c.DataCenters) == 0:
+		return fmt.Errorf("consistency=each_quorum needs replication per data center (replication=dc:N[,dc:N])")
+	}
+	return nil
 }
 
 func parseHost(h string) (string, error) {
