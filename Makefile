@@ -4,8 +4,9 @@ BIN      := bin
 PKGS     := ./...
 # Fuzz targets run for a bounded time inside `make test`.
 FUZZTIME ?= 10s
-# The service scripts install what they miss (Java, Maven, PostgreSQL) with
-# apt-get when run as root; set to 0 to be told instead.
+# The service scripts install what they miss (Java, Maven, PostgreSQL,
+# Chromium, promtool) with apt-get when run as root; set to 0 to be told
+# instead.
 export BW_AUTO_INSTALL ?= 1
 
 .PHONY: all build test unit vet fmt-check services services-down demo bench bench-hub clean
@@ -26,6 +27,7 @@ fmt-check:
 test: build fmt-check vet
 	scripts/services.sh up
 	scripts/chromium.sh >/dev/null
+	scripts/promtool.sh check
 	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_BIN_DIR=$(CURDIR)/$(BIN) BW_ARTIFACTS=$(CURDIR)/e2e/artifacts \
 		$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	# Stops and restarts the shared Cassandra, so it runs alone.
