@@ -127,6 +127,15 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 			spec.Cursor.PublishedAt = *r.CursorAt
 		}
 	}
+	if r.Source == api.SourceBluesky && r.CursorPos == 0 && !r.CreatedAt.IsZero() {
+		// A crawler of a replayable log that has counted nothing yet
+		// reads from its creation: a subscriber moved before its first
+		// count was reported (its node died) still misses nothing.
+		if spec.Cursor == nil {
+			spec.Cursor = &api.Cursor{}
+		}
+		spec.Cursor.Position = r.CreatedAt.UnixMicro()
+	}
 	return spec
 }
 
