@@ -49,7 +49,7 @@ func BenchmarkThroughput(b *testing.B) {
 				if time.Now().After(deadline) {
 					n.mu.Lock()
 					s := n.subs[1]
-					b.Fatalf("stored %d of %d (reserved %d, rejected %d, node stored %d, buffered %d, backlog %d)", st.count(1), sent, s.reserved, s.rejected, s.stored, len(n.writer.in), len(s.backlog))
+					b.Fatalf("stored %d of %d (reserved %d, rejected %d, node stored %d, buffered %d, backlog %d)", st.count(1), sent, s.reserved, s.rejected, s.stored, n.writer.queued(), len(s.backlog))
 				}
 				time.Sleep(time.Millisecond)
 			}

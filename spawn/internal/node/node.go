@@ -243,7 +243,7 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	select {
 	case <-writerDone:
 	case <-time.After(drainTimeout):
-		n.logger.Error("store drain timed out", "waiting", len(n.writer.in))
+		n.logger.Error("store drain timed out", "waiting", n.writer.queued())
 		cancelDrain()
 	}
 	wg.Wait()

@@ -107,6 +107,11 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 	if failing > 0 && failing == len(s.keys) {
 		st.State = api.StateFailed
 	}
+	if err := n.writer.errFor(s.spec.CrawlerID); err != nil {
+		// Its comments are held and retried, so the error is a passing
+		// one too; but it stores nothing meanwhile, and says why.
+		errs = append(errs, "store: "+err.Error())
+	}
 	st.Error = strings.Join(errs, "; ")
 	return st
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,7 +16,14 @@ import (
 // Writer tuning. The buffer bounds memory and is what pushes back on the data
 // sources when the store is slow.
 const (
-	writerBuffer     = 4096                   // comments waiting for the store
+	writerBuffer = 4096 // comments waiting for the store, all crawlers together
+	// writerLaneMax is how many of them one crawler may hold. A crawler
+	// whose writes keep failing (its directory unwritable, its partition
+	// refusing writes) fills at most this share, and its data source then
+	// waits; the other crawlers keep the rest of the buffer and go on
+	// storing. Several failing crawlers at once, or a store down for all,
+	// fill the buffer and every source waits, as for a slow store.
+	writerLaneMax    = writerBuffer / 4
 	writerBatch      = 512                    // comments per store call at most
 	writerLinger     = 20 * time.Millisecond  // wait for more before a partial batch
 	writeRetryMin    = 100 * time.Millisecond // first retry after a failed write
@@ -32,103 +40,257 @@ type pending struct {
 	leaseSeq uint64
 }
 
-// writer moves counted comments into the store, retrying each batch until it
-// is written, and reports what was written so it becomes usage.
+// lane is one crawler's comments waiting for the store. A lane whose write
+// failed is failing: it is retried alone, with its own backoff, while the
+// other lanes are written as usual.
+type lane struct {
+	items   []pending // waiting, oldest first (not those in a store call)
+	held    int       // items plus those in a store call
+	failing bool
+	err     error // the last write's, while failing
+	retry   backoff.Policy
+	retryAt time.Time
+	fails   int // failed attempts in a row
+}
+
+// writer moves counted comments into the store, retrying what fails until it
+// is written, and reports what was written so it becomes usage. Each crawler
+// has its own lane, so one crawler's failing writes never hold up another's.
 type writer struct {
 	store   store.Store
 	logger  *slog.Logger
 	metrics *Metrics
-	in      chan pending
 	written func(batch []pending, fresh []bool)
 	// assign gives a batch's comments the increments they will count
-	// under, before the first write, and returns their intents.
+	// under, before each write attempt, and returns their intents.
 	assign func(batch []pending) []store.Intent
+	work   chan struct{} // a comment arrived (capacity 1)
 
-	mu       sync.Mutex
-	degraded bool
-	lastErr  error
+	mu      sync.Mutex
+	lanes   map[int64]*lane
+	order   []int64       // crawlers with waiting items, next to write first
+	held    int           // comments held, in lanes and in store calls
+	failing int           // failing lanes
+	space   chan struct{} // closed (and replaced) when room is made
 }
 
 func newWriter(st store.Store, logger *slog.Logger, m *Metrics, assign func([]pending) []store.Intent, written func([]pending, []bool)) *writer {
-	return &writer{store: st, logger: logger, metrics: m, in: make(chan pending, writerBuffer), assign: assign, written: written}
+	return &writer{store: st, logger: logger, metrics: m, assign: assign, written: written,
+		work: make(chan struct{}, 1), lanes: map[int64]*lane{}, space: make(chan struct{})}
 }
 
-// enqueue blocks while the buffer is full: this is the backpressure a slow
-// store puts on the data sources.
+// enqueue blocks while the buffer, or the crawler's share of it, is full:
+// this is the backpressure a slow store puts on the data sources.
 func (w *writer) enqueue(ctx context.Context, p pending) error {
-	select {
-	case w.in <- p:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	id := p.comment.CrawlerID
+	for {
+		w.mu.Lock()
+		l := w.lanes[id]
+		if l == nil {
+			l = &lane{retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+			w.lanes[id] = l
+		}
+		if w.held < writerBuffer && l.held < writerLaneMax {
+			if len(l.items) == 0 && !l.failing {
+				w.order = append(w.order, id)
+			}
+			l.items = append(l.items, p)
+			l.held++
+			w.held++
+			w.metrics.storeQueueDepth.Set(float64(w.held))
+			w.mu.Unlock()
+			select {
+			case w.work <- struct{}{}:
+			default:
+			}
+			return nil
+		}
+		room := w.space
+		w.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
-// health reports "ok" or "degraded" (the last write failed and is being
-// retried).
+// queued is how many comments wait for the store.
+func (w *writer) queued() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.held
+}
+
+// health reports "ok" or "degraded" (some crawler's writes are failing and
+// being retried).
 func (w *writer) health() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.degraded {
+	if w.failing > 0 {
 		return "degraded"
 	}
 	return "ok"
+}
+
+// errFor is the store error of a crawler whose writes are failing, nil
+// otherwise.
+func (w *writer) errFor(crawlerID int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l := w.lanes[crawlerID]; l != nil && l.failing {
+		return l.err
+	}
+	return nil
 }
 
 // run writes batches until ctx ends and the buffer is drained. Draining keeps
 // its promise: a counted comment is retried until written or until drainCtx
 // gives up at shutdown.
 func (w *writer) run(ctx, drainCtx context.Context) {
-	batch := make([]pending, 0, writerBatch)
+	stop := ctx.Done()
 	for {
-		batch = batch[:0]
+		w.mu.Lock()
+		batch, solo, wait := w.takeLocked(time.Now())
+		held := w.held
+		w.mu.Unlock()
+		if len(batch) > 0 {
+			w.write(drainCtx, batch, solo)
+			continue
+		}
+		if ctx.Err() != nil {
+			if held == 0 {
+				return
+			}
+			if drainCtx.Err() != nil {
+				w.logger.Error("store unreachable at shutdown, comments not written", "count", held)
+				return
+			}
+		}
+		var retry <-chan time.Time
+		var timer *time.Timer
+		if wait > 0 {
+			timer = time.NewTimer(wait)
+			retry = timer.C
+		}
 		select {
-		case p := <-w.in:
-			batch = append(batch, p)
-		case <-ctx.Done():
-			w.drain(drainCtx)
-			return
-		}
-		timer := time.NewTimer(writerLinger)
-	fill:
-		for len(batch) < writerBatch {
-			select {
-			case p := <-w.in:
-				batch = append(batch, p)
-			case <-timer.C:
-				break fill
+		case <-w.work:
+			if ctx.Err() == nil {
+				w.linger()
 			}
+		case <-retry:
+		case <-stop:
+			stop = nil // drain from now on
+		case <-drainCtx.Done():
 		}
-		timer.Stop()
-		w.write(drainCtx, batch)
+		if timer != nil {
+			timer.Stop()
+		}
 	}
 }
 
-func (w *writer) drain(ctx context.Context) {
+// linger waits a little for more comments, so a trickle is written in
+// batches rather than one store call each.
+func (w *writer) linger() {
+	timer := time.NewTimer(writerLinger)
+	defer timer.Stop()
 	for {
-		batch := make([]pending, 0, writerBatch)
-	fill:
-		for len(batch) < writerBatch {
-			select {
-			case p := <-w.in:
-				batch = append(batch, p)
-			default:
-				break fill
-			}
-		}
-		if len(batch) == 0 {
+		w.mu.Lock()
+		full := w.held >= writerBatch
+		w.mu.Unlock()
+		if full {
 			return
 		}
-		if !w.write(ctx, batch) {
-			w.logger.Error("store unreachable at shutdown, comments not written", "count", len(batch)+len(w.in))
+		select {
+		case <-w.work:
+		case <-timer.C:
 			return
 		}
 	}
 }
 
-// write stores one batch, retrying with backoff until it succeeds or ctx
-// ends. It reports whether the batch was written.
-func (w *writer) write(ctx context.Context, batch []pending) bool {
+// takeLocked takes the next batch off the lanes: a failing lane due for a
+// retry alone (solo), else up to writerBatch comments of the lanes that are
+// not failing, a lane at a time in turn. With nothing to take it returns
+// how long until a failing lane is due (0: none is).
+func (w *writer) takeLocked(now time.Time) (batch []pending, solo bool, wait time.Duration) {
+	for _, l := range w.lanes {
+		if !l.failing {
+			continue
+		}
+		if due := l.retryAt.Sub(now); due > 0 {
+			if wait == 0 || due < wait {
+				wait = due
+			}
+			continue
+		}
+		if len(l.items) == 0 {
+			continue // its comments are in a store call
+		}
+		k := min(len(l.items), writerBatch)
+		batch = slices.Clone(l.items[:k])
+		l.items = slices.Delete(l.items, 0, k)
+		return batch, true, 0
+	}
+	for len(batch) < writerBatch && len(w.order) > 0 {
+		id := w.order[0]
+		w.order = w.order[1:]
+		l := w.lanes[id]
+		if l == nil || l.failing || len(l.items) == 0 {
+			continue
+		}
+		k := min(len(l.items), writerBatch-len(batch))
+		batch = append(batch, l.items[:k]...)
+		l.items = slices.Delete(l.items, 0, k)
+		if len(l.items) > 0 {
+			w.order = append(w.order, id) // its turn again after the others
+		}
+	}
+	return batch, false, wait
+}
+
+// write stores one batch. What a store call cannot write is split by
+// crawler and tried again per crawler at once, so the crawlers whose writes
+// succeed are stored now; a crawler whose write still fails gets its
+// comments back at the head of its lane, to be retried alone with backoff.
+func (w *writer) write(ctx context.Context, batch []pending, solo bool) {
+	rest, err := w.attempt(ctx, batch)
+	if err == nil || len(rest) == 0 {
+		if solo {
+			w.recovered(batch[0].comment.CrawlerID)
+		}
+		return
+	}
+	byCrawler := map[int64][]pending{}
+	var ids []int64
+	for _, p := range rest {
+		id := p.comment.CrawlerID
+		if _, ok := byCrawler[id]; !ok {
+			ids = append(ids, id)
+		}
+		byCrawler[id] = append(byCrawler[id], p)
+	}
+	if len(ids) == 1 {
+		w.park(ids[0], rest, err)
+		return
+	}
+	for _, id := range ids {
+		if left, err := w.attempt(ctx, byCrawler[id]); err != nil {
+			w.park(id, left, err)
+		}
+	}
+}
+
+// attempt makes one write of batch under newly assigned increments and
+// records as written whatever it stored, success or not. It returns the
+// comments not written, and why.
+//
+// Each attempt numbers its increments afresh, after every increment
+// already recorded: a crawler retried alone while others are written must
+// not report usage under a number lower than one the hub has applied
+// (which would then escape a recovery reading back usage after the
+// highest number it applied).
+func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error) {
 	var intents []store.Intent
 	if w.assign != nil {
 		intents = w.assign(batch)
@@ -138,49 +300,108 @@ func (w *writer) write(ctx context.Context, batch []pending) bool {
 	for i, p := range batch {
 		comments[i] = p.comment
 	}
-	// fresh marks the comments the store did not hold before, across
-	// attempts: a failed attempt may have stored part of the batch.
+	// fresh marks the comments the store did not hold before; after a
+	// failed call, those it stored all the same.
 	fresh := make([]bool, len(batch))
-	retry := backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}
-	for attempt := 0; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, writeCallTimeout)
-		began := time.Now()
-		var err error
-		if journal != nil && len(intents) > 0 {
-			// The intents go first: whatever part of the batch lands, a
-			// lost spawn's usage can then be counted back from the store.
-			err = journal.Intend(cctx, intents)
+	cctx, cancel := context.WithTimeout(ctx, writeCallTimeout)
+	began := time.Now()
+	var err error
+	if journal != nil && len(intents) > 0 {
+		// The intents go first: whatever part of the batch lands, a
+		// lost spawn's usage can then be counted back from the store.
+		err = journal.Intend(cctx, intents)
+	}
+	if err == nil {
+		err = w.writeOnce(cctx, comments, fresh)
+	}
+	cancel()
+	w.metrics.storeWriteSeconds.Observe(time.Since(began).Seconds())
+	if err == nil {
+		w.done(batch, fresh)
+		return nil, nil
+	}
+	w.metrics.storeWriteErrors.Inc()
+	var stored, rest []pending
+	for i, p := range batch {
+		if fresh[i] {
+			stored = append(stored, p)
+		} else {
+			rest = append(rest, p)
 		}
-		if err == nil {
-			err = w.writeOnce(cctx, comments, fresh)
+	}
+	if len(stored) > 0 {
+		all := make([]bool, len(stored))
+		for i := range all {
+			all[i] = true
 		}
-		w.metrics.storeWriteSeconds.Observe(time.Since(began).Seconds())
-		w.metrics.storeQueueDepth.Set(float64(len(w.in)))
-		cancel()
-		if err == nil {
-			w.mu.Lock()
-			if w.degraded {
-				w.logger.Info("store recovered", "attempts", attempt+1)
+		w.done(stored, all)
+	}
+	return rest, err
+}
+
+// done reports written comments as usage and frees their room.
+func (w *writer) done(batch []pending, fresh []bool) {
+	w.written(batch, fresh)
+	w.metrics.storeWrites.Add(float64(len(batch)))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range batch {
+		id := p.comment.CrawlerID
+		if l := w.lanes[id]; l != nil {
+			l.held--
+			if l.held <= 0 && !l.failing {
+				delete(w.lanes, id)
 			}
-			w.degraded, w.lastErr = false, nil
-			w.mu.Unlock()
-			w.metrics.storeWrites.Add(float64(len(batch)))
-			w.written(batch, fresh)
-			return true
 		}
-		w.metrics.storeWriteErrors.Inc()
-		w.mu.Lock()
-		if !w.degraded {
-			w.logger.Warn("store write failed, retrying", "count", len(batch), "err", err)
-		}
-		w.degraded, w.lastErr = true, err
-		w.mu.Unlock()
-		// The delay doubles per failure; each wait is lengthened by up to
-		// half of it, so spawns sharing a store do not retry together.
-		delay := retry.Next()
-		if !backoff.Sleep(ctx, delay+rand.N(delay/2+1)) {
-			return false
-		}
+	}
+	w.held -= len(batch)
+	w.metrics.storeQueueDepth.Set(float64(w.held))
+	close(w.space)
+	w.space = make(chan struct{})
+}
+
+// park puts a crawler's unwritten comments back at the head of its lane and
+// schedules its retry. The delay doubles per failure; each wait is
+// lengthened by up to half of it, so spawns sharing a store do not retry
+// together.
+func (w *writer) park(crawlerID int64, rest []pending, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.lanes[crawlerID]
+	if l == nil { // cannot happen: its comments were held
+		l = &lane{retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}, held: len(rest)}
+		w.lanes[crawlerID] = l
+	}
+	l.items = append(rest, l.items...)
+	l.fails++
+	if !l.failing {
+		l.failing = true
+		w.failing++
+		w.order = slices.DeleteFunc(w.order, func(id int64) bool { return id == crawlerID })
+		w.logger.Warn("store write failed, retrying", "crawler_id", crawlerID, "count", len(rest), "err", err)
+	}
+	l.err = err
+	delay := l.retry.Next()
+	l.retryAt = time.Now().Add(delay + rand.N(delay/2+1))
+}
+
+// recovered ends a crawler's failing state after a successful retry; the
+// comments it still holds go back to the common turn.
+func (w *writer) recovered(crawlerID int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.lanes[crawlerID]
+	if l == nil || !l.failing {
+		return
+	}
+	w.logger.Info("store recovered", "crawler_id", crawlerID, "attempts", l.fails+1)
+	l.failing, l.err, l.fails = false, nil, 0
+	l.retry.Reset()
+	w.failing--
+	if len(l.items) > 0 {
+		w.order = append(w.order, crawlerID)
+	} else if l.held <= 0 {
+		delete(w.lanes, crawlerID)
 	}
 }
 
