@@ -30,12 +30,22 @@
     historyAt: 0,
     historyBusy: false,
     crawlers: [],
+    users: [],
     timer: null,
     generation: 0, // bumps on every restart of the loop, so late answers are dropped
     session: 0, // bumps on sign-out, so late histories are dropped
   };
 
   class AuthError extends Error {}
+
+  // APIError is a refusal of the hub: message is its reason as it gave it.
+  class APIError extends Error {
+    constructor(status, reason) {
+      super(`${status} ${reason}`);
+      this.status = status;
+      this.reason = reason;
+    }
+  }
 
   // Token storage: sessionStorage only, so closing the tab forgets it.
   function getToken() {
@@ -47,16 +57,24 @@
     } catch (e) { /* storage disabled: the token lives until reload */ }
   }
 
-  async function api(path) {
+  // api calls the admin API: a GET by default, or opts.method with
+  // opts.body sent as JSON. A 204 answer is null.
+  async function api(path, opts) {
+    const method = (opts && opts.method) || 'GET';
     const headers = { Accept: 'application/json' };
     const token = getToken();
     if (token) headers.Authorization = 'Bearer ' + token;
+    let body;
+    if (opts && opts.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = JSON.stringify(opts.body);
+    }
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), REQUEST_TIMEOUT_MS);
     try {
       let resp;
       try {
-        resp = await fetch(path, { headers, signal: ctl.signal, cache: 'no-store', credentials: 'omit' });
+        resp = await fetch(path, { method, headers, body, signal: ctl.signal, cache: 'no-store', credentials: 'omit' });
       } catch (e) {
         throw new Error(ctl.signal.aborted ? 'the hub did not answer in time' : 'the hub is unreachable');
       }
@@ -67,8 +85,9 @@
           const body = await resp.json();
           if (body && typeof body.error === 'string') msg = body.error;
         } catch (e) { /* not JSON */ }
-        throw new Error(`${resp.status} ${msg}`);
+        throw new APIError(resp.status, msg);
       }
+      if (resp.status === 204) return null;
       return await resp.json();
     } finally {
       clearTimeout(timer);
@@ -295,6 +314,7 @@
         el('td', { class: 'mono', title: c.node || '' }, c.node ? shortID(c.node) : el('span', { class: 'dim' }, '–')),
         el('td', {}, usageCell(c)),
         el('td', {}, rate),
+        el('td', { class: 'actions' }, ...crawlerActions(c)),
       );
       return tr;
     });
@@ -304,6 +324,39 @@
       const b = $('crawlers').querySelector(`button[data-select-crawler="${CSS.escape(focusedID)}"]`);
       if (b) b.focus();
     }
+  }
+
+  // crawlerActions are a crawler row's management buttons; manage.js
+  // handles their clicks.
+  function crawlerActions(c) {
+    const id = String(c.id);
+    const btn = (action, label, cls) => el('button', { type: 'button', class: 'btn btn-small ' + (cls || 'btn-plain'),
+      dataset: { action, id }, 'aria-label': `${label} crawler ${id}` }, label);
+    return [
+      btn('edit-crawler', 'Edit'),
+      c.enabled ? btn('disable-crawler', 'Disable') : btn('enable-crawler', 'Enable'),
+      btn('delete-crawler', 'Delete', 'btn-plain danger'),
+    ];
+  }
+
+  function renderUsers(users, crawlers) {
+    const owned = new Map();
+    for (const c of crawlers) owned.set(c.user_id, (owned.get(c.user_id) || 0) + 1);
+    const rows = users.map((u) => el('tr', { dataset: { userId: String(u.id) } },
+      el('td', { class: 'num' }, u.id),
+      el('td', { class: 'wrap' }, u.name),
+      el('td', {}, badge(u.state, stateClass(u.state))),
+      el('td', {}, usageCell(u)),
+      el('td', { class: 'num opt' }, fmtNumber(owned.get(u.id) || 0)),
+      el('td', { class: 'opt', title: dateTime(u.created_at) }, dateTime(u.created_at).slice(0, 10)),
+      el('td', { class: 'actions' },
+        el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'limit-user', id: String(u.id) },
+          'aria-label': `change the limit of user ${u.id}` }, 'Change limit'),
+        el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'add-crawler-for', id: String(u.id) },
+          'aria-label': `add a crawler for user ${u.id}` }, 'Add crawler')),
+    ));
+    $('users').tBodies[0].replaceChildren(...rows);
+    $('users-empty').hidden = users.length > 0;
   }
 
   function renderComments(id, comments, error) {
@@ -389,8 +442,8 @@
   async function refresh() {
     const generation = view.generation;
     try {
-      const [nodes, crawlers, events, scaling] = await Promise.all([
-        api('/v1/nodes'), api('/v1/crawlers'), api('/v1/events'), api('/v1/scaling'),
+      const [nodes, crawlers, events, scaling, users] = await Promise.all([
+        api('/v1/nodes'), api('/v1/crawlers'), api('/v1/events'), api('/v1/scaling'), api('/v1/users'),
       ]);
       let comments = [];
       let commentsError = null;
@@ -410,11 +463,13 @@
         history.replaceState(null, '', location.pathname);
       }
       view.crawlers = crawlers;
+      view.users = users;
       showMain();
       renderCards(nodes, crawlers, scaling);
       renderNodes(nodes);
       renderSources(nodes);
       renderCrawlers(crawlers);
+      renderUsers(users, crawlers);
       if (selected === view.selected) renderComments(view.selected, comments, commentsError);
       renderEvents(events);
       setStatus('ok', 'live · ' + clock(new Date()));
@@ -476,6 +531,15 @@
     refresh();
   }
 
+  // refreshNow redraws at once, e.g. after a change made from the page.
+  function refreshNow() {
+    stop();
+    refresh();
+  }
+
+  // The management part of the page (manage.js) uses these.
+  window.bwDashboard = Object.freeze({ api, el, $, view, refreshNow, AuthError, APIError });
+
   document.addEventListener('DOMContentLoaded', () => {
     $('login-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
@@ -505,7 +569,7 @@
       if (id !== null) select(id);
     });
     $('crawlers').tBodies[0].addEventListener('click', (ev) => {
-      if (ev.target.closest('a')) return;
+      if (ev.target.closest('a, [data-action]')) return;
       const tr = ev.target.closest('tr[data-crawler-id]');
       if (tr) select(Number(tr.dataset.crawlerId));
     });
