@@ -46,6 +46,7 @@ var migrations = []migration{
 	{version: 3, name: "add applied_increments.recovered", up: migrateV3},
 	{version: 4, name: "rewrite crawler queries in the query language's canonical form", up: migrateV4},
 	{version: 5, name: "add crawlers.cursor_pos", up: migrateV5},
+	{version: 6, name: "create term_counts, activity_minutes, activity_hours, crawler_suggestions; add applied_increments.analytics", up: migrateV6},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating

@@ -55,6 +55,7 @@ type Store struct {
 	db      *gorm.DB
 	dialect string
 	logger  *slog.Logger
+	prune   analyticsPrune // when old analytics buckets were last deleted
 }
 
 // Open connects to the database named by dsn and brings its schema up to

@@ -43,7 +43,11 @@ const maxNodeID = 64
 // Rows are locked in one global order (increment ids, then crawlers by id,
 // then users by id), so concurrent callers on PostgreSQL cannot deadlock.
 func (s *Store) ApplyIncrements(ctx context.Context, incs []api.Increment) ([]api.Increment, error) {
-	return s.applyIncrements(ctx, incs, false)
+	applied, err := s.applyIncrements(ctx, incs, false)
+	if err == nil {
+		s.pruneAnalyticsSometimes(ctx)
+	}
+	return applied, err
 }
 
 // ApplyRecovered is ApplyIncrements for increments a live spawn counted
@@ -100,6 +104,10 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 			if more > 0 {
 				incs[i].Count, fresh[i] = more, true
 			}
+		}
+
+		if err := s.applyAnalyticsTx(tx, incs, order); err != nil {
+			return err
 		}
 
 		// Who owns each crawler, as SQL says.
