@@ -403,6 +403,9 @@ var schemaTypes = map[string]reflect.Type{
 	"ReloadRequest":       reflect.TypeFor[api.ReloadRequest](),
 	"ReloadResponse":      reflect.TypeFor[api.ReloadResponse](),
 	"Comment":             reflect.TypeFor[api.Comment](),
+	"CommentPage":         reflect.TypeFor[api.CommentPage](),
+	"QueryValidate":       reflect.TypeFor[api.QueryValidate](),
+	"QueryValidation":     reflect.TypeFor[api.QueryValidation](),
 	"Event":               reflect.TypeFor[api.Event](),
 	"HubHealth":           reflect.TypeFor[api.HubHealth](),
 	"HealthNode":          reflect.TypeFor[api.HealthNode](),
@@ -921,6 +924,12 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 		got, err := client.RecentComments(ctx, a.ID, 3)
 		return err == nil && len(got) > 0
 	})
+	exported, err := client.ExportComments(ctx, a.ID, api.ExportQuery{Limit: 2})
+	must(err)
+	_, err = client.ExportComments(ctx, a.ID, api.ExportQuery{Cursor: exported.NextCursor, Since: time.Now().Add(-time.Hour)})
+	must(err)
+	_, err = client.ValidateQuery(ctx, api.QueryValidate{Source: api.SourceTwitter, Query: "golang OR rust"})
+	must(err)
 	_, err = client.UpdateCrawler(ctx, a.ID, api.CrawlerUpdate{Keywords: []string{}})
 	must(err)
 	off := false
