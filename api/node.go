@@ -60,6 +60,10 @@ type RegisterRequest struct {
 	// crawler only among the spawns that offer its source. Empty means
 	// every kind.
 	Sources []string `json:"sources,omitempty"`
+	// FleetSources are the offered kinds whose service allows one
+	// connection for the whole fleet (X API v2's filtered stream): the hub
+	// places every crawler of such a kind on one spawn that holds it.
+	FleetSources []string `json:"fleet_sources,omitempty"`
 	// Detached says why the spawn detached before registering again (it
 	// dropped every subscriber); empty on its first registration.
 	Detached string `json:"detached,omitempty"`

@@ -20,6 +20,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/xv2"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/cassandra"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/file"
@@ -57,7 +58,10 @@ type Settings struct {
 	TwitterConsumerSecret string `flag:"twitter-consumer-secret" usage:"Twitter API consumer secret (prefer BW_TWITTER_CONSUMER_SECRET_FILE)"`
 	TwitterAccessToken    string `flag:"twitter-access-token" usage:"Twitter access token of the crawling account (prefer BW_TWITTER_ACCESS_TOKEN_FILE)"`
 	TwitterAccessSecret   string `flag:"twitter-access-secret" usage:"Twitter access token secret (prefer BW_TWITTER_ACCESS_SECRET_FILE)"`
-	TwitterAPIURL         string `flag:"twitter-api-url" usage:"base URL of the Twitter REST API (search backfill)"`
+	TwitterBearerToken    string `flag:"twitter-bearer-token" usage:"X API v2 app bearer token: selects the v2 filtered stream (prefer BW_TWITTER_BEARER_TOKEN_FILE)"`
+	TwitterMaxRules       int    `flag:"twitter-max-rules" usage:"rules the X API v2 project allows"`
+	TwitterMaxRuleLength  int    `flag:"twitter-max-rule-length" usage:"characters one X API v2 rule may have"`
+	TwitterAPIURL         string `flag:"twitter-api-url" usage:"base URL of the Twitter REST API (v1.1 search backfill; v2 rules and filtered stream under /2/)"`
 	TwitterStreamURL      string `flag:"twitter-stream-url" usage:"base URL of the Twitter streaming API (filter stream)"`
 	StreamURL             string `flag:"stream-url" usage:"base URL of the commercial stream service (compile and multi-stream endpoints); empty disables the stream source"`
 	StreamUsername        string `flag:"stream-username" usage:"account name at the stream service"`
@@ -81,8 +85,10 @@ func DefaultSettings() Settings {
 		LogLevel:     "info",
 		LogFormat:    "text",
 
-		TwitterAPIURL:    twitter.DefaultAPIURL,
-		TwitterStreamURL: twitter.DefaultStreamURL,
+		TwitterAPIURL:        twitter.DefaultAPIURL,
+		TwitterStreamURL:     twitter.DefaultStreamURL,
+		TwitterMaxRules:      xv2.DefaultMaxRules,
+		TwitterMaxRuleLength: xv2.DefaultMaxRuleLength,
 
 		Bluesky:             true,
 		BlueskyJetstreamURL: bluesky.DefaultJetstreamURL,

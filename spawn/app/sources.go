@@ -13,6 +13,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/stream"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/xv2"
 )
 
 // sourceKinds builds the source kinds the spawn crawls with: rss always,
@@ -55,6 +56,18 @@ func sourceKinds(cfg Settings, guard netguard.Options, logger *slog.Logger) (sou
 		AccessToken: cfg.TwitterAccessToken, AccessSecret: cfg.TwitterAccessSecret,
 	}
 	switch {
+	case cfg.TwitterBearerToken != "" && !creds.IsZero():
+		return nil, errors.New("spawn: give either --twitter-bearer-token (X API v2) or the four OAuth 1.0a credentials (v1.1), not both")
+	case cfg.TwitterBearerToken != "":
+		k, err := xv2.New(xv2.Options{
+			APIURL: cfg.TwitterAPIURL, BearerToken: cfg.TwitterBearerToken,
+			MaxRules: cfg.TwitterMaxRules, MaxRuleLength: cfg.TwitterMaxRuleLength,
+			Client: netguard.NewClient(guard), Logger: logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("spawn: %w", err)
+		}
+		kinds[api.SourceTwitter] = k
 	case creds.Complete():
 		k, err := twitter.New(twitter.Options{
 			Credentials: creds, APIURL: cfg.TwitterAPIURL, StreamURL: cfg.TwitterStreamURL,

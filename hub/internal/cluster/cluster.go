@@ -101,6 +101,9 @@ type Hub struct {
 	mu       sync.Mutex
 	nodes    map[string]*node
 	crawlers map[int64]*crawler
+	// fleetHolders names, per fleet-scoped source kind, the node holding
+	// its one connection (placement.go).
+	fleetHolders map[string]string
 	byUser   map[int64][]*crawler
 	users    map[int64]*user
 	events   []api.Event
@@ -125,6 +128,7 @@ type node struct {
 	anchorClock  int64          // spawn clock of the last answer
 	anchorAt     time.Time      // when the hub received that answer
 	sources      []string       // source kinds it crawls, sorted
+	fleet        []string       // offered kinds it holds fleet-wide (one connection per fleet)
 	store        string
 	dataSources  []api.DataSourceStatus
 	pending      map[int64]int
@@ -206,8 +210,9 @@ func New(cfg Config) (*Hub, error) {
 		},
 		metrics:  newMetrics(),
 		wake:     make(chan struct{}, 1),
-		nodes:    map[string]*node{},
-		crawlers: map[int64]*crawler{},
+		nodes:        map[string]*node{},
+		crawlers:     map[int64]*crawler{},
+		fleetHolders: map[string]string{},
 		users:    map[int64]*user{},
 	}, nil
 }
@@ -306,7 +311,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		old.removed = true
 	}
 	h.nodes[req.NodeID] = &node{
-		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), registeredAt: now, lastPoll: now,
+		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), fleet: offeredSources(req.FleetSources), registeredAt: now, lastPoll: now,
 		want: map[int64]bool{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
 		leased: map[int64]bool{},
 	}
@@ -386,6 +391,9 @@ func (h *Hub) routeTablesLocked(ids []string) map[string]RouteTable {
 			if slices.Contains(h.nodes[id].sources, kind) {
 				offering = append(offering, id)
 			}
+		}
+		if holder, ok := h.fleetHolderLocked(kind, offering); ok {
+			offering = []string{holder}
 		}
 		tables[kind] = h.cfg.Router.Table(offering)
 	}

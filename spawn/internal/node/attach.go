@@ -42,7 +42,7 @@ func (n *Node) register(ctx context.Context) error {
 	n.mu.Lock()
 	detached := n.detachReason
 	n.mu.Unlock()
-	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), Detached: detached, Clock: n.clock()}
+	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock()}
 	var resp api.RegisterResponse
 	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
