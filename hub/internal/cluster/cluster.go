@@ -104,10 +104,10 @@ type Hub struct {
 	// fleetHolders names, per fleet-scoped source kind, the node holding
 	// its one connection (placement.go).
 	fleetHolders map[string]string
-	byUser   map[int64][]*crawler
-	users    map[int64]*user
-	events   []api.Event
-	history  usageHistory // comments per step, for the dashboard
+	byUser       map[int64][]*crawler
+	users        map[int64]*user
+	events       []api.Event
+	history      usageHistory // comments per step, for the dashboard
 	// recoveries are lost nodes whose unreported usage is still to be
 	// read back from the comment store.
 	recoveries []recovery
@@ -208,12 +208,12 @@ func New(cfg Config) (*Hub, error) {
 			},
 			MaxAnswerBytes: maxAnswerBytes,
 		},
-		metrics:  newMetrics(),
-		wake:     make(chan struct{}, 1),
+		metrics:      newMetrics(),
+		wake:         make(chan struct{}, 1),
 		nodes:        map[string]*node{},
 		crawlers:     map[int64]*crawler{},
 		fleetHolders: map[string]string{},
-		users:    map[int64]*user{},
+		users:        map[int64]*user{},
 	}, nil
 }
 
