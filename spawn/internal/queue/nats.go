@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -99,7 +100,8 @@ var ErrNotConnected = errors.New("queue: not connected to nats")
 type Options struct {
 	// URL is nats://host:port or tls://host:port, several separated by
 	// commas for the servers of one cluster. Credentials may be given as
-	// nats://user:password@host or nats://token@host.
+	// nats://user:password@host or nats://token@host. The last server may
+	// be followed by ?replicas=N (see Replicas).
 	URL string
 	// CredsFile is a NATS credentials file (user JWT and nkey seed).
 	CredsFile string
@@ -110,6 +112,10 @@ type Options struct {
 	// MaxAge is how long the stream keeps a comment (default
 	// DefaultMaxAge).
 	MaxAge time.Duration
+	// Replicas is how many servers of a JetStream cluster keep the stream
+	// when the spawn creates it; zero takes the URL's replicas parameter
+	// (nats://a,nats://b,nats://c?replicas=3), else 1.
+	Replicas int
 	// Logger receives connection events.
 	Logger *slog.Logger
 	// Registerer is the spawn's metrics registry, which GET /metrics
@@ -120,14 +126,15 @@ type Options struct {
 // Conn publishes comments to NATS: to JetStream, with acknowledgements and
 // de-duplication, when the server has it, else with core NATS.
 type Conn struct {
-	nc      *nats.Conn
-	js      jetstream.JetStream // nil on core NATS
-	mode    publishMode
-	prefix  string
-	stream  string
-	maxAge  time.Duration
-	logger  *slog.Logger
-	metrics metrics
+	nc       *nats.Conn
+	js       jetstream.JetStream // nil on core NATS
+	mode     publishMode
+	prefix   string
+	stream   string
+	maxAge   time.Duration
+	replicas int
+	logger   *slog.Logger
+	metrics  metrics
 	// checkStream is set when a publish found no stream listening, so
 	// the next Publish sets the stream up again first.
 	checkStream atomic.Bool
@@ -135,29 +142,78 @@ type Conn struct {
 
 var _ Publisher = (*Conn)(nil)
 
+// maxReplicas is JetStream's limit on a stream's replicas.
+const maxReplicas = 5
+
 // ParseURL checks a --queue URL and returns it with credentials removed,
 // for logs and errors.
 func ParseURL(raw string) (redacted string, err error) {
-	if strings.TrimSpace(raw) == "" {
-		return "", errors.New("queue: empty URL (want nats://host:port or tls://host:port)")
+	q, err := parseURL(raw)
+	if err != nil {
+		return "", err
 	}
-	var servers []string
-	for s := range strings.SplitSeq(raw, ",") {
+	return q.shown, nil
+}
+
+// queueURL is a parsed --queue URL.
+type queueURL struct {
+	servers  string // for nats.Connect: comma-separated, no parameters
+	shown    string // for logs: without credentials
+	replicas int    // the replicas parameter, 0 when absent
+}
+
+// parseURL parses one or more comma-separated server URLs; the last may
+// end in ?replicas=N, which applies to the stream, not to that server.
+func parseURL(raw string) (queueURL, error) {
+	if strings.TrimSpace(raw) == "" {
+		return queueURL{}, errors.New("queue: empty URL (want nats://host:port or tls://host:port)")
+	}
+	var servers, shown []string
+	var q queueURL
+	list := strings.Split(raw, ",")
+	for i, s := range list {
 		s = strings.TrimSpace(s)
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" || u.Opaque != "" {
-			return "", fmt.Errorf("queue: URL %q names no server (want nats://host:port or tls://host:port)", redactOne(s))
+			return queueURL{}, fmt.Errorf("queue: URL %q names no server (want nats://host:port or tls://host:port)", redactOne(s))
 		}
-		shown := redactOne(s)
+		one := redactOne(s)
 		if u.Scheme != "nats" && u.Scheme != "tls" {
-			return "", fmt.Errorf("queue: URL %q has scheme %q; only nats:// and tls:// are supported", shown, u.Scheme)
+			return queueURL{}, fmt.Errorf("queue: URL %q has scheme %q; only nats:// and tls:// are supported", one, u.Scheme)
 		}
-		if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			return "", fmt.Errorf("queue: URL %q must name only a server (no path, query or fragment)", shown)
+		if u.RawQuery != "" && i == len(list)-1 {
+			n, err := parseReplicas(u.RawQuery)
+			if err != nil {
+				return queueURL{}, fmt.Errorf("queue: URL %q: %w", one, err)
+			}
+			q.replicas = n
+			s, one = strings.TrimSuffix(s, "?"+u.RawQuery), strings.TrimSuffix(one, "?"+u.RawQuery)
+		} else if u.RawQuery != "" {
+			return queueURL{}, fmt.Errorf("queue: URL %q must name only a server (parameters go after the last server)", one)
 		}
-		servers = append(servers, shown)
+		if (u.Path != "" && u.Path != "/") || u.Fragment != "" {
+			return queueURL{}, fmt.Errorf("queue: URL %q must name only a server (no path or fragment)", one)
+		}
+		servers, shown = append(servers, s), append(shown, one)
 	}
-	return strings.Join(servers, ","), nil
+	q.servers, q.shown = strings.Join(servers, ","), strings.Join(shown, ",")
+	if q.replicas > 0 {
+		q.shown += fmt.Sprintf("?replicas=%d", q.replicas)
+	}
+	return q, nil
+}
+
+// parseReplicas reads replicas=N, the only parameter a --queue URL takes.
+func parseReplicas(rawQuery string) (int, error) {
+	v, err := url.ParseQuery(rawQuery)
+	if err != nil || len(v) != 1 || len(v["replicas"]) != 1 {
+		return 0, fmt.Errorf("must name only a server and at most the parameter replicas=N, not %q", rawQuery)
+	}
+	n, err := strconv.Atoi(v.Get("replicas"))
+	if err != nil || n < 1 || n > maxReplicas {
+		return 0, fmt.Errorf("replicas=%s: want 1 to %d", v.Get("replicas"), maxReplicas)
+	}
+	return n, nil
 }
 
 // redactOne drops the credentials of one server URL.
@@ -181,9 +237,16 @@ func Connect(ctx context.Context, o Options) (*Conn, error) {
 }
 
 func connect(ctx context.Context, o Options, prefix string) (*Conn, error) {
-	shown, err := ParseURL(o.URL)
+	q, err := parseURL(o.URL)
 	if err != nil {
 		return nil, err
+	}
+	shown := q.shown
+	if o.Replicas == 0 {
+		o.Replicas = max(q.replicas, 1)
+	}
+	if o.Replicas < 1 || o.Replicas > maxReplicas {
+		return nil, fmt.Errorf("queue: replicas must be 1 to %d, got %d", maxReplicas, o.Replicas)
 	}
 	if o.Stream == "" {
 		o.Stream = DefaultStream
@@ -229,11 +292,11 @@ func connect(ctx context.Context, o Options, prefix string) (*Conn, error) {
 	if o.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(o.CredsFile))
 	}
-	nc, err := nats.Connect(o.URL, opts...)
+	nc, err := nats.Connect(q.servers, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("queue: unable to connect to %s: %w", shown, err)
 	}
-	c := &Conn{nc: nc, mode: modeCore, prefix: prefix, stream: o.Stream, maxAge: o.MaxAge, logger: logger, metrics: newMetrics(o.Registerer)}
+	c := &Conn{nc: nc, mode: modeCore, prefix: prefix, stream: o.Stream, maxAge: o.MaxAge, replicas: o.Replicas, logger: logger, metrics: newMetrics(o.Registerer)}
 	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	if err := c.detect(sctx); err != nil {
@@ -285,9 +348,10 @@ func (c *Conn) ensureStream(ctx context.Context) error {
 			Discard:     jetstream.DiscardOld,
 			MaxAge:      c.maxAge,
 			Duplicates:  dup,
+			Replicas:    c.replicas,
 		})
 		if err == nil {
-			c.logger.Info("queue stream created", "stream", c.stream, "subjects", subjects, "max_age", c.maxAge)
+			c.logger.Info("queue stream created", "stream", c.stream, "subjects", subjects, "max_age", c.maxAge, "replicas", c.replicas)
 			return nil
 		}
 		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -302,6 +366,9 @@ func (c *Conn) ensureStream(ctx context.Context) error {
 	cfg := s.CachedInfo().Config
 	if !slices.Contains(cfg.Subjects, subjects) {
 		return fmt.Errorf("queue: stream %s exists but does not take %s (its subjects: %s)", c.stream, subjects, strings.Join(cfg.Subjects, ", "))
+	}
+	if cfg.Replicas != c.replicas && c.replicas > 1 {
+		c.logger.Warn("queue stream keeps its own replicas", "stream", c.stream, "replicas", cfg.Replicas, "asked", c.replicas)
 	}
 	if cfg.MaxAge != c.maxAge {
 		cfg.MaxAge = c.maxAge
