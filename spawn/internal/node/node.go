@@ -207,6 +207,8 @@ func New(cfg Config) (*Node, error) {
 		indexBuilder: buildIndex,
 	}
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
+	// Unchecked (it describes nothing up front), so it always registers.
+	n.metrics.Registry.MustRegister(sourceCollector{n})
 	return n, nil
 }
 

@@ -55,6 +55,9 @@ type chanKind struct {
 	mu      sync.Mutex
 	started map[string]int
 	feeds   map[string]chan []source.Item
+	// wrap, when set, dresses each new data source (to give it more
+	// interfaces).
+	wrap func(*chanSource) source.DataSource
 }
 
 func newChanKind() *chanKind {
@@ -70,7 +73,11 @@ func (k *chanKind) New(key string) (source.DataSource, error) {
 	if k.feeds[key] == nil {
 		k.feeds[key] = make(chan []source.Item, 16)
 	}
-	return &chanSource{in: k.feeds[key]}, nil
+	ds := &chanSource{in: k.feeds[key]}
+	if k.wrap != nil {
+		return k.wrap(ds), nil
+	}
+	return ds, nil
 }
 
 func (k *chanKind) starts(key string) int {

@@ -189,3 +189,42 @@ func (r Registry) Lookup(kind string) (Kind, error) {
 	}
 	return k, nil
 }
+
+// Stat is one number a data source reports for the spawn's metrics.
+// Metrics of one Name always carry the same label names.
+type Stat struct {
+	Name   string // e.g. bw_spawn_source_items_total
+	Help   string
+	Gauge  bool // a level, not a running count
+	Labels map[string]string
+	Value  float64
+}
+
+// Reporter is implemented by a data source that counts what it does
+// (items read, reconnects, skipped messages, lag); the spawn's /metrics
+// publishes its stats labelled with the data source.
+type Reporter interface {
+	Report() []Stat
+}
+
+// Standard stat names, shared by the sources that report them.
+const (
+	StatItems      = "bw_spawn_source_items_total"
+	StatReconnects = "bw_spawn_source_reconnects_total"
+	StatSkipped    = "bw_spawn_source_skipped_total" // label reason
+	StatStalls     = "bw_spawn_source_stalls_total"
+	StatLag        = "bw_spawn_source_lag_seconds"
+)
+
+// StandardStats builds the stats every streaming source shares.
+func StandardStats(items, reconnects, stalls int64, skipped map[string]int64) []Stat {
+	out := []Stat{
+		{Name: StatItems, Help: "Items a data source handed to the spawn.", Value: float64(items)},
+		{Name: StatReconnects, Help: "Connections a data source opened again after losing one.", Value: float64(reconnects)},
+		{Name: StatStalls, Help: "Connections a data source dropped because the service went silent.", Value: float64(stalls)},
+	}
+	for reason, n := range skipped {
+		out = append(out, Stat{Name: StatSkipped, Help: "Messages a data source skipped, by reason.", Labels: map[string]string{"reason": reason}, Value: float64(n)})
+	}
+	return out
+}

@@ -441,3 +441,16 @@ func (h *handleCache) set(did, handle string) {
 		h.order = kept
 	}
 }
+
+// Report gives the source's counters and its lag to the spawn's metrics.
+func (s *Source) Report() []source.Stat {
+	st := s.Stats()
+	out := source.StandardStats(st.Items, st.Reconnects, st.Stalls, map[string]int64{
+		"malformed": st.Malformed, "truncated": st.Truncated, "too_large": st.TooLarge, "repeat": st.Repeats,
+	})
+	return append(out,
+		source.Stat{Name: source.StatLag, Help: "How far a data source's log position is behind the clock.", Gauge: true, Value: st.Lag.Seconds()},
+		source.Stat{Name: "bw_spawn_bluesky_rewinds_total", Help: "Jetstream reconnects further back for a subscriber with an older cursor.", Value: float64(st.Rewinds)},
+		source.Stat{Name: "bw_spawn_bluesky_gaps_total", Help: "Subscribers told that posts beyond the replay window were skipped.", Value: float64(st.Gaps)},
+	)
+}

@@ -270,3 +270,11 @@ func (i *instance) dialError(ctx context.Context, resp *http.Response, err error
 	}
 	return fmt.Errorf("%w: %s answered %s%s", ErrStatus, i.base.Host, resp.Status, detail)
 }
+
+// Report gives the instance's counters to the spawn's metrics.
+func (i *instance) Report() []source.Stat {
+	st := i.Stats()
+	return append(source.StandardStats(st.Items, st.Reconnects, st.Stalls, map[string]int64{
+		"malformed": st.Malformed, "truncated": st.Truncated, "too_large": st.TooLarge, "duplicate": st.Duplicates,
+	}), source.Stat{Name: "bw_spawn_mastodon_token_refusals_total", Help: "Times a Mastodon instance refused the access token.", Value: float64(st.Refused)})
+}

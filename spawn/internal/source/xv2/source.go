@@ -276,3 +276,25 @@ func (r *recentIDs) add(id string) bool {
 	r.next = (r.next + 1) % len(r.ring)
 	return true
 }
+
+// Report gives the stream's counters to the spawn's metrics, with what X
+// bills per rule: every post read is paid for, whether or not a crawler
+// stores it.
+func (s *Source) Report() []source.Stat {
+	st := s.Stats()
+	out := source.StandardStats(int64(st.Emitted), int64(st.Connects)-min(int64(st.Connects), 1), int64(st.Stalls), map[string]int64{
+		"malformed": int64(st.Malformed), "too_large": int64(st.Oversized), "duplicate": int64(st.Duplicates),
+	})
+	out = append(out,
+		source.Stat{Name: "bw_spawn_xv2_posts_read_total", Help: "Posts X API v2 delivered (and bills).", Value: float64(st.Read)},
+		source.Stat{Name: "bw_spawn_xv2_rate_limited_total", Help: "Stream attempts X refused with 429 or TooManyConnections.", Value: float64(st.RateLimited + st.TooManyConnections)},
+	)
+	for _, r := range st.Rules {
+		labels := map[string]string{"rule": r.Tag}
+		out = append(out,
+			source.Stat{Name: "bw_spawn_xv2_rule_posts_read_total", Help: "Posts X delivered per rule (billed).", Labels: labels, Value: float64(r.Read)},
+			source.Stat{Name: "bw_spawn_xv2_rule_posts_emitted_total", Help: "Posts handed to the spawn per rule.", Labels: labels, Value: float64(r.Emitted)},
+		)
+	}
+	return out
+}
