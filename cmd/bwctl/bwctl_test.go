@@ -364,7 +364,7 @@ func TestRun_Failures(t *testing.T) {
 		{"wrong token", env, []string{"user", "list", "--token", "nope"}, 1, `^invalid bearer token \(401\): the hub refused the admin token$`},
 		{"no command", env, nil, 2, `^no command given`},
 		{"unknown command", env, []string{"frobnicate"}, 2, `^unknown command "frobnicate"`},
-		{"unknown subcommand", env, []string{"crawler", "explode", "1"}, 2, `^unknown crawler command "explode" \(want one of add, show, list, update, enable, disable, delete\)$`},
+		{"unknown subcommand", env, []string{"crawler", "explode", "1"}, 2, `^unknown crawler command "explode" \(want one of add, show, list, update, enable, disable, delete, suggest, expand\)$`},
 		{"group alone", env, []string{"user"}, 2, `^user needs a subcommand: add, list, show, set-limit$`},
 		{"missing id", env, []string{"crawler", "show"}, 2, `^usage: bwctl crawler show ID$`},
 		{"extra argument", env, []string{"crawler", "show", "1", "2"}, 2, `^usage: bwctl crawler show ID$`},

@@ -21,7 +21,12 @@ type command struct {
 	// stream commands run until done: the timeout bounds each request,
 	// not the whole command.
 	stream bool
-	run    func(c *cli, args []string, l line) error
+	// varArgs commands take minArgs arguments or more (TERM…, an
+	// optional [CRAWLER]) and check them themselves; others take args
+	// exactly.
+	minArgs int
+	varArgs bool
+	run     func(c *cli, args []string, l line) error
 }
 
 func (cmd *command) name() string { return strings.Join(cmd.words, " ") }
@@ -56,6 +61,13 @@ var commands = []*command{
 	{words: []string{"comments", "export"}, args: []string{"CRAWLER"}, opts: "[--since T] [--until T] [--format jsonl|csv]",
 		flags: []string{"since", "until", "format"}, stream: true,
 		help: "write all of a crawler's stored comments to stdout (published in [since, until); RFC 3339 times)", run: commentsExport},
+	{words: []string{"comments", "thread"}, args: []string{"CRAWLER", "COMMENT_ID"},
+		help: "show the conversation a comment belongs to, by published time", run: commentsThread},
+	{words: []string{"terms"}, args: []string{"[CRAWLER]"}, opts: "[--user ID] [--window 1h|24h|7d] [--n N]", varArgs: true,
+		flags: []string{"user", "window", "n"}, help: "a crawler's (or a user's) most frequent terms (default 24h, 20)", run: terms},
+	{words: []string{"crawler", "suggest"}, args: []string{"ID"}, help: "candidate query terms co-occurring with a crawler's matches, best first", run: crawlerSuggest},
+	{words: []string{"crawler", "expand"}, args: []string{"ID", "TERM…"}, minArgs: 2, varArgs: true,
+		help: "OR terms into a crawler's query: (query) OR TERM…", run: crawlerExpand},
 	{words: []string{"status"}, help: "one-screen summary: hub, nodes, crawlers by state", run: status},
 	{words: []string{"scaling"}, help: "autoscaling signal: live nodes, wanted subscribers and the spawn count they need", run: scaling},
 }

@@ -185,7 +185,7 @@ func setup(ctx context.Context, args []string, stdout io.Writer, env func(string
 			return nil, nil, nil, l, usagef("%s does not take --%s (usage: bwctl %s)", cmd.name(), name, cmd.synopsis())
 		}
 	}
-	if len(rest) != len(cmd.args) {
+	if (!cmd.varArgs && len(rest) != len(cmd.args)) || (cmd.varArgs && len(rest) < cmd.minArgs) {
 		return nil, nil, nil, l, usagef("usage: bwctl %s", cmd.synopsis())
 	}
 	// Settings: flags, then the environment, then the --config file, then

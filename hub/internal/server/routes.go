@@ -55,6 +55,11 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/events", admin(s.handleEvents))
 	mux.Handle("GET "+api.PathCrawlerHistory, admin(s.handleCrawlerHistory))
 	mux.Handle("GET "+api.PathScaling, admin(s.handleScaling))
+	mux.Handle("GET "+api.PathCrawlerTerms, admin(s.handleCrawlerTerms))
+	mux.Handle("GET "+api.PathUserTerms, admin(s.handleUserTerms))
+	mux.Handle("GET "+api.PathCrawlerActivity, admin(s.handleCrawlerActivity))
+	mux.Handle("GET "+api.PathSuggestions, admin(s.handleSuggestions))
+	mux.Handle("GET "+api.PathThread, admin(s.handleThread))
 
 	// Dashboard: the page holds no data; it reads the admin API above.
 	mux.HandleFunc("GET /{$}", s.handleDashboard)

@@ -26,6 +26,7 @@ func (n *Node) Handler() http.Handler {
 	mux.Handle("POST "+api.PathPoll, node(n.handlePoll))
 	mux.Handle("GET /v1/comments", node(n.handleRecent))
 	mux.Handle("GET "+api.PathNodeExport, node(n.handleExport))
+	mux.Handle("GET "+api.PathNodeThread, node(n.handleThread))
 	mux.Handle("POST "+api.PathRecover, node(n.handleRecover))
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })

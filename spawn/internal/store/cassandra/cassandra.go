@@ -250,6 +250,7 @@ func (s *Store) createSchema(ctx context.Context) error {
 			PRIMARY KEY (crawler_id, day)
 		) WITH CLUSTERING ORDER BY (day DESC)`,
 	}
+	stmts = append(stmts, s.threadSchema()...)
 	for _, stmt := range stmts {
 		// gocql waits for schema agreement after each change.
 		if err := s.session.Query(stmt).WithContext(ctx).Exec(); err != nil {

@@ -35,6 +35,9 @@ func (s *Store) writeParts(ctx context.Context, parts []*part, n int) error {
 	default:
 		err = s.writeBatches(ctx, parts)
 	}
+	if err == nil {
+		err = s.writeThreads(ctx, parts) // comments_by_thread, see threads.go
+	}
 	if err != nil {
 		return fmt.Errorf("cassandra: write %d comments: %w", n, err)
 	}
