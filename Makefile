@@ -37,6 +37,12 @@ test: build fmt-check vet
 	$(GO) test -run '^$$' -fuzz FuzzDecodeLine -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/twitter/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/stream/
 	$(GO) test -run '^$$' -fuzz FuzzMatch -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/match/
+	$(GO) test -run '^$$' -fuzz FuzzQueryIndex -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/match/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./pkg/query/
+	$(GO) test -run '^$$' -fuzz FuzzText -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/htmltext/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeEvent -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/bluesky/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/mastodon/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeLine -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/xv2/
 
 # Tests that need no external server.
 unit:

@@ -337,6 +337,7 @@ func (c *cli) showCrawler(cr api.Crawler) error {
 		{"source", cr.Source},
 		{"query", strings.Join(cr.Query, ", ")},
 		{"keywords", orDash(strings.Join(cr.Keywords, ", "))},
+		{"query_canonical", cr.QueryCanonical},
 		{"comment_limit", limitText(cr.CommentLimit)},
 		{"enabled", strconv.FormatBool(cr.Enabled)},
 		{"state", cr.State},
