@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole system on one machine: a local feed server that publishes
 # new items continuously, a hub and three spawns, a few crawlers (two of them
-# on the same feed, so they share one data source), and a progress view
-# until Ctrl-C. Nothing is left running afterwards.
+# on the same feed, so they share one data source) spread so that every
+# spawn runs some, the dashboard's address and admin token, and a progress
+# view until Ctrl-C. Nothing is left running afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +38,9 @@ export BW_NODE_TOKEN=${BW_NODE_TOKEN:-demo-node-token}
 export BW_ADMIN_TOKEN=${BW_ADMIN_TOKEN:-demo-admin-token}
 export BW_HUB_URL="http://$HUB_ADDR"
 
-"$BIN/feedserver" --listen "$FEED_ADDR" --feeds news,tech,sport --every 1s >"$RUN/logs/feedserver.log" 2>&1 &
+# Extra feeds give crawlers of their own until every spawn runs one.
+EXTRA_FEEDS=(science world culture health travel music)
+"$BIN/feedserver" --listen "$FEED_ADDR" --feeds "news,tech,sport,$(IFS=,; echo "${EXTRA_FEEDS[*]}")" --every 1s >"$RUN/logs/feedserver.log" 2>&1 &
 pids+=($!)
 "$BIN/hub" --listen "$HUB_ADDR" --db "sqlite://$RUN/blackwidow.db" --poll-interval 1s >"$RUN/logs/hub.log" 2>&1 &
 pids+=($!)
@@ -54,21 +57,65 @@ wait_http "http://$HUB_ADDR/healthz"
 
 for i in 1 2 3; do
 	"$BIN/spawn" --hub "http://$HUB_ADDR" --store "file://$RUN/data" --allow-targets 127.0.0.0/8 \
-		--feed-interval 2s >"$RUN/logs/spawn$i.log" 2>&1 &
+		--feed-interval 2s --bluesky=false >"$RUN/logs/spawn$i.log" 2>&1 &
 	pids+=($!)
 done
 
 bw() { "$BIN/bwctl" "$@"; }
 bw user add demo-customer --limit 5000 >/dev/null
+bw user add newsroom >/dev/null
 feeds="http://$FEED_ADDR/feeds"
 bw crawler add --user 1 --source rss --query "$feeds/news.xml" --keywords golang,cassandra >/dev/null
 bw crawler add --user 1 --source rss --query "$feeds/news.xml" --keywords weather >/dev/null
 bw crawler add --user 1 --source rss --query "$feeds/tech.xml" >/dev/null
 bw crawler add --user 1 --source rss --query "$feeds/sport.xml,$feeds/tech.xml" --limit 40 >/dev/null
 
+# wait_for CMD... retries CMD for up to 20 s.
+wait_for() {
+	local what=$1 deadline=$((SECONDS + 20))
+	shift
+	until "$@"; do
+		if ((SECONDS > deadline)); then echo "demo: timed out waiting for $what; see $RUN/logs" >&2; return 1; fi
+		sleep 0.3
+	done
+}
+three_nodes() { [ "$(bw node list | awk 'NR > 1' | wc -l)" -eq 3 ]; }
+# none_pending holds when the hub has placed every crawler on a node.
+none_pending() { bw crawler list | awk 'NR > 1 && $4 == "pending" {p = 1} END {exit p}'; }
+# spread holds when each of the three spawns runs a crawler that has no
+# limit (crawler 4 leaves its spawn once it reaches its own).
+spread() {
+	bw crawler list | awk 'NR > 1 && $4 == "running" && $7 == "0" {on[$5] = 1}
+		END {n = 0; for (id in on) n++; exit !(n == 3)}'
+}
+
+# Routing is by query uuid (hash modulo the node count), so which spawn a
+# crawler lands on depends on its feeds: add crawlers on other feeds until
+# all three spawns run at least one.
+wait_for "three spawns" three_nodes
+wait_for "the crawlers to be placed" none_pending
+for feed in "${EXTRA_FEEDS[@]}"; do
+	spread && break
+	bw crawler add --user 2 --source rss --query "$feeds/$feed.xml" >/dev/null
+	wait_for "the crawlers to be placed" none_pending
+done
+spread || echo "demo: warning: a spawn runs no crawler; see $RUN/logs" >&2
+
+# --- Bluesky: a crawler against a local Jetstream server ---------------------
+# Not part of the demo yet: it needs a local Jetstream demo server under cmd/
+# (the tests' internal/fakes/jetstream). Once there is one, start it next to
+# the feed server above, give the spawns
+#   --bluesky-jetstream-url ws://$JETSTREAM_ADDR/subscribe
+# and add a crawler such as
+#   bw crawler add --user 2 --source bluesky --query 'golang OR #rust'
+# Until then the spawns are told not to offer bluesky at all (--bluesky=false),
+# so the demo never reaches the public Jetstream.
+# -----------------------------------------------------------------------------
+
 while true; do
 	clear 2>/dev/null || printf '\n\n'
-	echo "Black Widow demo — hub $BW_HUB_URL, feeds at http://$FEED_ADDR/feeds/{news,tech,sport}.xml"
+	echo "Black Widow demo — hub $BW_HUB_URL, feeds at http://$FEED_ADDR/feeds/<name>.xml"
+	echo "Dashboard: $BW_HUB_URL/  (admin token: $BW_ADMIN_TOKEN)"
 	echo "Crawlers 1 and 2 read the same feed: they run on one spawn and share one fetch."
 	echo "Crawler 4 stops at its limit of 40 comments. Ctrl-C stops everything."
 	echo
