@@ -1,5 +1,7 @@
 // Command feedserver serves RSS and Atom feeds that gain a new item every
-// interval, for the demo and for trying crawlers without the internet.
+// interval, and a Bluesky Jetstream endpoint (/subscribe) whose posts come
+// at their own pace, for the demo and for trying crawlers without the
+// internet.
 package main
 
 import (
@@ -7,13 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/pkg/config"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 	"github.com/blackwidow-crawl/blackwidow/pkg/logx"
@@ -26,6 +31,7 @@ type Settings struct {
 	Feeds     []string      `flag:"feeds" usage:"names of the feeds to generate items for"`
 	Every     time.Duration `flag:"every" usage:"how often each feed gains an item (0: never)"`
 	MaxItems  int           `flag:"max-items" usage:"newest items each feed serves"`
+	PostEvery time.Duration `flag:"post-every" usage:"how often the Jetstream endpoint (/subscribe) publishes a Bluesky post (0: never)"`
 	LogLevel  string        `flag:"log-level" usage:"debug, info, warn or error"`
 	LogFormat string        `flag:"log-format" usage:"text or json"`
 }
@@ -45,6 +51,7 @@ func run() error {
 		Listen:    "127.0.0.1:8780",
 		Feeds:     []string{"news", "tech", "sport"},
 		Every:     time.Second,
+		PostEvery: 500 * time.Millisecond,
 		MaxItems:  feedserver.DefaultMaxItems,
 		LogLevel:  "info",
 		LogFormat: "text",
@@ -56,8 +63,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if cfg.Every < 0 {
-		return fmt.Errorf("--every must not be negative, got %s", cfg.Every)
+	if cfg.Every < 0 || cfg.PostEvery < 0 {
+		return fmt.Errorf("--every and --post-every must not be negative, got %s and %s", cfg.Every, cfg.PostEvery)
 	}
 	var feeds []string
 	for _, f := range cfg.Feeds {
@@ -85,18 +92,60 @@ func run() error {
 	for _, f := range feeds {
 		fmt.Printf("%s/feeds/%s.atom\n", base, f)
 	}
-	logger.Info("feed server listening", "addr", ln.Addr().String(), "feeds", strings.Join(feeds, ","), "every", cfg.Every)
+	fmt.Printf("ws://%s%s\n", ln.Addr().String(), jetstream.SubscribePath)
+	logger.Info("feed server listening", "addr", ln.Addr().String(), "feeds", strings.Join(feeds, ","), "every", cfg.Every, "post_every", cfg.PostEvery)
+	js := jetstream.New(jetstream.Options{Logger: logger})
+	defer js.Close()
+	mux := http.NewServeMux()
+	mux.Handle(jetstream.SubscribePath, js.Handler())
+	mux.Handle("/", srv.Handler())
 
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		if cfg.Every > 0 && len(feeds) > 0 {
 			srv.Generate(ctx, feeds, cfg.Every)
 		}
 	}()
-	err = httpx.Serve(ctx, ln, srv.Handler())
+	go func() {
+		defer wg.Done()
+		if cfg.PostEvery > 0 {
+			generatePosts(ctx, js, cfg.PostEvery)
+		}
+	}()
+	err = httpx.Serve(ctx, ln, mux)
 	stop()
-	<-done
+	wg.Wait()
 	logger.Info("feed server stopped")
 	return err
+}
+
+// postLangs are the languages generated posts declare, in turn.
+var postLangs = []string{"en", "en", "de", "en", "fr"}
+
+// generatePosts publishes a Bluesky post every interval until ctx ends:
+// the feed items' deterministic sequence, as short posts from a few
+// accounts, some of them replies to the post before.
+func generatePosts(ctx context.Context, js *jetstream.Server, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last jetstream.Published
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		it := feedserver.GenerateItem(n)
+		p := jetstream.Post{
+			DID:   fmt.Sprintf("did:plc:demo%d", n%5),
+			Text:  it.Title + " #" + feedserver.Topics[n%len(feedserver.Topics)],
+			Langs: []string{postLangs[n%len(postLangs)]},
+		}
+		if n%3 == 2 && last.URI != "" {
+			p.ReplyParent, p.ReplyRoot = last.URI, last.URI
+		}
+		last = js.Publish(p)
+	}
 }
