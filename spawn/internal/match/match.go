@@ -1,9 +1,12 @@
 // Package match finds which subscribers of a shared data source want an
 // item. Every subscriber may filter on keywords; a source shared by
 // thousands of subscribers cannot test each of their keywords against each
-// item, so an Index compiles the keywords of all of them into one
-// Aho-Corasick automaton and finds, in a single pass over an item's text,
-// every subscriber whose keywords occur and which ones did.
+// item, so an Index compiles the keywords of all of them into one pattern
+// set and finds, in a single pass over an item's text, every subscriber
+// whose keywords occur and which ones did: the text is cut into tokens at
+// non-word bytes and each token looked up in a hash table of the keywords
+// (patterns.go), so the cost per item barely grows with the number of
+// keywords.
 //
 // The rule is the same for one subscriber (Keywords) and for many (Index):
 // matching is case-insensitive (the text and the keywords are lowercased
@@ -15,7 +18,7 @@
 //
 // A QueryIndex does the same for subscribers' queries in the query
 // language (package query): every text atom of every query is one pattern
-// of the automaton, the text is scanned once, and a subscriber's boolean
+// of the set, the text is scanned once, and a subscriber's boolean
 // tree is evaluated only when one of its positive atoms occurred; from:
 // and lang: test the item's author and language. The word rule is
 // query.ContainsWord: the word go matches "go" and "#go", the tag #go
@@ -29,14 +32,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	ahocorasick "github.com/petar-dambovaliev/aho-corasick"
-
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
-// reuseMinLive is the share of an automaton's patterns that must still be
-// in use for Update to keep the automaton instead of compiling a new one:
-// below it the automaton carries too many dead patterns.
+// reuseMinLive is the share of a pattern set's patterns that must still be
+// in use for Update to keep the set instead of compiling a new one: below
+// it the set carries too many dead patterns.
 const reuseMinLive = 0.5
 
 // Hit is one subscriber an item's text matched.
@@ -57,18 +58,10 @@ type posting struct {
 	one     []string // Index.keywords[sub][kw:kw+1]: the hit's keywords when only this one matched
 }
 
-// automaton is the compiled pattern set; Update shares it between indexes
-// whose keywords it covers.
-type automaton struct {
-	ac       ahocorasick.AhoCorasick
-	patterns []string         // lowercased, distinct; a pattern's id is its position
-	ids      map[string]int32 // pattern → id
-}
-
 // Index is an immutable keyword index of many subscribers. Match is safe
 // for concurrent use.
 type Index struct {
-	auto     *automaton
+	auto     *patternSet
 	postings [][]posting // per pattern id
 	subs     []int64     // dense index → subscriber id, ascending
 	keywords [][]string  // dense index → keywords as given
@@ -83,7 +76,7 @@ func New(subs map[int64][]string) *Index {
 	return build(nil, subs)
 }
 
-// Update returns an index of subs that shares this index's automaton when
+// Update returns an index of subs that shares this index's pattern set when
 // every keyword of subs is already one of its patterns and enough of them
 // are still in use; otherwise it compiles a new one. Changing which
 // subscribers use a stable vocabulary of keywords is then cheap: only the
@@ -136,9 +129,9 @@ func build(prev *Index, subs map[int64][]string) *Index {
 	return ix
 }
 
-// covers reports whether a compiled automaton holds every wanted pattern
-// and enough of its patterns are wanted to be worth keeping.
-func covers(a *automaton, wanted map[string]struct{}) bool {
+// covers reports whether a compiled pattern set holds every wanted
+// pattern and enough of its patterns are wanted to be worth keeping.
+func covers(a *patternSet, wanted map[string]struct{}) bool {
 	if float64(len(wanted)) < reuseMinLive*float64(len(a.patterns)) {
 		return false
 	}
@@ -150,30 +143,10 @@ func covers(a *automaton, wanted map[string]struct{}) bool {
 	return true
 }
 
-// compile builds the automaton of a pattern set. Standard match semantics
-// are the ones that report overlapping matches: "new york" and "york" both
-// occur in "new york", and a non-word-bounded occurrence of a keyword must
-// not hide a later bounded one.
-func compile(wanted map[string]struct{}) *automaton {
-	a := &automaton{ids: make(map[string]int32, len(wanted))}
-	for p := range wanted {
-		a.patterns = append(a.patterns, p)
-	}
-	slices.Sort(a.patterns)
-	for i, p := range a.patterns {
-		a.ids[p] = int32(i)
-	}
-	if len(a.patterns) > 0 {
-		b := ahocorasick.NewAhoCorasickBuilder(ahocorasick.Opts{MatchKind: ahocorasick.StandardMatch, DFA: true})
-		a.ac = b.Build(a.patterns)
-	}
-	return a
-}
-
 // Len is the number of subscribers in the index.
 func (ix *Index) Len() int { return len(ix.subs) }
 
-// Patterns is the number of distinct keywords the automaton holds, those
+// Patterns is the number of distinct keywords the pattern set holds, those
 // no subscriber uses any more included.
 func (ix *Index) Patterns() int { return len(ix.auto.patterns) }
 
@@ -184,6 +157,7 @@ type scratch struct {
 	patStamp []uint32 // pattern id → gen when found in this call
 	subStamp []uint32 // dense subscriber → gen when hit in this call
 	subHit   []int32  // dense subscriber → its hit's position
+	occur    []int32  // pattern ids found, repeats included
 	found    []int32  // pattern ids found, in order
 	counts   []int32  // per hit: keywords, then the next free slot (-1: a single keyword)
 	kwIdx    []int32  // per matched keyword: its index in the subscriber's list
@@ -214,7 +188,7 @@ func (s *scratch) next() {
 
 // Match returns every indexed subscriber at least one of whose keywords
 // occurs in text, each with the keywords that did. Hits come in the order
-// in which their first keyword ends in the text. Match scans the text once
+// in which their first keyword was found. Match scans the text once
 // whatever the number of subscribers and allocates only the result; a
 // hit's Keywords may share memory with the index and must not be modified.
 func (ix *Index) Match(text string) []Hit {
@@ -232,15 +206,13 @@ func (ix *Index) AppendMatch(dst []Hit, text string) []Hit {
 	defer ix.scratch.Put(s)
 	s.next()
 	s.text = appendLower(s.text[:0], text)
-	lower := s.text
-	it := ix.auto.ac.IterOverlappingByte(lower)
-	for m := it.Next(); m != nil; m = it.Next() {
-		p := m.Pattern()
-		if s.patStamp[p] == s.gen || len(ix.postings[p]) == 0 || !bounded(lower, m.Start(), m.End()) {
+	s.occur = ix.auto.find(s.occur[:0], s.text)
+	for _, p := range s.occur {
+		if s.patStamp[p] == s.gen || len(ix.postings[p]) == 0 {
 			continue
 		}
 		s.patStamp[p] = s.gen
-		s.found = append(s.found, int32(p))
+		s.found = append(s.found, p)
 	}
 	if len(s.found) == 0 {
 		return dst

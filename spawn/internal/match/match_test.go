@@ -179,7 +179,7 @@ func TestIndex_LeavesOutSubscribersWithoutKeywords(t *testing.T) {
 	}
 }
 
-func TestIndex_UpdateReusesTheAutomaton(t *testing.T) {
+func TestIndex_UpdateReusesThePatternSet(t *testing.T) {
 	base := New(map[int64][]string{1: {"golang", "rust"}, 2: {"java"}, 3: {"zig"}})
 	tests := []struct {
 		name   string
@@ -195,7 +195,7 @@ func TestIndex_UpdateReusesTheAutomaton(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ix := base.Update(tt.subs)
 			if got := ix.auto == base.auto; got != tt.reused {
-				t.Fatalf("automaton reused = %v, want %v", got, tt.reused)
+				t.Fatalf("pattern set reused = %v, want %v", got, tt.reused)
 			}
 			// Either way the answers are those of a fresh index.
 			for _, text := range []string{"golang rust java zig kotlin", "RUST only", "nothing"} {

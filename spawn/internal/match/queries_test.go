@@ -130,17 +130,17 @@ func TestQueryIndex_Match(t *testing.T) {
 	}
 }
 
-func TestQueryIndex_UpdateReusesTheAutomaton(t *testing.T) {
+func TestQueryIndex_UpdateReusesThePatternSet(t *testing.T) {
 	ix := NewQueries(parseAll(t, map[int64]string{1: "golang OR rust", 2: "zig -java"}))
 	up := ix.Update(parseAll(t, map[int64]string{3: "rust -java", 4: "zig OR golang"}))
 	if up.auto != ix.auto {
-		t.Fatal("automaton compiled again for known atoms")
+		t.Fatal("pattern set compiled again for known atoms")
 	}
 	if got := queryHitMap(up.Match(Item{Text: "zig and rust"})); !maps.EqualFunc(got, map[int64][]string{3: {"rust"}, 4: {"zig"}}, slices.Equal) {
 		t.Fatalf("updated index matched %v", got)
 	}
 	if up2 := up.Update(parseAll(t, map[int64]string{5: "kotlin"})); up2.auto == ix.auto {
-		t.Fatal("automaton reused without the new atom")
+		t.Fatal("pattern set reused without the new atom")
 	}
 }
 
