@@ -82,58 +82,81 @@ func (n *Node) rebuildIndexOutsideLock(ds *dataSource) bool {
 	return true // matchersLocked compiles under the lock
 }
 
+// emitChunk is how many items an emitter matches per hold of the node
+// lock. A source may hand over thousands of items at once (a feed's first
+// fetch, a replay); polls, upserts and health must not wait for all of
+// them to be matched, only for one chunk.
+const emitChunk = 256
+
 // emitter fans a data source's items out to its subscribers. Each item is
 // matched once against the source's keyword index; only the subscribers
 // whose keywords it mentions, and those without keywords, consider it: each
 // skips what it has counted before and counts a comment only against a live
-// lease. Counted comments go to the store buffer, which blocks when the
-// store is slow.
+// lease. Items are matched a chunk at a time, the node lock released
+// between chunks, and each chunk's comments go to the store buffer (which
+// blocks when the store is slow) before the next is matched, so a big
+// batch holds neither the lock nor its comments for long.
 func (n *Node) emitter(ds *dataSource) source.Emit {
 	return func(ctx context.Context, items []source.Item) error {
 		var out []pending
-		n.mu.Lock()
-		if n.sources[ds.key] != ds {
-			n.mu.Unlock()
-			return context.Canceled
-		}
-		if !n.rebuildIndexOutsideLock(ds) {
-			n.mu.Unlock()
-			return context.Canceled
-		}
-		now := n.clock()
-		index, open := ds.matchersLocked()
-		for _, it := range items {
-			for _, s := range open {
-				if p, ok := s.acceptMatchedLocked(it, nil, now); ok {
-					n.pendingLocked(p.comment.CrawlerID, 1)
-					out = append(out, p)
+		for len(items) > 0 {
+			k := min(len(items), emitChunk)
+			var err error
+			if out, err = n.matchChunk(ds, items[:k], out[:0]); err != nil {
+				return err
+			}
+			items = items[k:]
+			for i, p := range out {
+				if err := n.writer.enqueue(ctx, p); err != nil {
+					// The subscriber is gone and its data source stopped:
+					// the comments were counted against a lease but will
+					// not be stored, so give the reservations back.
+					for _, q := range out[i:] {
+						n.unreserve(q)
+					}
+					return err
 				}
 			}
-			ds.hits = index.AppendMatch(ds.hits[:0], matchItem(it))
-			for _, h := range ds.hits {
-				s, ok := ds.subs[h.Subscriber]
-				if !ok {
-					continue
-				}
-				if p, ok := s.acceptMatchedLocked(it, h.Terms, now); ok {
-					n.pendingLocked(p.comment.CrawlerID, 1)
-					out = append(out, p)
-				}
-			}
-		}
-		clear(ds.hits[:cap(ds.hits)]) // keep no term slices alive between batches
-		n.mu.Unlock()
-		for _, p := range out {
-			if err := n.writer.enqueue(ctx, p); err != nil {
-				// The subscriber is gone and its data source stopped: the
-				// comment was counted against a lease but will not be
-				// stored, so give the reservation back.
-				n.unreserve(p)
+			clear(out)
+			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		return ctx.Err()
+		return nil
 	}
+}
+
+// matchChunk matches items under the node lock and appends the comments
+// they make to out. It fails when the data source was stopped.
+func (n *Node) matchChunk(ds *dataSource, items []source.Item, out []pending) ([]pending, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sources[ds.key] != ds || !n.rebuildIndexOutsideLock(ds) {
+		return out, context.Canceled
+	}
+	now := n.clock()
+	index, open := ds.matchersLocked()
+	for _, it := range items {
+		for _, s := range open {
+			if p, ok := s.acceptMatchedLocked(it, nil, now); ok {
+				n.pendingLocked(p.comment.CrawlerID, 1)
+				out = append(out, p)
+			}
+		}
+		ds.hits = index.AppendMatch(ds.hits[:0], matchItem(it))
+		for _, h := range ds.hits {
+			s, ok := ds.subs[h.Subscriber]
+			if !ok {
+				continue
+			}
+			if p, ok := s.acceptMatchedLocked(it, h.Terms, now); ok {
+				n.pendingLocked(p.comment.CrawlerID, 1)
+				out = append(out, p)
+			}
+		}
+	}
+	clear(ds.hits[:cap(ds.hits)]) // keep no term slices alive between chunks
+	return out, nil
 }
 
 // applyLeasesLocked takes the newer grants of a fresh poll: a lease is

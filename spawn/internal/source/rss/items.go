@@ -15,13 +15,55 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
-// items turns a parsed feed into source items, oldest first, one per id.
+// maxItemsPerFetch caps the items taken from one fetch of a feed. A feed
+// document under the size cap can still list a hundred thousand items;
+// handing them all over at once holds that many comments in memory and
+// keeps the spawn matching for seconds. Real feeds list tens; a huge one
+// gives its newest maxItemsPerFetch, and the rest are counted as skipped.
+const maxItemsPerFetch = 1000
+
+// newest returns the newest n items of a feed (by published, else updated
+// time; undated ones count as oldest, and the feed's own order breaks
+// ties), and how many it left out.
+func newest(items []*gofeed.Item, n int) ([]*gofeed.Item, int) {
+	items = slices.DeleteFunc(slices.Clone(items), func(gi *gofeed.Item) bool { return gi == nil })
+	if len(items) <= n {
+		return items, 0
+	}
+	claimed := func(gi *gofeed.Item) time.Time {
+		switch {
+		case gi.PublishedParsed != nil:
+			return *gi.PublishedParsed
+		case gi.UpdatedParsed != nil:
+			return *gi.UpdatedParsed
+		}
+		return time.Time{}
+	}
+	slices.SortStableFunc(items, func(a, b *gofeed.Item) int { return claimed(b).Compare(claimed(a)) })
+	return items[:n:n], len(items) - n
+}
+
+// skip counts the items a fetch left out, skipped of the listed ones.
+func (f *feed) skip(skipped, listed int) {
+	if skipped <= 0 {
+		return
+	}
+	f.mu.Lock()
+	f.health.Skipped += int64(skipped)
+	f.mu.Unlock()
+	f.logger.Warn("feed lists more items than one fetch takes, older ones skipped", "items", listed, "kept", listed-skipped, "skipped", skipped)
+}
+
+// items turns a parsed feed into source items, oldest first, one per id:
+// at most maxItemsPerFetch, the newest.
 func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 	feedAuthor := personName(parsed.Authors)
 	lang := languageTag(parsed.Language)
-	out := make([]source.Item, 0, len(parsed.Items))
-	dup := make(map[string]bool, len(parsed.Items))
-	for _, gi := range parsed.Items {
+	kept, skipped := newest(parsed.Items, maxItemsPerFetch)
+	f.skip(skipped, len(parsed.Items))
+	out := make([]source.Item, 0, len(kept))
+	dup := make(map[string]bool, len(kept))
+	for _, gi := range kept {
 		if gi == nil {
 			continue
 		}

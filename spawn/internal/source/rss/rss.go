@@ -373,10 +373,17 @@ func (f *feed) poll(ctx context.Context, emit source.Emit) (time.Duration, error
 	}
 	p := gofeed.NewParser()
 	p.KeepOriginalFeed = true
-	parsed, err := p.Parse(bytes.NewReader(fetched.body))
+	body, skipped := trimItems(fetched.body, maxItemsPerFetch)
+	parsed, err := p.Parse(bytes.NewReader(body))
+	if err != nil && skipped > 0 {
+		// The cut went wrong (a start tag inside CDATA?): take it all.
+		body, skipped = fetched.body, 0
+		parsed, err = p.Parse(bytes.NewReader(body))
+	}
 	if err != nil {
 		return 0, fmt.Errorf("rss: unable to parse %s: %w", f.url, err)
 	}
+	f.skip(skipped, len(parsed.Items)+skipped)
 	f.ttl = feedTTL(parsed)
 	f.polls++
 	items := f.items(parsed, fetched.at)

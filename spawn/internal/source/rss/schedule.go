@@ -46,6 +46,9 @@ type Health struct {
 	// Interval is the wait before the next fetch: the adaptive interval
 	// when healthy, the backoff otherwise.
 	Interval time.Duration
+	// Skipped counts the items left out of fetches because the feed
+	// listed more than one fetch takes (maxItemsPerFetch).
+	Skipped int64
 }
 
 // FeedError is a failing or degraded feed's Err: the last fetch's error and
