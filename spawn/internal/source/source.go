@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
@@ -227,4 +228,61 @@ func StandardStats(items, reconnects, stalls int64, skipped map[string]int64) []
 		out = append(out, Stat{Name: StatSkipped, Help: "Messages a data source skipped, by reason.", Labels: map[string]string{"reason": reason}, Value: float64(n)})
 	}
 	return out
+}
+
+// Parts of a data source's ErrorSet that every streaming source has: its
+// connection, and the messages it had to skip.
+const (
+	PartConnection = "connection"
+	PartMessages   = "messages"
+)
+
+// DegradedUnless marks err as passing (Degraded) unless it matches one of
+// lasting: errors only an operator can fix (a refused key) fail the
+// subscribers, anything else (a reconnect, a bad message) passes.
+func DegradedUnless(err error, lasting ...error) error {
+	if err == nil {
+		return nil
+	}
+	for _, l := range lasting {
+		if errors.Is(err, l) {
+			return err
+		}
+	}
+	return Degraded(err)
+}
+
+// NewError returns a sentinel error reading msg that errors.Is also
+// matches with shared: a source's own name for a failure its connection
+// code shares with other sources (a stalled connection), so callers can
+// test either.
+func NewError(msg string, shared error) error { return sharedError{msg: msg, shared: shared} }
+
+type sharedError struct {
+	msg    string
+	shared error
+}
+
+func (e sharedError) Error() string { return e.msg }
+func (e sharedError) Unwrap() error { return e.shared }
+
+// CapText cuts s to at most max bytes on a character boundary.
+func CapText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+// Clip shortens a string from a service for an error message or a log: at
+// most max bytes, cut on a character boundary and marked with "…".
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return CapText(s, max) + "…"
 }

@@ -1,0 +1,233 @@
+// Package wsconn is the WebSocket plumbing the streaming sources share
+// (stream, bluesky, mastodon): the handshake, reading one message with a
+// byte cap and a stall deadline, telling why a connection ended, and the
+// reconnect loop with pkg/backoff. What a message means and what a source
+// subscribes stay in the source's own package.
+//
+// Each source keeps its own exported sentinels (stream.ErrStalled,
+// bluesky.ErrStalled, …) so its callers need not know this package; they
+// are made with source.NewError to match the shared ones here as well, and
+// a Conn wraps the source's sentinel in every error it returns.
+package wsconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// maxErrorBodyBytes caps the part of a refused handshake's body read for
+// its message.
+const maxErrorBodyBytes = 512
+
+// The failures every WebSocket source reports. Their texts carry no
+// package prefix: the sources' own sentinels, which match them, do.
+var (
+	// ErrConnectionLost means the connection could not be opened or ended.
+	ErrConnectionLost = errors.New("connection lost")
+	// ErrStalled means nothing arrived for the stall timeout.
+	ErrStalled = errors.New("connection stalled")
+	// ErrMessageTooLarge means one message exceeded the byte cap.
+	ErrMessageTooLarge = errors.New("message too large")
+)
+
+// Errors are a source's own sentinels for the shared failures; each should
+// match the shared sentinel of the same name (source.NewError). A nil
+// field means the shared sentinel itself.
+type Errors struct {
+	ConnectionLost, Stalled, MessageTooLarge error
+}
+
+func (e Errors) withDefaults() Errors {
+	if e.ConnectionLost == nil {
+		e.ConnectionLost = ErrConnectionLost
+	}
+	if e.Stalled == nil {
+		e.Stalled = ErrStalled
+	}
+	if e.MessageTooLarge == nil {
+		e.MessageTooLarge = ErrMessageTooLarge
+	}
+	return e
+}
+
+// Counters are where a Conn counts the connections it ends; nil fields
+// are not counted. They belong to the source and outlive its connections.
+type Counters struct {
+	Stalls   *atomic.Int64 // connections ended by silence
+	TooLarge *atomic.Int64 // connections ended by a message over the cap
+}
+
+func add(c *atomic.Int64) {
+	if c != nil {
+		c.Add(1)
+	}
+}
+
+// Config is what a source's connections have in common.
+type Config struct {
+	// Client performs the handshake; its Timeout bounds it (see
+	// HandshakeClient).
+	Client *http.Client
+	// Header goes with the handshake (User-Agent, Authorization).
+	Header http.Header
+	// OnPing and OnPong, when set, see the peer's pings and pongs.
+	OnPing func(ctx context.Context, payload []byte) bool
+	OnPong func(ctx context.Context, payload []byte)
+	// MaxMessageBytes caps one message; a larger one ends the connection.
+	MaxMessageBytes int64
+	// StallTimeout is how long one Read may wait for a message before the
+	// connection counts as stalled; 0 means Read waits as long as its
+	// context lets it (the source watches for silence itself).
+	StallTimeout time.Duration
+	// Silence says what did not arrive, for the stall error: "no event".
+	Silence string
+	// Peer names the other side in errors: "the service".
+	Peer string
+	// Errors are the source's sentinels; Counters its counters.
+	Errors   Errors
+	Counters Counters
+}
+
+// HandshakeClient returns a copy of c (a zero client when nil) whose
+// Timeout bounds the handshake only: the connection itself is long-lived
+// and watched for silence instead.
+func HandshakeClient(c *http.Client, timeout time.Duration) *http.Client {
+	var d http.Client
+	if c != nil {
+		d = *c
+	}
+	d.Timeout = timeout
+	return &d
+}
+
+// HandshakeError is a handshake the peer answered with another HTTP status
+// than 101 Switching Protocols; the source maps it to its own errors.
+type HandshakeError struct {
+	URL        string
+	Status     string // "401 Unauthorized"
+	StatusCode int
+	// Body is the start of the answer's body, for its message.
+	Body []byte
+}
+
+func (e *HandshakeError) Error() string {
+	return fmt.Sprintf("%s answered %s", e.URL, e.Status)
+}
+
+// Conn is one open connection of a source.
+type Conn struct {
+	*websocket.Conn
+	cfg *Config
+}
+
+// Dial opens a connection to url. It returns ctx's error when ctx ended, a
+// *HandshakeError when the peer refused the handshake, and otherwise an
+// error wrapping Errors.ConnectionLost. The connection's own read limit
+// is one byte above MaxMessageBytes: Read enforces the cap itself and the
+// library's limit only backs it up.
+func Dial(ctx context.Context, url string, cfg *Config) (*Conn, error) {
+	errs := cfg.Errors.withDefaults()
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+		HTTPClient:     cfg.Client,
+		HTTPHeader:     cfg.Header,
+		OnPingReceived: cfg.OnPing,
+		OnPongReceived: cfg.OnPong,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			he := &HandshakeError{URL: url, Status: resp.Status, StatusCode: resp.StatusCode}
+			if resp.Body != nil {
+				he.Body, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+			}
+			return nil, he
+		}
+		return nil, fmt.Errorf("%w: unable to connect to %s: %w", errs.ConnectionLost, url, err)
+	}
+	if cfg.MaxMessageBytes > 0 {
+		c.SetReadLimit(cfg.MaxMessageBytes + 1)
+	}
+	return &Conn{Conn: c, cfg: cfg}, nil
+}
+
+// Read returns the next message of at most MaxMessageBytes. It stops
+// reading a larger one at the cap and fails at once, so the source drops
+// the connection without the close handshake the library would wait for
+// while the peer still sends the rest.
+//
+// When Read fails it says why, wrapping the source's sentinels: the cause
+// of ctx when ctx ended; Stalled when no message came within StallTimeout;
+// MessageTooLarge; ConnectionLost, with the close status when the peer
+// closed. Stalls and messages over the cap are counted.
+func (c *Conn) Read(ctx context.Context) ([]byte, error) {
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.cfg.StallTimeout > 0 {
+		rctx, cancel = context.WithTimeout(ctx, c.cfg.StallTimeout)
+	}
+	data, err := c.readCapped(rctx)
+	silent := errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	if err == nil {
+		return data, nil
+	}
+	return nil, c.classify(ctx, silent, err)
+}
+
+func (c *Conn) readCapped(ctx context.Context) ([]byte, error) {
+	_, r, err := c.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	max := c.cfg.MaxMessageBytes
+	if max <= 0 {
+		return io.ReadAll(r)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, ErrMessageTooLarge
+	}
+	return data, nil
+}
+
+// classify turns a failed read into the error the source reports.
+func (c *Conn) classify(ctx context.Context, silent bool, err error) error {
+	errs := c.cfg.Errors.withDefaults()
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case silent:
+		add(c.cfg.Counters.Stalls)
+		return fmt.Errorf("%w: %s for %v", errs.Stalled, c.cfg.Silence, c.cfg.StallTimeout)
+	case errors.Is(err, ErrMessageTooLarge), errors.Is(err, websocket.ErrMessageTooBig):
+		add(c.cfg.Counters.TooLarge)
+		return fmt.Errorf("%w: more than %d bytes", errs.MessageTooLarge, c.cfg.MaxMessageBytes)
+	}
+	if code := websocket.CloseStatus(err); code != -1 {
+		return fmt.Errorf("%w: %s closed the connection (%v)", errs.ConnectionLost, c.cfg.Peer, code)
+	}
+	return fmt.Errorf("%w: %w", errs.ConnectionLost, err)
+}
+
+// Write sends one text message, waiting at most timeout. It returns ctx's
+// error when ctx ended, else the library's.
+func (c *Conn) Write(ctx context.Context, timeout time.Duration, msg []byte) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := c.Conn.Write(wctx, websocket.MessageText, msg)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
