@@ -122,30 +122,15 @@ func interactionItem(in *interaction, now time.Time) (source.Item, error) {
 	return source.Item{
 		ID:          "ds:" + id,
 		Author:      author,
-		Text:        capText(in.Content),
+		Text:        source.CapText(in.Content, maxTextBytes),
 		URL:         link,
 		PublishedAt: published.UTC(),
 		FetchedAt:   now.UTC(),
 	}, nil
 }
 
-func capText(s string) string {
-	if len(s) <= maxTextBytes {
-		return s
-	}
-	i := maxTextBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
-}
+// clip shortens a string from the service for an error message.
+func clip(s string) string { return source.Clip(s, maxClipBytes) }
 
 // csdl is the filter definition of a subscriber's query: the widest one
 // the service understands that still covers the query (query.CSDL); the

@@ -16,17 +16,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
 )
 
-// Parts of Err.
+// Parts of Err besides source.PartConnection and source.PartMessages.
 const (
-	connPart      = "connection"
-	messagesPart  = "messages"
 	compilePrefix = "compile "
 	subPrefix     = "subscribe "
 )
@@ -61,8 +58,8 @@ type multi struct {
 	multiURL   string
 	auth       string
 	logger     *slog.Logger
-	rest       *http.Client // compile requests
-	dialer     *http.Client // WebSocket handshakes
+	rest       *http.Client   // compile requests
+	ws         *wsconn.Config // the WebSocket's handshake and limits
 	changed    chan struct{}
 	stats      counters
 
@@ -77,21 +74,29 @@ type multi struct {
 func newMulti(opts Options, compileURL, multiURL string) *multi {
 	rest := *opts.Client
 	rest.Timeout = opts.RequestTimeout
-	dialer := *opts.Client
-	dialer.Timeout = opts.ConnectTimeout // the handshake only
-	return &multi{
+	m := &multi{
 		opts:       opts,
 		compileURL: compileURL,
 		multiURL:   multiURL,
 		auth:       opts.Username + ":" + opts.APIKey,
 		logger:     opts.Logger.With("source", Key),
 		rest:       &rest,
-		dialer:     &dialer,
 		changed:    make(chan struct{}, 1),
 		want:       map[string][]string{},
 		hashes:     map[string]compiled{},
 		routes:     map[string][]string{},
 	}
+	m.ws = &wsconn.Config{
+		Client:          wsconn.HandshakeClient(opts.Client, opts.ConnectTimeout),
+		Header:          http.Header{"Authorization": {m.auth}, "User-Agent": {"BlackWidow-Spawn/1.0"}},
+		MaxMessageBytes: opts.MaxMessageBytes,
+		StallTimeout:    opts.StallTimeout,
+		Silence:         "no tick or item",
+		Peer:            "the service",
+		Errors:          wsconn.Errors{ConnectionLost: ErrConnectionLost, Stalled: ErrStalled, MessageTooLarge: ErrMessageTooLarge},
+		Counters:        wsconn.Counters{Stalls: &m.stats.stalls, TooLarge: &m.stats.tooLarge},
+	}
+	return m
 }
 
 // SetSubscribers records the distinct queries (by query uuid) the node's
@@ -129,7 +134,7 @@ func (m *multi) ErrFor(spec api.SubscriberSpec) error {
 	m.mu.Unlock()
 	return m.errs.ErrOf(func(part string) bool {
 		switch {
-		case part == connPart, part == messagesPart, part == compilePrefix+spec.QueryUUID:
+		case part == source.PartConnection, part == source.PartMessages, part == compilePrefix+spec.QueryUUID:
 			return true
 		case h != "" && part == subPrefix+h:
 			return true
@@ -138,86 +143,64 @@ func (m *multi) ErrFor(spec api.SubscriberSpec) error {
 	})
 }
 
+// setErr records a part's error: reconnects and bad messages pass; wrong
+// credentials and a filter the service refuses do not.
 func (m *multi) setErr(part string, err error) {
-	if err != nil && !errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrRefused) {
-		// Reconnects and bad messages pass; wrong credentials and a filter
-		// the service refuses do not.
-		err = source.Degraded(err)
-	}
-	m.errs.Set(part, err)
+	m.errs.Set(part, source.DegradedUnless(err, ErrUnauthorized, ErrRefused))
 }
 
 // Run keeps the connection up until ctx ends: connect, subscribe every
 // wanted query, follow subscriber changes, and reconnect with back-off
 // after any failure.
 func (m *multi) Run(ctx context.Context, emit source.Emit) {
-	fails := 0
-	for {
-		err := m.connect(ctx, emit, func() { fails = 0 })
-		if ctx.Err() != nil {
-			return
-		}
-		fails++
-		wait := m.backoff(fails, errors.Is(err, ErrUnauthorized))
-		m.setErr(connPart, err)
-		m.logger.Warn("stream connection failed", "err", err, "failures", fails, "retry_in", wait.Round(time.Millisecond))
-		if !backoff.Sleep(ctx, wait) {
-			return
-		}
+	loop := wsconn.Loop{
+		Backoff: m.backoff(),
+		Refused: func(err error) bool { return errors.Is(err, ErrUnauthorized) },
+		Failed:  func(err error) { m.setErr(source.PartConnection, err) },
+		Logger:  m.logger,
+		Name:    "stream",
 	}
+	loop.Run(ctx, func(ctx context.Context) (bool, error) { return m.connect(ctx, emit) })
 }
 
-// backoff is the wait after the n-th failure in a row: from BackoffMin
-// (AuthBackoffMin when the key was refused), doubled per failure, capped at
-// BackoffMax, then drawn from its upper half so that spawns failing
+// backoff is the wait after failures in a row: from BackoffMin
+// (AuthBackoffMin when the key was refused), doubled per failure, capped
+// at BackoffMax, then drawn from its upper half so that spawns failing
 // together do not return together.
-func (m *multi) backoff(n int, auth bool) time.Duration {
-	d := m.opts.BackoffMin
-	if auth {
-		d = m.opts.AuthBackoffMin
+func (m *multi) backoff() wsconn.Backoff {
+	return wsconn.Backoff{
+		Retry:   backoff.Policy{Min: m.opts.BackoffMin, Max: m.opts.BackoffMax},
+		Refused: backoff.Policy{Min: m.opts.AuthBackoffMin, Max: m.opts.BackoffMax},
 	}
-	for i := 1; i < n && d < m.opts.BackoffMax; i++ {
-		d *= 2
-	}
-	return backoff.Jitter(min(d, m.opts.BackoffMax))
 }
 
-// connect opens the WebSocket and serves it until it fails.
-func (m *multi) connect(ctx context.Context, emit source.Emit, connected func()) error {
+// connect opens the WebSocket and serves it until it fails; connected
+// says whether it opened.
+func (m *multi) connect(ctx context.Context, emit source.Emit) (connected bool, err error) {
 	m.stats.dials.Add(1)
-	c, resp, err := websocket.Dial(ctx, m.multiURL, &websocket.DialOptions{
-		HTTPClient: m.dialer,
-		HTTPHeader: http.Header{"Authorization": {m.auth}, "User-Agent": {"BlackWidow-Spawn/1.0"}},
-	})
+	c, err := wsconn.Dial(ctx, m.multiURL, m.ws)
 	if err != nil {
-		return m.dialError(ctx, resp, err)
+		return false, dialError(err)
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(m.opts.MaxMessageBytes)
 	m.stats.connects.Add(1)
-	connected()
-	m.setErr(connPart, nil)
+	m.setErr(source.PartConnection, nil)
 	m.logger.Info("stream connected", "url", m.multiURL)
-	return m.serve(ctx, c, emit)
+	return true, m.serve(ctx, c, emit)
 }
 
-func (m *multi) dialError(ctx context.Context, resp *http.Response, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+// dialError maps a refused handshake to the source's errors.
+func dialError(err error) error {
+	var he *wsconn.HandshakeError
+	if !errors.As(err, &he) {
+		return err
 	}
-	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-		detail := ""
-		if resp.Body != nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			detail = serviceError(b)
-		}
-		switch resp.StatusCode {
-		case http.StatusUnauthorized, http.StatusForbidden:
-			return fmt.Errorf("%w: the service answered %s%s; check --stream-username and --stream-api-key", ErrUnauthorized, resp.Status, detail)
-		}
-		return fmt.Errorf("%w: the service answered %s%s", ErrStatus, resp.Status, detail)
+	detail := serviceError(he.Body)
+	switch he.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return fmt.Errorf("%w: the service answered %s%s; check --stream-username and --stream-api-key", ErrUnauthorized, he.Status, detail)
 	}
-	return fmt.Errorf("%w: unable to connect to %s: %w", ErrConnectionLost, m.multiURL, err)
+	return fmt.Errorf("%w: the service answered %s%s", ErrStatus, he.Status, detail)
 }
 
 // serviceError is ": <message>" from an error document {"error": …}.
@@ -234,7 +217,7 @@ func serviceError(body []byte) string {
 // serve subscribes the wanted queries and keeps the subscriptions in step
 // with the subscribers, while a reader hands the items over, until the
 // connection fails or ctx ends.
-func (m *multi) serve(ctx context.Context, c *websocket.Conn, emit source.Emit) error {
+func (m *multi) serve(ctx context.Context, c *wsconn.Conn, emit source.Emit) error {
 	sctx, cancel := context.WithCancel(ctx)
 	readDone := make(chan error, 1)
 	go func() { readDone <- m.read(sctx, c, emit) }()
@@ -245,16 +228,15 @@ func (m *multi) serve(ctx context.Context, c *websocket.Conn, emit source.Emit) 
 		return err
 	}
 	subscribed := map[string]bool{}
-	compileFails := 0
+	compileRetry := m.backoff()
 	var retry <-chan time.Time
 	resync := func() error {
 		failed, auth, err := m.reconcile(sctx, c, subscribed)
 		retry = nil
 		if failed {
-			compileFails++
-			retry = time.After(m.backoff(compileFails, auth))
+			retry = time.After(compileRetry.Next(auth, false))
 		} else {
-			compileFails = 0
+			compileRetry.Reset(false)
 		}
 		return err
 	}
@@ -281,7 +263,7 @@ func (m *multi) serve(ctx context.Context, c *websocket.Conn, emit source.Emit) 
 // the hashes not subscribed and unsubscribes the ones no longer wanted. It
 // reports whether a compile failed (to retry later) and whether that was
 // the key, and returns an error only when the connection failed.
-func (m *multi) reconcile(ctx context.Context, c *websocket.Conn, subscribed map[string]bool) (failed, auth bool, err error) {
+func (m *multi) reconcile(ctx context.Context, c *wsconn.Conn, subscribed map[string]bool) (failed, auth bool, err error) {
 	m.mu.Lock()
 	want := maps.Clone(m.want)
 	m.mu.Unlock()
@@ -336,11 +318,9 @@ func (m *multi) reconcile(ctx context.Context, c *websocket.Conn, subscribed map
 	return failed, auth, nil
 }
 
-func (m *multi) send(ctx context.Context, c *websocket.Conn, action, hash string) error {
+func (m *multi) send(ctx context.Context, c *wsconn.Conn, action, hash string) error {
 	b, _ := json.Marshal(map[string]string{"action": action, "hash": hash})
-	wctx, cancel := context.WithTimeout(ctx, m.opts.RequestTimeout)
-	defer cancel()
-	if err := c.Write(wctx, websocket.MessageText, b); err != nil {
+	if err := c.Write(ctx, m.opts.RequestTimeout, b); err != nil {
 		return fmt.Errorf("%w: unable to send %s: %w", ErrConnectionLost, action, err)
 	}
 	return nil
@@ -443,27 +423,11 @@ func (m *multi) route(hash string) []string {
 // alive, status messages report refused subscriptions. Silence longer than
 // StallTimeout ends the connection; time spent handing items over (the
 // store pushing back) does not count as silence.
-func (m *multi) read(ctx context.Context, c *websocket.Conn, emit source.Emit) error {
+func (m *multi) read(ctx context.Context, c *wsconn.Conn, emit source.Emit) error {
 	for {
-		rctx, cancel := context.WithTimeout(ctx, m.opts.StallTimeout)
-		_, data, err := c.Read(rctx)
-		silent := errors.Is(rctx.Err(), context.DeadlineExceeded)
-		cancel()
+		data, err := c.Read(ctx)
 		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case silent:
-				m.stats.stalls.Add(1)
-				return fmt.Errorf("%w: no tick or item for %v", ErrStalled, m.opts.StallTimeout)
-			case errors.Is(err, websocket.ErrMessageTooBig):
-				m.stats.tooLarge.Add(1)
-				return fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, m.opts.MaxMessageBytes)
-			}
-			if code := websocket.CloseStatus(err); code != -1 {
-				return fmt.Errorf("%w: the service closed the connection (%v)", ErrConnectionLost, code)
-			}
-			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+			return err
 		}
 		msg, err := decodeMessage(data)
 		if err != nil {
@@ -472,7 +436,7 @@ func (m *multi) read(ctx context.Context, c *websocket.Conn, emit source.Emit) e
 			} else {
 				m.stats.malformed.Add(1)
 			}
-			m.setErr(messagesPart, err)
+			m.setErr(source.PartMessages, err)
 			m.logger.Warn("stream message skipped", "err", err, "bytes", len(data))
 			continue
 		}
@@ -493,7 +457,7 @@ func (m *multi) read(ctx context.Context, c *websocket.Conn, emit source.Emit) e
 func (m *multi) status(msg message) {
 	if msg.hash == "" {
 		if msg.status == "failure" {
-			m.setErr(messagesPart, fmt.Errorf("%w: %s", ErrSubscribe, clip(msg.text)))
+			m.setErr(source.PartMessages, fmt.Errorf("%w: %s", ErrSubscribe, clip(msg.text)))
 		}
 		return
 	}
@@ -524,10 +488,10 @@ func (m *multi) deliver(ctx context.Context, msg message, emit source.Emit) erro
 	it, err := interactionItem(msg.interaction, time.Now())
 	if err != nil {
 		m.stats.malformed.Add(1)
-		m.setErr(messagesPart, err)
+		m.setErr(source.PartMessages, err)
 		return nil
 	}
-	m.setErr(messagesPart, nil)
+	m.setErr(source.PartMessages, nil)
 	items := make([]source.Item, len(uuids))
 	for i, uuid := range uuids {
 		items[i] = it

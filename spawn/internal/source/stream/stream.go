@@ -30,6 +30,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
 )
 
 // Defaults of Options.
@@ -72,6 +73,8 @@ const (
 	maxHashBytes = 128
 	// maxTextBytes caps the text of one item.
 	maxTextBytes = 32 << 10
+	// maxClipBytes caps a string from the service quoted in an error.
+	maxClipBytes = 40
 )
 
 // ErrNotConfigured is what a stream subscriber fails with on a spawn that
@@ -93,12 +96,12 @@ var (
 	ErrSubscribe = errors.New("stream: subscription refused")
 	// ErrStalled means neither a tick nor an item arrived for
 	// Options.StallTimeout.
-	ErrStalled = errors.New("stream: connection stalled")
+	ErrStalled = source.NewError("stream: connection stalled", wsconn.ErrStalled)
 	// ErrConnectionLost means the connection ended.
-	ErrConnectionLost = errors.New("stream: connection lost")
+	ErrConnectionLost = source.NewError("stream: connection lost", wsconn.ErrConnectionLost)
 	// ErrMessageTooLarge means one message exceeded
 	// Options.MaxMessageBytes.
-	ErrMessageTooLarge = errors.New("stream: message too large")
+	ErrMessageTooLarge = source.NewError("stream: message too large", wsconn.ErrMessageTooLarge)
 	// ErrMalformed means a message that is not the JSON the protocol
 	// defines.
 	ErrMalformed = errors.New("stream: malformed message")
