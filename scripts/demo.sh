@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole system on one machine: a local feed server that publishes
-# new items continuously, a hub and three spawns, a few crawlers (two of them
+# new items continuously (and Bluesky posts on its local Jetstream), a hub and three spawns, a few crawlers (two of them
 # on the same feed, so they share one data source) spread so that every
 # spawn runs some, the dashboard's address and admin token, and a progress
 # view until Ctrl-C. Nothing is left running afterwards.
@@ -57,7 +57,7 @@ wait_http "http://$HUB_ADDR/healthz"
 
 for i in 1 2 3; do
 	"$BIN/spawn" --hub "http://$HUB_ADDR" --store "file://$RUN/data" --allow-targets 127.0.0.0/8 \
-		--feed-interval 2s --bluesky=false >"$RUN/logs/spawn$i.log" 2>&1 &
+		--feed-interval 2s --bluesky-jetstream-url "ws://$FEED_ADDR/subscribe" >"$RUN/logs/spawn$i.log" 2>&1 &
 	pids+=($!)
 done
 
@@ -101,15 +101,10 @@ for feed in "${EXTRA_FEEDS[@]}"; do
 done
 spread || echo "demo: warning: a spawn runs no crawler; see $RUN/logs" >&2
 
-# --- Bluesky: a crawler against a local Jetstream server ---------------------
-# Not part of the demo yet: it needs a local Jetstream demo server under cmd/
-# (the tests' internal/fakes/jetstream). Once there is one, start it next to
-# the feed server above, give the spawns
-#   --bluesky-jetstream-url ws://$JETSTREAM_ADDR/subscribe
-# and add a crawler such as
-#   bw crawler add --user 2 --source bluesky --query 'golang OR #rust'
-# Until then the spawns are told not to offer bluesky at all (--bluesky=false),
-# so the demo never reaches the public Jetstream.
+# --- Bluesky: a crawler against the local Jetstream server ------------------
+# The feed server also serves Jetstream at /subscribe, posting every 500 ms;
+# the spawns read it instead of the public one (--bluesky-jetstream-url).
+bw crawler add --user 2 --source bluesky --query 'golang OR cassandra OR #weather' >/dev/null
 # -----------------------------------------------------------------------------
 
 while true; do
