@@ -53,6 +53,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
 )
 
 // Defaults of Options.
@@ -101,6 +102,8 @@ const (
 	// gapErrorTTL is how long a subscriber shows that posts were skipped
 	// for it.
 	gapErrorTTL = time.Hour
+	// maxClipBytes caps a string from the service quoted in an error.
+	maxClipBytes = 40
 )
 
 // Errors the source reports through Err and ErrFor, checked with
@@ -109,11 +112,11 @@ var (
 	// ErrStatus means the service refused the WebSocket handshake.
 	ErrStatus = errors.New("bluesky: unexpected HTTP status")
 	// ErrConnectionLost means the connection could not be opened or ended.
-	ErrConnectionLost = errors.New("bluesky: connection lost")
+	ErrConnectionLost = source.NewError("bluesky: connection lost", wsconn.ErrConnectionLost)
 	// ErrStalled means no event arrived for Options.StallTimeout.
-	ErrStalled = errors.New("bluesky: connection stalled")
+	ErrStalled = source.NewError("bluesky: connection stalled", wsconn.ErrStalled)
 	// ErrMessageTooLarge means one event exceeded Options.MaxMessageBytes.
-	ErrMessageTooLarge = errors.New("bluesky: message too large")
+	ErrMessageTooLarge = source.NewError("bluesky: message too large", wsconn.ErrMessageTooLarge)
 	// ErrMalformed means an event that is not the JSON the protocol
 	// defines, or a post without a usable DID, record key or record.
 	ErrMalformed = errors.New("bluesky: malformed event")
@@ -156,10 +159,6 @@ func (o Options) withDefaults() Options {
 	if o.JetstreamURL == "" {
 		o.JetstreamURL = DefaultJetstreamURL
 	}
-	client := http.Client{}
-	if o.HTTPClient != nil {
-		client = *o.HTTPClient
-	}
 	set := func(d *time.Duration, def time.Duration) {
 		if *d <= 0 {
 			*d = def
@@ -173,8 +172,7 @@ func (o Options) withDefaults() Options {
 	set(&o.ReplayWindow, DefaultReplayWindow)
 	set(&o.GapSlack, DefaultGapSlack)
 	o.BackoffMax = max(o.BackoffMax, o.BackoffMin)
-	client.Timeout = o.ConnectTimeout // the handshake only
-	o.HTTPClient = &client
+	o.HTTPClient = wsconn.HandshakeClient(o.HTTPClient, o.ConnectTimeout)
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}

@@ -261,23 +261,13 @@ func alnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// capText makes s valid UTF-8 and cuts it to maxTextBytes.
 func capText(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	if len(s) <= maxTextBytes {
-		return s
-	}
-	i := maxTextBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
+	return source.CapText(s, maxTextBytes)
 }
 
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
-}
+// clip shortens a string from the service for an error message.
+func clip(s string) string { return source.Clip(s, maxClipBytes) }

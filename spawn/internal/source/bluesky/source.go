@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -14,17 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-)
-
-// Parts of Err.
-const (
-	connPart     = "connection"
-	messagesPart = "messages"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
 )
 
 // userAgent names the spawn to the service.
@@ -76,6 +68,7 @@ type Source struct {
 	logger    *slog.Logger
 	overlapUS int64
 	rewind    chan struct{}
+	ws        *wsconn.Config
 	stats     counters
 	position  atomic.Int64 // time_us of the last event read
 
@@ -93,7 +86,7 @@ var (
 
 func newSource(opts Options) *Source {
 	overlap := opts.ResumeOverlap.Microseconds()
-	return &Source{
+	s := &Source{
 		opts:      opts,
 		logger:    opts.Logger.With("source", Key),
 		overlapUS: overlap,
@@ -102,6 +95,17 @@ func newSource(opts Options) *Source {
 		handles:   handleCache{m: map[string]string{}, limit: opts.HandleCacheSize},
 		gaps:      map[string]gap{},
 	}
+	s.ws = &wsconn.Config{
+		Client:          opts.HTTPClient,
+		Header:          http.Header{"User-Agent": {userAgent}},
+		MaxMessageBytes: opts.MaxMessageBytes,
+		StallTimeout:    opts.StallTimeout,
+		Silence:         "no event",
+		Peer:            "the service",
+		Errors:          wsconn.Errors{ConnectionLost: ErrConnectionLost, Stalled: ErrStalled, MessageTooLarge: ErrMessageTooLarge},
+		Counters:        wsconn.Counters{Stalls: &s.stats.stalls, TooLarge: &s.stats.tooLarge},
+	}
+	return s
 }
 
 // SetSubscribers records the node's bluesky subscribers. A query new to the
@@ -193,29 +197,27 @@ func (s *Source) Stats() Stats {
 // subscribers need, hand the posts over, reconnect at once to replay for a
 // subscriber behind the connection, and with back-off after a failure.
 func (s *Source) Run(ctx context.Context, emit source.Emit) {
-	policy := backoff.Policy{Min: s.opts.BackoffMin, Max: s.opts.BackoffMax}
-	for {
-		err := s.connect(ctx, emit, policy.Reset)
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, errRewind) {
+	loop := wsconn.Loop{
+		Backoff: wsconn.Backoff{Retry: backoff.Policy{Min: s.opts.BackoffMin, Max: s.opts.BackoffMax}},
+		Again: func(err error) bool {
+			if !errors.Is(err, errRewind) {
+				return false
+			}
 			s.stats.rewinds.Add(1)
 			s.logger.Info("bluesky connection rewinding for a subscriber with an older cursor")
-			continue
-		}
-		s.errs.Set(connPart, source.Degraded(err))
-		wait := policy.Next()
-		s.logger.Warn("bluesky connection failed", "err", err, "retry_in", wait.Round(time.Millisecond))
-		if !backoff.Sleep(ctx, wait) {
-			return
-		}
+			return true
+		},
+		Failed: func(err error) { s.errs.Set(source.PartConnection, source.Degraded(err)) },
+		Logger: s.logger,
+		Name:   "bluesky",
 	}
+	loop.Run(ctx, func(ctx context.Context) (bool, error) { return s.connect(ctx, emit) })
 }
 
 // connect opens the WebSocket from the position the subscribers need and
-// reads it until it fails, ctx ends or a subscriber needs a rewind.
-func (s *Source) connect(ctx context.Context, emit source.Emit, connected func()) error {
+// reads it until it fails, ctx ends or a subscriber needs a rewind;
+// connected says whether it opened.
+func (s *Source) connect(ctx context.Context, emit source.Emit) (connected bool, err error) {
 	select {
 	case <-s.rewind: // this connection starts from every query's position
 	default:
@@ -232,18 +234,13 @@ func (s *Source) connect(ctx context.Context, emit source.Emit, connected func()
 	if cursor > 0 {
 		u += "&cursor=" + strconv.FormatInt(cursor, 10)
 	}
-	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
-		HTTPClient: s.opts.HTTPClient,
-		HTTPHeader: http.Header{"User-Agent": {userAgent}},
-	})
+	c, err := wsconn.Dial(ctx, u, s.ws)
 	if err != nil {
-		return s.dialError(ctx, resp, err)
+		return false, s.dialError(err)
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(s.opts.MaxMessageBytes)
 	s.stats.connects.Add(1)
-	connected()
-	s.errs.Set(connPart, nil)
+	s.errs.Set(source.PartConnection, nil)
 	s.logger.Info("bluesky connected", "url", s.opts.JetstreamURL, "cursor", cursor)
 
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -259,24 +256,20 @@ func (s *Source) connect(ctx context.Context, emit source.Emit, connected func()
 		case <-rctx.Done():
 		}
 	})
-	return s.read(ctx, rctx, c, emit, dialed)
+	return true, s.read(ctx, rctx, c, emit, dialed)
 }
 
-func (s *Source) dialError(ctx context.Context, resp *http.Response, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+// dialError maps a refused handshake to ErrStatus.
+func (s *Source) dialError(err error) error {
+	var he *wsconn.HandshakeError
+	if !errors.As(err, &he) {
+		return err
 	}
-	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-		detail := ""
-		if resp.Body != nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			if t := strings.TrimSpace(string(b)); t != "" && source.ItemID(t) == t {
-				detail = ": " + clip(t)
-			}
-		}
-		return fmt.Errorf("%w: %s answered %s%s", ErrStatus, s.opts.JetstreamURL, resp.Status, detail)
+	detail := ""
+	if t := strings.TrimSpace(string(he.Body)); t != "" && source.ItemID(t) == t {
+		detail = ": " + clip(t)
 	}
-	return fmt.Errorf("%w: unable to connect to %s: %w", ErrConnectionLost, s.opts.JetstreamURL, err)
+	return fmt.Errorf("%w: %s answered %s%s", ErrStatus, s.opts.JetstreamURL, he.Status, detail)
 }
 
 // read handles the service's events until the connection fails: posts go
@@ -285,30 +278,15 @@ func (s *Source) dialError(ctx context.Context, resp *http.Response, err error) 
 // store pushing back) does not count as silence. rctx ends the reading
 // (a rewind); ctx, Run's, bounds the hand-over, so a post routed is never
 // dropped by a rewind.
-func (s *Source) read(ctx, rctx context.Context, c *websocket.Conn, emit source.Emit, dialed time.Time) error {
+func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emit, dialed time.Time) error {
 	first, badMessages := true, false
 	for {
-		tctx, cancel := context.WithTimeout(rctx, s.opts.StallTimeout)
-		_, data, err := c.Read(tctx)
-		silent := errors.Is(tctx.Err(), context.DeadlineExceeded)
-		cancel()
+		data, err := c.Read(rctx) // ends with rctx's cause: errRewind
 		if err != nil {
-			switch {
-			case ctx.Err() != nil:
+			if ctx.Err() != nil {
 				return ctx.Err()
-			case errors.Is(context.Cause(rctx), errRewind):
-				return errRewind
-			case silent:
-				s.stats.stalls.Add(1)
-				return fmt.Errorf("%w: no event for %v", ErrStalled, s.opts.StallTimeout)
-			case errors.Is(err, websocket.ErrMessageTooBig):
-				s.stats.tooLarge.Add(1)
-				return fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, s.opts.MaxMessageBytes)
 			}
-			if code := websocket.CloseStatus(err); code != -1 {
-				return fmt.Errorf("%w: the service closed the connection (%v)", ErrConnectionLost, code)
-			}
-			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+			return err
 		}
 		ev, err := decodeEvent(data)
 		if err != nil {
@@ -318,13 +296,13 @@ func (s *Source) read(ctx, rctx context.Context, c *websocket.Conn, emit source.
 				s.stats.malformed.Add(1)
 			}
 			badMessages = true
-			s.errs.Set(messagesPart, source.Degraded(err))
+			s.errs.Set(source.PartMessages, source.Degraded(err))
 			s.logger.Warn("bluesky event skipped", "err", err, "bytes", len(data))
 			continue
 		}
 		if badMessages {
 			badMessages = false
-			s.errs.Set(messagesPart, nil)
+			s.errs.Set(source.PartMessages, nil)
 		}
 		s.position.Store(ev.timeUS)
 		if first {
