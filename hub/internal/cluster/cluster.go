@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,8 +18,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
@@ -63,6 +62,14 @@ func nodeTransport() *http.Transport {
 	}
 }
 
+// NodeHTTPClient is the client of hub→spawn calls over TLS: the spawns'
+// CA and the certificate the hub presents to spawns that ask for one.
+func NodeHTTPClient(tlsCfg *tls.Config) *http.Client {
+	t := nodeTransport()
+	t.TLSClientConfig = tlsCfg
+	return &http.Client{Transport: t}
+}
+
 // ErrUnknownNode is returned for a node id the hub does not know.
 var ErrUnknownNode = errors.New("cluster: unknown node")
 
@@ -82,6 +89,24 @@ type Config struct {
 	LeaseTTL   time.Duration
 	Logger     *slog.Logger
 	HTTPClient *http.Client
+	// Epoch is this leadership's epoch (api.NewEpoch of its term); empty
+	// picks a new one of term 0.
+	Epoch string
+	// URL is where spawns and operators reach this hub (GET /v1/health
+	// names it as the leader).
+	URL string
+	// GrantsFrom is when the hub may grant its first lease. Zero keeps the
+	// restart rule: one lease lifetime after New, by when every lease a
+	// previous leader granted has expired.
+	GrantsFrom time.Time
+	// LeadershipDeadline, when set, tells when this hub's leadership could
+	// lapse (zero: never). No lease it grants outlives it, so a hub that
+	// takes over after the lapse may grant at once.
+	LeadershipDeadline func() time.Time
+	// ProbeInterval is the pause between the quick probes that follow a
+	// failed poll; zero picks DefaultProbeInterval, or half the poll
+	// interval when that is shorter.
+	ProbeInterval time.Duration
 }
 
 // Hub is the control loop. Its methods are safe for concurrent use.
@@ -122,6 +147,7 @@ type node struct {
 	registeredAt time.Time
 	lastPoll     time.Time
 	failures     int
+	probing      bool // a probe goroutine follows a failed poll
 	removed      bool
 	want         map[int64]bool // crawlers routed here
 	acks         []uint64       // increments applied, to acknowledge
@@ -190,9 +216,15 @@ func New(cfg Config) (*Hub, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Transport: nodeTransport()}
 	}
+	if cfg.Epoch == "" {
+		cfg.Epoch = api.NewEpoch(0)
+	}
+	if cfg.ProbeInterval <= 0 {
+		cfg.ProbeInterval = min(DefaultProbeInterval, cfg.PollInterval/2)
+	}
 	return &Hub{
 		cfg:     cfg,
-		epoch:   uuid.NewString(),
+		epoch:   cfg.Epoch,
 		started: time.Now(),
 		logger:  cfg.Logger.With("component", "hub"),
 		nodeOpts: api.NodeOptions{
@@ -311,7 +343,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		old.removed = true
 	}
 	h.nodes[req.NodeID] = &node{
-		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), fleet: offeredSources(req.FleetSources), registeredAt: now, lastPoll: now,
+		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), fleet: fleetSources(req.FleetSources), registeredAt: now, lastPoll: now,
 		want: map[int64]bool{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
 		leased: map[int64]bool{},
 	}
@@ -379,6 +411,15 @@ func offeredSources(kinds []string) []string {
 		}
 	}
 	return out
+}
+
+// fleetSources keeps the known kinds a spawn holds fleet-wide; unlike
+// offeredSources, none named means none.
+func fleetSources(kinds []string) []string {
+	if len(kinds) == 0 {
+		return nil
+	}
+	return offeredSources(kinds)
 }
 
 // routeTablesLocked builds a routing table per source kind over the nodes
