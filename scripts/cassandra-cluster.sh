@@ -194,11 +194,12 @@ start_node() {
 		"-Dlogback.configurationFile=$STATE/logback.xml"
 		-Dcassandra-foreground=yes
 		# Loopback nodes: gossip reaches every node at once, so the waits
-		# sized for real networks are cut; system tables skip fsync.
+		# sized for real networks are cut. (Unlike the lone test node, the
+		# system tables keep their commit log: a node killed by the tests
+		# must come back knowing the schema it had.)
 		-Dcassandra.skip_wait_for_gossip_to_settle=0
 		-Dcassandra.ring_delay_ms=1000
 		-Dcassandra.schema_delay_ms=1000
-		-Dcassandra.unsafesystem=true
 	)
 	[ -f "$LOG" ] && mv -f "$LOG" "$LOG.1"
 	# setsid: the node must survive the shell (and a Ctrl-C in it) that
