@@ -152,8 +152,8 @@ func (ix *Index) Patterns() int { return len(ix.auto.patterns) }
 
 // scratch is the per-call working memory of Match, pooled per index.
 type scratch struct {
+	tokenizer
 	gen      uint32
-	text     []byte
 	patStamp []uint32 // pattern id → gen when found in this call
 	subStamp []uint32 // dense subscriber → gen when hit in this call
 	subHit   []int32  // dense subscriber → its hit's position
@@ -205,8 +205,8 @@ func (ix *Index) AppendMatch(dst []Hit, text string) []Hit {
 	s := ix.getScratch()
 	defer ix.scratch.Put(s)
 	s.next()
-	s.text = appendLower(s.text[:0], text)
-	s.occur = ix.auto.find(s.occur[:0], s.text)
+	s.lower(text)
+	s.occur = ix.auto.find(s.occur[:0], &s.tokenizer)
 	for _, p := range s.occur {
 		if s.patStamp[p] == s.gen || len(ix.postings[p]) == 0 {
 			continue

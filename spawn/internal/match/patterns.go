@@ -1,7 +1,7 @@
 package match
 
 import (
-	"hash/maphash"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 
@@ -20,39 +20,45 @@ var wordByte = func() (t [256]bool) {
 }()
 
 // patternSet is a compiled set of lowercased text patterns, found
-// whole-word in a lowercased text in one pass; Update shares it between
-// indexes whose patterns it covers.
+// whole-word in a text in one pass; Update shares it between indexes whose
+// patterns it covers.
 //
 // A pattern occurs whole-word only where each of its runs of word bytes
 // is a whole token of the text (a maximal run of word bytes): the bytes
 // around an inner run are the pattern's own non-word bytes, and those
 // around its first and last run are either the pattern's non-word bytes
 // or, by the whole-word rule, non-word bytes of the text. So a pattern is
-// found by tokenizing the text once and looking each token up in a hash
-// table: a pattern of one run ("golang", "#go", "c++") under its run, a
-// pattern of several ("new york", "e-mail") under its first two runs,
-// which must be consecutive tokens. Each candidate is then checked byte
-// by byte where it would sit, so the table's hashes never decide a match.
-// The cost per item is one hash and one probe per token, whatever the
-// number of patterns. The rare patterns without a word byte ("++") are
-// left to an Aho-Corasick automaton.
+// found by cutting the text into tokens once and looking each token up in
+// a hash table: a pattern of one run ("golang", "#go", "c++") under its
+// run, a pattern of several ("new york", "e-mail") under its first two
+// runs, which must be consecutive tokens. Each candidate is then checked
+// byte by byte where it would sit, so hashes never decide a match. The
+// cost per item is a hash per token and, for most tokens, one probe of a
+// small bitmap, whatever the number of patterns. The rare patterns
+// without a word byte ("++") are left to an Aho-Corasick automaton.
 type patternSet struct {
 	patterns []string         // lowercased, distinct; a pattern's id is its position
 	ids      map[string]int32 // pattern → id
 
-	seed    maphash.Seed
-	keys    []uint64    // open addressing by key; 0 marks a free slot
-	slots   []tokenSlot // parallel to keys
-	mask    uint64
+	filter  []uint64     // bitmap of key bits: a clear bit rules a token out
+	slots   []tokenSlot  // open addressing by key
+	mask    uint64       // len(slots) - 1
 	entries []tokenEntry // the patterns under each key, grouped by key
+	arena   []byte       // the entries' patterns, in entry order
 
 	rest    *ahocorasick.AhoCorasick // patterns without a word byte, if any
 	restIDs []int32                  // rest's pattern index → pattern id
 }
 
-// tokenSlot is what a key of the table leads to.
+// filterBits is the size of a pattern set's bitmap: 4 KiB, which stays in
+// the processor's fastest cache, and rules out most tokens of a text even
+// for thousands of patterns.
+const filterBits = 1 << 15
+
+// tokenSlot is a key of the table and what it leads to.
 type tokenSlot struct {
-	lo, hi int32 // patternSet.entries[lo:hi]
+	key    uint64 // 0 marks a free slot
+	lo, hi int32  // patternSet.entries[lo:hi]
 	// pairs is set on a token's slot when the token is the first run of
 	// a pattern of several runs: those are under the key of the pair of
 	// it and the next token.
@@ -61,40 +67,56 @@ type tokenSlot struct {
 
 // tokenEntry is a pattern to check where a token was found.
 type tokenEntry struct {
-	pat  int32  // pattern id
-	lead int32  // bytes of the pattern before its first run
-	text string // the pattern
+	pat  int32 // pattern id
+	lead int32 // bytes of the pattern before its first run
+	off  int32 // the pattern is arena[off:off+n]
+	n    int32
+}
+
+// token is a run of word bytes of a lowercased text and its hash.
+type token struct {
+	start, end int32
+	hash       uint64
+}
+
+// tokenizer is the per-call working memory of find: the lowercased text,
+// with room to read a word past its end, and its tokens.
+type tokenizer struct {
+	text []byte
+	toks []token
 }
 
 // compile builds the pattern set of wanted patterns.
 func compile(wanted map[string]struct{}) *patternSet {
-	ps := &patternSet{ids: make(map[string]int32, len(wanted)), seed: maphash.MakeSeed()}
+	ps := &patternSet{ids: make(map[string]int32, len(wanted)), filter: make([]uint64, filterBits/64)}
 	for p := range wanted {
 		ps.patterns = append(ps.patterns, p)
 	}
 	slices.Sort(ps.patterns)
 	type keyed struct {
-		key   uint64
-		entry tokenEntry
+		key  uint64
+		pat  int32
+		lead int32
 	}
 	var byKey []keyed
-	firsts := map[uint64]bool{} // single keys of first runs of several-run patterns
+	firsts := map[uint64]bool{} // keys of first runs of several-run patterns
 	var rest []string
+	var tz tokenizer
 	for i, p := range ps.patterns {
 		ps.ids[p] = int32(i)
-		s0, e0 := nextToken(p, 0)
-		if s0 == e0 {
+		tz.text = append(append(tz.text[:0], p...), make([]byte, 8)...)[:len(p)]
+		toks := tz.tokens(tz.toks[:0])
+		if len(toks) == 0 {
 			rest = append(rest, p)
 			ps.restIDs = append(ps.restIDs, int32(i))
 			continue
 		}
-		e := tokenEntry{pat: int32(i), lead: int32(s0), text: p}
-		k := ps.tokenKey([]byte(p[s0:e0]))
-		if s1, e1 := nextToken(p, e0); s1 == e1 {
-			byKey = append(byKey, keyed{k, e})
+		k := toks[0].hash
+		if len(toks) == 1 {
+			byKey = append(byKey, keyed{k, int32(i), toks[0].start})
 		} else {
 			firsts[k] = true
-			byKey = append(byKey, keyed{pairKey(k, ps.tokenKey([]byte(p[s1:e1]))), e})
+			byKey = append(byKey, keyed{pairKey(k, toks[1].hash), int32(i), toks[0].start})
 		}
 	}
 	slices.SortStableFunc(byKey, func(a, b keyed) int {
@@ -116,19 +138,20 @@ func compile(wanted map[string]struct{}) *patternSet {
 	for size < 2*keys {
 		size *= 2
 	}
-	ps.keys, ps.slots, ps.mask = make([]uint64, size), make([]tokenSlot, size), uint64(size-1)
+	ps.slots, ps.mask = make([]tokenSlot, size), uint64(size-1)
 	for i := 0; i < len(byKey); {
 		j := i
-		for j < len(byKey) && byKey[j].key == byKey[i].key {
-			ps.entries = append(ps.entries, byKey[j].entry)
-			j++
+		for ; j < len(byKey) && byKey[j].key == byKey[i].key; j++ {
+			p := ps.patterns[byKey[j].pat]
+			ps.entries = append(ps.entries, tokenEntry{pat: byKey[j].pat, lead: byKey[j].lead, off: int32(len(ps.arena)), n: int32(len(p))})
+			ps.arena = append(ps.arena, p...)
 		}
-		at := ps.insert(byKey[i].key)
-		ps.slots[at].lo, ps.slots[at].hi = int32(len(ps.entries)-(j-i)), int32(len(ps.entries))
+		sl := ps.insert(byKey[i].key)
+		sl.lo, sl.hi = int32(len(ps.entries)-(j-i)), int32(len(ps.entries))
 		i = j
 	}
 	for k := range firsts {
-		ps.slots[ps.insert(k)].pairs = true
+		ps.insert(k).pairs = true
 	}
 	if len(rest) > 0 {
 		b := ahocorasick.NewAhoCorasickBuilder(ahocorasick.Opts{MatchKind: ahocorasick.StandardMatch, DFA: true})
@@ -139,30 +162,29 @@ func compile(wanted map[string]struct{}) *patternSet {
 }
 
 // insert returns the slot of key, taking a free one if key has none.
-func (ps *patternSet) insert(key uint64) uint64 {
+func (ps *patternSet) insert(key uint64) *tokenSlot {
 	i := key & ps.mask
-	for ps.keys[i] != 0 && ps.keys[i] != key {
+	for ps.slots[i].key != 0 && ps.slots[i].key != key {
 		i = (i + 1) & ps.mask
 	}
-	ps.keys[i] = key
-	return i
+	ps.slots[i].key = key
+	ps.filter[(key>>49)/64] |= 1 << (key >> 49 % 64)
+	return &ps.slots[i]
 }
 
-// lookup returns the slot of key, or -1.
-func (ps *patternSet) lookup(key uint64) int {
+// lookup returns the slot of key, or nil.
+func (ps *patternSet) lookup(key uint64) *tokenSlot {
+	if ps.filter[(key>>49)/64]&(1<<(key>>49%64)) == 0 {
+		return nil
+	}
 	for i := key & ps.mask; ; i = (i + 1) & ps.mask {
-		switch ps.keys[i] {
+		switch ps.slots[i].key {
 		case key:
-			return int(i)
+			return &ps.slots[i]
 		case 0:
-			return -1
+			return nil
 		}
 	}
-}
-
-// tokenKey is the table key of a token: never 0, the free slot.
-func (ps *patternSet) tokenKey(tok []byte) uint64 {
-	return max(maphash.Bytes(ps.seed, tok), 1)
 }
 
 // pairKey is the table key of two consecutive tokens.
@@ -170,48 +192,74 @@ func pairKey(k1, k2 uint64) uint64 {
 	return max((k1^bits.RotateLeft64(k2, 29))*0x9e3779b97f4a7c15, 1)
 }
 
-// nextToken returns the bounds of the first run of word bytes of s at or
-// after i; start == end when there is none.
-func nextToken[T string | []byte](s T, i int) (start, end int) {
-	for i < len(s) && !wordByte[s[i]] {
-		i++
+// lower sets tz.text to text lowercased exactly as strings.ToLower would
+// lowercase it (invalid UTF-8 becomes U+FFFD), without allocating once the
+// buffer has grown, and cuts it into tokens. Positions are positions in
+// the lowercased text, whose length may differ from the original's.
+func (tz *tokenizer) lower(text string) {
+	tz.text = appendLower(tz.text[:0], text)
+	n := len(tz.text)
+	tz.text = append(tz.text, 0, 0, 0, 0, 0, 0, 0, 0)[:n]
+	tz.toks = tz.tokens(tz.toks[:0])
+}
+
+// tokens appends the tokens of tz.text to toks. tz.text must have 8
+// bytes of room past its end, which hashing reads.
+func (tz *tokenizer) tokens(toks []token) []token {
+	text := tz.text
+	for i := 0; i < len(text); {
+		if !wordByte[text[i]] {
+			i++
+			continue
+		}
+		start := i
+		for i < len(text) && wordByte[text[i]] {
+			i++
+		}
+		toks = append(toks, token{start: int32(start), end: int32(i), hash: hashToken(text[:cap(text)], start, i)})
 	}
-	start = i
-	for i < len(s) && wordByte[s[i]] {
-		i++
+	return toks
+}
+
+// hashToken hashes buf[start:end] eight bytes at a time; buf must extend
+// at least 8 bytes past end. The result is never 0, the free slot.
+func hashToken(buf []byte, start, end int) uint64 {
+	h := uint64(end-start) * 0x9e3779b97f4a7c15
+	for p := start; p < end; p += 8 {
+		w := binary.LittleEndian.Uint64(buf[p : p+8])
+		if rem := end - p; rem < 8 {
+			w &= 1<<(8*rem) - 1
+		}
+		h = (h ^ w) * 0xbf58476d1ce4e5b9
+		h ^= h >> 31
 	}
-	return start, i
+	h ^= h >> 29
+	h *= 0x94d049bb133111eb
+	h ^= h >> 32
+	return max(h, 1)
 }
 
 // find appends to found the id of every pattern that occurs whole-word in
-// lower, a lowercased text, once per occurrence at most: the caller
-// removes repeats.
-func (ps *patternSet) find(found []int32, lower []byte) []int32 {
+// tz's text, once per occurrence at most: the caller removes repeats.
+func (ps *patternSet) find(found []int32, tz *tokenizer) []int32 {
 	if len(ps.entries) > 0 {
-		for s, e := nextToken(lower, 0); s < e; s, e = nextToken(lower, e) {
-			k := ps.tokenKey(lower[s:e])
-			at := ps.lookup(k)
-			if at < 0 {
+		for i, t := range tz.toks {
+			sl := ps.lookup(t.hash)
+			if sl == nil {
 				continue
 			}
-			slot := ps.slots[at]
-			found = ps.check(found, lower, s, slot)
-			if !slot.pairs {
-				continue
-			}
-			s1, e1 := nextToken(lower, e)
-			if s1 == e1 {
-				continue
-			}
-			if at := ps.lookup(pairKey(k, ps.tokenKey(lower[s1:e1]))); at >= 0 {
-				found = ps.check(found, lower, s, ps.slots[at])
+			found = ps.check(found, tz.text, int(t.start), sl)
+			if sl.pairs && i+1 < len(tz.toks) {
+				if sl := ps.lookup(pairKey(t.hash, tz.toks[i+1].hash)); sl != nil {
+					found = ps.check(found, tz.text, int(t.start), sl)
+				}
 			}
 		}
 	}
 	if ps.rest != nil {
-		scan := ps.rest.IterOverlappingByte(lower)
+		scan := ps.rest.IterOverlappingByte(tz.text)
 		for m := scan.Next(); m != nil; m = scan.Next() {
-			if bounded(lower, m.Start(), m.End()) {
+			if bounded(tz.text, m.Start(), m.End()) {
 				found = append(found, ps.restIDs[m.Pattern()])
 			}
 		}
@@ -221,11 +269,11 @@ func (ps *patternSet) find(found []int32, lower []byte) []int32 {
 
 // check appends the patterns of a slot that occur whole-word with their
 // first run at the token starting at s.
-func (ps *patternSet) check(found []int32, lower []byte, s int, slot tokenSlot) []int32 {
-	for _, en := range ps.entries[slot.lo:slot.hi] {
+func (ps *patternSet) check(found []int32, lower []byte, s int, sl *tokenSlot) []int32 {
+	for _, en := range ps.entries[sl.lo:sl.hi] {
 		p := s - int(en.lead)
-		end := p + len(en.text)
-		if p >= 0 && end <= len(lower) && string(lower[p:end]) == en.text && bounded(lower, p, end) {
+		end := p + int(en.n)
+		if p >= 0 && end <= len(lower) && string(lower[p:end]) == string(ps.arena[en.off:en.off+en.n]) && bounded(lower, p, end) {
 			found = append(found, en.pat)
 		}
 	}

@@ -57,11 +57,32 @@ type qposting struct {
 	sub  int32 // its dense index
 	term int32 // index into QueryIndex.terms
 	root int32 // first instruction of its query
-	// need is how many of the query's positive terms must occur for it
-	// to match without evaluating its tree: 1 for one positive term or an
-	// OR of them, k for an AND of k; 0 when the tree must be evaluated.
-	need int32
+	// need says how the candidate is decided: when positive, how many of
+	// the query's positive terms must occur (1 for one positive term or an
+	// OR of them, k for an AND of k); when negative, the query is its
+	// truth table over its -need atoms; 0 when the tree must be
+	// evaluated.
+	need  int32
+	table uint32                 // a small query's truth table: bit m is its value when atom j is true for each bit j of m
+	atoms [maxTableAtoms]atomRef // a small query's atoms
 }
+
+// maxTableAtoms is the most atoms a query decided by its truth table has.
+// Most queries are that small; the table and the atoms ride in the
+// postings, which are read in sequence, while the instructions of a query
+// are read at random.
+const maxTableAtoms = 5
+
+// atomRef is an atom of a small query: its kind (the top bits) and its
+// pattern, author or language code id.
+type atomRef int32
+
+const (
+	refText atomRef = iota << 28
+	refFrom
+	refLang
+	refID = 1<<28 - 1
+)
 
 // positiveTerm is a positive term of a subscriber's query: a text atom's
 // pattern (pat), or from: an author (pat -1).
@@ -85,7 +106,7 @@ type QueryIndex struct {
 	langIDs  map[string]int32    // lang: code → code id
 	subs     []int64             // dense index → subscriber id, ascending
 	positive [][]positiveTerm    // dense index → its positive terms, in canonical order
-	terms    [][]string          // term id → its canonical spelling, a one-element slice hits share
+	terms    []string            // term id → its canonical spelling; a hit with one term shares a one-element slice of it
 	prog     []instr             // all queries' instructions
 	scratch  sync.Pool           // *queryScratch sized for this index
 	patterns map[string]struct{} // text patterns in use
@@ -142,15 +163,28 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 		case allTerms(q.Root()):
 			need = int32(len(positive))
 		}
+		var table uint32
+		var atoms [maxTableAtoms]atomRef
+		if all := q.Atoms(); need == 0 && len(all) <= maxTableAtoms {
+			need = -int32(len(all))
+			for j, a := range all {
+				atoms[j] = ix.ref(a)
+			}
+			for m := range 1 << len(all) {
+				if q.Eval(func(a query.Atom) bool { return m>>slices.Index(all, a)&1 == 1 }) {
+					table |= 1 << m
+				}
+			}
+		}
 		for _, a := range positive {
 			spelled := a.String()
 			t, ok := termIDs[spelled]
 			if !ok {
 				t = int32(len(ix.terms))
 				termIDs[spelled] = t
-				ix.terms = append(ix.terms, []string{spelled})
+				ix.terms = append(ix.terms, spelled)
 			}
-			po := qposting{id: id, sub: int32(d), term: t, root: root, need: need}
+			po := qposting{id: id, sub: int32(d), term: t, root: root, need: need, table: table, atoms: atoms}
 			pt := positiveTerm{term: t, pat: -1, author: -1}
 			if a.Kind == query.From {
 				pt.author = ix.author(a.Value)
@@ -196,13 +230,7 @@ func (ix *QueryIndex) emit(n *query.Node) {
 		case query.From:
 			in = instr{op: opFrom, arg: ix.author(a.Value)}
 		case query.Lang:
-			id, ok := ix.langIDs[a.Value]
-			if !ok {
-				id = int32(len(ix.langs))
-				ix.langIDs[a.Value] = id
-				ix.langs = append(ix.langs, a.Value)
-			}
-			in = instr{op: opLang, arg: id}
+			in = instr{op: opLang, arg: ix.lang(a.Value)}
 		default:
 			in = instr{op: opText, arg: ix.auto.ids[a.Text()]}
 		}
@@ -218,6 +246,28 @@ func (ix *QueryIndex) emit(n *query.Node) {
 	}
 	in.end = int32(len(ix.prog))
 	ix.prog[at] = in
+}
+
+// ref is the reference of an atom in a truth-table query.
+func (ix *QueryIndex) ref(a query.Atom) atomRef {
+	switch a.Kind {
+	case query.From:
+		return refFrom | atomRef(ix.author(a.Value))
+	case query.Lang:
+		return refLang | atomRef(ix.lang(a.Value))
+	}
+	return refText | atomRef(ix.auto.ids[a.Text()])
+}
+
+// lang is the id of a lang: code, assigned on first use.
+func (ix *QueryIndex) lang(code string) int32 {
+	id, ok := ix.langIDs[code]
+	if !ok {
+		id = int32(len(ix.langs))
+		ix.langIDs[code] = id
+		ix.langs = append(ix.langs, code)
+	}
+	return id
 }
 
 // author is the id of a from: value, assigned on first use.
@@ -277,8 +327,8 @@ type candidate struct {
 
 // queryScratch is the per-call working memory of AppendMatch.
 type queryScratch struct {
+	tokenizer
 	gen       uint32
-	text      []byte
 	occur     []int32     // pattern ids found, repeats included
 	patStamp  []uint32    // pattern id → gen when found whole-word in this call
 	candAt    []uint64    // dense subscriber → gen<<32 | its index in cands
@@ -345,8 +395,8 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 	defer ix.scratch.Put(s)
 	s.next()
 	if len(ix.auto.patterns) > 0 {
-		s.text = appendLower(s.text[:0], it.Text)
-		s.occur = ix.auto.find(s.occur[:0], s.text)
+		s.lower(it.Text)
+		s.occur = ix.auto.find(s.occur[:0], &s.tokenizer)
 		for _, p := range s.occur {
 			if s.patStamp[p] == s.gen {
 				continue
@@ -378,12 +428,23 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 	multi := 0
 	for i := range s.cands {
 		c := &s.cands[i]
-		if c.n < c.need || c.need == 0 && !ix.eval(s, c.root) {
-			continue
+		switch {
+		case c.need > 0:
+			if c.n < c.need {
+				continue
+			}
+		case c.need < 0:
+			if !ix.evalTable(s, &c.qposting) {
+				continue
+			}
+		default:
+			if !ix.eval(s, c.root) {
+				continue
+			}
 		}
 		var one []string
 		if c.n == 1 {
-			one = ix.terms[c.last]
+			one = ix.terms[c.last : c.last+1 : c.last+1]
 		} else {
 			multi += int(c.n)
 			s.multi = append(s.multi, c.sub)
@@ -405,7 +466,7 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 		start := len(terms)
 		for _, t := range ix.positive[s.multi[k]] {
 			if s.occurred(t) {
-				terms = append(terms, ix.terms[t.term][0])
+				terms = append(terms, ix.terms[t.term])
 			}
 		}
 		k++
@@ -422,6 +483,36 @@ func (s *queryScratch) occurred(t positiveTerm) bool {
 	return t.author == s.author
 }
 
+// evalTable evaluates a small query by its truth table.
+func (ix *QueryIndex) evalTable(s *queryScratch, po *qposting) bool {
+	m := 0
+	for j, r := range po.atoms[:-po.need] {
+		id := int32(r & refID)
+		var ok bool
+		switch r &^ refID {
+		case refText:
+			ok = s.patStamp[id] == s.gen
+		case refFrom:
+			ok = s.author == id
+		default:
+			ok = s.langMatches(ix, id)
+		}
+		if ok {
+			m |= 1 << j
+		}
+	}
+	return po.table>>m&1 == 1
+}
+
+// langMatches reports whether the item's language matches code id.
+func (s *queryScratch) langMatches(ix *QueryIndex, id int32) bool {
+	if s.langStamp[id] != s.gen {
+		s.langStamp[id] = s.gen
+		s.langOK[id] = LangMatches(s.lang, ix.langs[id])
+	}
+	return s.langOK[id]
+}
+
 // eval evaluates the subtree at instruction i for the item of this call.
 func (ix *QueryIndex) eval(s *queryScratch, i int32) bool {
 	in := ix.prog[i]
@@ -431,11 +522,7 @@ func (ix *QueryIndex) eval(s *queryScratch, i int32) bool {
 	case opFrom:
 		return s.author == in.arg
 	case opLang:
-		if s.langStamp[in.arg] != s.gen {
-			s.langStamp[in.arg] = s.gen
-			s.langOK[in.arg] = LangMatches(s.lang, ix.langs[in.arg])
-		}
-		return s.langOK[in.arg]
+		return s.langMatches(ix, in.arg)
 	case opNot:
 		return !ix.eval(s, i+1)
 	case opAnd:
