@@ -160,7 +160,7 @@ func statusItem(st *status, base *url.URL, domain string, parent func(localID st
 	if st.Account != nil {
 		it.Author = author(st.Account, domain)
 	}
-	it.Text = capText(statusText(st))
+	it.Text = source.CapText(statusText(st), maxTextBytes)
 	claimed, _ := time.Parse(time.RFC3339Nano, st.CreatedAt)
 	it.PublishedAt = source.PublishedAt(claimed, now)
 	if st.Language != nil {
@@ -257,26 +257,5 @@ func printable(s string) bool {
 	return true
 }
 
-func capText(s string) string {
-	if len(s) <= maxTextBytes {
-		return s
-	}
-	i := maxTextBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
-
 // clip shortens a string from the instance for an error message or a log.
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+func clip(s string) string { return source.Clip(s, maxClipBytes) }

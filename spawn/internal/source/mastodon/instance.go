@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -14,19 +13,11 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-)
-
-// Parts of Err.
-const (
-	connPart     = "connection"
-	messagesPart = "messages"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
 )
 
 // Stats is what one instance's data source has done since the spawn
@@ -81,8 +72,8 @@ type instance struct {
 	opts    Options
 	base    *url.URL
 	logger  *slog.Logger
-	rest    *http.Client // instance documents
-	dialer  *http.Client // WebSocket handshakes
+	rest    *http.Client  // instance documents
+	ws      wsconn.Config // the WebSocket's handshake and limits
 	changed chan struct{}
 	stats   *counters
 	// refusedByEvent is set when an error event refused the token on an
@@ -102,14 +93,23 @@ type instance struct {
 func newInstance(opts Options, base *url.URL, stats *counters) *instance {
 	rest := *opts.Client
 	rest.Timeout = opts.ConnectTimeout
-	dialer := *opts.Client
-	dialer.Timeout = opts.ConnectTimeout // the handshake only
+	header := http.Header{"User-Agent": {userAgent}}
+	if opts.Token != "" {
+		header.Set("Authorization", "Bearer "+opts.Token)
+	}
 	return &instance{
-		opts:    opts,
-		base:    base,
-		logger:  opts.Logger.With("source", "mastodon", "instance", base.String()),
-		rest:    &rest,
-		dialer:  &dialer,
+		opts:   opts,
+		base:   base,
+		logger: opts.Logger.With("source", "mastodon", "instance", base.String()),
+		rest:   &rest,
+		ws: wsconn.Config{
+			Client:          wsconn.HandshakeClient(opts.Client, opts.ConnectTimeout),
+			Header:          header,
+			MaxMessageBytes: opts.MaxMessageBytes,
+			Peer:            "the instance",
+			Errors:          wsconn.Errors{ConnectionLost: ErrConnectionLost, Stalled: ErrStalled, MessageTooLarge: ErrMessageTooLarge},
+			Counters:        wsconn.Counters{TooLarge: &stats.tooLarge}, // watch counts the stalls
+		},
 		changed: make(chan struct{}, 1),
 		stats:   stats,
 		domain:  base.Hostname(),
@@ -171,10 +171,7 @@ func (i *instance) Stats() Stats { return i.stats.snapshot() }
 // setErr records a part's error: a refused token fails the subscribers,
 // anything else passes.
 func (i *instance) setErr(part string, err error) {
-	if err != nil && !errors.Is(err, ErrTokenRefused) {
-		err = source.Degraded(err)
-	}
-	i.errs.Set(part, err)
+	i.errs.Set(part, source.DegradedUnless(err, ErrTokenRefused))
 }
 
 // Run keeps the connection up until ctx ends: discover the streaming URL,
@@ -182,33 +179,30 @@ func (i *instance) setErr(part string, err error) {
 // reconnect with back-off after any failure — from AuthBackoffMin after the
 // token was refused.
 func (i *instance) Run(ctx context.Context, emit source.Emit) {
-	retry := backoff.Policy{Min: i.opts.BackoffMin, Max: i.opts.BackoffMax}
-	refused := backoff.Policy{Min: i.opts.AuthBackoffMin, Max: i.opts.BackoffMax}
-	for {
-		healthy, err := i.connect(ctx, emit)
-		if ctx.Err() != nil {
-			return
-		}
-		if healthy {
-			retry.Reset()
-		}
-		var wait time.Duration
-		if errors.Is(err, ErrTokenRefused) {
-			i.stats.refused.Add(1)
-			wait = refused.Next()
-		} else {
-			if healthy {
-				refused.Reset()
+	refused := func(err error) bool { return errors.Is(err, ErrTokenRefused) }
+	loop := wsconn.Loop{
+		Backoff: wsconn.Backoff{
+			Retry:   backoff.Policy{Min: i.opts.BackoffMin, Max: i.opts.BackoffMax},
+			Refused: backoff.Policy{Min: i.opts.AuthBackoffMin, Max: i.opts.BackoffMax},
+		},
+		Refused: refused,
+		Failed: func(err error) {
+			if refused(err) {
+				i.stats.refused.Add(1)
 			}
-			wait = retry.Next()
-		}
-		i.setErr(connPart, err)
-		i.logger.Warn("mastodon connection failed", "err", err, "retry_in", wait.Round(time.Millisecond))
-		if !backoff.Sleep(ctx, wait) {
-			return
-		}
-		i.stats.reconnects.Add(1)
+			i.setErr(source.PartConnection, err)
+		},
+		Logger: i.logger,
+		Name:   "mastodon",
 	}
+	first := true
+	loop.Run(ctx, func(ctx context.Context) (bool, error) {
+		if !first {
+			i.stats.reconnects.Add(1)
+		}
+		first = false
+		return i.connect(ctx, emit)
+	})
 }
 
 // connect opens the WebSocket and serves it until it fails. healthy says
@@ -219,27 +213,18 @@ func (i *instance) connect(ctx context.Context, emit source.Emit) (healthy bool,
 	}
 	s := &session{instance: i}
 	s.seen()
-	header := http.Header{"User-Agent": {userAgent}}
-	if i.opts.Token != "" {
-		header.Set("Authorization", "Bearer "+i.opts.Token)
-	}
-	c, resp, err := websocket.Dial(ctx, i.wsURL, &websocket.DialOptions{
-		HTTPClient:     i.dialer,
-		HTTPHeader:     header,
-		OnPingReceived: func(context.Context, []byte) bool { s.alive(); return true },
-		OnPongReceived: func(context.Context, []byte) { s.alive() },
-	})
+	cfg := i.ws
+	cfg.OnPing = func(context.Context, []byte) bool { s.alive(); return true }
+	cfg.OnPong = func(context.Context, []byte) { s.alive() }
+	c, err := wsconn.Dial(ctx, i.wsURL, &cfg)
 	if err != nil {
-		err = i.dialError(ctx, resp, err)
+		err = i.dialError(err)
 		if !errors.Is(err, ErrTokenRefused) {
 			i.wsURL = "" // the instance may have moved its streaming API
 		}
 		return false, err
 	}
 	defer c.CloseNow()
-	// readMessage enforces MaxMessageBytes itself; the library's own
-	// limit, one byte further, only backs it up.
-	c.SetReadLimit(i.opts.MaxMessageBytes + 1)
 	s.conn = c
 	i.stats.connects.Add(1)
 	i.logger.Info("mastodon connected", "url", i.wsURL)
@@ -247,28 +232,24 @@ func (i *instance) connect(ctx context.Context, emit source.Emit) (healthy bool,
 	return s.healthy.Load(), err
 }
 
-func (i *instance) dialError(ctx context.Context, resp *http.Response, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if resp == nil || resp.StatusCode == http.StatusSwitchingProtocols {
-		return fmt.Errorf("%w: unable to connect to %s: %w", ErrConnectionLost, i.wsURL, err)
+// dialError maps a refused handshake to ErrTokenRefused or ErrStatus.
+func (i *instance) dialError(err error) error {
+	var he *wsconn.HandshakeError
+	if !errors.As(err, &he) {
+		return err
 	}
 	detail := ""
-	if resp.Body != nil {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
-		var doc struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &doc) == nil && doc.Error != "" {
-			detail = ": " + clip(doc.Error)
-		}
+	var doc struct {
+		Error string `json:"error"`
 	}
-	switch resp.StatusCode {
+	if json.Unmarshal(he.Body, &doc) == nil && doc.Error != "" {
+		detail = ": " + clip(doc.Error)
+	}
+	switch he.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return fmt.Errorf("%w: %s answered %s%s; check the spawn's Mastodon access token (a user token with read:statuses)", ErrTokenRefused, i.base.Host, resp.Status, detail)
+		return fmt.Errorf("%w: %s answered %s%s; check the spawn's Mastodon access token (a user token with read:statuses)", ErrTokenRefused, i.base.Host, he.Status, detail)
 	}
-	return fmt.Errorf("%w: %s answered %s%s", ErrStatus, i.base.Host, resp.Status, detail)
+	return fmt.Errorf("%w: %s answered %s%s", ErrStatus, i.base.Host, he.Status, detail)
 }
 
 // Report gives the instance's counters to the spawn's metrics.

@@ -60,6 +60,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
 )
 
 // Defaults of Options.
@@ -113,9 +114,9 @@ const (
 	maxLangBytes = 16
 	// maxInstanceDocBytes caps an /api/v*/instance answer.
 	maxInstanceDocBytes = 256 << 10
-	// maxErrorBodyBytes caps the part of a refused handshake's body read
-	// for its message.
-	maxErrorBodyBytes = 512
+	// maxClipBytes caps a string from the instance quoted in an error or
+	// a log.
+	maxClipBytes = 80
 	// streamingPath is the WebSocket endpoint below the streaming base URL.
 	streamingPath = "/api/v1/streaming"
 	// keyPrefix starts every data source key of this kind; the rest is the
@@ -137,12 +138,12 @@ var (
 	// ErrStatus means an unexpected HTTP status at the handshake.
 	ErrStatus = errors.New("mastodon: unexpected HTTP status")
 	// ErrConnectionLost means the connection ended.
-	ErrConnectionLost = errors.New("mastodon: connection lost")
+	ErrConnectionLost = source.NewError("mastodon: connection lost", wsconn.ErrConnectionLost)
 	// ErrStalled means nothing arrived for Options.StallTimeout.
-	ErrStalled = errors.New("mastodon: connection stalled")
+	ErrStalled = source.NewError("mastodon: connection stalled", wsconn.ErrStalled)
 	// ErrMessageTooLarge means one message exceeded
 	// Options.MaxMessageBytes.
-	ErrMessageTooLarge = errors.New("mastodon: message too large")
+	ErrMessageTooLarge = source.NewError("mastodon: message too large", wsconn.ErrMessageTooLarge)
 	// ErrMalformed means a message or status that is not what the
 	// protocol defines.
 	ErrMalformed = errors.New("mastodon: malformed message")

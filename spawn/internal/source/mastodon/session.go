@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -13,9 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
 )
 
 // minWatchInterval is the shortest interval at which a session checks for
@@ -25,7 +23,7 @@ const minWatchInterval = 5 * time.Millisecond
 // session is one open connection to an instance.
 type session struct {
 	*instance
-	conn *websocket.Conn
+	conn *wsconn.Conn
 	// last is when the connection last carried something (UnixNano).
 	last atomic.Int64
 	// healthy is set once the connection carried something valid.
@@ -42,7 +40,7 @@ func (s *session) seen() { s.last.Store(time.Now().UnixNano()) }
 func (s *session) alive() {
 	s.seen()
 	if !s.healthy.Swap(true) && !s.refusedByEvent.Load() {
-		s.setErr(connPart, nil)
+		s.setErr(source.PartConnection, nil)
 	}
 }
 
@@ -113,9 +111,7 @@ func (s *session) send(ctx context.Context, typ string, w sub) error {
 		msg["tag"] = w.tag
 	}
 	b, _ := json.Marshal(msg)
-	wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
-	defer cancel()
-	if err := s.conn.Write(wctx, websocket.MessageText, b); err != nil {
+	if err := s.conn.Write(ctx, s.opts.WriteTimeout, b); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -168,22 +164,14 @@ func (s *session) watch(ctx context.Context) error {
 	}
 }
 
-// read handles the instance's messages until the connection fails.
+// read handles the instance's messages until the connection fails. The
+// reads have no deadline of their own: pings and pongs prove the
+// connection alive too, and watch sees them.
 func (s *session) read(ctx context.Context, emit source.Emit) error {
 	for {
-		data, err := s.readMessage(ctx)
+		data, err := s.conn.Read(ctx)
 		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case errors.Is(err, ErrMessageTooLarge), errors.Is(err, websocket.ErrMessageTooBig):
-				s.stats.tooLarge.Add(1)
-				return fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, s.opts.MaxMessageBytes)
-			}
-			if code := websocket.CloseStatus(err); code != -1 {
-				return fmt.Errorf("%w: the instance closed the connection (%v)", ErrConnectionLost, code)
-			}
-			return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+			return err
 		}
 		s.seen()
 		f, err := decodeFrame(data)
@@ -207,25 +195,6 @@ func (s *session) read(ctx context.Context, emit source.Emit) error {
 	}
 }
 
-// readMessage reads one message of at most MaxMessageBytes. It stops
-// reading a larger one at the limit and fails at once, so serve drops the
-// connection without the close handshake the WebSocket library would wait
-// for while the instance is still sending the rest.
-func (s *session) readMessage(ctx context.Context) ([]byte, error) {
-	_, r, err := s.conn.Reader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(io.LimitReader(r, s.opts.MaxMessageBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > s.opts.MaxMessageBytes {
-		return nil, ErrMessageTooLarge
-	}
-	return data, nil
-}
-
 // skip counts and reports a message or status that could not be used.
 func (s *session) skip(err error, size int) {
 	if errors.Is(err, ErrTruncated) {
@@ -233,7 +202,7 @@ func (s *session) skip(err error, size int) {
 	} else {
 		s.stats.malformed.Add(1)
 	}
-	s.setErr(messagesPart, err)
+	s.setErr(source.PartMessages, err)
 	s.logger.Warn("mastodon message skipped", "err", err, "bytes", size)
 }
 
@@ -246,7 +215,7 @@ func (s *session) serverError(f frame) error {
 		return fmt.Errorf("%w: %s answered %d: %s; check the spawn's Mastodon access token (a user token with read:statuses)", ErrTokenRefused, s.base.Host, f.code, f.errMsg)
 	}
 	s.stats.serverErrs.Add(1)
-	s.setErr(messagesPart, fmt.Errorf("%w: %s (status %d)", ErrServer, f.errMsg, f.code))
+	s.setErr(source.PartMessages, fmt.Errorf("%w: %s (status %d)", ErrServer, f.errMsg, f.code))
 	s.logger.Warn("mastodon error event", "error", f.errMsg, "status", f.code)
 	return nil
 }
@@ -282,9 +251,9 @@ func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
 		return fmt.Errorf("mastodon: unable to hand over a status: %w", err)
 	}
 	s.stats.items.Add(1)
-	s.setErr(messagesPart, nil)
+	s.setErr(source.PartMessages, nil)
 	if s.refusedByEvent.Swap(false) {
-		s.setErr(connPart, nil)
+		s.setErr(source.PartConnection, nil)
 	}
 	return nil
 }
