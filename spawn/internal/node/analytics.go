@@ -1,6 +1,7 @@
 package node
 
 import (
+	"sync"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -17,6 +18,12 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 	}
 	now := time.Now()
 	builders := map[uint64]*terms.Builder{}
+	defer func() {
+		for _, b := range builders {
+			b.Reset()
+			builderPool.Put(b)
+		}
+	}()
 	for j := range batch {
 		if !fresh[j] {
 			continue
@@ -24,7 +31,7 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 		c := &batch[j].comment
 		b := builders[c.IncSeq]
 		if b == nil {
-			b = terms.NewBuilder()
+			b = builderPool.Get().(*terms.Builder)
 			builders[c.IncSeq] = b
 		}
 		b.Add(c, now)
@@ -35,6 +42,10 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 	}
 	return out
 }
+
+// builderPool keeps builders, emptied, between batches: their maps keep
+// their room, so counting a batch does not grow them again.
+var builderPool = sync.Pool{New: func() any { return terms.NewBuilder() }}
 
 // attachAnalytics gives a batch's new increments their analytics.
 func attachAnalytics(incs []api.Increment, analytics map[uint64]*api.IncrementAnalytics) {

@@ -48,8 +48,11 @@ func Engagement(reposts, likes int64, known bool) float64 {
 // safe for concurrent use.
 type Builder struct {
 	minutes map[time.Time]*minute
-	hours   map[time.Time]map[string]int64
-	cands   map[string]*termq.Item
+	hours   map[time.Time]map[string]*tally
+	cands   map[string]*candidate
+	tk      tokenizer
+	seq     int // the comment being added, to count each term once in it
+	spare   []map[string]*tally
 }
 
 type minute struct {
@@ -57,9 +60,36 @@ type minute struct {
 	authors  *hyperloglog.Sketch
 }
 
+// tally is a term's count in an hour and the last comment that counted it.
+type tally struct {
+	n    int64
+	last int
+}
+
+type candidate struct {
+	termq.Item
+	last int
+}
+
+// builderTerms sizes a builder's maps for a store batch's vocabulary, so
+// they do not grow while counting.
+const builderTerms = 512
+
 // NewBuilder returns an empty builder.
 func NewBuilder() *Builder {
-	return &Builder{minutes: map[time.Time]*minute{}, hours: map[time.Time]map[string]int64{}, cands: map[string]*termq.Item{}}
+	return &Builder{minutes: map[time.Time]*minute{}, hours: map[time.Time]map[string]*tally{}, cands: make(map[string]*candidate, builderTerms/4)}
+}
+
+// Reset empties the builder for another increment, keeping its maps'
+// room: a builder reused batch after batch does not grow them again.
+func (b *Builder) Reset() {
+	clear(b.minutes)
+	for _, counts := range b.hours {
+		clear(counts)
+		b.spare = append(b.spare, counts)
+	}
+	clear(b.hours)
+	clear(b.cands)
 }
 
 // Add counts one comment, at its fetch time (now when it has none). Its
@@ -86,23 +116,47 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 	hour := at.Truncate(time.Hour)
 	counts := b.hours[hour]
 	if counts == nil {
-		counts = map[string]int64{}
+		if n := len(b.spare); n > 0 {
+			counts, b.spare = b.spare[n-1], b.spare[:n-1]
+		} else {
+			counts = make(map[string]*tally, builderTerms)
+		}
 		b.hours[hour] = counts
 	}
+	b.seq++
+	seq := b.seq
 	score := Engagement(0, 0, false)
-	for _, t := range Terms(c.Text, c.Lang) {
-		counts[t.Text]++
-		if t.Kind != Hashtag && t.Kind != Phrase || matched(c.Matched, t.Text) {
-			continue
+	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind) bool {
+		t := counts[string(term)] // no allocation for a term seen before
+		if t == nil {
+			t = &tally{}
+			counts[string(term)] = t
+		} else if t.last == seq {
+			return false
 		}
-		it := b.cands[t.Text]
-		if it == nil {
-			it = &termq.Item{Term: t.Text}
-			b.cands[t.Text] = it
+		t.n++
+		t.last = seq
+		if kind != Hashtag && kind != Phrase {
+			return true
 		}
-		it.Score += score
-		it.Count++
-	}
+		cd := b.cands[string(term)]
+		if cd == nil {
+			if len(c.Matched) > 0 && matched(c.Matched, string(term)) {
+				return true
+			}
+			cd = &candidate{Item: termq.Item{Term: string(term)}}
+			b.cands[cd.Term] = cd
+		} else if cd.last == seq {
+			return true
+		}
+		if cd.Count > 0 && len(c.Matched) > 0 && matched(c.Matched, cd.Term) {
+			return true
+		}
+		cd.last = seq
+		cd.Score += score
+		cd.Count++
+		return true
+	})
 }
 
 // matched reports whether a candidate adds nothing to the query: it
@@ -139,8 +193,8 @@ func (b *Builder) Build() *api.IncrementAnalytics {
 	for at, counts := range b.hours {
 		ht := api.HourTerms{At: at}
 		q := termq.New(TopTermsPerIncrement)
-		for term, n := range counts {
-			if d, ok := q.Add(term, float64(n), n); ok {
+		for term, t := range counts {
+			if d, ok := q.Add(term, float64(t.n), t.n); ok {
 				ht.Other += d.Count
 			}
 		}

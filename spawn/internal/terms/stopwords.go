@@ -57,18 +57,18 @@ func words(list string) map[string]bool {
 }
 
 // isStop reports whether word is a stop-word of English or of lang.
-func isStop(word, lang string) bool {
-	if stopEnglish[word] {
+func isStop(word []byte, lang string) bool {
+	if stopEnglish[string(word)] {
 		return true
 	}
 	if lang == "" {
 		return false
 	}
 	if m, ok := stopByLang[lang]; ok {
-		return m[word]
+		return m[string(word)]
 	}
 	if i := strings.IndexByte(lang, '-'); i > 0 { // "pt-br"
-		return stopByLang[lang[:i]][word]
+		return stopByLang[lang[:i]][string(word)]
 	}
 	return false
 }

@@ -47,10 +47,37 @@ type Term struct {
 // appearance: hashtags and mentions with their sign, words that are not
 // stop-words of English or of lang (and are not numbers or too short),
 // and each two adjacent significant words separated only by spaces as a
-// phrase. Words are runs of bytes for which query.IsWordByte holds, so a
-// term occurs in a text exactly when a query for it would match; URLs are
-// skipped.
+// phrase (with one space). Words are runs of bytes for which
+// query.IsWordByte holds, so a term occurs in a text exactly when a query
+// for it would match; URLs are skipped. At most maxTermsPerComment terms
+// are returned.
 func Terms(text, lang string) []Term {
+	var tk tokenizer
+	var out []Term
+	tk.scan(text, lang, func(term []byte, kind Kind) bool {
+		for _, o := range out {
+			if o.Text == string(term) {
+				return false
+			}
+		}
+		out = append(out, Term{string(term), kind})
+		return true
+	})
+	return out
+}
+
+// tokenizer keeps the buffers of scan between comments, so counting a
+// comment's terms allocates nothing but the terms new to the counter.
+type tokenizer struct {
+	lower  []byte // the lowercased text
+	phrase []byte // a phrase whose words were apart by more than a space
+}
+
+// scan calls emit with each term of text, lowercased, and its kind; emit
+// reports whether the term was new to the comment. The term's bytes are
+// valid only during the call. Scanning stops after maxTermsPerComment new
+// terms.
+func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind) bool) {
 	if len(text) > maxTextBytes {
 		cut := maxTextBytes
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
@@ -58,93 +85,106 @@ func Terms(text, lang string) []Term {
 		}
 		text = text[:cut]
 	}
-	text = strings.ToLower(text)
-	lang = strings.ToLower(lang)
-	var out []Term
-	add := func(t Term) bool {
-		for _, o := range out {
-			if o.Text == t.Text {
-				return true
-			}
-		}
-		out = append(out, t)
-		return len(out) < maxTermsPerComment
+	b := tk.lowercase(text)
+	if lang != "" {
+		lang = strings.ToLower(lang)
 	}
-	prev := ""    // the previous significant word, when only spaces follow it
-	prevEnd := -1 // where it ended
-	for i := 0; i < len(text); {
-		if !query.IsWordByte(text[i]) {
+	n := 0
+	add := func(term []byte, kind Kind) bool {
+		if emit(term, kind) {
+			n++
+		}
+		return n < maxTermsPerComment
+	}
+	prevStart, prevEnd := -1, -1 // the previous significant word
+	for i := 0; i < len(b); {
+		if !query.IsWordByte(b[i]) {
 			i++
 			continue
 		}
 		start := i
-		for i < len(text) && query.IsWordByte(text[i]) {
+		for i < len(b) && query.IsWordByte(b[i]) {
 			i++
 		}
-		word := text[start:i]
-		if i < len(text) && text[i] == ':' && strings.HasPrefix(text[i:], "://") {
+		if i+2 < len(b) && b[i] == ':' && b[i+1] == '/' && b[i+2] == '/' {
 			// A URL: skip to the next space.
-			for i < len(text) && text[i] != ' ' && text[i] != '\n' && text[i] != '\t' {
+			for i < len(b) && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' {
 				i++
 			}
-			prev = ""
+			prevStart = -1
 			continue
 		}
-		var sign byte
-		if start > 0 && (text[start-1] == '#' || text[start-1] == '@') {
-			sign = text[start-1]
-		}
-		if len(word) > maxTermBytes {
-			prev = ""
+		if i-start > maxTermBytes {
+			prevStart = -1
 			continue
 		}
-		switch sign {
-		case '#':
-			prev = ""
-			if !add(Term{"#" + word, Hashtag}) {
-				return out
+		if start > 0 && (b[start-1] == '#' || b[start-1] == '@') {
+			prevStart = -1
+			kind := Hashtag
+			if b[start-1] == '@' {
+				kind = Mention
 			}
-			continue
-		case '@':
-			prev = ""
-			if !add(Term{"@" + word, Mention}) {
-				return out
+			if !add(b[start-1:i], kind) {
+				return
 			}
 			continue
 		}
+		word := b[start:i]
 		if !significant(word, lang) {
-			prev = ""
+			prevStart = -1
 			continue
 		}
-		if prev != "" && onlySpaces(text[prevEnd:start]) {
-			if !add(Term{prev + " " + word, Phrase}) {
-				return out
+		if prevStart >= 0 && onlySpaces(b[prevEnd:start]) {
+			phrase := b[prevStart:i]
+			if start-prevEnd > 1 {
+				tk.phrase = append(append(append(tk.phrase[:0], b[prevStart:prevEnd]...), ' '), word...)
+				phrase = tk.phrase
+			}
+			if !add(phrase, Phrase) {
+				return
 			}
 		}
-		if !add(Term{word, Word}) {
-			return out
+		if !add(word, Word) {
+			return
 		}
-		prev, prevEnd = word, i
+		prevStart, prevEnd = start, i
 	}
-	return out
+}
+
+// lowercase returns text lowercased in tk's buffer: ASCII in place,
+// anything else through strings.ToLower.
+func (tk *tokenizer) lowercase(text string) []byte {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			tk.lower = append(tk.lower[:0], strings.ToLower(text)...)
+			return tk.lower
+		}
+	}
+	tk.lower = append(tk.lower[:0], text...)
+	for i, c := range tk.lower {
+		if 'A' <= c && c <= 'Z' {
+			tk.lower[i] = c + 'a' - 'A'
+		}
+	}
+	return tk.lower
 }
 
 // significant reports whether a word is worth counting.
-func significant(word, lang string) bool {
-	if utf8.RuneCountInString(word) < minWordRunes || isStop(word, lang) {
+func significant(word []byte, lang string) bool {
+	if utf8.RuneCount(word) < minWordRunes || isStop(word, lang) {
 		return false
 	}
-	for i := 0; i < len(word); i++ {
-		if (word[i] < '0' || word[i] > '9') && word[i] != '_' {
+	for _, c := range word {
+		if (c < '0' || c > '9') && c != '_' {
 			return true
 		}
 	}
 	return false // a number
 }
 
-func onlySpaces(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] != ' ' {
+func onlySpaces(s []byte) bool {
+	for _, c := range s {
+		if c != ' ' {
 			return false
 		}
 	}
