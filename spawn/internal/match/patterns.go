@@ -67,10 +67,11 @@ type tokenSlot struct {
 
 // tokenEntry is a pattern to check where a token was found.
 type tokenEntry struct {
-	pat  int32 // pattern id
-	lead int32 // bytes of the pattern before its first run
-	off  int32 // the pattern is arena[off:off+n]
-	n    int32
+	pat  int32  // pattern id
+	lead int32  // bytes of the pattern before its first run
+	off  int32  // the pattern is arena[off:off+n]
+	n    int32  //
+	head uint64 // its first 8 bytes (little-endian, zero-padded): most patterns are shorter
 }
 
 // token is a run of word bytes of a lowercased text and its hash.
@@ -143,7 +144,9 @@ func compile(wanted map[string]struct{}) *patternSet {
 		j := i
 		for ; j < len(byKey) && byKey[j].key == byKey[i].key; j++ {
 			p := ps.patterns[byKey[j].pat]
-			ps.entries = append(ps.entries, tokenEntry{pat: byKey[j].pat, lead: byKey[j].lead, off: int32(len(ps.arena)), n: int32(len(p))})
+			var head [8]byte
+			copy(head[:], p)
+			ps.entries = append(ps.entries, tokenEntry{pat: byKey[j].pat, lead: byKey[j].lead, off: int32(len(ps.arena)), n: int32(len(p)), head: binary.LittleEndian.Uint64(head[:])})
 			ps.arena = append(ps.arena, p...)
 		}
 		sl := ps.insert(byKey[i].key)
@@ -270,12 +273,22 @@ func (ps *patternSet) find(found []int32, tz *tokenizer) []int32 {
 // check appends the patterns of a slot that occur whole-word with their
 // first run at the token starting at s.
 func (ps *patternSet) check(found []int32, lower []byte, s int, sl *tokenSlot) []int32 {
-	for _, en := range ps.entries[sl.lo:sl.hi] {
+	for i := sl.lo; i < sl.hi; i++ {
+		en := &ps.entries[i]
 		p := s - int(en.lead)
 		end := p + int(en.n)
-		if p >= 0 && end <= len(lower) && string(lower[p:end]) == string(ps.arena[en.off:en.off+en.n]) && bounded(lower, p, end) {
-			found = append(found, en.pat)
+		if p < 0 || end > len(lower) || !bounded(lower, p, end) {
+			continue
 		}
+		if en.n <= 8 {
+			// lower has 8 bytes of room past its end.
+			if binary.LittleEndian.Uint64(lower[p:p+8:cap(lower)])&(1<<(8*en.n)-1) != en.head&(1<<(8*en.n)-1) {
+				continue
+			}
+		} else if string(lower[p:end]) != string(ps.arena[en.off:en.off+en.n]) {
+			continue
+		}
+		found = append(found, en.pat)
 	}
 	return found
 }

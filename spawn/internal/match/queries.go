@@ -320,10 +320,22 @@ func (ix *QueryIndex) Patterns() int { return len(ix.auto.patterns) }
 
 // candidate is a subscriber with a positive term in this call's item.
 type candidate struct {
-	qposting       // its first hit
-	n        int32 // positive terms that occurred
-	last     int32 // the last of them (term id)
+	*qposting       // its first hit
+	n         int32 // positive terms that occurred
+	last      int32 // the last of them (term id)
 }
+
+// candSlot is a slot of the table that finds a subscriber's candidate,
+// valid when gen is the call's generation.
+type candSlot struct {
+	gen     uint32
+	sub, at int32 // dense subscriber, index in cands
+}
+
+// minCandSlots is the initial size of the candidate table: an item has
+// tens of candidates, and the table is small enough to stay in the
+// processor's fastest cache, unlike an array over all subscribers.
+const minCandSlots = 64
 
 // queryScratch is the per-call working memory of AppendMatch.
 type queryScratch struct {
@@ -331,7 +343,7 @@ type queryScratch struct {
 	gen       uint32
 	occur     []int32     // pattern ids found, repeats included
 	patStamp  []uint32    // pattern id → gen when found whole-word in this call
-	candAt    []uint64    // dense subscriber → gen<<32 | its index in cands
+	candSlots []candSlot  // dense subscriber → its index in cands; a power of two
 	cands     []candidate // in the order of their first term
 	multi     []int32     // dense index of each hit with several terms
 	langStamp []uint32    // code id → gen when langOK was computed
@@ -346,7 +358,7 @@ func (ix *QueryIndex) getScratch() *queryScratch {
 	}
 	return &queryScratch{
 		patStamp:  make([]uint32, len(ix.auto.patterns)),
-		candAt:    make([]uint64, len(ix.subs)),
+		candSlots: make([]candSlot, minCandSlots),
 		langStamp: make([]uint32, len(ix.langs)),
 		langOK:    make([]bool, len(ix.langs)),
 	}
@@ -356,7 +368,7 @@ func (s *queryScratch) next() {
 	s.gen++
 	if s.gen == 0 {
 		clear(s.patStamp)
-		clear(s.candAt)
+		clear(s.candSlots)
 		clear(s.langStamp)
 		s.gen = 1
 	}
@@ -365,15 +377,39 @@ func (s *queryScratch) next() {
 
 // hit records that a positive term of a subscriber occurred.
 func (s *queryScratch) hit(p *qposting) {
-	at := s.candAt[p.sub]
-	if uint32(at>>32) != s.gen {
-		s.candAt[p.sub] = uint64(s.gen)<<32 | uint64(len(s.cands))
-		s.cands = append(s.cands, candidate{qposting: *p, n: 1, last: p.term})
-		return
+	mask := uint32(len(s.candSlots) - 1)
+	for i := uint32(p.sub) * 0x9e3779b1 & mask; ; i = (i + 1) & mask {
+		sl := &s.candSlots[i]
+		if sl.gen != s.gen {
+			if 2*len(s.cands) >= len(s.candSlots) {
+				s.growCands()
+				s.hit(p)
+				return
+			}
+			*sl = candSlot{gen: s.gen, sub: p.sub, at: int32(len(s.cands))}
+			s.cands = append(s.cands, candidate{qposting: p, n: 1, last: p.term})
+			return
+		}
+		if sl.sub == p.sub {
+			c := &s.cands[sl.at]
+			c.n++
+			c.last = p.term
+			return
+		}
 	}
-	c := &s.cands[uint32(at)]
-	c.n++
-	c.last = p.term
+}
+
+// growCands doubles the candidate table.
+func (s *queryScratch) growCands() {
+	s.candSlots = make([]candSlot, 2*len(s.candSlots))
+	mask := uint32(len(s.candSlots) - 1)
+	for at, c := range s.cands {
+		i := uint32(c.sub) * 0x9e3779b1 & mask
+		for s.candSlots[i].gen == s.gen {
+			i = (i + 1) & mask
+		}
+		s.candSlots[i] = candSlot{gen: s.gen, sub: c.sub, at: int32(at)}
+	}
 }
 
 // Match returns every indexed subscriber whose query the item matches,
@@ -434,7 +470,7 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 				continue
 			}
 		case c.need < 0:
-			if !ix.evalTable(s, &c.qposting) {
+			if !ix.evalTable(s, c.qposting) {
 				continue
 			}
 		default:
