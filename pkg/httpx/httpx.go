@@ -14,7 +14,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
@@ -43,16 +46,24 @@ func WriteError(w http.ResponseWriter, status int, format string, args ...any) {
 // unknown fields and trailing data. Its errors wrap ErrBadRequest and say
 // what is wrong in words an operator can act on.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	dec := json.NewDecoder(body)
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return fmt.Errorf("%w: body larger than %d bytes", ErrBadRequest, MaxBodyBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: unable to read the body: %v", ErrBadRequest, err)
+	}
+	// JSON decoding would replace invalid UTF-8 silently.
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("%w: body is not valid UTF-8 (at byte %d)", ErrBadRequest, invalidUTF8At(raw))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
 		var syntax *json.SyntaxError
 		var typ *json.UnmarshalTypeError
 		switch {
-		case errors.As(err, &tooBig):
-			return fmt.Errorf("%w: body larger than %d bytes", ErrBadRequest, MaxBodyBytes)
 		case errors.Is(err, io.EOF):
 			return fmt.Errorf("%w: body is empty, want a JSON object", ErrBadRequest)
 		case errors.As(err, &syntax):
@@ -70,6 +81,93 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	return nil
 }
+
+// invalidUTF8At is the offset of the first byte of b that is not valid
+// UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// CheckText refuses text an operator would not see as typed: control
+// characters, bidirectional embedding, override and isolate controls (which
+// make a name or query display as something other than what it is), and the
+// replacement character (what broken encodings decode to). The error names
+// the field, the character and its place (1-based, in characters).
+func CheckText(field, s string) error {
+	pos := 0
+	for _, r := range s {
+		pos++
+		var what string
+		switch {
+		case r == utf8.RuneError:
+			what = "the replacement character U+FFFD (broken encoding)"
+		case unicode.IsControl(r):
+			what = fmt.Sprintf("control character U+%04X", r)
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+			what = fmt.Sprintf("bidirectional control U+%04X", r)
+		default:
+			continue
+		}
+		return fmt.Errorf("%w: %s contains %s at character %d", ErrBadRequest, field, what, pos)
+	}
+	return nil
+}
+
+// JSONErrors makes every error answer of h a JSON {"error": …} body, as the
+// API promises for every non-2xx: the router's own 404 and 405 (and any
+// other plain-text error) are rewritten, answers already in JSON pass.
+func JSONErrors(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&jsonErrorWriter{ResponseWriter: w}, r)
+	})
+}
+
+type jsonErrorWriter struct {
+	http.ResponseWriter
+	swallow bool // a plain error body replaced by JSON
+}
+
+func (w *jsonErrorWriter) WriteHeader(code int) {
+	ct := w.Header().Get("Content-Type")
+	if code >= 400 && !strings.HasPrefix(ct, "application/json") {
+		w.swallow = true
+		w.Header().Del("Content-Length")
+		w.Header().Del("X-Content-Type-Options")
+		msg := strings.ToLower(http.StatusText(code))
+		if code == http.StatusMethodNotAllowed {
+			if allow := w.Header().Get("Allow"); allow != "" {
+				msg += ": use " + allow
+			}
+		}
+		WriteError(w.ResponseWriter, code, "%s", msg)
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *jsonErrorWriter) Write(b []byte) (int, error) {
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets streamed answers through the wrapper.
+func (w *jsonErrorWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap exposes the underlying writer to http.ResponseController.
+func (w *jsonErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // HasToken reports whether r carries "Authorization: Bearer token",
 // compared in constant time.

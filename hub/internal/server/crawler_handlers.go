@@ -23,6 +23,16 @@ const maxRecentComments = 1000
 // keywords a filter in the query language; every other source's query is
 // in the language (a list is the OR of its terms) and has no keywords.
 func canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
+	for _, t := range q {
+		if err := httpx.CheckText("query", t); err != nil {
+			return err
+		}
+	}
+	for _, k := range keywords {
+		if err := httpx.CheckText("keywords", k); err != nil {
+			return err
+		}
+	}
 	if source != api.SourceRSS {
 		if len(nonEmpty(keywords)) > 0 {
 			return fmt.Errorf("%w: keywords filter rss crawlers only; put the terms in the %s query", query.ErrInvalid, source)

@@ -69,7 +69,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET "+api.PathHealth, s.handleHealth)
 	mux.Handle("GET /metrics", s.metricsHandler())
-	return httpx.Recover(s.Logger, mux)
+	return httpx.Recover(s.Logger, httpx.JSONErrors(mux))
 }
 
 // pathID reads the {id} path value as a positive integer.

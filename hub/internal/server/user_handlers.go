@@ -24,6 +24,10 @@ func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	if err := httpx.CheckText("name", in.Name); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
 	u, err := s.Store.CreateUser(r.Context(), in.Name, in.CommentLimit)
 	if err != nil {
 		s.writeStoreError(w, "user", err)

@@ -35,7 +35,7 @@ func (n *Node) Handler() http.Handler {
 		httpx.WriteJSON(w, http.StatusOK, n.Health(full))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.Registry, promhttp.HandlerOpts{}))
-	return httpx.Recover(n.logger, mux)
+	return httpx.Recover(n.logger, httpx.JSONErrors(mux))
 }
 
 func (n *Node) handleUpsert(w http.ResponseWriter, r *http.Request) {
