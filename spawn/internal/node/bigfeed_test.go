@@ -163,3 +163,50 @@ func TestNode_BigFeedsDoNotStarvePolls(t *testing.T) {
 		t.Errorf("peak heap in use %d MB", heap>>20)
 	}
 }
+
+// TestNode_BigBatchDoesNotHoldPolls hands four subscribers a batch of
+// 25,000 items each at once, as a source replaying a big backlog does, and
+// polls the node meanwhile: a poll waits at most for a chunk of a batch to
+// be matched, never for the whole batch.
+func TestNode_BigBatchDoesNotHoldPolls(t *testing.T) {
+	const feeds, items, pollBound = 4, 25_000, 250 * time.Millisecond
+	n, kind, st := attachedNode(t)
+	var specs []api.SubscriberSpec
+	for i := range feeds {
+		specs = append(specs, spec(int64(i+1), 1, fmt.Sprintf("f%d", i)))
+	}
+	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs}); err != nil {
+		t.Fatal(err)
+	}
+	var slowest time.Duration
+	polls := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range feeds {
+			batch := make([]source.Item, items)
+			for j := range batch {
+				batch[j] = source.Item{ID: fmt.Sprintf("%d-%d", i, j), Text: "news", PublishedAt: time.Unix(int64(j), 0)}
+			}
+			kind.send(fmt.Sprintf("f%d", i), batch...)
+		}
+	}()
+	testkit.WaitFor(t, 25*time.Second, "every batch stored", func() bool {
+		began := time.Now()
+		if _, err := n.Poll(api.PollRequest{Epoch: "e1"}); err != nil {
+			t.Fatal(err)
+		}
+		slowest, polls = max(slowest, time.Since(began)), polls+1
+		for i := range feeds {
+			if st.count(int64(i+1)) < items {
+				return false
+			}
+		}
+		return true
+	})
+	<-done
+	t.Logf("%d polls while %d items flowed, slowest %s", polls, feeds*items, slowest.Round(time.Microsecond))
+	if slowest > pollBound {
+		t.Errorf("a poll took %s, over %s", slowest, pollBound)
+	}
+}
