@@ -404,6 +404,16 @@ var schemaTypes = map[string]reflect.Type{
 	"ReloadResponse":      reflect.TypeFor[api.ReloadResponse](),
 	"Comment":             reflect.TypeFor[api.Comment](),
 	"CommentPage":         reflect.TypeFor[api.CommentPage](),
+	"Terms":               reflect.TypeFor[api.Terms](),
+	"TermCount":           reflect.TypeFor[api.TermCount](),
+	"Activity":            reflect.TypeFor[api.Activity](),
+	"ActivityStep":        reflect.TypeFor[api.ActivityStep](),
+	"Suggestions":         reflect.TypeFor[api.Suggestions](),
+	"Suggestion":          reflect.TypeFor[api.Suggestion](),
+	"Thread":              reflect.TypeFor[api.Thread](),
+	"IncrementAnalytics":  reflect.TypeFor[api.IncrementAnalytics](),
+	"MinuteActivity":      reflect.TypeFor[api.MinuteActivity](),
+	"HourTerms":           reflect.TypeFor[api.HourTerms](),
 	"QueryValidate":       reflect.TypeFor[api.QueryValidate](),
 	"QueryValidation":     reflect.TypeFor[api.QueryValidation](),
 	"Event":               reflect.TypeFor[api.Event](),
@@ -535,6 +545,15 @@ func checkSchemaType(s *openapi3.SchemaRef, typ reflect.Type) string {
 	case reflect.Float32, reflect.Float64:
 		return want("number")
 	case reflect.Slice:
+		if typ.Elem().Kind() == reflect.Uint8 { // encoding/json writes []byte as a base64 string
+			if msg := want("string"); msg != "" {
+				return msg
+			}
+			if v.Format != "byte" {
+				return fmt.Sprintf("Go %s needs format byte", typ)
+			}
+			return ""
+		}
 		if msg := want("array"); msg != "" {
 			return msg
 		}
