@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
 
 // backfillPart names backfill errors in Err.
@@ -99,7 +100,7 @@ func (b *backfiller) run(ctx context.Context) {
 // maxBackfillAttempts.
 func (b *backfiller) fill(ctx context.Context, req backfillReq) {
 	o := b.t.opts
-	fails := newFailures(o)
+	fails := newBackoff(o)
 	for attempt := 1; ; attempt++ {
 		n, err := b.once(ctx, req)
 		if err == nil {
@@ -118,14 +119,14 @@ func (b *backfiller) fill(ctx context.Context, req backfillReq) {
 			b.t.logger.Error("twitter backfill failed", "err", err)
 			return
 		}
-		class := classHTTP
+		class := linestream.ClassHTTP
 		switch {
 		case errors.Is(err, ErrRateLimited):
-			class = classRateLimit
+			class = linestream.ClassRateLimit
 		case errors.Is(err, errSearchNetwork):
-			class = classNetwork
+			class = linestream.ClassNetwork
 		}
-		wait := fails.next(class)
+		wait := fails.Next(class)
 		b.t.setErr(backfillPart, err)
 		b.t.logger.Warn("twitter backfill failed", "err", err, "attempt", attempt, "retry_in", wait)
 		if !backoff.Sleep(ctx, wait) {

@@ -12,61 +12,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
 
-// failureClass says which of Twitter's reconnect policies applies.
-type failureClass int
+// errReopen is the cause a connection's context is cancelled with when
+// new terms arrived.
+var errReopen = errors.New("twitter: reopening with new terms")
 
-const (
-	classNone      failureClass = iota // the context ended
-	classReopen                        // new terms: reconnect at once
-	classNetwork                       // linear back-off
-	classHTTP                          // exponential back-off
-	classRateLimit                     // exponential back-off from a minute
-)
-
-// Causes a connection's context is cancelled with.
-var (
-	errReopen   = errors.New("twitter: reopening with new terms")
-	errStallCut = errors.New("twitter: stall watchdog fired")
-	errNoAnswer = errors.New("twitter: connect watchdog fired")
-)
-
-// failures is the back-off of each class, grown by its failures in a row.
-// Twitter's rules are exact waits, without jitter: after the n-th network
-// error n·NetworkBackoffStep, after the n-th HTTP error status
-// HTTPBackoffMin·2^(n-1), after the n-th rate limiting
-// RateLimitBackoffMin·2^(n-1), each capped by its maximum.
-type failures struct{ network, http, rate backoff.Policy }
-
-func newFailures(o Options) failures {
-	return failures{
-		network: backoff.Policy{Min: o.NetworkBackoffStep, Max: o.NetworkBackoffMax, Factor: 1, Step: o.NetworkBackoffStep, NoJitter: true},
-		http:    backoff.Policy{Min: o.HTTPBackoffMin, Max: o.HTTPBackoffMax, NoJitter: true},
-		rate:    backoff.Policy{Min: o.RateLimitBackoffMin, Max: o.RateLimitBackoffMax, NoJitter: true},
-	}
-}
-
-// next records a failure and returns the wait before the next attempt.
-func (f *failures) next(c failureClass) time.Duration {
-	switch c {
-	case classNetwork:
-		return f.network.Next()
-	case classHTTP:
-		return f.http.Next()
-	case classRateLimit:
-		return f.rate.Next()
-	}
-	return 0
-}
-
-// reset starts every class again after a connection succeeded.
-func (f *failures) reset() {
-	f.network.Reset()
-	f.http.Reset()
-	f.rate.Reset()
+// newBackoff is the reconnect policy of Twitter's streaming guide.
+func newBackoff(o Options) *linestream.Backoff {
+	return linestream.NewBackoff(linestream.Policies{
+		NetworkStep: o.NetworkBackoffStep, NetworkMax: o.NetworkBackoffMax,
+		HTTPMin: o.HTTPBackoffMin, HTTPMax: o.HTTPBackoffMax,
+		RateLimitMin: o.RateLimitBackoffMin, RateLimitMax: o.RateLimitBackoffMax,
+	})
 }
 
 // worker keeps one filter connection open for its share of the terms.
@@ -100,7 +60,8 @@ func (w *worker) stop() {
 
 // outcome is how one connection ended.
 type outcome struct {
-	class    failureClass
+	class    linestream.Class
+	reopen   bool // new terms: reconnect at once
 	err      error
 	newTerms []string // set when new terms arrived meanwhile
 }
@@ -112,7 +73,7 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 	defer close(w.done)
 	o := w.t.opts
 	var (
-		fails  = newFailures(o)
+		fails  = newBackoff(o)
 		wait   time.Duration
 		newest int64          // the newest tweet id this worker has seen
 		anchor = backfillFrom // when nothing newer is known, backfill from here
@@ -133,7 +94,7 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 			}
 		}
 		connected := func() {
-			fails.reset()
+			fails.Reset()
 			since := newest
 			if since == 0 && !anchor.IsZero() {
 				since = idAt(anchor.Add(-backfillClockSkew))
@@ -150,12 +111,12 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 		if ctx.Err() != nil {
 			return
 		}
-		if res.class == classReopen {
+		if res.reopen {
 			wait = 0
 			w.t.logger.Info("twitter stream reopening", "stream", w.id, "track_terms", len(terms))
 			continue
 		}
-		wait = fails.next(res.class)
+		wait = fails.Next(res.class)
 		w.t.setErr(w.name, res.err)
 		w.t.logger.Warn("twitter stream failed", "stream", w.id, "err", res.err, "retry_in", wait)
 	}
@@ -185,40 +146,38 @@ func (w *worker) session(ctx context.Context, terms []string, newest *int64, con
 	classify := func(err error) outcome {
 		switch cause := context.Cause(sctx); {
 		case ctx.Err() != nil:
-			return outcome{class: classNone, err: ctx.Err()}
+			return outcome{class: linestream.ClassNone, err: ctx.Err()}
 		case errors.Is(cause, errReopen):
-			return outcome{class: classReopen}
-		case errors.Is(cause, errStallCut):
+			return outcome{reopen: true}
+		case errors.Is(cause, linestream.ErrSilent):
 			t.stats.stalls.Add(1)
-			return outcome{class: classNetwork, err: fmt.Errorf("%w: nothing received for %v", ErrStalled, o.StallTimeout)}
-		case errors.Is(cause, errNoAnswer):
-			return outcome{class: classNetwork, err: fmt.Errorf("%w: no response within %v", ErrNoAnswer, o.ConnectTimeout)}
+			return outcome{class: linestream.ClassNetwork, err: fmt.Errorf("%w: nothing received for %v", ErrStalled, o.StallTimeout)}
+		case errors.Is(cause, linestream.ErrNoAnswer):
+			return outcome{class: linestream.ClassNetwork, err: fmt.Errorf("%w: no response within %v", ErrNoAnswer, o.ConnectTimeout)}
 		case errors.Is(err, ErrMessageTooLarge):
 			t.stats.tooLarge.Add(1)
-			return outcome{class: classHTTP, err: err}
+			return outcome{class: linestream.ClassHTTP, err: err}
 		case errors.Is(err, ErrTruncated):
 			t.stats.truncated.Add(1)
-			return outcome{class: classNetwork, err: err}
+			return outcome{class: linestream.ClassNetwork, err: err}
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return outcome{class: classNetwork, err: fmt.Errorf("%w: the server closed the stream", ErrDisconnected)}
+			return outcome{class: linestream.ClassNetwork, err: fmt.Errorf("%w: the server closed the stream", ErrDisconnected)}
 		}
-		return outcome{class: classNetwork, err: fmt.Errorf("twitter: stream connection failed: %w", err)}
+		return outcome{class: linestream.ClassNetwork, err: fmt.Errorf("twitter: stream connection failed: %w", err)}
 	}
 
 	form := url.Values{"track": {strings.Join(terms, ",")}, "stall_warnings": {"true"}}
 	req, err := http.NewRequestWithContext(sctx, http.MethodPost, t.filterURL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return outcome{class: classHTTP, err: fmt.Errorf("twitter: unable to build the stream request: %w", err)}
+		return outcome{class: linestream.ClassHTTP, err: fmt.Errorf("twitter: unable to build the stream request: %w", err)}
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("User-Agent", o.UserAgent)
 	t.stats.attempts.Add(1)
-	noAnswer := time.AfterFunc(o.ConnectTimeout, func() { cancel(errNoAnswer) })
-	resp, err := t.stream.Do(req)
-	noAnswer.Stop()
+	resp, err := linestream.Open(t.stream, req, o.ConnectTimeout, cancel)
 	if err != nil {
 		res := classify(err)
-		if res.class == classNetwork {
+		if res.class == linestream.ClassNetwork {
 			t.stats.networkErrors.Add(1)
 		}
 		return res
@@ -232,14 +191,14 @@ func (w *worker) session(ctx context.Context, terms []string, newest *int64, con
 	t.logger.Info("twitter stream connected", "stream", w.id, "track_terms", len(terms))
 	connected()
 
-	stall := time.AfterFunc(o.StallTimeout, func() { cancel(errStallCut) })
+	stall := linestream.Watch(o.StallTimeout, cancel)
 	defer stall.Stop()
-	fr := newFramer(&activityReader{r: resp.Body, timer: stall, d: o.StallTimeout}, o.MaxMessageBytes)
+	fr := newFramer(stall.Reader(resp.Body), o.MaxMessageBytes)
 	for {
-		line, err := fr.next()
+		line, err := fr.Next()
 		if err != nil {
 			res := classify(err)
-			if res.class == classNetwork {
+			if res.class == linestream.ClassNetwork {
 				t.stats.networkErrors.Add(1)
 			}
 			return res
@@ -274,14 +233,14 @@ func (w *worker) session(ctx context.Context, terms []string, newest *int64, con
 			}
 			// Time spent handing over (the store pushing back) is not
 			// silence from Twitter.
-			stall.Stop()
+			stall.Pause()
 			if err := t.deliver(ctx, w.emit, []source.Item{it}); err != nil {
 				if ctx.Err() != nil {
-					return outcome{class: classNone, err: err}
+					return outcome{class: linestream.ClassNone, err: err}
 				}
-				return outcome{class: classNetwork, err: fmt.Errorf("twitter: unable to hand over a tweet: %w", err)}
+				return outcome{class: linestream.ClassNetwork, err: fmt.Errorf("twitter: unable to hand over a tweet: %w", err)}
 			}
-			stall.Reset(o.StallTimeout)
+			stall.Resume()
 		case kindDisconnect:
 			d := msg.disconnect
 			err := fmt.Errorf("%w: code %d: %s", ErrDisconnected, d.Code, d.Reason)
@@ -307,16 +266,16 @@ func (w *worker) refused(resp *http.Response) outcome {
 	switch resp.StatusCode {
 	case 420, http.StatusTooManyRequests:
 		t.stats.rateLimited.Add(1)
-		return outcome{class: classRateLimit, err: fmt.Errorf("%w: %s", ErrRateLimited, status)}
+		return outcome{class: linestream.ClassRateLimit, err: fmt.Errorf("%w: %s", ErrRateLimited, status)}
 	case http.StatusUnauthorized:
 		t.stats.httpErrors.Add(1)
-		return outcome{class: classHTTP, err: fmt.Errorf("%w: the stream answered %s; check --twitter-consumer-key and the other credentials", ErrUnauthorized, status)}
+		return outcome{class: linestream.ClassHTTP, err: fmt.Errorf("%w: the stream answered %s; check --twitter-consumer-key and the other credentials", ErrUnauthorized, status)}
 	}
 	t.stats.httpErrors.Add(1)
 	if detail != "" {
-		return outcome{class: classHTTP, err: fmt.Errorf("%w: the stream answered %s: %s", ErrStatus, status, detail)}
+		return outcome{class: linestream.ClassHTTP, err: fmt.Errorf("%w: the stream answered %s: %s", ErrStatus, status, detail)}
 	}
-	return outcome{class: classHTTP, err: fmt.Errorf("%w: the stream answered %s", ErrStatus, status)}
+	return outcome{class: linestream.ClassHTTP, err: fmt.Errorf("%w: the stream answered %s", ErrStatus, status)}
 }
 
 func statusText(code int) string {
@@ -324,19 +283,4 @@ func statusText(code int) string {
 		return "Enhance Your Calm"
 	}
 	return http.StatusText(code)
-}
-
-// activityReader re-arms the stall watchdog whenever bytes arrive.
-type activityReader struct {
-	r     io.Reader
-	timer *time.Timer
-	d     time.Duration
-}
-
-func (a *activityReader) Read(p []byte) (int, error) {
-	n, err := a.r.Read(p)
-	if n > 0 {
-		a.timer.Reset(a.d)
-	}
-	return n, err
 }

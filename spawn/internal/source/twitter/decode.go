@@ -1,10 +1,7 @@
 package twitter
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -17,48 +14,16 @@ import (
 	gotwitter "github.com/dghubble/go-twitter/twitter"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
 
-// readBufferBytes is the read buffer of a stream; longer messages are
-// assembled from several reads, up to the message cap.
-const readBufferBytes = 64 << 10
-
-// framer splits a stream body into messages: Twitter ends each with
+// newFramer splits a stream body into messages: Twitter ends each with
 // "\r\n" (a bare "\n" is accepted too, as JSON never holds a raw newline),
-// and an empty message is a keep-alive.
-type framer struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
-}
-
-func newFramer(r io.Reader, max int) *framer {
-	return &framer{r: bufio.NewReaderSize(r, min(readBufferBytes, max+2)), max: max}
-}
-
-// next returns the next message without its line end. The slice is valid
-// until the following call. At the end of the body it returns io.EOF (or
-// the read error), wrapped in ErrTruncated when the body ended inside a
-// message.
-func (f *framer) next() ([]byte, error) {
-	f.buf = f.buf[:0]
-	for {
-		chunk, err := f.r.ReadSlice('\n')
-		if len(f.buf)+len(bytes.TrimRight(chunk, "\r\n")) > f.max {
-			return nil, fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, f.max)
-		}
-		f.buf = append(f.buf, chunk...)
-		switch {
-		case err == nil:
-			return bytes.TrimRight(f.buf, "\r\n"), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case len(bytes.TrimSpace(f.buf)) > 0:
-			return nil, fmt.Errorf("%w: %d bytes of an unfinished message: %w", ErrTruncated, len(f.buf), err)
-		default:
-			return nil, err
-		}
-	}
+// and an empty message is a keep-alive. A message over max bytes is
+// ErrMessageTooLarge, which ends the connection; the body ending inside a
+// message is ErrTruncated.
+func newFramer(r io.Reader, max int) *linestream.Reader {
+	return linestream.NewReader(r, max, linestream.Errors{TooLong: ErrMessageTooLarge, Truncated: ErrTruncated})
 }
 
 // messageKind tells stream messages apart.
@@ -240,7 +205,7 @@ func tweetItem(tw *gotwitter.Tweet, m *matcher, now time.Time) (source.Item, err
 		}
 		text = "RT @" + orig + ": " + fullText(rt)
 	}
-	text = capText(html.UnescapeString(text))
+	text = source.CapText(html.UnescapeString(text), maxTextBytes)
 	published := now
 	if t, err := tw.CreatedAtTime(); err == nil && !t.IsZero() && !t.After(now) {
 		published = t
@@ -278,17 +243,6 @@ func validScreenName(s string) bool {
 		}
 	}
 	return true
-}
-
-func capText(s string) string {
-	if len(s) <= maxTextBytes {
-		return s
-	}
-	i := maxTextBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }
 
 // idAt is the smallest tweet id Twitter could assign at t (ids are

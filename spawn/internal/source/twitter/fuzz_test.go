@@ -38,7 +38,7 @@ func FuzzDecodeLine(f *testing.F) {
 		fr := newFramer(bytes.NewReader(body), maxBytes)
 		now := time.Now()
 		for {
-			line, err := fr.next()
+			line, err := fr.Next()
 			if err != nil {
 				if !errors.Is(err, ErrMessageTooLarge) && !errors.Is(err, ErrTruncated) && !errors.Is(err, io.EOF) {
 					t.Fatalf("unexpected framing error %v", err)

@@ -2,7 +2,6 @@ package twitter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -124,12 +123,10 @@ func (t *tracker) wantTerms() []string {
 // Err joins the current errors of the parts; nil when all is well.
 func (t *tracker) Err() error { return t.errs.Err() }
 
+// setErr records a part's error: reconnects and bad messages pass; wrong
+// credentials do not.
 func (t *tracker) setErr(part string, err error) {
-	if err != nil && !errors.Is(err, ErrUnauthorized) {
-		// Reconnects and bad messages pass; wrong credentials do not.
-		err = source.Degraded(err)
-	}
-	t.errs.Set(part, err)
+	t.errs.Set(part, source.DegradedUnless(err, ErrUnauthorized))
 }
 
 // deliver hands over the items not handed over before. An item counts as

@@ -57,6 +57,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
 
 // Endpoints of the real service.
@@ -176,9 +177,9 @@ var (
 	ErrDisconnected = errors.New("twitter: stream disconnected")
 	// ErrMessageTooLarge means one message exceeded
 	// Options.MaxMessageBytes.
-	ErrMessageTooLarge = errors.New("twitter: stream message too large")
+	ErrMessageTooLarge = source.NewError("twitter: stream message too large", linestream.ErrTooLong)
 	// ErrTruncated means the stream ended inside a message.
-	ErrTruncated = errors.New("twitter: stream ended inside a message")
+	ErrTruncated = source.NewError("twitter: stream ended inside a message", linestream.ErrTruncated)
 	// ErrMalformed means a message that is not a JSON object, or a tweet
 	// without an id.
 	ErrMalformed = errors.New("twitter: malformed stream message")

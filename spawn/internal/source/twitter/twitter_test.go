@@ -624,7 +624,7 @@ func TestFramer(t *testing.T) {
 	var err error
 	for {
 		var line []byte
-		if line, err = f.next(); err != nil {
+		if line, err = f.Next(); err != nil {
 			break
 		}
 		got = append(got, string(line))
@@ -633,7 +633,7 @@ func TestFramer(t *testing.T) {
 		t.Errorf("frames %q, err %v", got, err)
 	}
 	f = newFramer(strings.NewReader("{\"c\":"), 64)
-	if _, err := f.next(); !errors.Is(err, ErrTruncated) {
+	if _, err := f.Next(); !errors.Is(err, ErrTruncated) {
 		t.Errorf("truncated: %v", err)
 	}
 }
