@@ -57,8 +57,11 @@ const filterBits = 1 << 15
 
 // tokenSlot is a key of the table and what it leads to.
 type tokenSlot struct {
-	key    uint64 // 0 marks a free slot
-	lo, hi int32  // patternSet.entries[lo:hi]
+	key uint64 // 0 marks a free slot
+	// first is the first pattern under the key, in the slot to spare a
+	// read elsewhere; the others are patternSet.entries[lo:hi].
+	first  tokenEntry
+	lo, hi int32
 	// pairs is set on a token's slot when the token is the first run of
 	// a pattern of several runs: those are under the key of the pair of
 	// it and the next token.
@@ -67,11 +70,11 @@ type tokenSlot struct {
 
 // tokenEntry is a pattern to check where a token was found.
 type tokenEntry struct {
-	pat  int32  // pattern id
-	lead int32  // bytes of the pattern before its first run
-	off  int32  // the pattern is arena[off:off+n]
-	n    int32  //
-	head uint64 // its first 8 bytes (little-endian, zero-padded): most patterns are shorter
+	pat  int32 // pattern id
+	lead int32 // bytes of the pattern before its first run
+	off  int32 // the pattern is arena[off:off+n]
+	n    int32
+	head [2]uint64 // its first 16 bytes (little-endian, zero-padded): most patterns are shorter
 }
 
 // token is a run of word bytes of a lowercased text and its hash.
@@ -144,13 +147,15 @@ func compile(wanted map[string]struct{}) *patternSet {
 		j := i
 		for ; j < len(byKey) && byKey[j].key == byKey[i].key; j++ {
 			p := ps.patterns[byKey[j].pat]
-			var head [8]byte
+			var head [16]byte
 			copy(head[:], p)
-			ps.entries = append(ps.entries, tokenEntry{pat: byKey[j].pat, lead: byKey[j].lead, off: int32(len(ps.arena)), n: int32(len(p)), head: binary.LittleEndian.Uint64(head[:])})
+			ps.entries = append(ps.entries, tokenEntry{pat: byKey[j].pat, lead: byKey[j].lead, off: int32(len(ps.arena)), n: int32(len(p)),
+				head: [2]uint64{binary.LittleEndian.Uint64(head[:8]), binary.LittleEndian.Uint64(head[8:])}})
 			ps.arena = append(ps.arena, p...)
 		}
 		sl := ps.insert(byKey[i].key)
-		sl.lo, sl.hi = int32(len(ps.entries)-(j-i)), int32(len(ps.entries))
+		sl.first = ps.entries[len(ps.entries)-(j-i)]
+		sl.lo, sl.hi = int32(len(ps.entries)-(j-i)+1), int32(len(ps.entries))
 		i = j
 	}
 	for k := range firsts {
@@ -273,22 +278,37 @@ func (ps *patternSet) find(found []int32, tz *tokenizer) []int32 {
 // check appends the patterns of a slot that occur whole-word with their
 // first run at the token starting at s.
 func (ps *patternSet) check(found []int32, lower []byte, s int, sl *tokenSlot) []int32 {
+	if sl.first.n == 0 {
+		return found // a first run's slot without patterns of one run
+	}
+	if ps.occurs(lower, s, &sl.first) {
+		found = append(found, sl.first.pat)
+	}
 	for i := sl.lo; i < sl.hi; i++ {
-		en := &ps.entries[i]
-		p := s - int(en.lead)
-		end := p + int(en.n)
-		if p < 0 || end > len(lower) || !bounded(lower, p, end) {
-			continue
+		if en := &ps.entries[i]; ps.occurs(lower, s, en) {
+			found = append(found, en.pat)
 		}
-		if en.n <= 8 {
-			// lower has 8 bytes of room past its end.
-			if binary.LittleEndian.Uint64(lower[p:p+8:cap(lower)])&(1<<(8*en.n)-1) != en.head&(1<<(8*en.n)-1) {
-				continue
-			}
-		} else if string(lower[p:end]) != string(ps.arena[en.off:en.off+en.n]) {
-			continue
-		}
-		found = append(found, en.pat)
 	}
 	return found
+}
+
+// occurs reports whether en occurs whole-word with its first run at the
+// token starting at s.
+func (ps *patternSet) occurs(lower []byte, s int, en *tokenEntry) bool {
+	p := s - int(en.lead)
+	end := p + int(en.n)
+	if p < 0 || end > len(lower) || !bounded(lower, p, end) {
+		return false
+	}
+	if en.n > 16 {
+		return string(lower[p:end]) == string(ps.arena[en.off:end-p+int(en.off)])
+	}
+	// lower has 8 bytes of room past its end.
+	w0 := binary.LittleEndian.Uint64(lower[p : p+8 : cap(lower)])
+	if en.n <= 8 {
+		mask := uint64(1)<<(8*en.n) - 1
+		return w0&mask == en.head[0]&mask
+	}
+	mask := uint64(1)<<(8*(en.n-8)) - 1
+	return w0 == en.head[0] && binary.LittleEndian.Uint64(lower[p+8:p+16:cap(lower)])&mask == en.head[1]&mask
 }
