@@ -1,25 +1,19 @@
 package xv2
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
 	"io"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
 
 const (
-	// readBufferBytes is the stream reader's buffer; a longer line is
-	// gathered from several reads, up to the line cap.
-	readBufferBytes = 64 << 10
 	// maxTextBytes caps the text of one item.
 	maxTextBytes = 32 << 10
 	// maxUsernameBytes caps a user name that may go into a link.
@@ -34,56 +28,15 @@ const (
 )
 
 // errTruncated means the stream ended inside a line.
-var errTruncated = errors.New("twitter: stream ended inside a message")
+var errTruncated = source.NewError("twitter: stream ended inside a message", linestream.ErrTruncated)
 
-// lineReader splits a stream body into lines, holding at most max bytes of
-// one: a longer line is read to its end and dropped, and next reports it
-// with ErrOversized while the reader stays usable.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
-}
-
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, min(readBufferBytes, max+2)), max: max}
-}
-
-// next returns the next line without its "\r\n" (a keep-alive is an empty
-// line). It returns io.EOF at the end of the stream between lines and
-// errTruncated inside one. The line is valid until the next call.
-func (l *lineReader) next() ([]byte, error) {
-	l.buf = l.buf[:0]
-	over := 0
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if over == 0 && len(l.buf)+len(chunk) <= l.max+2 { // room for "\r\n"
-			l.buf = append(l.buf, chunk...)
-		} else {
-			over += len(l.buf) + len(chunk)
-			l.buf = l.buf[:0]
-		}
-		switch {
-		case err == nil:
-			if over > 0 {
-				return nil, fmt.Errorf("%w: %d bytes or more, at most %d", ErrOversized, over, l.max)
-			}
-			line := bytes.TrimRight(l.buf, "\r\n")
-			if len(line) > l.max {
-				return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrOversized, len(line), l.max)
-			}
-			return line, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if len(l.buf) == 0 && over == 0 {
-				return nil, io.EOF
-			}
-			return nil, errTruncated
-		default:
-			return nil, err
-		}
-	}
+// newLineReader splits a stream body into lines of at most max bytes; a
+// keep-alive is an empty line. A longer line is reported with
+// ErrOversized, and the reader skips the rest of it on the next call, so
+// one oversized post does not end the connection. The body ending inside
+// a line is errTruncated.
+func newLineReader(r io.Reader, max int) *linestream.Reader {
+	return linestream.NewReader(r, max, linestream.Errors{TooLong: ErrOversized, Truncated: errTruncated})
 }
 
 // Wire shapes of a stream message.
@@ -193,7 +146,7 @@ func postItem(w wireMessage, now time.Time) (source.Item, error) {
 	it := source.Item{
 		ID:        source.ItemID(idPrefix + t.ID),
 		Author:    author,
-		Text:      capText(html.UnescapeString(text)),
+		Text:      source.CapText(html.UnescapeString(text), maxTextBytes),
 		URL:       source.WebURL(link),
 		FetchedAt: now.UTC(),
 		Lang:      lang(t.Lang),
@@ -250,31 +203,11 @@ func lang(s string) string {
 	return s
 }
 
-// capText cuts s to maxTextBytes on a character boundary.
-func capText(s string) string {
-	if len(s) <= maxTextBytes {
-		return s
-	}
-	i := maxTextBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
-
 // maxNoticeBytes caps a notice or id quoted in an error.
 const maxNoticeBytes = 200
 
-func clip(s string) string {
-	if len(s) <= maxNoticeBytes {
-		return s
-	}
-	i := maxNoticeBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+// clip shortens a string from X for an error message.
+func clip(s string) string { return source.Clip(s, maxNoticeBytes) }
 
 func firstOf(ss ...string) string {
 	for _, s := range ss {

@@ -86,7 +86,7 @@ func TestLineReader_SkipsOversizedAndGoesOn(t *testing.T) {
 	var got []string
 	var oversized int
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if errors.Is(err, ErrOversized) {
 			oversized++
 			continue
@@ -102,11 +102,11 @@ func TestLineReader_SkipsOversizedAndGoesOn(t *testing.T) {
 	if want := []string{"first", "", "second", "third"}; !slices.Equal(got, want) || oversized != 2 {
 		t.Fatalf("lines %q oversized %d; want %q and 2", got, oversized, want)
 	}
-	if _, err := newLineReader(strings.NewReader("a\r\n"), 8).next(); err != nil {
+	if _, err := newLineReader(strings.NewReader("a\r\n"), 8).Next(); err != nil {
 		t.Fatal(err)
 	}
 	lr = newLineReader(strings.NewReader(""), 8)
-	if _, err := lr.next(); !errors.Is(err, io.EOF) {
+	if _, err := lr.Next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("empty stream: %v, want io.EOF", err)
 	}
 }

@@ -34,7 +34,7 @@ func FuzzDecodeLine(f *testing.F) {
 		lr := newLineReader(bytes.NewReader(body), maxBytes)
 		now := time.Now()
 		for {
-			line, err := lr.next()
+			line, err := lr.Next()
 			if errors.Is(err, ErrOversized) {
 				continue
 			}

@@ -2,7 +2,6 @@ package xv2
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -130,9 +129,8 @@ func (s *Source) ErrFor(spec api.SubscriberSpec) error {
 // pass (source.Degraded); a refused token, a connection held elsewhere and
 // a query that has no rule do not.
 func (s *Source) setErr(part string, err error) {
-	if err != nil && !errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrTooManyConnections) &&
-		!errors.Is(err, ErrRuleCap) && !strings.HasPrefix(part, queryPrefix) {
-		err = source.Degraded(err)
+	if !strings.HasPrefix(part, queryPrefix) {
+		err = source.DegradedUnless(err, ErrUnauthorized, ErrTooManyConnections, ErrRuleCap)
 	}
 	s.errs.Set(part, err)
 }

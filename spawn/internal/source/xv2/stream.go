@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
 
 // streamQuery asks for what an item needs: the fields of the post and its
@@ -25,64 +25,25 @@ var streamQuery = url.Values{
 // maxErrorBodyBytes is how much of an error answer is read.
 const maxErrorBodyBytes = 4 << 10
 
-// failureClass says which of X's reconnect policies applies.
-type failureClass int
-
-const (
-	classNone      failureClass = iota // the context ended
-	classNetwork                       // linear back-off
-	classHTTP                          // exponential from 5 s
-	classRateLimit                     // exponential from a minute
-)
-
-// Causes the session's context is cancelled with.
-var (
-	errStallCut = errors.New("twitter: stall watchdog fired")
-	errNoAnswer = errors.New("twitter: connect watchdog fired")
-)
-
-// failures is the back-off of each class, exact as X's guide states it:
-// after the n-th network error n·NetworkBackoffStep, after the n-th HTTP
-// error HTTPBackoffMin·2^(n-1), after the n-th 429
-// RateLimitBackoffMin·2^(n-1), each capped.
-type failures struct{ network, http, rate backoff.Policy }
-
-func newFailures(o Options) failures {
-	return failures{
-		network: backoff.Policy{Min: o.NetworkBackoffStep, Max: o.NetworkBackoffMax, Factor: 1, Step: o.NetworkBackoffStep, NoJitter: true},
-		http:    backoff.Policy{Min: o.HTTPBackoffMin, Max: o.HTTPBackoffMax, NoJitter: true},
-		rate:    backoff.Policy{Min: o.RateLimitBackoffMin, Max: o.RateLimitBackoffMax, NoJitter: true},
-	}
-}
-
-func (f *failures) next(c failureClass) time.Duration {
-	switch c {
-	case classNetwork:
-		return f.network.Next()
-	case classHTTP:
-		return f.http.Next()
-	case classRateLimit:
-		return f.rate.Next()
-	}
-	return 0
-}
-
-func (f *failures) reset() {
-	f.network.Reset()
-	f.http.Reset()
-	f.rate.Reset()
+// newBackoff is the reconnect policy of X's guide.
+func newBackoff(o Options) *linestream.Backoff {
+	return linestream.NewBackoff(linestream.Policies{
+		NetworkStep: o.NetworkBackoffStep, NetworkMax: o.NetworkBackoffMax,
+		HTTPMin: o.HTTPBackoffMin, HTTPMax: o.HTTPBackoffMax,
+		RateLimitMin: o.RateLimitBackoffMin, RateLimitMax: o.RateLimitBackoffMax,
+	})
 }
 
 // runStream keeps the stream open until ctx ends, reconnecting with the
 // back-off the last failure asks for.
 func (s *Source) runStream(ctx context.Context, emit source.Emit) {
-	fails := newFailures(s.opts)
+	fails := newBackoff(s.opts)
 	for {
-		class, err := s.session(ctx, emit, fails.reset)
+		class, err := s.session(ctx, emit, fails.Reset)
 		if ctx.Err() != nil {
 			return
 		}
-		wait := fails.next(class)
+		wait := fails.Next(class)
 		s.setErr(streamPart, err)
 		s.logger.Warn("twitter stream failed", "err", err, "retry_in", wait)
 		if !s.sleep(ctx, wait) {
@@ -92,38 +53,36 @@ func (s *Source) runStream(ctx context.Context, emit source.Emit) {
 }
 
 // session runs one connection until it fails.
-func (s *Source) session(ctx context.Context, emit source.Emit, connected func()) (failureClass, error) {
+func (s *Source) session(ctx context.Context, emit source.Emit, connected func()) (linestream.Class, error) {
 	o := s.opts
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	classify := func(err error) (failureClass, error) {
+	classify := func(err error) (linestream.Class, error) {
 		if ctx.Err() != nil {
-			return classNone, ctx.Err()
+			return linestream.ClassNone, ctx.Err()
 		}
 		s.stats.networkErrors.Add(1)
 		switch cause := context.Cause(sctx); {
-		case errors.Is(cause, errStallCut):
+		case errors.Is(cause, linestream.ErrSilent):
 			s.stats.stalls.Add(1)
-			return classNetwork, fmt.Errorf("%w: nothing received for %v", ErrStalled, o.StallTimeout)
-		case errors.Is(cause, errNoAnswer):
-			return classNetwork, fmt.Errorf("%w: no answer within %v", ErrDisconnected, o.ConnectTimeout)
+			return linestream.ClassNetwork, fmt.Errorf("%w: nothing received for %v", ErrStalled, o.StallTimeout)
+		case errors.Is(cause, linestream.ErrNoAnswer):
+			return linestream.ClassNetwork, fmt.Errorf("%w: no answer within %v", ErrDisconnected, o.ConnectTimeout)
+		case errors.Is(err, errTruncated) && errors.Is(err, io.EOF):
+			return linestream.ClassNetwork, fmt.Errorf("%w: X closed the stream inside a message", ErrDisconnected)
 		case errors.Is(err, io.EOF):
-			return classNetwork, fmt.Errorf("%w: X closed the stream", ErrDisconnected)
-		case errors.Is(err, errTruncated):
-			return classNetwork, fmt.Errorf("%w: X closed the stream inside a message", ErrDisconnected)
+			return linestream.ClassNetwork, fmt.Errorf("%w: X closed the stream", ErrDisconnected)
 		}
-		return classNetwork, fmt.Errorf("%w: %w", ErrDisconnected, err)
+		return linestream.ClassNetwork, fmt.Errorf("%w: %w", ErrDisconnected, err)
 	}
 
 	req, err := http.NewRequestWithContext(sctx, http.MethodGet, s.streamURL+"?"+streamQuery, nil)
 	if err != nil {
-		return classHTTP, fmt.Errorf("twitter: unable to build the stream request: %w", err)
+		return linestream.ClassHTTP, fmt.Errorf("twitter: unable to build the stream request: %w", err)
 	}
 	s.authorize(req)
 	s.stats.attempts.Add(1)
-	noAnswer := time.AfterFunc(o.ConnectTimeout, func() { cancel(errNoAnswer) })
-	resp, err := s.stream.Do(req)
-	noAnswer.Stop()
+	resp, err := linestream.Open(s.stream, req, o.ConnectTimeout, cancel)
 	if err != nil {
 		return classify(err)
 	}
@@ -136,11 +95,11 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 	s.setErr(streamPart, nil)
 	s.logger.Info("twitter stream connected")
 
-	stall := time.AfterFunc(o.StallTimeout, func() { cancel(errStallCut) })
+	stall := linestream.Watch(o.StallTimeout, cancel)
 	defer stall.Stop()
-	lines := newLineReader(&activityReader{r: resp.Body, timer: stall, d: o.StallTimeout}, o.MaxLineBytes)
+	lines := newLineReader(stall.Reader(resp.Body), o.MaxLineBytes)
 	for {
-		line, err := lines.next()
+		line, err := lines.Next()
 		switch {
 		case errors.Is(err, ErrOversized):
 			s.stats.oversized.Add(1)
@@ -174,14 +133,14 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 		}
 		// Time spent handing over (the store pushing back) is not
 		// silence from X.
-		stall.Stop()
+		stall.Pause()
 		if err := emit(ctx, []source.Item{msg.item}); err != nil {
 			if ctx.Err() != nil {
-				return classNone, err
+				return linestream.ClassNone, err
 			}
-			return classNetwork, fmt.Errorf("twitter: unable to hand over a post: %w", err)
+			return linestream.ClassNetwork, fmt.Errorf("twitter: unable to hand over a post: %w", err)
 		}
-		stall.Reset(o.StallTimeout)
+		stall.Resume()
 		s.stats.emitted.Add(1)
 		s.countEmitted(tags)
 	}
@@ -218,39 +177,24 @@ func readProblem(resp *http.Response) problemDoc {
 }
 
 // refused turns a stream answer other than 200 into its failure class.
-func (s *Source) refused(resp *http.Response) (failureClass, error) {
+func (s *Source) refused(resp *http.Response) (linestream.Class, error) {
 	p := readProblem(resp)
 	status := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	switch {
 	case p.ConnectionIssue == "TooManyConnections":
 		s.stats.tooManyConnections.Add(1)
 		s.stats.rateLimited.Add(1)
-		return classRateLimit, fmt.Errorf("%w: X answered %s: %s", ErrTooManyConnections, status, clip(p.Detail))
+		return linestream.ClassRateLimit, fmt.Errorf("%w: X answered %s: %s", ErrTooManyConnections, status, clip(p.Detail))
 	case resp.StatusCode == http.StatusTooManyRequests:
 		s.stats.rateLimited.Add(1)
-		return classRateLimit, fmt.Errorf("%w: X answered %s", ErrRateLimited, status)
+		return linestream.ClassRateLimit, fmt.Errorf("%w: X answered %s", ErrRateLimited, status)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		s.stats.httpErrors.Add(1)
-		return classHTTP, fmt.Errorf("%w: X answered %s; check --twitter-bearer-token", ErrUnauthorized, status)
+		return linestream.ClassHTTP, fmt.Errorf("%w: X answered %s; check --twitter-bearer-token", ErrUnauthorized, status)
 	}
 	s.stats.httpErrors.Add(1)
 	if d := firstOf(p.Detail, p.Title); d != "" {
-		return classHTTP, fmt.Errorf("%w: X answered %s: %s", ErrStatus, status, clip(d))
+		return linestream.ClassHTTP, fmt.Errorf("%w: X answered %s: %s", ErrStatus, status, clip(d))
 	}
-	return classHTTP, fmt.Errorf("%w: X answered %s", ErrStatus, status)
-}
-
-// activityReader re-arms the stall watchdog whenever bytes arrive.
-type activityReader struct {
-	r     io.Reader
-	timer *time.Timer
-	d     time.Duration
-}
-
-func (a *activityReader) Read(p []byte) (int, error) {
-	n, err := a.r.Read(p)
-	if n > 0 {
-		a.timer.Reset(a.d)
-	}
-	return n, err
+	return linestream.ClassHTTP, fmt.Errorf("%w: X answered %s", ErrStatus, status)
 }

@@ -58,6 +58,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
 
 // Endpoints of the service, below Options.APIURL.
@@ -146,7 +147,7 @@ var (
 	// ErrMalformed means a stream message that is not a post X describes.
 	ErrMalformed = errors.New("twitter: malformed stream message")
 	// ErrOversized means a stream message longer than MaxLineBytes.
-	ErrOversized = errors.New("twitter: stream message too large")
+	ErrOversized = source.NewError("twitter: stream message too large", linestream.ErrTooLong)
 	// ErrRuleRefused means X refused a query's rule as invalid.
 	ErrRuleRefused = errors.New("twitter: X refused the rule")
 	// ErrRuleTooLong means a query's rule is longer than MaxRuleLength.
