@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -285,4 +286,42 @@ func Clip(s string, max int) string {
 		return s
 	}
 	return CapText(s, max) + "…"
+}
+
+// Signal wakes the goroutine waiting on ch, a channel with a buffer of
+// one, without blocking: a change already signalled and not yet seen is
+// not signalled twice. SetSubscribers uses it, since the node calls it
+// under its lock.
+func Signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// SetDefault sets *v to def when it is zero or negative: how a source's
+// Options take the Default constants for the fields left unset.
+func SetDefault[T ~int | ~int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// BaseURL parses raw as a service's base URL: one of schemes, a host, and
+// no query or fragment. ok is false for anything else.
+func BaseURL(raw string, schemes ...string) (u *url.URL, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil || !slices.Contains(schemes, u.Scheme) || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, false
+	}
+	return u, true
+}
+
+// CheckKey fails when key, given to a Kind's New, is not the one key the
+// kind's Keys hands out.
+func CheckKey(kind, key, want string) error {
+	if key != want {
+		return fmt.Errorf("%s: data source key %q is not %q", kind, key, want)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package source
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestDegradedUnless_KeepsLastingErrorsFailing(t *testing.T) {
@@ -56,5 +57,53 @@ func TestCapTextAndClip_CutOnACharacterBoundary(t *testing.T) {
 		if got := Clip(tc.in, tc.max); got != tc.clip {
 			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.clip)
 		}
+	}
+}
+
+func TestSignal_NeverBlocksAndKeepsOne(t *testing.T) {
+	ch := make(chan struct{}, 1)
+	Signal(ch)
+	Signal(ch) // already signalled: dropped, not blocking
+	<-ch
+	select {
+	case <-ch:
+		t.Fatal("two signals kept")
+	default:
+	}
+}
+
+func TestSetDefault_FillsZeroAndNegative(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Duration }{{0, time.Second}, {-1, time.Second}, {time.Minute, time.Minute}} {
+		v := tc.in
+		SetDefault(&v, time.Second)
+		if v != tc.want {
+			t.Errorf("SetDefault(%v) = %v, want %v", tc.in, v, tc.want)
+		}
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	cases := []struct {
+		raw string
+		ok  bool
+	}{
+		{"https://api.example.com", true},
+		{"http://127.0.0.1:8080/base/", true},
+		{"wss://jetstream.example/subscribe", false}, // not among http, https
+		{"https://api.example.com?x=1", false},
+		{"https://api.example.com#top", false},
+		{"https:///nohost", false},
+		{"::not a url", false},
+	}
+	for _, tc := range cases {
+		if _, ok := BaseURL(tc.raw, "http", "https"); ok != tc.ok {
+			t.Errorf("BaseURL(%q) ok = %v, want %v", tc.raw, ok, tc.ok)
+		}
+	}
+	if err := CheckKey("demo", "demo", "demo"); err != nil {
+		t.Errorf("CheckKey of the kind's key: %v", err)
+	}
+	if err := CheckKey("demo", "other", "demo"); err == nil || err.Error() != `demo: data source key "other" is not "demo"` {
+		t.Errorf("CheckKey of another key: %v", err)
 	}
 }
