@@ -116,10 +116,7 @@ func (m *multi) SetSubscribers(specs []api.SubscriberSpec) {
 	}
 	m.mu.Unlock()
 	if !same {
-		select {
-		case m.changed <- struct{}{}:
-		default:
-		}
+		source.Signal(m.changed)
 	}
 }
 

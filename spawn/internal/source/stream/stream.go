@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -139,21 +138,14 @@ func (o Options) withDefaults() Options {
 	if o.Client == nil {
 		o.Client = netguard.NewClient(netguard.Options{})
 	}
-	set := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	set(&o.BackoffMin, DefaultBackoffMin)
-	set(&o.BackoffMax, DefaultBackoffMax)
-	set(&o.AuthBackoffMin, DefaultAuthBackoffMin)
-	set(&o.StallTimeout, DefaultStallTimeout)
-	set(&o.ConnectTimeout, DefaultConnectTimeout)
-	set(&o.RequestTimeout, DefaultRequestTimeout)
+	source.SetDefault(&o.BackoffMin, DefaultBackoffMin)
+	source.SetDefault(&o.BackoffMax, DefaultBackoffMax)
+	source.SetDefault(&o.AuthBackoffMin, DefaultAuthBackoffMin)
+	source.SetDefault(&o.StallTimeout, DefaultStallTimeout)
+	source.SetDefault(&o.ConnectTimeout, DefaultConnectTimeout)
+	source.SetDefault(&o.RequestTimeout, DefaultRequestTimeout)
 	o.BackoffMax = max(o.BackoffMax, o.BackoffMin, o.AuthBackoffMin)
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
+	source.SetDefault(&o.MaxMessageBytes, DefaultMaxMessageBytes)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -175,8 +167,8 @@ func New(opts Options) (*Kind, error) {
 	if opts.APIKey == "" {
 		return nil, errors.New("stream: an API key is required")
 	}
-	u, err := url.Parse(opts.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	u, ok := source.BaseURL(opts.URL, "http", "https")
+	if !ok {
 		return nil, fmt.Errorf("stream: URL %q is not an http(s) base URL", opts.URL)
 	}
 	opts = opts.withDefaults()
@@ -199,8 +191,8 @@ func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
 
 // New returns the node's multi-stream connection.
 func (k *Kind) New(key string) (source.DataSource, error) {
-	if key != Key {
-		return nil, fmt.Errorf("stream: data source key %q is not %q", key, Key)
+	if err := source.CheckKey("stream", key, Key); err != nil {
+		return nil, err
 	}
 	return newMulti(k.opts, k.compileURL, k.multiURL), nil
 }
