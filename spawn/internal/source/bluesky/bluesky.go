@@ -47,7 +47,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -159,29 +158,18 @@ func (o Options) withDefaults() Options {
 	if o.JetstreamURL == "" {
 		o.JetstreamURL = DefaultJetstreamURL
 	}
-	set := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	set(&o.BackoffMin, DefaultBackoffMin)
-	set(&o.BackoffMax, DefaultBackoffMax)
-	set(&o.StallTimeout, DefaultStallTimeout)
-	set(&o.ConnectTimeout, DefaultConnectTimeout)
-	set(&o.ResumeOverlap, DefaultResumeOverlap)
-	set(&o.ReplayWindow, DefaultReplayWindow)
-	set(&o.GapSlack, DefaultGapSlack)
+	source.SetDefault(&o.BackoffMin, DefaultBackoffMin)
+	source.SetDefault(&o.BackoffMax, DefaultBackoffMax)
+	source.SetDefault(&o.StallTimeout, DefaultStallTimeout)
+	source.SetDefault(&o.ConnectTimeout, DefaultConnectTimeout)
+	source.SetDefault(&o.ResumeOverlap, DefaultResumeOverlap)
+	source.SetDefault(&o.ReplayWindow, DefaultReplayWindow)
+	source.SetDefault(&o.GapSlack, DefaultGapSlack)
 	o.BackoffMax = max(o.BackoffMax, o.BackoffMin)
 	o.HTTPClient = wsconn.HandshakeClient(o.HTTPClient, o.ConnectTimeout)
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if o.HandleCacheSize <= 0 {
-		o.HandleCacheSize = DefaultHandleCacheSize
-	}
-	if o.RecentLimit <= 0 {
-		o.RecentLimit = DefaultRecentLimit
-	}
+	source.SetDefault(&o.MaxMessageBytes, DefaultMaxMessageBytes)
+	source.SetDefault(&o.HandleCacheSize, DefaultHandleCacheSize)
+	source.SetDefault(&o.RecentLimit, DefaultRecentLimit)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -199,8 +187,7 @@ var _ source.Kind = (*Kind)(nil)
 // ws(s) URL without a query.
 func New(opts Options) (*Kind, error) {
 	opts = opts.withDefaults()
-	u, err := url.Parse(opts.JetstreamURL)
-	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	if _, ok := source.BaseURL(opts.JetstreamURL, "ws", "wss"); !ok {
 		return nil, fmt.Errorf("bluesky: Jetstream URL %q is not a ws(s) URL without a query", opts.JetstreamURL)
 	}
 	return &Kind{opts: opts}, nil
@@ -219,8 +206,8 @@ func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
 
 // New returns the node's Jetstream connection.
 func (k *Kind) New(key string) (source.DataSource, error) {
-	if key != Key {
-		return nil, fmt.Errorf("bluesky: data source key %q is not %q", key, Key)
+	if err := source.CheckKey("bluesky", key, Key); err != nil {
+		return nil, err
 	}
 	return newSource(k.opts), nil
 }

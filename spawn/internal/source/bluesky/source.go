@@ -135,10 +135,7 @@ func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
 	}
 	s.mu.Unlock()
 	if behind > 0 {
-		select {
-		case s.rewind <- struct{}{}:
-		default:
-		}
+		source.Signal(s.rewind)
 	}
 }
 
