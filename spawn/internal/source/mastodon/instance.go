@@ -144,10 +144,7 @@ func (i *instance) SetSubscribers(specs []api.SubscriberSpec) {
 	i.want = want
 	i.mu.Unlock()
 	if !same {
-		select {
-		case i.changed <- struct{}{}:
-		default:
-		}
+		source.Signal(i.changed)
 	}
 }
 

@@ -188,28 +188,17 @@ func (o Options) withDefaults() Options {
 	if o.Client == nil {
 		o.Client = netguard.NewClient(netguard.Options{})
 	}
-	set := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	set(&o.BackoffMin, DefaultBackoffMin)
-	set(&o.BackoffMax, DefaultBackoffMax)
-	set(&o.AuthBackoffMin, DefaultAuthBackoffMin)
-	set(&o.StallTimeout, DefaultStallTimeout)
-	set(&o.PingInterval, DefaultPingInterval)
-	set(&o.ConnectTimeout, DefaultConnectTimeout)
-	set(&o.WriteTimeout, DefaultWriteTimeout)
+	source.SetDefault(&o.BackoffMin, DefaultBackoffMin)
+	source.SetDefault(&o.BackoffMax, DefaultBackoffMax)
+	source.SetDefault(&o.AuthBackoffMin, DefaultAuthBackoffMin)
+	source.SetDefault(&o.StallTimeout, DefaultStallTimeout)
+	source.SetDefault(&o.PingInterval, DefaultPingInterval)
+	source.SetDefault(&o.ConnectTimeout, DefaultConnectTimeout)
+	source.SetDefault(&o.WriteTimeout, DefaultWriteTimeout)
 	o.BackoffMax = max(o.BackoffMax, o.BackoffMin, o.AuthBackoffMin)
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if o.MaxHashtagStreams <= 0 {
-		o.MaxHashtagStreams = DefaultMaxHashtagStreams
-	}
-	if o.StatusCacheSize <= 0 {
-		o.StatusCacheSize = DefaultStatusCacheSize
-	}
+	source.SetDefault(&o.MaxMessageBytes, DefaultMaxMessageBytes)
+	source.SetDefault(&o.MaxHashtagStreams, DefaultMaxHashtagStreams)
+	source.SetDefault(&o.StatusCacheSize, DefaultStatusCacheSize)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -259,8 +248,8 @@ func New(opts Options) (*Kind, error) {
 // instanceURL checks and normalises an instance base URL: lower-case scheme
 // and host, no trailing slash, no credentials, query or fragment.
 func instanceURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	u, ok := source.BaseURL(raw, "http", "https")
+	if !ok || u.User != nil {
 		return nil, fmt.Errorf("mastodon: instance URL %q is not an http(s) base URL", raw)
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
