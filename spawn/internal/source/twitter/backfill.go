@@ -52,10 +52,7 @@ func (b *backfiller) request(worker int, terms []string, since int64) {
 	}
 	b.pending[worker] = backfillReq{terms: slices.Clone(terms), since: since}
 	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+	source.Signal(b.wake)
 }
 
 func (b *backfiller) take() (backfillReq, bool) {

@@ -107,10 +107,7 @@ func (t *tracker) SetSubscribers(specs []api.SubscriberSpec) {
 	}
 	t.mu.Unlock()
 	if !same {
-		select {
-		case t.changed <- struct{}{}:
-		default:
-		}
+		source.Signal(t.changed)
 	}
 }
 

@@ -250,30 +250,21 @@ func (o Options) withDefaults() Options {
 	if o.Client == nil {
 		o.Client = netguard.NewClient(netguard.Options{})
 	}
-	set := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	set(&o.HTTPBackoffMin, DefaultHTTPBackoffMin)
-	set(&o.HTTPBackoffMax, DefaultHTTPBackoffMax)
-	set(&o.RateLimitBackoffMin, DefaultRateLimitBackoffMin)
-	set(&o.RateLimitBackoffMax, DefaultRateLimitBackoffMax)
-	set(&o.NetworkBackoffStep, DefaultNetworkBackoffStep)
-	set(&o.NetworkBackoffMax, DefaultNetworkBackoffMax)
-	set(&o.StallTimeout, DefaultStallTimeout)
-	set(&o.ConnectTimeout, DefaultConnectTimeout)
-	set(&o.ReopenDelay, DefaultReopenDelay)
-	set(&o.SearchTimeout, DefaultSearchTimeout)
+	source.SetDefault(&o.HTTPBackoffMin, DefaultHTTPBackoffMin)
+	source.SetDefault(&o.HTTPBackoffMax, DefaultHTTPBackoffMax)
+	source.SetDefault(&o.RateLimitBackoffMin, DefaultRateLimitBackoffMin)
+	source.SetDefault(&o.RateLimitBackoffMax, DefaultRateLimitBackoffMax)
+	source.SetDefault(&o.NetworkBackoffStep, DefaultNetworkBackoffStep)
+	source.SetDefault(&o.NetworkBackoffMax, DefaultNetworkBackoffMax)
+	source.SetDefault(&o.StallTimeout, DefaultStallTimeout)
+	source.SetDefault(&o.ConnectTimeout, DefaultConnectTimeout)
+	source.SetDefault(&o.ReopenDelay, DefaultReopenDelay)
+	source.SetDefault(&o.SearchTimeout, DefaultSearchTimeout)
 	o.HTTPBackoffMax = max(o.HTTPBackoffMax, o.HTTPBackoffMin)
 	o.RateLimitBackoffMax = max(o.RateLimitBackoffMax, o.RateLimitBackoffMin)
 	o.NetworkBackoffMax = max(o.NetworkBackoffMax, o.NetworkBackoffStep)
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if o.SeenLimit <= 0 {
-		o.SeenLimit = DefaultSeenLimit
-	}
+	source.SetDefault(&o.MaxMessageBytes, DefaultMaxMessageBytes)
+	source.SetDefault(&o.SeenLimit, DefaultSeenLimit)
 	if o.UserAgent == "" {
 		o.UserAgent = DefaultUserAgent
 	}
@@ -363,8 +354,8 @@ func checkTerm(t string) error {
 
 // New returns the node's tracker.
 func (k *Kind) New(key string) (source.DataSource, error) {
-	if key != Key {
-		return nil, fmt.Errorf("twitter: data source key %q is not %q", key, Key)
+	if err := source.CheckKey("twitter", key, Key); err != nil {
+		return nil, err
 	}
 	return newTracker(k.opts, k.apiURL, k.filterURL), nil
 }
