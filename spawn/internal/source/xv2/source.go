@@ -102,10 +102,7 @@ func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
 	s.want = want
 	s.mu.Unlock()
 	if !same {
-		select {
-		case s.changed <- struct{}{}:
-		default:
-		}
+		source.Signal(s.changed)
 	}
 }
 

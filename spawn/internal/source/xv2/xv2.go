@@ -50,7 +50,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -202,33 +201,23 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	setInt := func(v *int, def int) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	setInt(&o.MaxRules, DefaultMaxRules)
-	setInt(&o.MaxRuleLength, DefaultMaxRuleLength)
-	setInt(&o.MaxLineBytes, DefaultMaxLineBytes)
-	setInt(&o.SeenLimit, DefaultSeenLimit)
-	set := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	set(&o.NetworkBackoffStep, DefaultNetworkBackoffStep)
-	set(&o.NetworkBackoffMax, DefaultNetworkBackoffMax)
-	set(&o.HTTPBackoffMin, DefaultHTTPBackoffMin)
-	set(&o.HTTPBackoffMax, DefaultHTTPBackoffMax)
-	set(&o.RateLimitBackoffMin, DefaultRateLimitBackoffMin)
-	set(&o.RateLimitBackoffMax, DefaultRateLimitBackoffMax)
-	set(&o.StallTimeout, DefaultStallTimeout)
-	set(&o.ConnectTimeout, DefaultConnectTimeout)
-	set(&o.RequestTimeout, DefaultRequestTimeout)
-	set(&o.ReconcileDelay, DefaultReconcileDelay)
-	set(&o.RulesRequestInterval, DefaultRulesRequestInterval)
-	set(&o.ReconcileRetryMin, DefaultReconcileRetryMin)
-	set(&o.ReconcileRetryMax, DefaultReconcileRetryMax)
+	source.SetDefault(&o.MaxRules, DefaultMaxRules)
+	source.SetDefault(&o.MaxRuleLength, DefaultMaxRuleLength)
+	source.SetDefault(&o.MaxLineBytes, DefaultMaxLineBytes)
+	source.SetDefault(&o.SeenLimit, DefaultSeenLimit)
+	source.SetDefault(&o.NetworkBackoffStep, DefaultNetworkBackoffStep)
+	source.SetDefault(&o.NetworkBackoffMax, DefaultNetworkBackoffMax)
+	source.SetDefault(&o.HTTPBackoffMin, DefaultHTTPBackoffMin)
+	source.SetDefault(&o.HTTPBackoffMax, DefaultHTTPBackoffMax)
+	source.SetDefault(&o.RateLimitBackoffMin, DefaultRateLimitBackoffMin)
+	source.SetDefault(&o.RateLimitBackoffMax, DefaultRateLimitBackoffMax)
+	source.SetDefault(&o.StallTimeout, DefaultStallTimeout)
+	source.SetDefault(&o.ConnectTimeout, DefaultConnectTimeout)
+	source.SetDefault(&o.RequestTimeout, DefaultRequestTimeout)
+	source.SetDefault(&o.ReconcileDelay, DefaultReconcileDelay)
+	source.SetDefault(&o.RulesRequestInterval, DefaultRulesRequestInterval)
+	source.SetDefault(&o.ReconcileRetryMin, DefaultReconcileRetryMin)
+	source.SetDefault(&o.ReconcileRetryMax, DefaultReconcileRetryMax)
 	o.NetworkBackoffMax = max(o.NetworkBackoffMax, o.NetworkBackoffStep)
 	o.HTTPBackoffMax = max(o.HTTPBackoffMax, o.HTTPBackoffMin)
 	o.RateLimitBackoffMax = max(o.RateLimitBackoffMax, o.RateLimitBackoffMin)
@@ -255,8 +244,8 @@ func New(opts Options) (*Kind, error) {
 		return nil, errors.New("twitter: a bearer token is required for X API v2")
 	}
 	opts = opts.withDefaults()
-	u, err := url.Parse(opts.APIURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	u, ok := source.BaseURL(opts.APIURL, "http", "https")
+	if !ok {
 		return nil, fmt.Errorf("twitter: API URL %q is not an http(s) base URL", opts.APIURL)
 	}
 	base := strings.TrimSuffix(u.String(), "/")
@@ -281,8 +270,8 @@ func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
 
 // New returns the spawn's data source.
 func (k *Kind) New(key string) (source.DataSource, error) {
-	if key != Key {
-		return nil, fmt.Errorf("twitter: data source key %q is not %q", key, Key)
+	if err := source.CheckKey("twitter", key, Key); err != nil {
+		return nil, err
 	}
 	return newSource(k.opts, k.rulesURL, k.streamURL), nil
 }
