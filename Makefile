@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # instead.
 export BW_AUTO_INSTALL ?= 1
 
-.PHONY: all build test unit vet fmt-check services services-down demo bench bench-hub clean
+.PHONY: all build test test-cluster unit vet fmt-check services services-down demo bench bench-hub clean
 
 all: build
 
@@ -44,6 +44,20 @@ test: build fmt-check vet
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/mastodon/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeLine -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/xv2/
 
+# Replication on real clusters: spawns against three Cassandra nodes
+# (scripts/cassandra-cluster.sh on 127.0.0.2-4, 2-3 minutes to start on two
+# cores) while the tests kill and stop nodes; about 6 minutes in all, so it
+# is its own step (.ci/run runs it after `make test`); it stops the cluster
+# when done. The NATS cluster test starts its own three servers (seconds), so
+# `make test` runs it too.
+test-cluster:
+	scripts/services.sh up >/dev/null
+	scripts/cassandra-cluster.sh up
+	rc=0; eval "$$(scripts/services.sh env)" && eval "$$(scripts/cassandra-cluster.sh env)" && \
+		BW_REQUIRE_SERVICES=1 BW_REQUIRE_CLUSTER=1 $(GO) test -race -count=1 -timeout 15m \
+		-run '^Test(CassandraCluster|NatsCluster)_' ./e2e/ || rc=$$?; \
+	scripts/cassandra-cluster.sh down; exit $$rc
+
 # Tests that need no external server.
 unit:
 	$(GO) test -race -count=1 -short $(PKGS)
@@ -59,6 +73,8 @@ demo: build
 
 bench:
 	scripts/bench-store.sh
+	scripts/cassandra-cluster.sh up
+	scripts/bench-store.sh --cluster
 	$(GO) test -run '^$$' -bench Route -benchtime 2s ./hub/internal/cluster/
 	$(GO) test -run '^$$' -bench Throughput -benchtime 200000x -count 3 ./spawn/internal/node/
 
