@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -144,4 +150,111 @@ func TestHardening_FrozenSpawnDropsItsCrawlersWhenResumed(t *testing.T) {
 				return slices.ContainsFunc(h.Subscribers, func(s api.HealthSubscriber) bool { return s.CrawlerID == id })
 			})
 	})
+}
+
+// hubMetric reads one sample (name with its labels, as /metrics prints it)
+// from the hub's /metrics; -1 when absent.
+func hubMetric(t *testing.T, c *clustertest.Cluster, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(c.Hub.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", sample, err)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// TestHardening_BigFeedsDoNotFlapTheNode runs four rss crawlers on feeds of
+// 100,000 items (8 MB each, under the 10 MiB document cap) on one spawn,
+// with the hub polling every 500 ms (a poll times out after as long): the
+// hub never loses the node, and each crawler takes the newest items one
+// fetch allows.
+func TestHardening_BigFeedsDoNotFlapTheNode(t *testing.T) {
+	const feeds, items, kept = 4, 100_000, 1000 // kept: rss's maxItemsPerFetch
+	docs := map[string][]byte{}
+	for i := range feeds {
+		var b bytes.Buffer
+		b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>big</title>`)
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for j := items; j > 0; j-- {
+			fmt.Fprintf(&b, "<item><guid>b%d-%d</guid><pubDate>%s</pubDate></item>\n", i, j, base.Add(time.Duration(j)*time.Second).Format(time.RFC1123Z))
+		}
+		b.WriteString(`</channel></rss>`)
+		docs[fmt.Sprintf("/big%d.xml", i)] = b.Bytes()
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		doc, ok := docs[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(doc)
+	}))
+	t.Cleanup(srv.Close)
+
+	timings := clustertest.Timings{Poll: 500 * time.Millisecond, OrphanAfter: 5 * time.Second, DetachAfter: 7500 * time.Millisecond, FeedInterval: 100 * time.Millisecond}
+	c := clustertest.New(t, clustertest.Options{Spawns: 1, Timings: timings})
+	u, err := c.Client.CreateUser(c.Ctx, api.UserCreate{Name: "customer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range feeds {
+		cr, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fmt.Sprintf("%s/big%d.xml", srv.URL, i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cr.ID)
+	}
+	var peak uint64
+	var ms runtime.MemStats
+	took := testkit.WaitFor(t, clustertest.WaitTimeout, "every crawler's newest items stored and counted", func() bool {
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
+		for _, id := range ids {
+			cr, err := c.Client.GetCrawler(c.Ctx, id)
+			if err != nil || cr.Usage < kept {
+				return false
+			}
+		}
+		return true
+	})
+	lost := hubMetric(t, c, "bw_hub_nodes_lost_total")
+	failed := hubMetric(t, c, "bw_hub_poll_failures_total")
+	polls := hubMetric(t, c, "bw_hub_poll_seconds_count")
+	under := hubMetric(t, c, `bw_hub_poll_seconds_bucket{le="0.256"}`)
+	t.Logf("%d feeds of %d items stored in %s: %v polls, %v under 256 ms, %v failed, nodes lost %v; peak heap in use (hub, spawn and feeds in one process) %d MB",
+		feeds, items, took.Round(time.Millisecond), polls, under, failed, lost, peak>>20)
+	if lost != 0 {
+		t.Errorf("the hub lost the node %v times", lost)
+	}
+	events, err := c.Client.Events(c.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.Kind == "node_lost" || ev.Kind == "node_detached" {
+			t.Errorf("event %s: %s", ev.Kind, ev.Message)
+		}
+	}
+	for _, id := range ids {
+		if cr, _ := c.Client.GetCrawler(c.Ctx, id); cr.Usage != kept {
+			t.Errorf("crawler %d: usage %d, want the newest %d of one fetch", id, cr.Usage, kept)
+		}
+	}
 }
