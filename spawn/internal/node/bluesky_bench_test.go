@@ -23,7 +23,7 @@ import (
 const (
 	bskyAuthors = 500  // accounts posting, each with a handle
 	bskyPosts   = 2000 // distinct posts the benchmark cycles through
-	bskyBatch   = 200  // posts published per round
+	bskyBatch   = 1000 // posts published per round
 )
 
 // bskyTopics are words people follow on Bluesky; bskyPhrases are quoted
@@ -248,8 +248,9 @@ func (bn *bskyNode) round(b *testing.B) time.Duration {
 // it for each matching subscriber and hands the comments to the writer,
 // which stores them in a store that counts them. The subscribers' queries
 // mix words, phrases, #tags, @mentions, from:, negations and lang: over
-// post-length texts in several languages. A round publishes 200 posts and
-// ends when every comment they make is stored. The spawn's analytics
+// post-length texts in several languages. A round publishes 1,000 posts
+// (so that the writer's linger, 20 ms before a partial batch is written,
+// weighs little) and ends when every comment they make is stored. The spawn's analytics
 // (term counts and activity per written comment, Config.NoAnalytics) are
 // on in one run and off in the other, which leaves decoding, matching and
 // storing alone. "interleaved" runs a spawn
