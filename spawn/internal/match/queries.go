@@ -93,10 +93,14 @@ type positiveTerm struct {
 // QueryIndex is an immutable index of many subscribers' queries. Every
 // text atom of every query (words, phrases, and #tags and @users as the
 // text tokens "#tag" and "@user") is one pattern of a single pattern set,
-// so an item's text is scanned once whatever the number of subscribers. Only subscribers with a hit on a positive term — a text
-// atom or from: not under a negation — are candidates, and only their
-// boolean trees are evaluated; the query language guarantees that a query
-// cannot match without one. AppendMatch is safe for concurrent use.
+// so an item's text is scanned once whatever the number of subscribers.
+// Only subscribers with a hit on a positive term — a text atom or from:
+// not under a negation — are candidates; the query language guarantees
+// that a query cannot match without one. A candidate is decided from what
+// its posting carries where it can (an OR of positive terms matches, an
+// AND of them when all occurred, a query of a few atoms by its truth
+// table), and by evaluating its boolean tree otherwise. AppendMatch is
+// safe for concurrent use.
 type QueryIndex struct {
 	auto     *patternSet
 	postings [][]qposting        // pattern id → subscribers it is a positive term of

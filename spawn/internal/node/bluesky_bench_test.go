@@ -250,13 +250,13 @@ func (bn *bskyNode) round(b *testing.B) time.Duration {
 // mix words, phrases, #tags, @mentions, from:, negations and lang: over
 // post-length texts in several languages. A round publishes 1,000 posts
 // (so that the writer's linger, 20 ms before a partial batch is written,
-// weighs little) and ends when every comment they make is stored. The spawn's analytics
-// (term counts and activity per written comment, Config.NoAnalytics) are
-// on in one run and off in the other, which leaves decoding, matching and
-// storing alone. "interleaved" runs a spawn
-// with one subscriber and one with 10,000 in alternating rounds, so that a
+// weighs little) and ends when every comment they make is stored. The
+// spawn's analytics (term counts and activity per written comment,
+// Config.NoAnalytics) are on in one run and off in the other, which
+// leaves decoding, matching and storing alone. Each run has a spawn with
+// one subscriber and one with 10,000 in alternating rounds, so that a
 // busy machine slows both alike, and reports the ratio of their
-// throughputs (10,000 subscribers / 1), which should stay at 0.5 or more:
+// throughputs (10,000 subscribers / 1):
 //
 //	go test -run '^$' -bench BlueskyPath -count 3 ./spawn/internal/node/
 func BenchmarkBlueskyPath(b *testing.B) {
