@@ -77,6 +77,8 @@ bench:
 	scripts/bench-store.sh --cluster
 	$(GO) test -run '^$$' -bench Route -benchtime 2s ./hub/internal/cluster/
 	$(GO) test -run '^$$' -bench Throughput -benchtime 200000x -count 3 ./spawn/internal/node/
+	$(GO) test -run '^$$' -bench 'QueryIndex' -count 3 ./spawn/internal/match/
+	$(GO) test -run '^$$' -bench BlueskyPath -benchtime 8x -count 3 ./spawn/internal/node/
 
 # The hub against 1,000 simulated spawns and 100,000 crawlers (several minutes).
 bench-hub:
