@@ -139,7 +139,12 @@ type Error struct {
 
 // HubHealth is the hub's GET /v1/health document.
 type HubHealth struct {
-	Epoch    string         `json:"epoch"`
+	Epoch string `json:"epoch"`
+	// Role is RoleLeader or RoleStandby; Leader is the leading hub's URL
+	// (empty while none leads). Several hubs share one PostgreSQL
+	// database; one leads.
+	Role     string         `json:"role"`
+	Leader   string         `json:"leader"`
 	Routing  string         `json:"routing"`
 	Nodes    []HealthNode   `json:"nodes"`
 	Crawlers HealthCrawlers `json:"crawlers"`

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Response limits of the client.
@@ -33,24 +35,66 @@ func (e *StatusError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Mes
 
 // Client calls the hub's admin API. It is what bwctl uses; it is safe for
 // concurrent use. Deadlines come from the context of each call.
+//
+// Several hubs may share one database: one leads, the others stand by and
+// answer with a redirect to the leader, or 503 while none leads. The client
+// follows the redirect itself (resending its token only to the hub a hub
+// named), remembers the leader, and tries the next hub it was given when a
+// hub cannot be reached at all or has no leader to name.
 type Client struct {
-	baseURL string
-	token   string
-	http    *http.Client
+	hubs  []string
+	token string
+	http  *http.Client
+
+	mu      sync.Mutex
+	current string // the hub answered last (the leader, once found)
 }
 
+// maxRedirects bounds the standby redirects one call follows.
+const maxRedirects = 3
+
 // NewClient returns a client of the hub at baseURL (e.g.
-// "http://127.0.0.1:8700") that sends token as "Authorization: Bearer
-// <token>" (none when empty). A nil httpClient means http.DefaultClient.
+// "http://127.0.0.1:8700"; several hubs comma-separated) that sends token
+// as "Authorization: Bearer <token>" (none when empty). A nil httpClient
+// means http.DefaultClient.
 func NewClient(baseURL, token string, httpClient *http.Client) *Client {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
 	}
-	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: httpClient}
+	var hubs []string
+	for _, u := range strings.Split(baseURL, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			hubs = append(hubs, u)
+		}
+	}
+	if len(hubs) == 0 {
+		hubs = []string{""}
+	}
+	noFollow := *httpClient
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{hubs: hubs, token: token, http: &noFollow, current: hubs[0]}
 }
 
-// BaseURL is the hub URL the client talks to.
-func (c *Client) BaseURL() string { return c.baseURL }
+// BaseURL is the hub URL the client talks to now: the leader once a
+// standby named it.
+func (c *Client) BaseURL() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current
+}
+
+// order lists the hubs to try: the current one first.
+func (c *Client) order() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := []string{c.current}
+	for _, h := range c.hubs {
+		if h != c.current {
+			out = append(out, h)
+		}
+	}
+	return out
+}
 
 // CreateUser adds a user (POST /v1/users).
 func (c *Client) CreateUser(ctx context.Context, in UserCreate) (User, error) {
@@ -193,37 +237,86 @@ func orEmpty[T any](out []T) []T {
 // non-2xx answer becomes a *StatusError; transport failures are returned
 // wrapped, so errors.Is and errors.As see the net and context errors.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
-	u, err := url.Parse(c.baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("api: hub URL %q must look like http://host:port", c.baseURL)
-	}
-	target := c.baseURL + path
-	if len(query) > 0 {
-		target += "?" + query.Encode()
-	}
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("api: unable to encode %s %s: %w", method, path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, body)
-	if err != nil {
-		return fmt.Errorf("api: unable to build %s %s: %w", method, path, err)
+	suffix := path
+	if len(query) > 0 {
+		suffix += "?" + query.Encode()
 	}
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	var lastErr error
+	for _, hub := range c.order() {
+		u, err := url.Parse(hub)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("api: hub URL %q must look like http://host:port", hub)
+		}
+		resp, err := c.send(ctx, hub, method, suffix, body, in != nil)
+		if err != nil {
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" && ctx.Err() == nil {
+				// Nothing reached this hub: another may serve the call.
+				lastErr = err
+				continue
+			}
+			return err
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable && len(c.hubs) > 1 {
+			lastErr = ErrorFromResponse(resp)
+			resp.Body.Close()
+			continue
+		}
+		return c.decode(resp, method, path, out)
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	return lastErr
+}
+
+// send makes one call to hub, following a standby's redirects to the
+// leader, whom it remembers. A redirect from https to http is refused.
+func (c *Client) send(ctx context.Context, hub, method, suffix string, body []byte, hasBody bool) (*http.Response, error) {
+	for hop := 0; ; hop++ {
+		var rd io.Reader
+		if hasBody {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, hub+suffix, rd)
+		if err != nil {
+			return nil, fmt.Errorf("api: unable to build %s %s: %w", method, suffix, err)
+		}
+		req.Header.Set("Accept", "application/json")
+		if hasBody {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("api: %s %s: %w", method, suffix, err)
+		}
+		if resp.StatusCode != http.StatusTemporaryRedirect && resp.StatusCode != http.StatusPermanentRedirect {
+			c.mu.Lock()
+			c.current = hub
+			c.mu.Unlock()
+			return resp, nil
+		}
+		loc := resp.Header.Get("Location")
+		next, ok := strings.CutSuffix(loc, suffix)
+		if hop >= maxRedirects || !ok || next == "" || (strings.HasPrefix(hub, "https://") && !strings.HasPrefix(next, "https://")) {
+			return resp, nil // decoded as the error it is
+		}
+		resp.Body.Close()
+		hub = strings.TrimRight(next, "/")
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("api: %s %s: %w", method, path, err)
-	}
+}
+
+// decode reads an answer: a 2xx one into out (when not nil), any other as a
+// *StatusError.
+func (c *Client) decode(resp *http.Response, method, path string, out any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return ErrorFromResponse(resp)

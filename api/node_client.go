@@ -17,6 +17,9 @@ import (
 // spawn (GET ?crawler_id=ID&n=N); spawns share the comment store.
 const PathNodeComments = "/v1/comments"
 
+// PathHealthz answers 200 on both servers while they live.
+const PathHealthz = "/healthz"
+
 // MaxNodeAnswerBytes is the default cap on one spawn answer a NodeClient
 // reads: a poll of a node running thousands of subscribers stays far below
 // it, and a misbehaving spawn cannot exhaust the hub's memory.
@@ -115,6 +118,13 @@ func (c *NodeClient) RecentComments(ctx context.Context, crawlerID int64, n int)
 		return nil, err
 	}
 	return out, nil
+}
+
+// Probe checks that the spawn answers at all (GET /healthz): it is how the
+// hub tells a dead or unreachable spawn quickly from one whose poll failed
+// once. The context bounds it.
+func (c *NodeClient) Probe(ctx context.Context) error {
+	return c.do(ctx, 0, http.MethodGet, PathHealthz, nil, nil, nil)
 }
 
 // do sends one request, bounded by timeout when it is positive, with in as

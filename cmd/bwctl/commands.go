@@ -451,7 +451,9 @@ func status(c *cli, _ []string, _ line) error {
 		routing = "-"
 	}
 	if err := printKV(c.out, [][2]string{
-		{"hub", displayURL(c.hubURL)},
+		{"hub", displayURL(c.client.BaseURL())},
+		{"role", orDash(h.Role)},
+		{"leader", orDash(h.Leader)},
 		{"epoch", h.Epoch},
 		{"routing", routing},
 		{"nodes", strconv.Itoa(len(h.Nodes))},

@@ -34,7 +34,7 @@ func TestCompletion_BashCompletesVerbsAndFlags(t *testing.T) {
 		{"subcommand", "bwctl crawler a", "add"},
 		{"command flag", "bwctl crawler add --q", "--query"},
 		{"flag after a value", "bwctl crawler add --user 1 --li", "--limit"},
-		{"single-word verb flags", "bwctl reload --", "--hard --soft --hub --token --timeout --json --help --config"},
+		{"single-word verb flags", "bwctl reload --", "--hard --soft --hub --token --timeout --json --help --config --ca"},
 		{"no flag of another command", "bwctl user list --q", ""},
 	}
 	for _, tc := range cases {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/config"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 )
 
 // Defaults of the global flags.
@@ -48,7 +49,7 @@ func usagef(format string, args ...any) error {
 // pass, flags anywhere, before the command is known.
 var flagSpecs = map[string]bool{
 	// global
-	"hub": true, "token": true, "timeout": true, "json": false, "help": false, "h": false, "config": true,
+	"hub": true, "token": true, "timeout": true, "json": false, "help": false, "h": false, "config": true, "ca": true,
 	// per command
 	"limit": true, "user": true, "source": true, "query": true, "keywords": true,
 	"disabled": false, "n": true, "hard": false, "soft": false,
@@ -56,7 +57,7 @@ var flagSpecs = map[string]bool{
 }
 
 // globalFlags are accepted by every command.
-var globalFlags = []string{"hub", "token", "timeout", "json", "help", "h", "config"}
+var globalFlags = []string{"hub", "token", "timeout", "json", "help", "h", "config", "ca"}
 
 // line is a parsed command line: positional words and flags.
 type line struct {
@@ -210,30 +211,44 @@ func setup(ctx context.Context, args []string, stdout io.Writer, env func(string
 			return nil, nil, nil, l, err
 		}
 	}
-	c.client = api.NewClient(c.hubURL, c.token, &http.Client{})
+	httpClient := &http.Client{}
+	if st.CA != "" {
+		tlsCfg, err := httpx.ClientTLS(httpx.TLSFiles{CA: st.CA})
+		if err != nil {
+			return nil, nil, nil, l, usagef("--ca: %v", err)
+		}
+		httpClient.Transport = &http.Transport{TLSClientConfig: tlsCfg, Proxy: http.ProxyFromEnvironment}
+	}
+	c.client = api.NewClient(c.hubURL, c.token, httpClient)
 	return c, cmd, rest, l, nil
 }
 
 // settings are bwctl's global settings; a --config YAML file sets them by
 // flag name.
 type settings struct {
-	Hub     string `flag:"hub" env:"BW_HUB_URL" usage:"the hub's URL"`
+	Hub     string `flag:"hub" env:"BW_HUB_URL" usage:"the hub's URL, or several hubs' comma-separated"`
+	CA      string `flag:"ca" usage:"PEM CA that signs the hubs' HTTPS certificates (default: the system's roots)"`
 	Token   string `flag:"token" env:"BW_ADMIN_TOKEN" usage:"the admin token (or BW_ADMIN_TOKEN_FILE)"`
 	Timeout string `flag:"timeout" usage:"how long one command may take: a duration like 10s or seconds"`
 	JSON    bool   `flag:"json" usage:"print JSON documents instead of tables"`
 }
 
-// hubURL checks --hub; a bare host:port means http.
+// hubURL checks --hub: one URL or several, comma-separated (hubs sharing
+// a database; the client finds the leader). A bare host:port means http.
 func hubURL(s string) (string, error) {
-	raw := s
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
+	var out []string
+	for _, raw := range strings.Split(s, ",") {
+		one := strings.TrimSpace(raw)
+		if !strings.Contains(one, "://") {
+			one = "http://" + one
+		}
+		u, err := url.Parse(one)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.RawQuery != "" || u.Fragment != "" {
+			return "", usagef("hub URL %s must look like http://host:port", quote(raw))
+		}
+		out = append(out, strings.TrimRight(u.String(), "/"))
 	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.RawQuery != "" || u.Fragment != "" {
-		return "", usagef("hub URL %s must look like http://host:port", quote(raw))
-	}
-	return strings.TrimRight(u.String(), "/"), nil
+	return strings.Join(out, ","), nil
 }
 
 // parseTimeout reads a Go duration ("10s", "1m") or a number of seconds.

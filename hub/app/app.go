@@ -1,15 +1,20 @@
-// Package app assembles a hub from its settings: the SQL store, the cluster
-// control loop and the HTTP server. The hub binary and the end-to-end tests
-// both start hubs through it.
+// Package app assembles a hub from its settings: the SQL store, the
+// leader election, the cluster control loop and the HTTP server. The hub
+// binary and the end-to-end tests both start hubs through it.
 package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/server"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
@@ -21,14 +26,22 @@ import (
 // YAML file.
 type Settings struct {
 	Listen       string        `flag:"listen" usage:"address to serve the admin and node APIs on"`
-	DB           string        `flag:"db" usage:"database: sqlite://FILE or postgres://…"`
+	Advertise    string        `flag:"advertise" usage:"URL spawns and operators reach this hub at, which standbys redirect to (default: derived from the bound address)"`
+	DB           string        `flag:"db" usage:"database: sqlite://FILE or postgres://… (several hubs on one PostgreSQL database: one leads, the others stand by)"`
 	Routing      string        `flag:"routing" usage:"subscriber routing: modulo or rendezvous"`
 	PollInterval time.Duration `flag:"poll-interval" usage:"how often each spawn is polled"`
 	OrphanAfter  time.Duration `flag:"orphan-after" usage:"a spawn stops a subscriber the hub has not polled for this long"`
 	DetachAfter  time.Duration `flag:"detach-after" usage:"a spawn the hub has not contacted for this long drops everything and registers again"`
-	NodeFailures int           `flag:"node-failures" usage:"failed polls in a row before a node is removed"`
+	NodeFailures int           `flag:"node-failures" usage:"failed polls and probes in a row before a node is removed"`
+	LeaderLease  time.Duration `flag:"leader-lease" usage:"a standby takes over when the leader has not renewed its leadership for this long"`
+	LeaderRenew  time.Duration `flag:"leader-renew" usage:"how often the leader renews its leadership (well inside --leader-lease)"`
 	NodeToken    string        `flag:"node-token" usage:"shared token of hub-spawn calls (prefer BW_NODE_TOKEN)"`
 	AdminToken   string        `flag:"admin-token" usage:"token of the admin API (prefer BW_ADMIN_TOKEN)"`
+	TLSCert      string        `flag:"tls-cert" usage:"PEM certificate chain: serve HTTPS only, and present it to spawns that ask for a client certificate"`
+	TLSKey       string        `flag:"tls-key" usage:"PEM private key of --tls-cert"`
+	ClientCA     string        `flag:"client-ca" usage:"PEM CA: spawns must register with a client certificate it signed"`
+	NodeCA       string        `flag:"node-ca" usage:"PEM CA that signs the spawns' HTTPS certificates (default: --client-ca, else the system's roots)"`
+	Insecure     bool          `flag:"insecure" usage:"allow listening beyond loopback without BW_ADMIN_TOKEN and BW_NODE_TOKEN"`
 	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
 	LogFormat    string        `flag:"log-format" usage:"text or json"`
 
@@ -46,6 +59,8 @@ func DefaultSettings() Settings {
 		OrphanAfter:  cluster.DefaultOrphanAfter,
 		DetachAfter:  cluster.DefaultDetachAfter,
 		NodeFailures: cluster.DefaultNodeFailures,
+		LeaderLease:  cluster.DefaultLeaderLease,
+		LeaderRenew:  cluster.DefaultLeaderRenew,
 		LogLevel:     "info",
 		LogFormat:    "text",
 
@@ -56,15 +71,27 @@ func DefaultSettings() Settings {
 // Logging names the log settings, for service.Main.
 func (s *Settings) Logging() (string, string) { return s.LogLevel, s.LogFormat }
 
-// Hub is a running hub.
+// Hub is a running hub: the leader of its database, or a standby.
 type Hub struct {
 	*service.Service
-	addr  string
-	epoch string
+	addr    string
+	url     string
+	cfg     Settings
+	logger  *slog.Logger
+	store   *sqlstore.Store
+	router  cluster.Router
+	elector *cluster.Elector
+	nodeTLS *tls.Config // hub→spawn calls
+	standby http.Handler
+
+	mu      sync.Mutex
+	cluster *cluster.Hub // while leading
+	handler http.Handler // what the listener serves now
+	pending *cluster.Hub // built by TryLead before the service started
 }
 
-// Start opens the database, binds the listener and runs the hub until ctx
-// ends or Stop is called.
+// Start opens the database, binds the listener, takes the leadership when
+// it may, and runs the hub until ctx ends or Stop is called.
 func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error) {
 	if cfg.ScalingTarget < 1 {
 		return nil, fmt.Errorf("hub: --scaling-target must be 1 or more, got %d", cfg.ScalingTarget)
@@ -73,48 +100,165 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 	if err != nil {
 		return nil, err
 	}
-	store, err := sqlstore.Open(ctx, cfg.DB, logger)
+	serverTLS, err := httpx.ServerTLS(httpx.TLSFiles{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.ClientCA})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("hub: %w", err)
 	}
-	c, err := cluster.New(cluster.Config{
-		Store: store, Router: router, RoutingName: cfg.Routing, NodeToken: cfg.NodeToken,
-		PollInterval: cfg.PollInterval, NodeFailures: cfg.NodeFailures,
-		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Logger: logger,
-	})
+	nodeCA := cfg.NodeCA
+	if nodeCA == "" {
+		nodeCA = cfg.ClientCA
+	}
+	nodeTLS, err := httpx.ClientTLS(httpx.TLSFiles{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: nodeCA})
 	if err != nil {
-		store.Close()
-		return nil, err
+		return nil, fmt.Errorf("hub: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		store.Close()
 		return nil, fmt.Errorf("hub: unable to listen on %s: %w", cfg.Listen, err)
+	}
+	if err := httpx.CheckExposure(ln.Addr(), cfg.AdminToken != "" && cfg.NodeToken != "", cfg.Insecure); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("hub: %w", err)
 	}
 	if cfg.AdminToken == "" || cfg.NodeToken == "" {
 		logger.Warn("running without tokens: set BW_ADMIN_TOKEN and BW_NODE_TOKEN outside a local demo")
 	}
-	srv := &server.Server{Hub: c, Store: store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: logger,
-		ScalingTarget: cfg.ScalingTarget}
-	logger.Info("hub listening", "addr", ln.Addr().String(), "epoch", c.Epoch(), "db", sqlstore.Redact(cfg.DB), "routing", cfg.Routing)
+	store, err := sqlstore.Open(ctx, cfg.DB, logger)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	scheme := "http"
+	if serverTLS != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, serverTLS)
+	}
+	h := &Hub{addr: ln.Addr().String(), cfg: cfg, logger: logger, store: store, router: router, nodeTLS: nodeTLS}
+	h.url = strings.TrimRight(cfg.Advertise, "/")
+	if h.url == "" {
+		h.url = scheme + "://" + h.addr
+	}
+	h.elector = cluster.NewElector(cluster.ElectorConfig{
+		Store: store, URL: h.url, Lease: cfg.LeaderLease, Renew: cfg.LeaderRenew,
+		Alone: store.Dialect() != sqlstore.DialectPostgres, Logger: logger,
+	})
+	h.standby = h.standbyHandler()
+	h.handler = h.standby
 
-	h := &Hub{addr: ln.Addr().String(), epoch: c.Epoch()}
+	// A hub alone on its database, or the first on a fresh one, leads
+	// before Start returns, so its API works at once.
+	first, won, err := h.elector.TryLead(ctx)
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, fmt.Errorf("hub: leader election: %w", err)
+	}
+	var firstTerm *cluster.Term
+	if won {
+		if h.pending, err = h.becomeLeader(first); err != nil {
+			ln.Close()
+			store.Close()
+			return nil, err
+		}
+		firstTerm = &first
+	}
+	role := api.RoleStandby
+	if won {
+		role = api.RoleLeader
+	}
+	logger.Info("hub listening", "addr", h.addr, "url", h.url, "role", role, "epoch", h.Epoch(), "db", sqlstore.Redact(cfg.DB), "routing", cfg.Routing, "tls", serverTLS != nil)
+
 	h.Service = service.Start(ctx,
 		func() error {
 			logger.Info("hub stopped")
 			return store.Close()
 		},
-		c.Run,
-		func(ctx context.Context) error { return httpx.Serve(ctx, ln, srv.Handler()) },
+		func(ctx context.Context) error { return h.elector.Run(ctx, firstTerm, h.lead) },
+		func(ctx context.Context) error { return httpx.Serve(ctx, ln, http.HandlerFunc(h.serveHTTP)) },
 	)
 	return h, nil
+}
+
+// becomeLeader builds the control loop of a won term and serves its API.
+func (h *Hub) becomeLeader(t cluster.Term) (*cluster.Hub, error) {
+	cfg := h.cfg
+	ccfg := cluster.Config{
+		Store: h.store, Router: h.router, RoutingName: cfg.Routing, NodeToken: cfg.NodeToken,
+		PollInterval: cfg.PollInterval, NodeFailures: cfg.NodeFailures,
+		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Logger: h.logger,
+		Epoch: t.Epoch, URL: h.url, LeadershipDeadline: h.elector.Deadline,
+	}
+	if h.nodeTLS != nil {
+		ccfg.HTTPClient = cluster.NodeHTTPClient(h.nodeTLS)
+	}
+	if t.Lapsed {
+		ccfg.GrantsFrom = time.Now()
+	}
+	c, err := cluster.New(ccfg)
+	if err != nil {
+		return nil, err
+	}
+	srv := &server.Server{Hub: c, Store: h.store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: h.logger,
+		ScalingTarget: cfg.ScalingTarget}
+	handler := srv.Handler()
+	if cfg.ClientCA != "" {
+		handler = httpx.RequireClientCert(func(path string) bool { return path == api.PathRegister }, handler)
+	}
+	h.mu.Lock()
+	h.cluster, h.handler = c, handler
+	h.mu.Unlock()
+	h.logger.Info("leading", "term", t.Number, "epoch", t.Epoch, "grants_at_once", t.Lapsed)
+	return c, nil
+}
+
+// lead runs the control loop of a won term until the leadership ends.
+func (h *Hub) lead(ctx context.Context, t cluster.Term) error {
+	h.mu.Lock()
+	c := h.pending
+	h.pending = nil
+	h.mu.Unlock()
+	if c == nil || c.Epoch() != t.Epoch {
+		var err error
+		if c, err = h.becomeLeader(t); err != nil {
+			return err
+		}
+	}
+	err := c.Run(ctx)
+	h.mu.Lock()
+	h.cluster, h.handler = nil, h.standby
+	h.mu.Unlock()
+	return err
+}
+
+func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	handler := h.handler
+	h.mu.Unlock()
+	handler.ServeHTTP(w, r)
 }
 
 // Addr is the bound address.
 func (h *Hub) Addr() string { return h.addr }
 
-// URL is the hub's base URL.
-func (h *Hub) URL() string { return "http://" + h.addr }
+// URL is the hub's base URL (its --advertise URL when given).
+func (h *Hub) URL() string { return h.url }
 
-// Epoch identifies this run of the hub.
-func (h *Hub) Epoch() string { return h.epoch }
+// Epoch identifies this hub's current leadership; empty on a standby.
+func (h *Hub) Epoch() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.cluster != nil:
+		return h.cluster.Epoch()
+	case h.pending != nil:
+		return h.pending.Epoch()
+	}
+	return ""
+}
+
+// Leading reports whether this hub leads now.
+func (h *Hub) Leading() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cluster != nil
+}

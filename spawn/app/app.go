@@ -5,13 +5,17 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 	"github.com/blackwidow-crawl/blackwidow/pkg/service"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
@@ -32,7 +36,7 @@ const DrainTimeout = 30 * time.Second
 // Settings are the spawn's flags; each also reads BW_<NAME> and the --config
 // YAML file.
 type Settings struct {
-	Hub          string        `flag:"hub" usage:"URL of the hub (required)"`
+	Hub          string        `flag:"hub" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required)"`
 	Listen       string        `flag:"listen" usage:"address to serve the node API on"`
 	Advertise    string        `flag:"advertise" usage:"URL the hub reaches this spawn at (default: derived from the bound address)"`
 	Store        string        `flag:"store" usage:"comment store: file://DIR or cassandra://host[,host]/keyspace"`
@@ -44,6 +48,11 @@ type Settings struct {
 	OrphanAfter  time.Duration `flag:"orphan-after" usage:"stop a subscriber not polled for this long (until the hub says otherwise)"`
 	DetachAfter  time.Duration `flag:"detach-after" usage:"drop everything when the hub is silent this long (until the hub says otherwise)"`
 	NodeToken    string        `flag:"node-token" usage:"shared token of hub-spawn calls (prefer BW_NODE_TOKEN)"`
+	TLSCert      string        `flag:"tls-cert" usage:"PEM certificate chain: serve the node API over HTTPS only, and present it to hubs that ask for a client certificate"`
+	TLSKey       string        `flag:"tls-key" usage:"PEM private key of --tls-cert"`
+	HubCA        string        `flag:"hub-ca" usage:"PEM CA that signs the hubs' HTTPS certificates (default: the system's roots)"`
+	ClientCA     string        `flag:"client-ca" usage:"PEM CA: hub calls must carry a client certificate it signed"`
+	Insecure     bool          `flag:"insecure" usage:"allow listening beyond loopback without BW_NODE_TOKEN"`
 	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
 	LogFormat    string        `flag:"log-format" usage:"text or json"`
 
@@ -71,6 +80,10 @@ type Settings struct {
 	BlueskyJetstreamURL string   `flag:"bluesky-jetstream-url" usage:"Jetstream subscribe URL (ws:// or wss://) the bluesky source reads"`
 	MastodonURL         []string `flag:"mastodon-url" usage:"base URLs of the Mastodon instances the mastodon source streams from; empty disables it"`
 	MastodonToken       string   `flag:"mastodon-token" usage:"Mastodon access token with read:statuses (prefer BW_MASTODON_TOKEN_FILE)"`
+
+	// WrapStore, when set, wraps the comment store (tests make it slow or
+	// failing). It is not a flag.
+	WrapStore func(store.Store) store.Store
 }
 
 // DefaultSettings are the spawn's defaults (DESIGN.md section 8).
@@ -101,15 +114,34 @@ func (s *Settings) Logging() (string, string) { return s.LogLevel, s.LogFormat }
 // Spawn is a running spawn.
 type Spawn struct {
 	*service.Service
-	Node *node.Node
-	addr string
+	Node  *node.Node
+	addr  string
+	url   string
+	fence *node.FencedStore
 }
 
 // Start opens the store, binds the listener and runs the spawn until ctx
 // ends or Stop is called.
 func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, error) {
-	if cfg.Hub == "" {
-		return nil, errors.New("spawn: --hub is required (the URL of the hub, e.g. http://127.0.0.1:8700)")
+	hubs, err := hubURLs(cfg.Hub)
+	if err != nil {
+		return nil, err
+	}
+	serverTLS, err := httpx.ServerTLS(httpx.TLSFiles{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.ClientCA})
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	hubTLS, err := httpx.ClientTLS(httpx.TLSFiles{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.HubCA})
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	if hubTLS != nil {
+		// TLS is configured: the hubs must be reached over it.
+		for _, u := range hubs {
+			if !strings.HasPrefix(u, "https://") {
+				return nil, fmt.Errorf("spawn: hub URL %s is not https although TLS is configured (--hub-ca, --tls-cert)", u)
+			}
+		}
 	}
 	if cfg.Queue != "" {
 		if _, err := queue.ParseURL(cfg.Queue); err != nil {
@@ -120,18 +152,29 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	if err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, cfg.Store, logger)
-	if err != nil {
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		st.Close()
 		return nil, fmt.Errorf("spawn: unable to listen on %s: %w", cfg.Listen, err)
+	}
+	if err := httpx.CheckExposure(ln.Addr(), cfg.NodeToken != "", cfg.Insecure); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	st, err := OpenStore(ctx, cfg.Store, logger)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	scheme := "http"
+	if serverTLS != nil {
+		scheme = "https"
 	}
 	advertise := cfg.Advertise
 	if advertise == "" {
-		advertise = "http://" + ln.Addr().String()
+		advertise = scheme + "://" + ln.Addr().String()
+	}
+	if serverTLS != nil {
+		ln = tls.NewListener(ln, serverTLS)
 	}
 	// The spawn's metrics: the node's and the queue publisher's, on one
 	// registry of this spawn's own.
@@ -156,31 +199,85 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 		st.Close()
 		return nil, err
 	}
+	if cfg.WrapStore != nil {
+		st = cfg.WrapStore(st)
+	}
+	// Writes obey the node's deadline, so a node cut off from the hub
+	// stores nothing after the hub may have read its usage back.
+	fenced := node.NewFencedStore(st)
+	var client *http.Client
+	if hubTLS != nil {
+		client = &http.Client{Timeout: hubCallTimeout, Transport: &http.Transport{TLSClientConfig: hubTLS, Proxy: http.ProxyFromEnvironment}}
+	}
 	n, err := node.New(node.Config{
-		HubURL: cfg.Hub, AdvertiseURL: advertise, NodeToken: cfg.NodeToken, Sources: sources, Store: st, Logger: logger,
-		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Metrics: metrics,
+		HubURL: strings.Join(hubs, ","), AdvertiseURL: advertise, NodeToken: cfg.NodeToken, Sources: sources, Store: fenced, Logger: logger,
+		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Metrics: metrics, HTTPClient: client,
 	})
 	if err != nil {
 		ln.Close()
 		st.Close()
 		return nil, err
 	}
-	logger.Info("spawn listening", "addr", ln.Addr().String(), "advertise", advertise, "node_id", n.ID(), "hub", cfg.Hub)
+	fenced.Bind(n)
+	logger.Info("spawn listening", "addr", ln.Addr().String(), "advertise", advertise, "node_id", n.ID(), "hubs", strings.Join(hubs, ","), "tls", serverTLS != nil)
 
-	s := &Spawn{Node: n, addr: ln.Addr().String()}
+	handler := n.Handler()
+	if cfg.ClientCA != "" {
+		handler = httpx.RequireClientCert(hubOnly, handler)
+	}
+	s := &Spawn{Node: n, addr: ln.Addr().String(), url: scheme + "://" + ln.Addr().String(), fence: fenced}
 	s.Service = service.Start(ctx,
 		func() error {
 			logger.Info("spawn stopped", "node_id", n.ID())
 			return st.Close()
 		},
 		func(ctx context.Context) error { return n.Run(ctx, DrainTimeout) },
-		func(ctx context.Context) error { return httpx.Serve(ctx, ln, n.Handler()) },
+		func(ctx context.Context) error { return httpx.Serve(ctx, ln, handler) },
 	)
 	return s, nil
 }
 
-// URL is the spawn's base URL.
-func (s *Spawn) URL() string { return "http://" + s.addr }
+// URL is the spawn's own base URL, on its bound address (it may advertise
+// another: --advertise).
+func (s *Spawn) URL() string { return s.url }
+
+// FencedComments is how many counted comments the spawn kept out of the
+// store because it had lost the right to write them (node.FencedStore).
+func (s *Spawn) FencedComments() int64 { return s.fence.Dropped() }
+
+// hubCallTimeout bounds a call to a hub (registration) over TLS, as the
+// node's default client does over plain HTTP.
+const hubCallTimeout = 5 * time.Second
+
+// hubOnly names the node API paths only a hub calls: everything but the
+// open health and metrics endpoints.
+func hubOnly(path string) bool {
+	switch path {
+	case "/healthz", "/metrics", api.PathHealth:
+		return false
+	}
+	return true
+}
+
+// hubURLs checks --hub: one URL or several, comma-separated.
+func hubURLs(raw string) ([]string, error) {
+	var out []string
+	for _, u := range strings.Split(raw, ",") {
+		u = strings.TrimRight(strings.TrimSpace(u), "/")
+		if u == "" {
+			continue
+		}
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, fmt.Errorf("spawn: hub URL %q must look like http(s)://host:port", u)
+		}
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("spawn: --hub is required (the URL of the hub, e.g. http://127.0.0.1:8700, or of several hubs, comma-separated)")
+	}
+	return out, nil
+}
 
 // ID is the spawn's node id.
 func (s *Spawn) ID() string { return s.Node.ID() }

@@ -214,16 +214,33 @@ func (h *Hub) userTotalLocked(userID int64, now time.Time) *userTotal {
 // the crawler's limit or of its user's limit.
 func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 	ttl := h.cfg.LeaseTTL
-	if now.Sub(h.started) < ttl+time.Duration(float64(ttl)*leaseMarginFraction)+leaseMarginFixed {
-		// A previous run of the hub may have granted leases that are
-		// still live on spawns it could not reach; it kept no record of
-		// them. Grant nothing until they have surely expired.
+	hold := h.started.Add(ttl + time.Duration(float64(ttl)*leaseMarginFraction) + leaseMarginFixed)
+	if !h.cfg.GrantsFrom.IsZero() {
+		hold = h.cfg.GrantsFrom
+	}
+	if now.Before(hold) {
+		// A previous run of the hub, or a previous leader, may have
+		// granted leases that are still live on spawns it could not
+		// reach; it kept no record of them. Grant nothing until they have
+		// surely expired.
 		return nil
 	}
 	if now.Sub(n.anchorAt) > ttl/2 {
 		// The anchor is old: a lease on it would be mostly expired.
 		// The answer to this poll brings a fresh one.
 		return nil
+	}
+	life := ttl // the sizing keeps ttl; expiry may come sooner
+	if h.cfg.LeadershipDeadline != nil {
+		if d := h.cfg.LeadershipDeadline(); !d.IsZero() {
+			// No lease outlives the leadership: a hub taking over after
+			// it lapsed finds every lease of this one expired.
+			margin := time.Duration(float64(ttl)*leaseMarginFraction) + leaseMarginFixed
+			life = min(life, d.Sub(n.anchorAt)-margin)
+			if life < ttl/4 {
+				return nil
+			}
+		}
 	}
 	// Per-user totals, for users with limited crawlers here.
 	totals := map[int64]*userTotal{}
@@ -283,8 +300,8 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		}
 		cur.granted = total
 		cur.lastAmount = amount
-		cur.spawnExpiry = n.anchorClock + ttl.Milliseconds()
-		cur.hubExpiry = n.anchorAt.Add(ttl + time.Duration(float64(ttl)*leaseMarginFraction) + leaseMarginFixed)
+		cur.spawnExpiry = n.anchorClock + life.Milliseconds()
+		cur.hubExpiry = n.anchorAt.Add(life + time.Duration(float64(ttl)*leaseMarginFraction) + leaseMarginFixed)
 		leases = append(leases, api.Lease{CrawlerID: id, Instance: curKey.instance, Seq: c.leases.seq, Total: total, ExpiresAt: cur.spawnExpiry})
 		h.metrics.leaseGrants.Inc()
 		h.metrics.leaseComments.Add(float64(amount))

@@ -16,6 +16,18 @@ var ErrInvalid = errors.New("cluster: invalid")
 // maxAnswerBytes caps what the hub reads from one spawn answer.
 const maxAnswerBytes = 16 << 20
 
+// Failure detection. A failed poll is followed at once by quick probes
+// instead of the next poll rounds, so a killed spawn (connection refused) is
+// removed within a poll interval and a few probe intervals, and one that
+// stopped answering within about two poll timeouts.
+const (
+	// DefaultProbeInterval is the pause before each probe.
+	DefaultProbeInterval = 200 * time.Millisecond
+	// probeTimeout bounds one probe (GET /healthz, which a live spawn
+	// answers without touching its lock or its store).
+	probeTimeout = time.Second
+)
+
 func (h *Hub) pollLoop(ctx context.Context) {
 	t := time.NewTicker(h.cfg.PollInterval)
 	defer t.Stop()
@@ -76,7 +88,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 		if ctx.Err() != nil {
 			return
 		}
-		h.pollFailed(n, err)
+		h.pollFailed(ctx, n, err)
 		return
 	}
 	h.metrics.polls.Inc()
@@ -220,18 +232,77 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 	}
 }
 
-func (h *Hub) pollFailed(n *node, err error) {
+func (h *Hub) pollFailed(ctx context.Context, n *node, err error) {
 	h.metrics.pollFailures.Inc()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.failedLocked(n, "polls", err)
+	if !n.removed && !n.probing {
+		n.probing = true
+		h.wg.Add(1)
+		go func() { defer h.wg.Done(); h.probe(ctx, n) }()
+	}
+}
+
+// failedLocked counts one failed contact with a node and removes the node
+// when too many came in a row.
+func (h *Hub) failedLocked(n *node, what string, err error) {
 	if n.removed {
 		return
 	}
 	n.failures++
-	h.logger.Warn("node poll failed", "node_id", n.id, "failures", n.failures, "err", err)
+	h.logger.Warn("node contact failed", "node_id", n.id, "what", what, "failures", n.failures, "err", err)
 	if n.failures >= h.cfg.NodeFailures {
-		h.removeNodeLocked(n, fmt.Sprintf("%d polls failed, last: %v", n.failures, err))
+		h.removeNodeLocked(n, fmt.Sprintf("%d contacts failed, last %s: %v", n.failures, what, err))
 		h.requestReloadLocked(true)
+	}
+}
+
+// probe checks a node whose poll failed every probe interval until it
+// answers, a poll succeeds, or the failures remove it. Each failed probe
+// counts like a failed poll; an answer leaves the count to the next polls,
+// which still must succeed to clear it.
+func (h *Hub) probe(ctx context.Context, n *node) {
+	defer func() {
+		h.mu.Lock()
+		n.probing = false
+		h.mu.Unlock()
+	}()
+	for {
+		t := time.NewTimer(h.cfg.ProbeInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		done := n.removed || n.failures == 0
+		h.mu.Unlock()
+		if done {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := h.nodeAPI(n).Probe(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			return
+		}
+		h.metrics.pollFailures.Inc()
+		h.mu.Lock()
+		if n.failures == 0 { // a poll succeeded meanwhile
+			h.mu.Unlock()
+			return
+		}
+		h.failedLocked(n, "probe", err)
+		removed := n.removed
+		h.mu.Unlock()
+		if removed {
+			return
+		}
 	}
 }
 

@@ -93,7 +93,7 @@ func (h *Hub) Nodes() []api.Node {
 func (h *Hub) Health() api.HubHealth {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	hh := api.HubHealth{Epoch: h.epoch, Routing: h.cfg.RoutingName, Nodes: []api.HealthNode{},
+	hh := api.HubHealth{Epoch: h.epoch, Role: api.RoleLeader, Leader: h.cfg.URL, Routing: h.cfg.RoutingName, Nodes: []api.HealthNode{},
 		Crawlers: api.HealthCrawlers{ByState: map[string]int{}}}
 	for _, id := range h.sortedNodeIDsLocked() {
 		n := h.nodes[id]

@@ -47,6 +47,7 @@ var migrations = []migration{
 	{version: 4, name: "rewrite crawler queries in the query language's canonical form", up: migrateV4},
 	{version: 5, name: "add crawlers.cursor_pos", up: migrateV5},
 	{version: 6, name: "create term_counts, activity_minutes, activity_hours, crawler_suggestions; add applied_increments.analytics", up: migrateV6},
+	{version: 7, name: "create hub_leader", up: migrateV7},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating

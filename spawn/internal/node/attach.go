@@ -4,11 +4,61 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 )
+
+// attachState is which hubs a node follows and the hub terms it has seen.
+// Several hubs may share one database; one leads, with a term that grows at
+// every takeover (api.NewEpoch). The node registers with the leader and
+// refuses any request whose term is lower than the highest it accepted: a
+// deposed leader changes nothing here. Guarded by Node.mu.
+type attachState struct {
+	next   int    // index in the hub list of the hub to try first
+	leader string // where the node last registered or was sent
+	// maxTerm is the highest term accepted, at maxTermAt; accepted are the
+	// terms of accepted requests as they changed (the last acceptedKept).
+	maxTerm   uint64
+	maxTermAt time.Time
+	accepted  []uint64
+	// fencedAt is when the node last lost its right to write (fence.go).
+	fencedAt time.Time
+}
+
+// acceptedKept bounds AcceptedTerms.
+const acceptedKept = 64
+
+// maxRedirects is how many "the leader is elsewhere" answers one
+// registration attempt follows.
+const maxRedirects = 2
+
+// ErrDeposed marks a hub answer or request from a term lower than one the
+// node has accepted.
+var ErrDeposed = errors.New("node: hub term is older than one already seen")
+
+// hubURLs lists the hubs of --hub, which may name several, comma-separated.
+func (n *Node) hubURLs() []string {
+	var out []string
+	for _, u := range strings.Split(n.cfg.HubURL, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// AcceptedTerms lists the hub terms of the requests the node accepted, each
+// time it changed, oldest first: they only ever grow.
+func (n *Node) AcceptedTerms() []uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.attach.accepted)
+}
 
 // attachLoop registers whenever the node is not attached.
 func (n *Node) attachLoop(ctx context.Context) {
@@ -38,35 +88,131 @@ func (n *Node) attachLoop(ctx context.Context) {
 	}
 }
 
+// register tries the hubs in turn, the one it was last sent to first, and
+// follows a standby's redirect to the leader. It attaches to the first
+// leader whose term is not older than one it accepted recently.
 func (n *Node) register(ctx context.Context) error {
+	hubs := n.hubURLs()
 	n.mu.Lock()
 	detached := n.detachReason
+	first, leader := n.attach.next, n.attach.leader
 	n.mu.Unlock()
 	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock()}
+	order := make([]string, 0, len(hubs)+1)
+	if leader != "" {
+		order = append(order, leader)
+	}
+	for i := range hubs {
+		order = append(order, hubs[(first+i)%len(hubs)])
+	}
+	tried := map[string]bool{}
+	var errs []error
+	for _, hub := range order {
+		for hop := 0; hop <= maxRedirects && hub != "" && !tried[hub]; hop++ {
+			tried[hub] = true
+			resp, next, err := n.registerAt(ctx, hub, req)
+			if err == nil {
+				return n.attachTo(hub, hubs, resp)
+			}
+			errs = append(errs, err)
+			hub = next
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	n.mu.Lock()
+	n.attach.leader = ""
+	n.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// registerAt registers with one hub. A standby answers with a redirect to
+// the leader, returned as next; the node follows it itself, so its token
+// goes only where a hub sent it.
+func (n *Node) registerAt(ctx context.Context, hub string, req api.RegisterRequest) (api.RegisterResponse, string, error) {
 	var resp api.RegisterResponse
 	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
-	if err := postJSON(rctx, n.cfg.HTTPClient, n.cfg.HubURL+api.PathRegister, n.cfg.NodeToken, req, &resp); err != nil {
-		return fmt.Errorf("node: unable to register with %s: %w", n.cfg.HubURL, err)
+	client := *n.cfg.HTTPClient
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	err := postJSON(rctx, &client, hub+api.PathRegister, n.cfg.NodeToken, req, &resp)
+	var status *api.StatusError
+	if errors.As(err, &status) && status.Code == http.StatusTemporaryRedirect {
+		next := leaderFromMessage(status.Message)
+		return resp, next, fmt.Errorf("node: hub %s stands by (leader %q)", hub, next)
+	}
+	if err != nil {
+		return resp, "", fmt.Errorf("node: unable to register with %s: %w", hub, err)
 	}
 	if resp.Epoch == "" {
-		return errors.New("node: hub answered registration without an epoch")
+		return resp, "", fmt.Errorf("node: hub %s answered registration without an epoch", hub)
 	}
+	return resp, "", nil
+}
+
+// leaderFromMessage reads the leader's URL from a standby's refusal ("…
+// the leader is URL"), the same URL its Location and api.HeaderLeader
+// carry; the JSON body is all a response error keeps.
+func leaderFromMessage(msg string) string {
+	_, after, ok := strings.Cut(msg, "the leader is ")
+	if !ok {
+		return ""
+	}
+	u := strings.TrimSpace(after)
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return ""
+	}
+	return strings.TrimRight(u, "/")
+}
+
+// attachTo takes a registration answer from hub. An answer from a term
+// older than one accepted within detach_after is refused: that hub was
+// deposed. A term older than one accepted longer ago is taken (the
+// database was replaced; nothing newer answers).
+func (n *Node) attachTo(hub string, hubs []string, resp api.RegisterResponse) error {
+	term := api.EpochTerm(resp.Epoch)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	now := time.Now()
+	if term < n.attach.maxTerm {
+		if now.Sub(n.attach.maxTermAt) < n.detachAfter {
+			n.attach.leader = ""
+			return fmt.Errorf("%w: hub %s leads term %d, term %d answered %s ago", ErrDeposed, hub, term, n.attach.maxTerm, now.Sub(n.attach.maxTermAt).Round(time.Millisecond))
+		}
+		n.logger.Warn("following a hub of an older term: no newer one answers", "hub", hub, "term", term, "newest_seen", n.attach.maxTerm)
+	}
+	n.attach.maxTerm, n.attach.maxTermAt = term, now
+	n.attach.leader = hub
+	if i := slices.Index(hubs, hub); i >= 0 {
+		n.attach.next = i
+	}
 	n.state = api.NodeAttached
 	n.epoch = resp.Epoch
 	n.detachReason = ""
 	n.lastSeq = 0
-	n.lastContact = time.Now()
+	n.lastContact = now
 	if resp.OrphanAfter > 0 {
 		n.orphanAfter = time.Duration(resp.OrphanAfter)
 	}
 	if resp.DetachAfter > 0 {
 		n.detachAfter = time.Duration(resp.DetachAfter)
 	}
-	n.logger.Info("registered", "node_id", n.id, "epoch", resp.Epoch, "url", n.cfg.AdvertiseURL)
+	n.acceptTermLocked(term)
+	n.logger.Info("registered", "node_id", n.id, "hub", hub, "epoch", resp.Epoch, "term", term, "url", n.cfg.AdvertiseURL)
 	return nil
+}
+
+// acceptTermLocked records the term of an accepted registration or request.
+func (n *Node) acceptTermLocked(term uint64) {
+	if k := len(n.attach.accepted); k > 0 && n.attach.accepted[k-1] == term {
+		return
+	}
+	n.attach.accepted = append(n.attach.accepted, term)
+	if len(n.attach.accepted) > acceptedKept {
+		n.attach.accepted = slices.Delete(n.attach.accepted, 0, len(n.attach.accepted)-acceptedKept)
+	}
+	n.logger.Info("hub term accepted", "term", term)
 }
 
 // detachLocked drops everything and makes the attach loop register again.
@@ -78,6 +224,11 @@ func (n *Node) detachLocked(reason string) {
 	n.logger.Warn("detached", "reason", reason, "subscribers", len(n.subs))
 	n.state = api.NodeDetached
 	n.detachReason = reason
+	// From here on, nothing counted so far may reach the store (fence.go):
+	// the hub that granted it either reads this node's usage back once
+	// it can no longer write, or is gone, and its successor knows nothing
+	// of what it granted.
+	n.attach.fencedAt = time.Now()
 	n.epoch = ""
 	n.dropAllLocked()
 	select {
@@ -166,6 +317,14 @@ func (n *Node) checkHubLocked(epoch string, seq uint64, validUntil int64) error 
 		return ErrNotAttached
 	}
 	if epoch != n.epoch {
+		term := api.EpochTerm(epoch)
+		if term < n.attach.maxTerm {
+			// A deposed leader: it changes nothing here, and proves
+			// nothing about the leader this node follows.
+			return fmt.Errorf("%w: %w: request of term %d, term %d accepted", ErrEpoch, ErrDeposed, term, n.attach.maxTerm)
+		}
+		n.attach.maxTerm, n.attach.maxTermAt = term, time.Now()
+		n.attach.leader = "" // the new leader is found by registering
 		n.detachLocked("new hub epoch " + epoch)
 		return ErrEpoch
 	}
@@ -181,5 +340,7 @@ func (n *Node) checkHubLocked(epoch string, seq uint64, validUntil int64) error 
 	}
 	n.lastSeq = seq
 	n.lastContact = time.Now()
+	n.attach.maxTermAt = n.lastContact
+	n.acceptTermLocked(api.EpochTerm(epoch))
 	return nil
 }

@@ -117,6 +117,10 @@ type Node struct {
 	incs         []api.Increment // counted usage not yet acknowledged
 	pending      map[int64]int   // per crawler: comments counted, not yet stored
 	wg           sync.WaitGroup  // data source goroutines
+
+	// attach is which hubs the node follows and the terms it has seen
+	// (attach.go), and when it last lost the right to write (fence.go).
+	attach attachState
 }
 
 // subscriber is one crawler's consumer on this node.
