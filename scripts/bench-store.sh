@@ -10,8 +10,23 @@
 # Settings: BW_BENCH_ROUNDS (default 3; rounds alternate baseline and store,
 # the median of each is reported), BW_BENCH_TIME (go test -benchtime per
 # round, default 3s), BW_BENCH_WORKERS (baseline goroutines, default 256).
+#
+# scripts/bench-store.sh --cluster instead compares the store's write rate on
+# the single node with the same path on the three-node cluster of
+# scripts/cassandra-cluster.sh (three copies, QUORUM), with
+# BenchmarkWriteCluster, and prints the ratio cluster/single.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+CLUSTER=0
+case "${1:-}" in
+--cluster) CLUSTER=1 ;;
+"") ;;
+*)
+	echo "usage: $0 [--cluster]" >&2
+	exit 2
+	;;
+esac
 
 if [ -z "${BW_TEST_CASSANDRA:-}" ]; then
 	if scripts/cassandra.sh status >/dev/null 2>&1; then
@@ -22,13 +37,23 @@ if [ -z "${BW_TEST_CASSANDRA:-}" ]; then
 	fi
 fi
 export BW_TEST_CASSANDRA
+if [ "$CLUSTER" = 1 ] && [ -z "${BW_TEST_CASSANDRA_CLUSTER:-}" ]; then
+	if scripts/cassandra-cluster.sh status >/dev/null 2>&1; then
+		eval "$(scripts/cassandra-cluster.sh env)"
+	else
+		echo "bench-store: BW_TEST_CASSANDRA_CLUSTER is not set and the cluster is not up; run: scripts/cassandra-cluster.sh up" >&2
+		exit 1
+	fi
+fi
 ROUNDS=${BW_BENCH_ROUNDS:-3}
 TIME=${BW_BENCH_TIME:-3s}
 PKG=./spawn/internal/store/cassandra/
+BENCH='^BenchmarkWrite$'
+[ "$CLUSTER" = 1 ] && BENCH='^BenchmarkWriteCluster$'
 
 run() {
 	local out
-	if ! out=$(go test -count=1 -run '^$' -bench '^BenchmarkWrite$' -benchtime "$1" "$PKG" 2>&1); then
+	if ! out=$(go test -count=1 -run '^$' -bench "$BENCH" -benchtime "$1" "$PKG" 2>&1); then
 		echo "$out" >&2
 		echo "bench-store: benchmark failed" >&2
 		exit 1
@@ -42,6 +67,32 @@ results=""
 for _ in $(seq 1 "$ROUNDS"); do
 	results+=$(run "$TIME" | grep 'comments/s')$'\n'
 done
+
+if [ "$CLUSTER" = 1 ]; then
+	echo "$results" | awk '
+/^BenchmarkWriteCluster\// {
+	name = $1; sub(/^BenchmarkWriteCluster\//, "", name); sub(/-[0-9]+$/, "", name)
+	for (i = 2; i < NF; i++) if ($(i+1) == "comments/s") v[name, ++n[name]] = $i
+}
+function median(name,   k, j, t, a, m) {
+	m = n[name]
+	for (k = 1; k <= m; k++) a[k] = v[name, k] + 0
+	for (k = 1; k <= m; k++) for (j = k + 1; j <= m; j++) if (a[j] < a[k]) { t = a[k]; a[k] = a[j]; a[j] = t }
+	return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+}
+function all(name,   k, s) {
+	for (k = 1; k <= n[name]; k++) s = s (k > 1 ? ", " : "") int(v[name, k] + 0.5)
+	return s
+}
+END {
+	if (!n["single"] || !n["cluster"]) { print "bench-store: no results" > "/dev/stderr"; exit 1 }
+	s = median("single"); c = median("cluster")
+	printf "single node (1 copy, LOCAL_ONE):      %8.0f comments/s  (rounds: %s)\n", s, all("single")
+	printf "three nodes (3 copies, QUORUM):       %8.0f comments/s  (rounds: %s)\n", c, all("cluster")
+	printf "ratio cluster/single:                 %8.2f\n", c / s
+}'
+	exit 0
+fi
 
 echo "$results" | awk -v rounds="$ROUNDS" '
 /^BenchmarkWrite\// {
