@@ -18,11 +18,19 @@ type recovery struct {
 	due      time.Time
 }
 
+// lateWriteGrace is how long after a spawn's write deadline a store may
+// still apply a write the spawn gave up on at the deadline: a Cassandra
+// coordinator times a write out after 2 s by default.
+const lateWriteGrace = 2 * time.Second
+
 // recoveryDelay is how long after losing a node its usage is read back: by
 // then its leases have expired and, if it was only cut off, it has detached
-// and stopped counting.
+// and stopped counting, and no write it started can still land. A spawn
+// bounds every store call by its last contact with the hub plus
+// detach_after, and drops what it counted once that has passed
+// (node.FencedStore); the hub lost it no earlier than that contact.
 func (h *Hub) recoveryDelay() time.Duration {
-	return max(h.cfg.LeaseTTL, h.cfg.DetachAfter) + h.cfg.PollInterval
+	return max(h.cfg.LeaseTTL, h.cfg.DetachAfter) + h.cfg.PollInterval + lateWriteGrace
 }
 
 // runRecoveries asks a live node to read back the usage of every lost node

@@ -25,10 +25,11 @@ import (
 // call that would start after it is not made. The hub starts a recovery no
 // sooner than detach_after plus a poll interval plus a grace for a store
 // that applies a write its client gave up on after the deadline (cluster's
-// recoveryDelay). Once the deadline has passed, everything the node counted
-// before it is dropped, not stored (the hub counts what was stored), even
-// if the node registers again later: a comment is written only if it was
-// fetched after the node last lost its right to write.
+// recoveryDelay). Once the node detaches (the deadline passed, or a new hub
+// epoch reached it: a restarted hub or a new leader knows nothing of the
+// leases it counted under), everything it counted before is dropped, not
+// stored and so never usage, even if it registers again later: a comment is
+// written only if it was fetched after the node last detached.
 
 // ErrFenced marks a write refused because the node may no longer write
 // what it was given.
