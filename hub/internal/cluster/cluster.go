@@ -120,6 +120,7 @@ type Hub struct {
 	metrics  *metrics
 
 	reloadMu sync.Mutex    // one reload at a time
+	view     sqlView       // guarded by reloadMu: how far SQL was read (sqlread.go)
 	wake     chan struct{} // a soft reload is wanted
 	hardWant bool          // guarded by mu: the wanted reload is hard
 
@@ -299,8 +300,9 @@ func (h *Hub) reloadLoop(ctx context.Context) {
 			return
 		case <-h.wake:
 		case <-retry.C:
-			// Re-send what failed, even when no event asked for it.
-			if !h.anyNeedSend() {
+			// Re-send what failed, even when no event asked for it,
+			// and read all of SQL again when that is due.
+			if !h.anyNeedSend() && !h.fullReadDue() {
 				continue
 			}
 		}

@@ -21,13 +21,14 @@ type plan struct {
 	removes []int64
 }
 
-// Reload re-reads crawlers and users from SQL, routes every active crawler
-// over the live nodes and sends each node only what changed for it: new,
-// moved or reconfigured subscribers, and removals. Subscribers that stay put
-// are not touched, in either kind. A hard reload (a node joined or was lost,
-// or an operator asked) then polls every node at once, so each one gets its
-// exact subscriber set and reports what it does not run, instead of waiting
-// for the next poll tick.
+// Reload reads what changed in crawlers and users since its previous read
+// of SQL (everything, on the first reload and every fullReadEvery), routes
+// every active crawler over the live nodes and sends each node only what
+// changed for it: new, moved or reconfigured subscribers, and removals.
+// Subscribers that stay put are not touched, in either kind. A hard reload
+// (a node joined or was lost, or an operator asked) then polls every node
+// at once, so each one gets its exact subscriber set and reports what it
+// does not run, instead of waiting for the next poll tick.
 func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error) {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
@@ -36,18 +37,15 @@ func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error)
 		kind = "hard"
 	}
 	start := time.Now()
-	rows, err := h.cfg.Store.ListCrawlers(ctx)
+	read, err := h.readSQL(ctx, start)
 	if err != nil {
 		return api.ReloadResponse{}, fmt.Errorf("cluster: reload: %w", err)
 	}
-	users, err := h.cfg.Store.ListUsers(ctx)
-	if err != nil {
-		return api.ReloadResponse{}, fmt.Errorf("cluster: reload: %w", err)
-	}
+	readTook := time.Since(start)
 
 	resp := api.ReloadResponse{Kind: kind}
 	h.mu.Lock()
-	h.syncLocked(rows, users)
+	h.takeInLocked(read, start)
 	plans := h.planLocked(hard, &resp)
 	if hard || resp.Moved > 0 || resp.Removed > 0 || resp.Assigned > 0 {
 		h.eventLocked("reload_"+kind, fmt.Sprintf("%s reload: %d sent, %d moved, %d removed", kind, resp.Assigned, resp.Moved, resp.Removed))
@@ -60,33 +58,27 @@ func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error)
 	}
 	h.metrics.reloads.WithLabelValues(kind).Inc()
 	h.metrics.moves.Add(float64(resp.Moved))
-	h.logger.Info("reload", "kind", kind, "sent", resp.Assigned, "moved", resp.Moved, "removed", resp.Removed, "failed", resp.Failed, "took", time.Since(start).Round(time.Millisecond))
+	h.logger.Info("reload", "kind", kind, "read", read.kind(), "rows", len(read.crawlers)+len(read.users)+len(read.deleted), "read_took", readTook.Round(time.Millisecond), "sent", resp.Assigned, "moved", resp.Moved, "removed", resp.Removed, "failed", resp.Failed, "took", time.Since(start).Round(time.Millisecond))
 	return resp, nil
 }
 
-// syncLocked brings the in-memory crawlers and users in line with SQL.
+// syncLocked brings the in-memory crawlers and users in line with all of
+// SQL (a full read).
 func (h *Hub) syncLocked(rows []sqlstore.Crawler, users []sqlstore.User) {
-	h.users = make(map[int64]*user, len(users))
+	seenUser := make(map[int64]bool, len(users))
 	for _, u := range users {
-		h.users[u.ID] = &user{row: u}
+		seenUser[u.ID] = true
+		h.upsertUserLocked(u)
+	}
+	for id := range h.users {
+		if !seenUser[id] {
+			delete(h.users, id)
+		}
 	}
 	seen := make(map[int64]bool, len(rows))
 	for _, r := range rows {
 		seen[r.ID] = true
-		c, ok := h.crawlers[r.ID]
-		if !ok {
-			c = &crawler{state: api.StatePending}
-			h.crawlers[r.ID] = c
-		}
-		// Usage in memory runs ahead of a row read before the latest
-		// increments were applied; never move it backwards.
-		usage := max(c.row.Usage, r.Usage)
-		if !ok || c.row.Version != r.Version || c.row.CommentLimit != r.CommentLimit || c.row.LimitReached != r.LimitReached || c.row.Enabled != r.Enabled {
-			c.row = r
-		}
-		c.row.Usage = usage
-		c.row.CursorAt = laterCursor(c.row.CursorAt, r.CursorAt)
-		c.row.CursorPos = max(c.row.CursorPos, r.CursorPos)
+		h.upsertCrawlerLocked(r)
 	}
 	for id := range h.crawlers {
 		if !seen[id] {

@@ -31,6 +31,11 @@ func (s *Store) CreateCrawler(ctx context.Context, c Crawler) (Crawler, error) {
 	}
 	enabled := row.Enabled
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		seq, err := nextChangeTx(tx)
+		if err != nil {
+			return err
+		}
+		row.ChangeSeq = seq
 		var n int64
 		if err := tx.Model(&User{}).Where("id = ?", row.UserID).Count(&n).Error; err != nil {
 			return err
@@ -92,6 +97,10 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 		fnErr error
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		seq, err := nextChangeTx(tx)
+		if err != nil {
+			return err
+		}
 		var cur Crawler
 		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&cur, "id = ?", id).Error; err != nil {
 			return notFound(err)
@@ -106,6 +115,7 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 			return err
 		}
 		next.ID, next.UserID, next.Usage, next.CreatedAt = cur.ID, cur.UserID, cur.Usage, cur.CreatedAt
+		next.ChangeSeq = seq
 		if err := validCrawler(&next); err != nil {
 			return err
 		}
@@ -127,6 +137,7 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 			"cursor_at":     next.CursorAt,
 			"version":       next.Version,
 			"updated_at":    next.UpdatedAt,
+			"change_seq":    next.ChangeSeq,
 		}).Error
 	})
 	switch {
@@ -141,27 +152,50 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 }
 
 // DeleteCrawler removes a crawler. Its usage stays with its user; late
-// increments for it still count to the user (see ApplyIncrements).
+// increments for it still count to the user (see ApplyIncrements). The
+// deletion is logged for readers of ChangesSince.
 func (s *Store) DeleteCrawler(ctx context.Context, id int64) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&Crawler{})
-	if res.Error != nil {
-		return fmt.Errorf("sqlstore: unable to delete crawler %d: %w", id, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("sqlstore: unable to delete crawler %d: %w", id, ErrNotFound)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		seq, err := nextChangeTx(tx)
+		if err != nil {
+			return err
+		}
+		res := tx.Where("id = ?", id).Delete(&Crawler{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return recordDeletionTx(tx, id, seq)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlstore: unable to delete crawler %d: %w", id, err)
 	}
 	return nil
 }
 
 // SetLimitReached marks (or clears) a crawler as stopped at its limit. It is
-// bookkeeping, not a configuration change: Version and UpdatedAt stay.
+// bookkeeping, not a configuration change: Version and UpdatedAt stay. It
+// does take a change number, so hubs reading changes learn of it.
 func (s *Store) SetLimitReached(ctx context.Context, id int64, reached bool) error {
-	res := s.db.WithContext(ctx).Model(&Crawler{}).Where("id = ?", id).UpdateColumn("limit_reached", reached)
-	if res.Error != nil {
-		return fmt.Errorf("sqlstore: unable to mark crawler %d: %w", id, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("sqlstore: unable to mark crawler %d: %w", id, ErrNotFound)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		seq, err := nextChangeTx(tx)
+		if err != nil {
+			return err
+		}
+		res := tx.Model(&Crawler{}).Where("id = ?", id).
+			UpdateColumns(map[string]any{"limit_reached": reached, "change_seq": seq})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlstore: unable to mark crawler %d: %w", id, err)
 	}
 	return nil
 }
@@ -206,6 +240,13 @@ func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, er
 		}
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		seq, err := nextChangeTx(tx)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			rows[i].ChangeSeq = seq
+		}
 		for id := range users {
 			var n int64
 			if err := tx.Model(&User{}).Where("id = ?", id).Count(&n).Error; err != nil {

@@ -25,6 +25,7 @@ type User struct {
 	Billing      string `gorm:"size:200"`
 	CommentLimit int64  `gorm:"not null;default:0"` // 0 = no limit
 	Usage        int64  `gorm:"not null;default:0"`
+	ChangeSeq    int64  `gorm:"not null;default:0"` // the last change of the row (changes.go); usage is none
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
@@ -51,6 +52,9 @@ type Crawler struct {
 	// CursorPos is the highest source log position counted for the
 	// crawler (a Jetstream time_us), 0 for sources without one.
 	CursorPos int64 `gorm:"not null;default:0"`
+	// ChangeSeq is the change that last created or changed the row
+	// (changes.go); usage and cursors do not change it.
+	ChangeSeq int64 `gorm:"not null;default:0"`
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

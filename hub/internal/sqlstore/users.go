@@ -29,7 +29,15 @@ func (s *Store) CreateUser(ctx context.Context, name string, limit int64) (User,
 		return User{}, err
 	}
 	u := User{Name: name, CommentLimit: limit}
-	if err := s.db.WithContext(ctx).Create(&u).Error; err != nil {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		seq, err := nextChangeTx(tx)
+		if err != nil {
+			return err
+		}
+		u.ChangeSeq = seq
+		return tx.Create(&u).Error
+	})
+	if err != nil {
 		return User{}, fmt.Errorf("sqlstore: unable to create user: %w", err)
 	}
 	return u, nil
@@ -61,12 +69,16 @@ func (s *Store) SetUserLimit(ctx context.Context, id, limit int64) (User, error)
 	}
 	var u User
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		seq, err := nextChangeTx(tx)
+		if err != nil {
+			return err
+		}
 		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&u, "id = ?", id).Error; err != nil {
 			return notFound(err)
 		}
-		u.CommentLimit, u.UpdatedAt = limit, now()
+		u.CommentLimit, u.UpdatedAt, u.ChangeSeq = limit, now(), seq
 		return tx.Model(&User{}).Where("id = ?", id).
-			UpdateColumns(map[string]any{"comment_limit": u.CommentLimit, "updated_at": u.UpdatedAt}).Error
+			UpdateColumns(map[string]any{"comment_limit": u.CommentLimit, "updated_at": u.UpdatedAt, "change_seq": u.ChangeSeq}).Error
 	})
 	if err != nil {
 		return User{}, fmt.Errorf("sqlstore: unable to set the limit of user %d: %w", id, err)
