@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
@@ -59,16 +60,32 @@ type Publisher interface {
 	Close() error
 }
 
+// maxUnpublished bounds the comments remembered from failed calls; the
+// writer retries one batch at a time, so it holds a batch or two.
+const maxUnpublished = 1 << 16
+
 // decorated is a store that publishes what it writes.
 type decorated struct {
 	inner store.Store
 	pub   Publisher
+
+	mu sync.Mutex
+	// unpublished are comments the inner store held for the first time
+	// in a call that failed (to store all, or to publish): that call
+	// counts none of them, so the retry, which the inner store then
+	// reports as held, must still count them as new.
+	unpublished map[commentKey]struct{}
+}
+
+type commentKey struct {
+	crawler int64
+	id      string
 }
 
 // Wrap returns a store that writes to inner and then publishes every
 // comment written with pub. Closing it closes inner, then pub.
 func Wrap(inner store.Store, pub Publisher) store.Store {
-	return &decorated{inner: inner, pub: pub}
+	return &decorated{inner: inner, pub: pub, unpublished: make(map[commentKey]struct{})}
 }
 
 // Write stores the batch and publishes it. An error from either means the
@@ -98,10 +115,35 @@ func (d *decorated) WriteFresh(ctx context.Context, comments []api.Comment) ([]b
 		return fresh, nil
 	}
 	fresh, err := fw.WriteFresh(ctx, comments)
-	if err != nil {
-		return fresh, err
+	if len(fresh) != len(comments) {
+		fresh = append(fresh, make([]bool, len(comments)-min(len(fresh), len(comments)))...)[:len(comments)]
 	}
-	return fresh, d.pub.Publish(ctx, comments)
+	d.mu.Lock()
+	if len(d.unpublished)+len(comments) > maxUnpublished {
+		clear(d.unpublished)
+	}
+	for i, c := range comments {
+		k := commentKey{c.CrawlerID, c.ID}
+		if fresh[i] {
+			d.unpublished[k] = struct{}{}
+		} else if _, ok := d.unpublished[k]; ok {
+			fresh[i] = true
+		}
+	}
+	d.mu.Unlock()
+	if err == nil {
+		err = d.pub.Publish(ctx, comments)
+	}
+	if err != nil {
+		// Nothing of a batch that was not published counts.
+		return make([]bool, len(comments)), err
+	}
+	d.mu.Lock()
+	for _, c := range comments {
+		delete(d.unpublished, commentKey{c.CrawlerID, c.ID})
+	}
+	d.mu.Unlock()
+	return fresh, nil
 }
 
 // Intend records intents in the inner store when it journals usage.
