@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
@@ -183,29 +182,10 @@ func TestHardening_BigFeedsDoNotFlapTheNode(t *testing.T) {
 	const feeds, items, kept = 4, 100_000, 1000 // kept: rss's maxItemsPerFetch
 	docs := map[string][]byte{}
 	for i := range feeds {
-		var b bytes.Buffer
-		b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>big</title>`)
-		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		for j := items; j > 0; j-- {
-			fmt.Fprintf(&b, "<item><guid>b%d-%d</guid><pubDate>%s</pubDate></item>\n", i, j, base.Add(time.Duration(j)*time.Second).Format(time.RFC1123Z))
-		}
-		b.WriteString(`</channel></rss>`)
-		docs[fmt.Sprintf("/big%d.xml", i)] = b.Bytes()
+		name := fmt.Sprintf("big%d", i)
+		docs["/"+name+".xml"] = feedserver.BigRSS(name, items)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		doc, ok := docs[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("ETag", `"v1"`)
-		if r.Header.Get("If-None-Match") == `"v1"` {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		_, _ = w.Write(doc)
-	}))
-	t.Cleanup(srv.Close)
+	feedURL := feedserver.StartStatic(t, docs)
 
 	timings := clustertest.Timings{Poll: 500 * time.Millisecond, OrphanAfter: 5 * time.Second, DetachAfter: 7500 * time.Millisecond, FeedInterval: 100 * time.Millisecond}
 	c := clustertest.New(t, clustertest.Options{Spawns: 1, Timings: timings})
@@ -215,7 +195,7 @@ func TestHardening_BigFeedsDoNotFlapTheNode(t *testing.T) {
 	}
 	var ids []int64
 	for i := range feeds {
-		cr, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fmt.Sprintf("%s/big%d.xml", srv.URL, i)}})
+		cr, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fmt.Sprintf("%s/big%d.xml", feedURL, i)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,6 @@ package node
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -22,7 +20,7 @@ func TestNode_IncrementsCarryTheirCommentsAnalytics(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NoAnalytics=%v", off), func(t *testing.T) {
 			st := &memStore{}
-			n, kind := attachedNodeConfig(t, Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), NoAnalytics: off})
+			n, kind := attachedNodeConfig(t, Config{Store: st, NoAnalytics: off})
 			if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}}); err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +80,7 @@ func BenchmarkThroughputTerms(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			st := &memStore{}
-			n, kind := attachedNodeConfig(b, Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), NoAnalytics: off})
+			n, kind := attachedNodeConfig(b, Config{Store: st, NoAnalytics: off})
 			if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}}); err != nil {
 				b.Fatal(err)
 			}

@@ -1,13 +1,8 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -15,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -26,19 +22,6 @@ import (
 // machine running the race detector with many more runnable threads than
 // cores.
 const pollBound = time.Second
-
-// bigFeed is an RSS document of n items, newest first, about 85 bytes an
-// item.
-func bigFeed(name string, n int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>` + name + `</title>`)
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := n; i > 0; i-- {
-		fmt.Fprintf(&b, "<item><guid>%s-%d</guid><pubDate>%s</pubDate></item>\n", name, i, base.Add(time.Duration(i)*time.Second).Format(time.RFC1123Z))
-	}
-	b.WriteString(`</channel></rss>`)
-	return b.Bytes()
-}
 
 // TestNode_BigFeedsDoNotStarvePolls runs four rss crawlers on feeds of
 // 100,000 items (8 MB each, under the 10 MiB document cap) on one node
@@ -55,42 +38,17 @@ func TestNode_BigFeedsDoNotStarvePolls(t *testing.T) {
 	docs := map[string][]byte{}
 	for i := range feeds {
 		name := fmt.Sprintf("big%d", i)
-		docs["/"+name+".xml"] = bigFeed(name, items)
+		docs["/"+name+".xml"] = feedserver.BigRSS(name, items)
 	}
 	t.Logf("feeds of %d items, %d bytes each", items, len(docs["/big0.xml"]))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		doc, ok := docs[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("ETag", `"v1"`)
-		if r.Header.Get("If-None-Match") == `"v1"` {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		_, _ = w.Write(doc)
-	}))
-	t.Cleanup(srv.Close)
+	feedURL := feedserver.StartStatic(t, docs)
 
 	kind := rss.New(rss.Options{
 		Client:   netguard.NewClient(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 		Interval: 50 * time.Millisecond,
 	})
 	st := &memStore{}
-	n, err := New(Config{HubURL: "http://127.0.0.1:1", Store: st, Sources: source.Registry{"rss": kind},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n.mu.Lock()
-	n.runCtx = ctx
-	n.state, n.epoch, n.lastContact = api.NodeAttached, "e1", time.Now()
-	n.mu.Unlock()
-	writerDone := make(chan struct{})
-	go func() { defer close(writerDone); n.writer.run(ctx, ctx) }()
-	t.Cleanup(func() { cancel(); <-writerDone; n.wg.Wait() })
+	n := attachNode(t, Config{Store: st, Sources: source.Registry{"rss": kind}})
 
 	// Sample poll latency and heap while the items flow.
 	var mu sync.Mutex
@@ -141,7 +99,7 @@ func TestNode_BigFeedsDoNotStarvePolls(t *testing.T) {
 	})
 	var specs []api.SubscriberSpec
 	for i := range feeds {
-		specs = append(specs, spec(int64(i+1), 1, fmt.Sprintf("%s/big%d.xml", srv.URL, i)))
+		specs = append(specs, spec(int64(i+1), 1, fmt.Sprintf("%s/big%d.xml", feedURL, i)))
 	}
 	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs}); err != nil {
 		t.Fatal(err)

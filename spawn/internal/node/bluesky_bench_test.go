@@ -1,10 +1,7 @@
 package node
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -173,19 +170,7 @@ func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics bool) *bs
 		b.Fatal(err)
 	}
 	st := &countStore{}
-	n, err := New(Config{HubURL: "http://127.0.0.1:1", Store: st, Sources: source.Registry{api.SourceBluesky: kind},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour, NoAnalytics: noAnalytics})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n.mu.Lock()
-	n.runCtx = ctx
-	n.state, n.epoch, n.lastContact = api.NodeAttached, "e1", time.Now()
-	n.mu.Unlock()
-	done := make(chan struct{})
-	go func() { defer close(done); n.writer.run(ctx, ctx) }()
-	b.Cleanup(func() { cancel(); <-done; n.wg.Wait() })
+	n := attachNode(b, Config{Store: st, Sources: source.Registry{api.SourceBluesky: kind}, NoAnalytics: noAnalytics})
 
 	r := rand.New(rand.NewPCG(7, 8))
 	specs := make([]api.SubscriberSpec, subs)

@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -175,24 +173,7 @@ func TestNode_CursorStopsReemittingAfterAMove(t *testing.T) {
 			Interval:    20 * time.Millisecond,
 			MinInterval: 20 * time.Millisecond,
 		})
-		n, err := New(Config{HubURL: "http://127.0.0.1:1", Store: st, Sources: source.Registry{api.SourceRSS: kind},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		n.mu.Lock()
-		n.runCtx = ctx
-		n.state, n.epoch, n.lastContact = api.NodeAttached, "e1", time.Now()
-		n.mu.Unlock()
-		done := make(chan struct{})
-		go func() { defer close(done); n.writer.run(ctx, ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-			n.wg.Wait()
-		})
-		return n, st
+		return attachNode(t, Config{Store: st, Sources: source.Registry{api.SourceRSS: kind}}), st
 	}
 	sp := api.SubscriberSpec{CrawlerID: 1, UserID: 1, Version: 1, Source: api.SourceRSS, Query: []string{srv.URL + "/feed"}, QueryUUID: "q", Keywords: []string{"golang"}}
 

@@ -140,15 +140,29 @@ func attachedNode(t testing.TB) (*Node, *chanKind, *memStore) {
 // attachedNodeWith is attachedNode writing to st.
 func attachedNodeWith(t testing.TB, st store.Store) (*Node, *chanKind) {
 	t.Helper()
-	return attachedNodeConfig(t, Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return attachedNodeConfig(t, Config{Store: st})
 }
 
-// attachedNodeConfig is attachedNode built from cfg, whose sources, hub and
-// timeouts it sets.
+// attachedNodeConfig is attachedNode built from cfg, whose sources it sets
+// to one controllable "rss" kind.
 func attachedNodeConfig(t testing.TB, cfg Config) (*Node, *chanKind) {
 	t.Helper()
 	kind := newChanKind()
-	cfg.HubURL, cfg.Sources, cfg.OrphanAfter, cfg.DetachAfter = "http://127.0.0.1:1", source.Registry{"rss": kind}, time.Hour, time.Hour
+	cfg.Sources = source.Registry{"rss": kind}
+	return attachNode(t, cfg), kind
+}
+
+// attachNode returns a node built from cfg (its store and sources) and
+// attached to epoch "e1" without a hub: the hub address refuses, orphan and
+// detach times are an hour so no test loses its epoch, and a cfg without a
+// logger gets one that discards. The node and its store writer stop when
+// the test ends.
+func attachNode(t testing.TB, cfg Config) *Node {
+	t.Helper()
+	cfg.HubURL, cfg.OrphanAfter, cfg.DetachAfter = "http://127.0.0.1:1", time.Hour, time.Hour
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +175,7 @@ func attachedNodeConfig(t testing.TB, cfg Config) (*Node, *chanKind) {
 	done := make(chan struct{})
 	go func() { defer close(done); n.writer.run(ctx, ctx) }()
 	t.Cleanup(func() { cancel(); <-done; n.wg.Wait() })
-	return n, kind
+	return n
 }
 
 // waitTimeout bounds every wait for the node's goroutines (data sources,
