@@ -22,28 +22,40 @@ func cassandraAddr(t *testing.T) string {
 	return testkit.Service(t, "BW_TEST_CASSANDRA")
 }
 
-// cqlSession opens a plain gocql session, so the test reads what the spawns
-// wrote without going through the spawn's own store code.
-func cqlSession(t *testing.T, addr string) *gocql.Session {
+// cqlSession opens a plain gocql session to hosts at consistency cl, so the
+// test reads what the spawns wrote without going through the spawn's own
+// store code. A query is retried twice, as a node the test restarted may
+// still be coming back.
+func cqlSession(t *testing.T, cl gocql.Consistency, hosts ...string) *gocql.Session {
 	t.Helper()
-	cl := gocql.NewCluster(addr)
-	cl.Timeout = 10 * time.Second
-	cl.ConnectTimeout = 10 * time.Second
-	cl.ProtoVersion = 4
-	s, err := cl.CreateSession()
+	c := gocql.NewCluster(hosts...)
+	c.ProtoVersion = 4
+	c.Consistency = cl
+	c.Timeout = cqlTimeout
+	c.ConnectTimeout = cqlTimeout
+	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 2}
+	s, err := c.CreateSession()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("connect to Cassandra at %s: %v", strings.Join(hosts, ","), err)
 	}
 	return s
 }
 
-func freshKeyspace(t *testing.T, addr string) string {
+// cqlTimeout bounds a connection and a query of the tests' own sessions; a
+// Cassandra node on the loaded test machine may take seconds to answer.
+const cqlTimeout = 10 * time.Second
+
+// freshKeyspace names a keyspace no other test uses, prefix and eight hex
+// digits, and drops it on hosts when the test ends.
+func freshKeyspace(t *testing.T, prefix string, hosts ...string) string {
 	t.Helper()
-	ks := "bw_e2e_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	ks := prefix + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	t.Cleanup(func() {
-		s := cqlSession(t, addr)
+		s := cqlSession(t, gocql.Quorum, hosts...)
 		defer s.Close()
-		_ = s.Query("DROP KEYSPACE IF EXISTS " + ks).Exec()
+		if err := s.Query("DROP KEYSPACE IF EXISTS " + ks).Exec(); err != nil {
+			t.Logf("drop keyspace %s: %v", ks, err)
+		}
 	})
 	return ks
 }
@@ -64,7 +76,7 @@ func rowsFor(t *testing.T, s *gocql.Session, ks string, crawlerID int64, days ..
 
 func TestCassandra_SpawnWritesAreReadBack(t *testing.T) {
 	addr := cassandraAddr(t)
-	ks := freshKeyspace(t, addr)
+	ks := freshKeyspace(t, "bw_e2e_", addr)
 	c := newCluster(t, clusterOpts{spawns: 2, store: "cassandra://" + addr + "/" + ks})
 	u := c.user(0)
 	cr := c.rssCrawler(u.ID, []string{c.FeedURL("cass")}, nil, 0)
@@ -72,7 +84,7 @@ func TestCassandra_SpawnWritesAreReadBack(t *testing.T) {
 	for i := range 10 {
 		c.Feeds.Publish("cass", feedItem(fmt.Sprintf("c-%d", i), day.Add(time.Duration(i)*time.Minute)))
 	}
-	s := cqlSession(t, addr)
+	s := cqlSession(t, gocql.Quorum, addr)
 	defer s.Close()
 	testkit.WaitFor(t, clustertest.WaitTimeout, "10 rows in Cassandra", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 10 })
 	testkit.WaitFor(t, clustertest.WaitTimeout, "usage 10", func() bool { return c.crawler(cr.ID).Usage == 10 })
@@ -108,13 +120,13 @@ func TestCassandra_OutageLosesNothingCounted(t *testing.T) {
 		t.Skip("stops the shared Cassandra; set BW_CASSANDRA_OUTAGE_TEST=1 (make test does, in its own step)")
 	}
 	addr := cassandraAddr(t)
-	ks := freshKeyspace(t, addr)
+	ks := freshKeyspace(t, "bw_e2e_", addr)
 	c := newCluster(t, clusterOpts{spawns: 1, store: "cassandra://" + addr + "/" + ks})
 	u := c.user(0)
 	cr := c.rssCrawler(u.ID, []string{c.FeedURL("outage")}, nil, 0)
 	day := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	c.Feeds.Publish("outage", feedItem("before", day))
-	s := cqlSession(t, addr)
+	s := cqlSession(t, gocql.Quorum, addr)
 	testkit.WaitFor(t, clustertest.WaitTimeout, "first row", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 1 })
 	s.Close()
 
@@ -136,7 +148,7 @@ func TestCassandra_OutageLosesNothingCounted(t *testing.T) {
 	})
 	script("up")
 	restarted := time.Now()
-	s = cqlSession(t, addr)
+	s = cqlSession(t, gocql.Quorum, addr)
 	defer s.Close()
 	testkit.WaitFor(t, clustertest.WaitTimeout, "all 21 comments in Cassandra", func() bool { return rowsFor(t, s, ks, cr.ID, day) == 21 })
 	testkit.WaitFor(t, clustertest.WaitTimeout, "usage equals rows", func() bool { return c.crawler(cr.ID).Usage == 21 })

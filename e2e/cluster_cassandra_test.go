@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/google/uuid"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
@@ -96,35 +95,17 @@ func (cc *cassandraCluster) uri(ks string) string {
 	return "cassandra://" + strings.Join(cc.hosts, ",") + "/" + ks + "?replication=3&consistency=quorum"
 }
 
-// session opens a plain gocql session at consistency cl, so the test reads
-// what the spawns wrote without going through the spawn's own store code.
+// session opens a plain gocql session to the cluster at consistency cl.
 func (cc *cassandraCluster) session(cl gocql.Consistency) *gocql.Session {
 	cc.t.Helper()
-	c := gocql.NewCluster(cc.hosts...)
-	c.ProtoVersion = 4
-	c.Consistency = cl
-	c.Timeout = 10 * time.Second
-	c.ConnectTimeout = 10 * time.Second
-	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 2}
-	s, err := c.CreateSession()
-	if err != nil {
-		cc.t.Fatalf("connect to the cluster %s: %v", strings.Join(cc.hosts, ","), err)
-	}
-	return s
+	return cqlSession(cc.t, cl, cc.hosts...)
 }
 
 // keyspace names a fresh keyspace and drops it when the test ends, after
 // the nodes are up again.
 func (cc *cassandraCluster) keyspace() string {
 	cc.t.Helper()
-	ks := "bw_cluster_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	cc.t.Cleanup(func() {
-		s := cc.session(gocql.Quorum)
-		defer s.Close()
-		if err := s.Query("DROP KEYSPACE IF EXISTS " + ks).Exec(); err != nil {
-			cc.t.Logf("drop keyspace %s: %v", ks, err)
-		}
-	})
+	ks := freshKeyspace(cc.t, "bw_cluster_", cc.hosts...)
 	// Registered after the drop, so it runs before it.
 	cc.t.Cleanup(func() { _ = exec.Command(cc.script, "up").Run() })
 	return ks
