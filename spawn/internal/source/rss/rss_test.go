@@ -17,6 +17,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
 )
 
 // Test timings: short, so a test that waits on several polls stays fast.
@@ -158,20 +159,7 @@ func start(t *testing.T, opts Options, url string) (*feed, *recorder) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ds.Run(ctx, rec.emit)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(waitDeadline):
-			t.Error("Run did not return after its context ended")
-		}
-	})
+	sourcetest.Run(t, ds, rec.emit)
 	return ds.(*feed), rec
 }
 

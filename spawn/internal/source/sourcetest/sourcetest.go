@@ -1,19 +1,22 @@
 // Package sourcetest holds what the data source packages' tests share: a
-// recorder of emitted items, and, to run a real spawn node against their
-// local servers, an in-memory comment store and subscriber specs. (The
-// registration-only hub such a node needs is internal/fakes/fakehub.)
+// recorder of emitted items, and a real spawn node to run against their
+// local servers, with an in-memory comment store, subscriber specs and the
+// registration-only hub of internal/fakes/fakehub.
 package sourcetest
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehub"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -152,6 +155,30 @@ func ExpectStored(t *testing.T, st *MemStore, want map[int64][]string) {
 	}
 }
 
+// StartNode runs a real spawn node with kind registered as source name,
+// storing into a new MemStore and registered with a fake hub, until the
+// test ends. It returns once the node is attached.
+func StartNode(t *testing.T, name string, kind source.Kind) (*node.Node, *MemStore) {
+	t.Helper()
+	st := NewMemStore()
+	n, err := node.New(node.Config{
+		HubURL: fakehub.Start(t), Store: st, Sources: source.Registry{name: kind},
+		Logger: slog.New(slog.DiscardHandler), OrphanAfter: time.Hour, DetachAfter: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.Run(ctx, nodeStopTimeout) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, WaitTimeout, "registration", func() bool { return n.Health(true).State == api.NodeAttached })
+	return n, st
+}
+
+// nodeStopTimeout is how long StartNode's node may take to stop.
+const nodeStopTimeout = 5 * time.Second
+
 // runStopTimeout bounds how long Run may take to return once cancelled.
 const runStopTimeout = 5 * time.Second
 
@@ -175,11 +202,19 @@ func Start(t *testing.T, kind source.Kind, key string, specs ...api.SubscriberSp
 	}
 	ds.SetSubscribers(specs)
 	rec := &Recorder{}
+	Run(t, ds, rec.Emit)
+	return ds, rec
+}
+
+// Run runs ds into emit until the test ends, and checks that Run returns
+// promptly once cancelled.
+func Run(t *testing.T, ds source.DataSource, emit source.Emit) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ds.Run(ctx, rec.Emit)
+		ds.Run(ctx, emit)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -189,5 +224,4 @@ func Start(t *testing.T, kind source.Kind, key string, specs ...api.SubscriberSp
 			t.Error("Run did not return after its context ended")
 		}
 	})
-	return ds, rec
 }

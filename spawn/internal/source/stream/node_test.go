@@ -1,16 +1,12 @@
 package stream_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehub"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
@@ -27,20 +23,7 @@ func streamSpec(id int64, keywords []string, terms ...string) api.SubscriberSpec
 // startNode runs a node with one source kind registered as "stream".
 func startNode(t *testing.T, kind source.Kind) (*node.Node, *sourcetest.MemStore) {
 	t.Helper()
-	st := sourcetest.NewMemStore()
-	n, err := node.New(node.Config{
-		HubURL: fakehub.Start(t), Store: st, Sources: source.Registry{api.SourceStream: kind},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
-	t.Cleanup(func() { cancel(); <-done })
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n.Health(true).State == api.NodeAttached })
-	return n, st
+	return sourcetest.StartNode(t, api.SourceStream, kind)
 }
 
 // TestNode_StreamSubscribersShareOneConnection runs a real node with the

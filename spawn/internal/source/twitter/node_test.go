@@ -1,9 +1,6 @@
 package twitter_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -12,12 +9,9 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehub"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/twitterserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
 )
@@ -41,19 +35,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := sourcetest.NewMemStore()
-	n, err := node.New(node.Config{
-		HubURL: fakehub.Start(t), Store: st, Sources: source.Registry{api.SourceTwitter: kind},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = n.Run(ctx, 5*time.Second) }()
-	t.Cleanup(func() { cancel(); <-done })
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n.Health(true).State == api.NodeAttached })
+	n, st := sourcetest.StartNode(t, api.SourceTwitter, kind)
 
 	specs := []api.SubscriberSpec{
 		twitterSpec(1, nil, "golang"),
@@ -99,18 +81,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 	}
 
 	// An unconfigured spawn refuses twitter subscribers, saying why.
-	n2, err := node.New(node.Config{
-		HubURL: fakehub.Start(t), Store: sourcetest.NewMemStore(), Sources: source.Registry{api.SourceTwitter: twitter.Unconfigured()},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OrphanAfter: time.Hour, DetachAfter: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	done2 := make(chan struct{})
-	go func() { defer close(done2); _ = n2.Run(ctx2, time.Second) }()
-	t.Cleanup(func() { cancel2(); <-done2 })
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "registration", func() bool { return n2.Health(true).State == api.NodeAttached })
+	n2, _ := sourcetest.StartNode(t, api.SourceTwitter, twitter.Unconfigured())
 	resp, err = n2.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs[:1]})
 	if err != nil {
 		t.Fatal(err)
