@@ -89,15 +89,7 @@ need_node() {
 # Java and Maven and fetches the jars on its first `up`; this script only
 # uses them.
 need_tools() {
-	if [ -n "${BW_JAVA:-}" ]; then
-		JAVA=$BW_JAVA
-	elif [ -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ]; then
-		JAVA=/usr/lib/jvm/java-17-openjdk-amd64/bin/java
-	elif [ -x /usr/lib/jvm/java-17-openjdk-arm64/bin/java ]; then
-		JAVA=/usr/lib/jvm/java-17-openjdk-arm64/bin/java
-	else
-		JAVA=$(command -v java || true)
-	fi
+	find_java
 	[ -n "$JAVA" ] && [ -x "$JAVA" ] || die "no Java 17: run scripts/cassandra.sh up once (it installs it), or set BW_JAVA"
 	if [ ! -f "$MARKER" ] || [ "$(cat "$MARKER")" != "$(sha256sum "$POM" | cut -d' ' -f1)" ]; then
 		die "no Cassandra jars for $POM in $JARS: run scripts/cassandra.sh up once (it fetches them)"
@@ -125,15 +117,6 @@ answers() {
 	"$CQLPING" -timeout 5s -peers "$PEERS" "$ADDRESS:$PORT" >/dev/null 2>&1
 }
 
-our_pid() {
-	local pid
-	[ -f "$PIDFILE" ] || return 1
-	pid=$(cat "$PIDFILE")
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-	grep -q CassandraDaemon "/proc/$pid/cmdline" 2>/dev/null || return 1
-	echo "$pid"
-}
-
 write_config() {
 	mkdir -p "$STATE/data" "$STATE/logs" "$STATE/triggers"
 	sed -e "s|@DATA_DIR@|$STATE/data|g" \
@@ -146,74 +129,17 @@ write_config() {
 }
 
 start_node() {
-	local jamm=""
-	for jamm in "$JARS"/jamm-*.jar; do break; done
-	[ -f "$jamm" ] || die "no jamm jar in $JARS"
-	local opts=(
-		-Xms"$HEAP" -Xmx"$HEAP" -Xss256k
-		-XX:+UseG1GC -XX:+ParallelRefProcEnabled -XX:MaxTenuringThreshold=1
-		-XX:G1RSetUpdatingPauseTimePercent=5 -XX:MaxGCPauseMillis=300
-		# Three JVMs on two cores: fewer JIT and GC threads each.
-		-XX:CICompilerCount=2 -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1
-		-XX:+UseTLAB -XX:+ResizeTLAB -XX:+PerfDisableSharedMem
-		-Djava.net.preferIPv4Stack=true
-		"-javaagent:$jamm"
-		# From Cassandra 5.0's conf/jvm17-server.options.
-		-Djdk.attach.allowAttachSelf=true
-		--add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-		--add-exports java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
-		--add-exports java.rmi/sun.rmi.registry=ALL-UNNAMED
-		--add-exports java.rmi/sun.rmi.server=ALL-UNNAMED
-		--add-exports java.sql/java.sql=ALL-UNNAMED
-		--add-exports java.base/java.lang.ref=ALL-UNNAMED
-		--add-exports jdk.unsupported/sun.misc=ALL-UNNAMED
-		--add-exports jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED
-		--add-exports jdk.attach/sun.tools.attach=ALL-UNNAMED
-		--add-opens java.base/java.lang.module=ALL-UNNAMED
-		--add-opens java.base/jdk.internal.loader=ALL-UNNAMED
-		--add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-		--add-opens java.base/jdk.internal.reflect=ALL-UNNAMED
-		--add-opens java.base/jdk.internal.math=ALL-UNNAMED
-		--add-opens java.base/jdk.internal.module=ALL-UNNAMED
-		--add-opens java.base/jdk.internal.util.jar=ALL-UNNAMED
-		--add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED
-		--add-opens java.base/sun.nio.ch=ALL-UNNAMED
-		--add-opens java.base/java.io=ALL-UNNAMED
-		--add-opens java.base/java.lang.reflect=ALL-UNNAMED
-		--add-opens jdk.compiler/com.sun.tools.javac=ALL-UNNAMED
-		--add-opens java.base/java.lang=ALL-UNNAMED
-		--add-opens java.base/java.util=ALL-UNNAMED
-		-Dio.netty.tryReflectionSetAccessible=true
-		-Dio.netty.allocator.useCacheForAllThreads=true
-		-Dio.netty.allocator.maxOrder=11
-		# Where things are.
-		"-Dcassandra.config=file://$STATE/cassandra.yaml"
-		"-Dcassandra.storagedir=$STATE/data"
-		"-Dcassandra.logdir=$STATE/logs"
-		"-Dcassandra.triggers_dir=$STATE/triggers"
-		"-Dlogback.configurationFile=$STATE/logback.xml"
-		-Dcassandra-foreground=yes
-		# Loopback nodes: gossip reaches every node at once, so the waits
-		# sized for real networks are cut. (Unlike the lone test node, the
-		# system tables keep their commit log: a node killed by the tests
-		# must come back knowing the schema it had.)
-		-Dcassandra.skip_wait_for_gossip_to_settle=0
-		-Dcassandra.ring_delay_ms=1000
-		-Dcassandra.schema_delay_ms=1000
-	)
-	[ -f "$LOG" ] && mv -f "$LOG" "$LOG.1"
-	# setsid: the node must survive the shell (and a Ctrl-C in it) that
-	# started it; `down` stops it by its pid.
-	setsid nohup "$JAVA" "${opts[@]}" -cp "$JARS/*" org.apache.cassandra.service.CassandraDaemon \
-		>>"$LOG" 2>&1 </dev/null &
-	echo $! >"$PIDFILE"
+	# Three JVMs on two cores: fewer JIT and GC threads each. (Unlike the
+	# lone test node, the system tables keep their commit log: a node killed
+	# by the tests must come back knowing the schema it had.)
+	start_cassandra -XX:CICompilerCount=2 -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1
 }
 
 up_node() {
 	select_node "$1"
 	mkdir -p "$STATE"
 	local pid
-	if ! pid=$(our_pid); then
+	if ! pid=$(cassandra_pid); then
 		if port_open "$ADDRESS" "$PORT"; then
 			die "node $NODE: $ADDRESS:$PORT is taken by a process this script did not start"
 		fi
@@ -252,7 +178,7 @@ up() {
 signal_node() {
 	local sig=$2 wait=$3 pid
 	select_node "$1"
-	if ! pid=$(our_pid); then
+	if ! pid=$(cassandra_pid); then
 		rm -f "$PIDFILE"
 		return 0
 	fi
@@ -285,7 +211,7 @@ status() {
 	local n pid rc=0
 	for n in "${NODES[@]}"; do
 		select_node "$n"
-		pid=$(our_pid) || pid=""
+		pid=$(cassandra_pid) || pid=""
 		if [ -x "$CQLPING" ] && answers; then
 			echo "cassandra-cluster: node $n up on $ADDRESS:$PORT (pid ${pid:-?}, data $STATE/data)"
 		elif [ -n "$pid" ]; then

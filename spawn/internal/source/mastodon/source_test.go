@@ -2,7 +2,6 @@ package mastodon
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/netip"
 	"slices"
@@ -78,20 +77,7 @@ func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*instance, 
 func runSource(t *testing.T, ds source.DataSource) *sourcetest.Recorder {
 	t.Helper()
 	rec := &sourcetest.Recorder{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ds.Run(ctx, rec.Emit)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after its context ended")
-		}
-	})
+	sourcetest.Run(t, ds, rec.Emit)
 	return rec
 }
 

@@ -87,20 +87,7 @@ func run(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *sou
 	s.sleep = d.sleep
 	s.SetSubscribers(specs)
 	rec := &sourcetest.Recorder{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx, rec.Emit)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after its context ended")
-		}
-	})
+	sourcetest.Run(t, s, rec.Emit)
 	return s, rec, d
 }
 
