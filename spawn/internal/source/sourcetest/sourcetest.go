@@ -176,6 +176,21 @@ func StartNode(t *testing.T, name string, kind source.Kind) (*node.Node, *MemSto
 	return n, st
 }
 
+// Subscribe hands n specs as its first subscribers of epoch "e1" and fails
+// the test when the node refuses any of them.
+func Subscribe(t *testing.T, n *node.Node, specs ...api.SubscriberSpec) {
+	t.Helper()
+	resp, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Results {
+		if r.Error != "" {
+			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
+		}
+	}
+}
+
 // nodeStopTimeout is how long StartNode's node may take to stop.
 const nodeStopTimeout = 5 * time.Second
 

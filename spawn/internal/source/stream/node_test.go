@@ -47,15 +47,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 		streamSpec(3, nil, "golang", "rust"),
 		streamSpec(4, nil, "golang release"),
 	}
-	resp, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range resp.Results {
-		if r.Error != "" {
-			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
-		}
-	}
+	sourcetest.Subscribe(t, n, specs...)
 	// Three queries: golang (crawlers 1 and 2), golang OR rust, and
 	// golang AND release.
 	testkit.WaitFor(t, sourcetest.WaitTimeout, "three subscriptions on one connection", func() bool {

@@ -43,15 +43,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 		twitterSpec(3, nil, "golang", "rust"),
 		twitterSpec(4, nil, "golang release"),
 	}
-	resp, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range resp.Results {
-		if r.Error != "" {
-			t.Fatalf("crawler %d: %s", r.CrawlerID, r.Error)
-		}
-	}
+	sourcetest.Subscribe(t, n, specs...)
 	// Crawler 4's query is golang AND release: Twitter's track reads the
 	// words of one term as an AND.
 	testkit.WaitFor(t, sourcetest.WaitTimeout, "one stream tracking the terms of every query", func() bool {
@@ -82,7 +74,7 @@ func TestNode_TwitterSubscribersShareOneStream(t *testing.T) {
 
 	// An unconfigured spawn refuses twitter subscribers, saying why.
 	n2, _ := sourcetest.StartNode(t, api.SourceTwitter, twitter.Unconfigured())
-	resp, err = n2.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs[:1]})
+	resp, err := n2.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs[:1]})
 	if err != nil {
 		t.Fatal(err)
 	}
