@@ -38,21 +38,8 @@ func BenchmarkWriteCluster(b *testing.B) {
 	singleStore := open(b, "cassandra://"+single+"/"+newKeyspace(b))
 	clusterStore := open(b, "cassandra://"+cluster+"/"+clusterKeyspace(b, cluster)+"?replication=3&consistency=quorum")
 
-	run := func(s *Store) func(*testing.B) {
-		return func(b *testing.B) {
-			for range b.N {
-				b.StopTimer()
-				batch := benchComments()
-				b.StartTimer()
-				if err := s.Write(ctx, batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "comments/s")
-		}
-	}
-	b.Run("single", run(singleStore))
-	b.Run("cluster", run(clusterStore))
+	b.Run("single", benchWrites(ctx, singleStore))
+	b.Run("cluster", benchWrites(ctx, clusterStore))
 }
 
 // clusterKeyspace names a fresh keyspace on the cluster at hosts and drops
