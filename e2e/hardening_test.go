@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -19,22 +18,6 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
-
-// healthAt reads the spawn health document at base, giving up after
-// timeout.
-func healthAt(base string, timeout time.Duration) (api.SpawnHealth, bool) {
-	c := http.Client{Timeout: timeout}
-	resp, err := c.Get(base + api.PathHealth)
-	if err != nil {
-		return api.SpawnHealth{}, false
-	}
-	defer resp.Body.Close()
-	var h api.SpawnHealth
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&h) != nil {
-		return api.SpawnHealth{}, false
-	}
-	return h, true
-}
 
 // placementAt maps each crawler to the nodes whose health lists it.
 func placementAt(urls ...string) map[int64][]string {

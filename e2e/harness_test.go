@@ -141,7 +141,18 @@ func (c *cluster) crawler(id int64) api.Crawler {
 // spawnHealth reads a spawn's GET /v1/health over HTTP, as an operator would.
 func spawnHealth(t *testing.T, s *spawnapp.Spawn) (api.SpawnHealth, bool) {
 	t.Helper()
-	resp, err := http.Get(s.URL() + api.PathHealth)
+	return healthAt(s.URL(), healthReadTimeout)
+}
+
+// healthReadTimeout bounds spawnHealth's read of a spawn that is alive but
+// slow: on the loaded test machine a health answer can take seconds.
+const healthReadTimeout = 10 * time.Second
+
+// healthAt reads the spawn health document at base, giving up after
+// timeout.
+func healthAt(base string, timeout time.Duration) (api.SpawnHealth, bool) {
+	c := http.Client{Timeout: timeout}
+	resp, err := c.Get(base + api.PathHealth)
 	if err != nil {
 		return api.SpawnHealth{}, false
 	}
