@@ -344,18 +344,24 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	if old, ok := h.nodes[req.NodeID]; ok {
 		old.removed = true
 	}
-	h.nodes[req.NodeID] = &node{
+	n := &node{
 		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), fleet: fleetSources(req.FleetSources), registeredAt: now, lastPoll: now,
 		want: map[int64]bool{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
 		leased: map[int64]bool{},
 	}
-	// Whatever the spawn ran before registering again is gone.
+	h.nodes[req.NodeID] = n
 	for _, c := range h.crawlers {
+		// Whatever the spawn ran before registering again is gone.
 		if c.sentNode == req.NodeID {
 			c.sentNode, c.needSend = "", true
 		}
+		// Its lease accounts from before settle on this node's answers
+		// (answerLocked), whether or not the crawler runs here again.
+		if c.leases.onNode(req.NodeID) {
+			n.leased[c.row.ID] = true
+		}
 	}
-	h.nodeBackLocked(h.nodes[req.NodeID])
+	h.nodeBackLocked(n)
 	if req.Detached != "" {
 		h.eventLocked("node_detached", fmt.Sprintf("node %s detached (%s), dropping its subscribers, and registered again", short(req.NodeID), req.Detached))
 	}

@@ -65,6 +65,16 @@ func (b *leaseBook) get(k instKey) *instLease {
 	return l
 }
 
+// onNode reports whether the crawler has an account on the node.
+func (b *leaseBook) onNode(nodeID string) bool {
+	for k := range b.inst {
+		if k.node == nodeID {
+			return true
+		}
+	}
+	return false
+}
+
 // retire marks the crawler's accounts on a node as not current, before a
 // poll's statuses mark the live one again.
 func (b *leaseBook) retire(nodeID string) {

@@ -290,3 +290,51 @@ func TestLease_DeadNodeCountsAsSpentUntilExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLease_RetiredAccountSettlesAfterTheNodeRegistersAgain: a node that
+// detached (or was lost and came back) registers again under its id and
+// never runs the crawler again; its account from before still settles on
+// the node's answers once its lease expired, instead of counting as
+// outstanding for ever.
+func TestLease_RetiredAccountSettlesAfterTheNodeRegistersAgain(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		name := map[bool]string{false: "detached", true: "lost and back"}[lost]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.crawler(f.user(0), 30, "")
+			f.sync()
+			a := f.addNode("node-a")
+			f.route()
+			f.running(a, map[int64]int64{id: 0}, 0)
+			if got := f.grant(a)[id].Total; got != 10 {
+				t.Fatalf("first lease %d, want 10", got)
+			}
+			f.now = f.now.Add(100 * time.Millisecond)
+			f.answer(a, api.PollResponse{Clock: f.spawnClock(),
+				Subscribers: []api.SubscriberStatus{{CrawlerID: id, State: api.StateRunning, Instance: 1, Reserved: 8}},
+				Increments:  []api.Increment{{Seq: 1, CrawlerID: id, UserID: f.crawlerOf(id).row.UserID, Instance: 1, Count: 5}},
+			}, 0)
+			if lost {
+				f.h.mu.Lock()
+				f.h.removeNodeLocked(a, "test")
+				f.h.mu.Unlock()
+			}
+			if _, err := f.h.Register(api.RegisterRequest{NodeID: "node-a", URL: "http://node-a.invalid", Clock: f.spawnClock()}); err != nil {
+				t.Fatal(err)
+			}
+			f.h.mu.Lock()
+			a = f.h.nodes["node-a"]
+			f.h.mu.Unlock()
+			// The node runs something else now; its lease from before
+			// expires, and it has nothing pending for the crawler.
+			f.now = f.now.Add(2 * fixtureTTL)
+			f.answer(a, api.PollResponse{Clock: f.spawnClock()}, 0)
+			if got := f.crawlerOf(id).leases.outstanding(f.now); got != 0 {
+				t.Fatalf("outstanding %d after the re-registered node's lease expired, want 0", got)
+			}
+			if err := f.exactErr(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -227,6 +227,14 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 			delete(n.leased, id)
 		}
 	}
+	if live, ok := h.nodes[n.id]; ok && live != n {
+		// The node registered again while this poll ran: the accounts
+		// this answer touched settle on the answers of its new
+		// registration.
+		for id := range n.leased {
+			live.leased[id] = true
+		}
+	}
 	if resend {
 		h.requestReloadLocked(false)
 	}

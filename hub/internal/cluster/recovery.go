@@ -82,10 +82,17 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 	}
 	h.mu.Lock()
 	_, back := h.nodes[r.nodeID]
-	h.mu.Unlock()
 	if back {
 		// The node registered again while its usage was being read: it
-		// reports that usage itself (see nodeBackLocked).
+		// reports that usage itself (see nodeBackLocked, which found no
+		// recovery to cancel and so left its accounts waiting for this
+		// one).
+		for _, c := range h.crawlers {
+			c.leases.nodeBack(r.nodeID)
+		}
+	}
+	h.mu.Unlock()
+	if back {
 		h.logger.Info("lost node came back during its recovery, which is dropped", "node_id", r.nodeID)
 		return nil
 	}
