@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # instead.
 export BW_AUTO_INSTALL ?= 1
 
-.PHONY: all build test test-cluster unit vet fmt-check services services-down demo bench bench-hub clean
+.PHONY: all build test test-cluster unit vet fmt-check services services-down demo bench bench-hub bench-hub-10k clean
 
 all: build
 
@@ -83,6 +83,13 @@ bench:
 # The hub against 1,000 simulated spawns and 100,000 crawlers (several minutes).
 bench-hub:
 	$(GO) test -run '^$$' -bench HubScale -benchtime 3x -timeout 30m ./hub/internal/cluster/
+
+# The hub against 10,000 simulated spawns and 1,000,000 crawlers, on SQLite and
+# then on PostgreSQL (about 8 minutes each, 3 GiB of memory; needs make services).
+bench-hub-10k:
+	BW_SCALE_NODES=10000 BW_SCALE_CRAWLERS=1000000 $(GO) test -run '^$$' -bench HubScale -benchtime 1x -timeout 60m ./hub/internal/cluster/
+	eval "$$(scripts/services.sh env)" && BW_SCALE_DB=postgres BW_SCALE_NODES=10000 BW_SCALE_CRAWLERS=1000000 \
+		$(GO) test -run '^$$' -bench HubScale -benchtime 1x -timeout 60m ./hub/internal/cluster/
 
 clean:
 	rm -rf $(BIN)

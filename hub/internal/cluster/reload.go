@@ -138,16 +138,20 @@ func splitLines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// activeLocked says whether a crawler should run, and if not, in which state
-// it rests.
-func (h *Hub) activeLocked(c *crawler) (bool, string) {
+// userStoppedLocked says whether a user has reached its limit, which stops
+// every crawler of the user.
+func (h *Hub) userStoppedLocked(userID int64) bool {
+	u, ok := h.users[userID]
+	return ok && u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit
+}
+
+// crawlerActive says whether a crawler should run, and if not, in which
+// state it rests; userStopped is userStoppedLocked of its user.
+func crawlerActive(c *crawler, userStopped bool) (bool, string) {
 	switch {
 	case !c.row.Enabled:
 		return false, api.StateDisabled
-	case c.row.LimitReached:
-		return false, api.StateLimitReached
-	}
-	if u, ok := h.users[c.row.UserID]; ok && u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {
+	case c.row.LimitReached, userStopped:
 		return false, api.StateLimitReached
 	}
 	return true, ""
@@ -160,56 +164,14 @@ func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 	plans := make(map[string]*plan, len(ids))
 	for _, id := range ids {
 		n := h.nodes[id]
-		n.want = map[int64]bool{}
+		n.want = make(map[int64]bool, len(n.want)) // about as many as last time
 		plans[id] = &plan{n: n}
 	}
-	for id, c := range h.crawlers {
-		active, rest := h.activeLocked(c)
-		prev := c.node
-		if !active {
-			c.node, c.state, c.err = "", rest, ""
-			if prev != "" {
-				if p, ok := plans[prev]; ok {
-					p.removes = append(p.removes, id)
-				}
-				resp.Removed++
-			}
-			continue
-		}
-		q, err := uuid.Parse(c.row.QueryUUID)
-		if err != nil {
-			c.node, c.state, c.err = "", api.StateFailed, "stored query uuid is invalid: "+err.Error()
-			continue
-		}
-		var target string
-		if route, ok := routes[c.row.Source]; ok {
-			target = route(q)
-		}
-		c.node = target
-		if target == "" {
-			c.state, c.err = api.StatePending, "no spawn node is registered"
-			if len(ids) > 0 {
-				c.err = fmt.Sprintf("no spawn node offers source %s (a spawn offers twitter and stream once their credentials are configured)", c.row.Source)
-			}
-			continue
-		}
-		p := plans[target]
-		p.n.want[id] = true
-		moved := prev != "" && prev != target
-		if moved {
-			resp.Moved++
-			if op, ok := plans[prev]; ok {
-				op.removes = append(op.removes, id)
-			}
-		}
-		// A subscriber the node already runs in this version is left
-		// alone, in a hard reload too: only what moved or changed travels.
-		// The node's exact set goes with every poll, which is what drops a
-		// subscriber the hub no longer routes there.
-		if c.sentNode != target || c.sentVersion != c.row.Version || c.needSend {
-			p.upserts = append(p.upserts, c.spec)
-			resp.Assigned++
-			c.state, c.err = api.StatePending, ""
+	// By user: a user's limit is looked up once, not once per crawler.
+	for userID, list := range h.byUser {
+		stopped := h.userStoppedLocked(userID)
+		for _, c := range list {
+			h.routeLocked(c, stopped, ids, routes, plans, resp)
 		}
 	}
 	out := make([]*plan, 0, len(plans))
@@ -220,6 +182,58 @@ func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 		}
 	}
 	return out
+}
+
+// routeLocked routes one crawler and adds what moves to the plans.
+func (h *Hub) routeLocked(c *crawler, userStopped bool, ids []string, routes map[string]RouteTable, plans map[string]*plan, resp *api.ReloadResponse) {
+	id := c.row.ID
+	active, rest := crawlerActive(c, userStopped)
+	prev := c.node
+	if !active {
+		c.node, c.state, c.err = "", rest, ""
+		if prev != "" {
+			if p, ok := plans[prev]; ok {
+				p.removes = append(p.removes, id)
+			}
+			resp.Removed++
+		}
+		return
+	}
+	q, err := uuid.Parse(c.row.QueryUUID)
+	if err != nil {
+		c.node, c.state, c.err = "", api.StateFailed, "stored query uuid is invalid: "+err.Error()
+		return
+	}
+	var target string
+	if route, ok := routes[c.row.Source]; ok {
+		target = route(q)
+	}
+	c.node = target
+	if target == "" {
+		c.state, c.err = api.StatePending, "no spawn node is registered"
+		if len(ids) > 0 {
+			c.err = fmt.Sprintf("no spawn node offers source %s (a spawn offers twitter and stream once their credentials are configured)", c.row.Source)
+		}
+		return
+	}
+	p := plans[target]
+	p.n.want[id] = true
+	moved := prev != "" && prev != target
+	if moved {
+		resp.Moved++
+		if op, ok := plans[prev]; ok {
+			op.removes = append(op.removes, id)
+		}
+	}
+	// A subscriber the node already runs in this version is left
+	// alone, in a hard reload too: only what moved or changed travels.
+	// The node's exact set goes with every poll, which is what drops a
+	// subscriber the hub no longer routes there.
+	if c.sentNode != target || c.sentVersion != c.row.Version || c.needSend {
+		p.upserts = append(p.upserts, c.spec)
+		resp.Assigned++
+		c.state, c.err = api.StatePending, ""
+	}
 }
 
 // execute sends the plans, one goroutine per node (bounded), and reports how

@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,19 +23,32 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	gormlogger "gorm.io/gorm/logger"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
-// The hub-scale benchmark runs a real hub (this package, a SQLite store)
-// against simulated spawns: real HTTP servers on loopback that answer the
-// node API the way a spawn does, without crawling. They run in a child
-// process, so the CPU time this process reports is the hub's own.
+// The hub-scale benchmark runs a real hub (this package, a SQLite store, or
+// PostgreSQL with BW_SCALE_DB=postgres) against simulated spawns: real HTTP
+// servers on loopback that answer the node API the way a spawn does,
+// without crawling. They run in child processes, so the CPU time this
+// process reports is the hub's own.
 const (
 	simEnv          = "BW_SIM_SPAWNS" // set in the child: how many spawns to simulate
 	crawlersPerUser = 100
+	// spawnsPerChild keeps a child's listeners and connections (two file
+	// descriptors per simulated spawn) under a 20,000 descriptor limit.
+	spawnsPerChild = 4000
+	// createChunk is how many crawlers the setup stores per call, so that
+	// setup does not inflate the hub's peak memory.
+	createChunk = 20_000
+	// naiveMaxCrawlers bounds the naive per-subscriber round, one request
+	// per crawler, to sizes where it ends in reasonable time.
+	naiveMaxCrawlers = 100_000
 )
 
 // TestMain turns the test binary into the simulated spawns when asked.
@@ -116,8 +131,17 @@ func runSimulatedSpawns(n int) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
-// startSimulatedSpawns starts the child process and returns the URLs.
+// startSimulatedSpawns starts child processes of at most spawnsPerChild
+// spawns each and returns the URLs.
 func startSimulatedSpawns(b *testing.B, n int) []string {
+	urls := make([]string, 0, n)
+	for len(urls) < n {
+		urls = append(urls, startSimulatedChild(b, min(spawnsPerChild, n-len(urls)))...)
+	}
+	return urls
+}
+
+func startSimulatedChild(b *testing.B, n int) []string {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", simEnv, n))
 	stdin, err := cmd.StdinPipe()
@@ -157,12 +181,62 @@ func maxRSSMiB() float64 {
 	return float64(ru.Maxrss) / 1024 // Linux reports KiB
 }
 
+// rssMiB is this process's resident size now (Linux).
+func rssMiB() float64 {
+	raw, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseFloat(f[1], 64)
+	return pages * float64(os.Getpagesize()) / (1 << 20)
+}
+
+// scaleDSN is the benchmark's database: a SQLite file, or with
+// BW_SCALE_DB=postgres a fresh database on the server BW_TEST_POSTGRES
+// names, dropped afterwards.
+func scaleDSN(b *testing.B) string {
+	if os.Getenv("BW_SCALE_DB") != "postgres" {
+		return "sqlite://" + filepath.Join(b.TempDir(), "hub.db")
+	}
+	base := os.Getenv("BW_TEST_POSTGRES")
+	if base == "" {
+		b.Fatal("BW_SCALE_DB=postgres needs BW_TEST_POSTGRES (eval \"$(scripts/services.sh env)\")")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		b.Fatalf("BW_TEST_POSTGRES: %v", err)
+	}
+	admin := func(sql string) {
+		db, err := gorm.Open(postgres.Open(base), &gorm.Config{Logger: gormlogger.Discard})
+		if err != nil {
+			b.Fatalf("connect to BW_TEST_POSTGRES: %v", err)
+		}
+		defer func() {
+			if sqlDB, err := db.DB(); err == nil {
+				sqlDB.Close()
+			}
+		}()
+		if err := db.Exec(sql).Error; err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	name := fmt.Sprintf("bw_bench_%d", time.Now().UnixNano())
+	admin("CREATE DATABASE " + name)
+	b.Cleanup(func() { admin("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
+	u.Path = "/" + name
+	return u.String()
+}
+
 // scaleHub builds a hub with crawlers crawlers over nodes simulated spawns.
 func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	b.Helper()
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(b.TempDir(), "hub.db"), logger)
+	st, err := sqlstore.Open(ctx, scaleDSN(b), logger)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -176,18 +250,23 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 		}
 		users[i] = u.ID
 	}
-	rows := make([]sqlstore.Crawler, crawlers)
-	for i := range rows {
-		q := []string{fmt.Sprintf("https://feeds.example/%d.xml", i)}
-		rows[i] = sqlstore.Crawler{UserID: users[i%len(users)], Source: api.SourceRSS, Query: q[0],
-			QueryUUID: query.UUID(api.SourceRSS, q).String(), Enabled: true}
-		if i%10 == 0 {
-			rows[i].CommentLimit = 1_000_000 // a tenth are limited: leases on every poll
+	for from := 0; from < crawlers; from += createChunk {
+		rows := make([]sqlstore.Crawler, min(createChunk, crawlers-from))
+		for j := range rows {
+			i := from + j
+			q := []string{fmt.Sprintf("https://feeds.example/%d.xml", i)}
+			rows[j] = sqlstore.Crawler{UserID: users[i%len(users)], Source: api.SourceRSS, Query: q[0],
+				QueryUUID: query.UUID(api.SourceRSS, q).String(), Enabled: true}
+			if i%10 == 0 {
+				rows[j].CommentLimit = 1_000_000 // a tenth are limited: leases on every poll
+			}
+		}
+		if _, err := st.CreateCrawlers(ctx, rows); err != nil {
+			b.Fatal(err)
 		}
 	}
-	if _, err := st.CreateCrawlers(ctx, rows); err != nil {
-		b.Fatal(err)
-	}
+	runtime.GC()
+	debug.FreeOSMemory() // the setup's garbage is not the hub's
 	h, err := New(Config{Store: st, Logger: logger, PollInterval: 10 * time.Second})
 	if err != nil {
 		b.Fatal(err)
@@ -199,7 +278,7 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	h.mu.Unlock()
 	urls := startSimulatedSpawns(b, nodes)
 	for i, u := range urls {
-		if _, err := h.Register(api.RegisterRequest{NodeID: fmt.Sprintf("node-%04d", i), URL: u}); err != nil {
+		if _, err := h.Register(api.RegisterRequest{NodeID: fmt.Sprintf("node-%05d", i), URL: u}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -208,10 +287,13 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 
 // BenchmarkHubScale measures a hub with 1,000 spawns and 100,000 crawlers of
 // 1,000 customers (BW_SCALE_NODES, BW_SCALE_CRAWLERS and BW_SCALE_USERS
-// change the sizes): the first hard
-// reload that places every subscriber, a hard reload with nothing to move,
-// one batched poll round, and, for comparison, one round of the naive
-// polling that asks every subscriber separately.
+// change the sizes, BW_SCALE_DB=postgres the database): the first hard
+// reload that places every subscriber, a hard reload with nothing to move
+// (which reads only what changed in SQL), a soft one (the same without the
+// poll of every node), the hard one with the periodic full read of SQL, one
+// batched poll round, and, for comparison up to
+// naiveMaxCrawlers, one round of the naive polling that asks every
+// subscriber separately.
 func BenchmarkHubScale(b *testing.B) {
 	nodes, crawlers := envInt("BW_SCALE_NODES", 1000), envInt("BW_SCALE_CRAWLERS", 100_000)
 	h, urls := scaleHub(b, nodes, crawlers)
@@ -234,6 +316,7 @@ func BenchmarkHubScale(b *testing.B) {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+			b.ReportMetric(rssMiB(), "rss-MiB")
 			b.ReportMetric(maxRSSMiB(), "max-rss-MiB")
 		})
 	}
@@ -253,6 +336,9 @@ func BenchmarkHubScale(b *testing.B) {
 				c.sentNode, c.node = "", ""
 			}
 			h.mu.Unlock()
+			h.reloadMu.Lock()
+			h.view.fullAt = time.Time{} // a starting hub reads everything
+			h.reloadMu.Unlock()
 		}
 		first = false
 		resp, err := h.Reload(ctx, true)
@@ -266,8 +352,27 @@ func BenchmarkHubScale(b *testing.B) {
 			b.Fatalf("steady reload sent %+v: %v", resp, err)
 		}
 	})
+	// The reload's own part, without the poll of every node that follows
+	// a hard one: read what changed in SQL, route, plan.
+	measure("SteadySoftReload", 0, place, func() {
+		resp, err := h.Reload(ctx, false)
+		if err != nil || resp.Assigned != 0 {
+			b.Fatalf("steady reload sent %+v: %v", resp, err)
+		}
+	})
+	measure("SteadyHardReloadFullRead", nodes, place, func() {
+		h.reloadMu.Lock()
+		h.view.fullAt = time.Time{} // the periodic full read is due
+		h.reloadMu.Unlock()
+		resp, err := h.Reload(ctx, true)
+		if err != nil || resp.Assigned != 0 {
+			b.Fatalf("steady reload sent %+v: %v", resp, err)
+		}
+	})
 	measure("PollRound", nodes, place, func() { h.PollAll(ctx) })
-	measure("NaivePerSubscriberPollRound", crawlers, place, func() { naiveRound(b, h, urls) })
+	if crawlers <= naiveMaxCrawlers {
+		measure("NaivePerSubscriberPollRound", crawlers, place, func() { naiveRound(b, h, urls) })
+	}
 }
 
 // naiveRound polls every subscriber with its own request, as a hub that
