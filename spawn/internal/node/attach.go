@@ -28,6 +28,35 @@ type attachState struct {
 	accepted  []uint64
 	// fencedAt is when the node last lost its right to write (fence.go).
 	fencedAt time.Time
+	// registering is closed when the registration in flight attaches the
+	// node; nil when none is in flight (awaitRegistration).
+	registering chan struct{}
+}
+
+// registrationWait bounds how long a hub request that arrives while the
+// node's registration is in flight waits for it: the hub may send the new
+// node its subscribers before the node has read the registration answer.
+const registrationWait = 500 * time.Millisecond
+
+// awaitRegistration waits, when a registration is in flight, until it
+// attaches the node, ctx ends or registrationWait passes; it reports
+// whether the node is attached.
+func (n *Node) awaitRegistration(ctx context.Context) bool {
+	n.mu.Lock()
+	attached, ch := n.state == api.NodeAttached, n.attach.registering
+	n.mu.Unlock()
+	if attached || ch == nil {
+		return attached
+	}
+	t := time.NewTimer(registrationWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // acceptedKept bounds AcceptedTerms.
@@ -105,6 +134,17 @@ func (n *Node) register(ctx context.Context) error {
 	for i := range hubs {
 		order = append(order, hubs[(first+i)%len(hubs)])
 	}
+	registering := make(chan struct{})
+	n.mu.Lock()
+	n.attach.registering = registering
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		if n.attach.registering == registering {
+			n.attach.registering = nil
+		}
+		n.mu.Unlock()
+	}()
 	tried := map[string]bool{}
 	var errs []error
 	for _, hub := range order {
@@ -189,6 +229,10 @@ func (n *Node) attachTo(hub string, hubs []string, resp api.RegisterResponse) er
 	}
 	n.state = api.NodeAttached
 	n.epoch = resp.Epoch
+	if n.attach.registering != nil {
+		close(n.attach.registering)
+		n.attach.registering = nil
+	}
 	n.detachReason = ""
 	n.lastSeq = 0
 	n.lastContact = now

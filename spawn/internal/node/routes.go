@@ -45,6 +45,9 @@ func (n *Node) handleUpsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := n.Upsert(req)
+	if errors.Is(err, ErrNotAttached) && n.awaitRegistration(r.Context()) {
+		resp, err = n.Upsert(req)
+	}
 	if err != nil {
 		writeHubError(w, err)
 		return
@@ -58,7 +61,11 @@ func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if err := n.Remove(req); err != nil {
+	err := n.Remove(req)
+	if errors.Is(err, ErrNotAttached) && n.awaitRegistration(r.Context()) {
+		err = n.Remove(req)
+	}
+	if err != nil {
 		writeHubError(w, err)
 		return
 	}
@@ -72,6 +79,9 @@ func (n *Node) handlePoll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := n.Poll(req)
+	if errors.Is(err, ErrNotAttached) && n.awaitRegistration(r.Context()) {
+		resp, err = n.Poll(req)
+	}
 	if err != nil {
 		writeHubError(w, err)
 		return
