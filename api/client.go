@@ -171,6 +171,12 @@ func (c *Client) UpdateCrawler(ctx context.Context, id int64, in CrawlerUpdate) 
 	return out, err
 }
 
+// DeleteUser removes a user who has no crawlers left (DELETE
+// /v1/users/{id}).
+func (c *Client) DeleteUser(ctx context.Context, id int64) error {
+	return c.do(ctx, http.MethodDelete, idPath(PathUsers, id), nil, nil, nil)
+}
+
 // DeleteCrawler removes a crawler (DELETE /v1/crawlers/{id}).
 func (c *Client) DeleteCrawler(ctx context.Context, id int64) error {
 	return c.do(ctx, http.MethodDelete, idPath(PathCrawlers, id), nil, nil, nil)

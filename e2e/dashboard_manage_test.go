@@ -196,6 +196,18 @@ func TestDashboard_ManagesUsersAndCrawlers(t *testing.T) {
 	b.click(`#crawlers button[data-action="enable-crawler"][data-id="1"]`)
 	b.waitDOM("the crawler running again", `document.querySelector('#crawlers tr[data-crawler-id="1"] .badge').textContent === 'running'`)
 
+	// A user who still has a crawler cannot be deleted: the page shows the
+	// hub's reason and the user stays.
+	b.click(`#users button[data-action="delete-user"][data-id="1"]`)
+	b.waitText("the user question", "confirm-title", "Delete user 1?")
+	b.click(`#confirm-ok`)
+	b.waitText("the refusal", "confirm-error", "user 1 still has 1 crawlers: delete them first")
+	b.click(`#confirm-dialog [data-close]`)
+	b.waitDOM("the question closed", `!document.getElementById('confirm-dialog').open`)
+	if users, err := c.Client.ListUsers(c.Ctx); err != nil || len(users) == 0 {
+		t.Fatalf("the refused delete removed the user: %v, %v", users, err)
+	}
+
 	// Deleting asks first; cancelling keeps it.
 	b.click(`#crawlers button[data-action="delete-crawler"][data-id="1"]`)
 	b.waitText("the confirmation question", "confirm-title", "Delete crawler 1?")
@@ -210,6 +222,19 @@ func TestDashboard_ManagesUsersAndCrawlers(t *testing.T) {
 	b.waitDOM("the crawler gone", `!document.getElementById('confirm-dialog').open && !document.querySelector('#crawlers tr[data-crawler-id="1"]')`)
 	if n := len(c.listCrawlers()); n != 0 {
 		t.Fatalf("after the delete %d crawlers remain", n)
+	}
+
+	// Without crawlers, the user can go.
+	before, err := c.Client.ListUsers(c.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.click(`#users button[data-action="delete-user"][data-id="1"]`)
+	b.waitText("the user question", "confirm-title", "Delete user 1?")
+	b.click(`#confirm-ok`)
+	b.waitDOM("the user gone", `!document.getElementById('confirm-dialog').open && !document.querySelector('#users tr[data-user-id="1"]')`)
+	if after, err := c.Client.ListUsers(c.Ctx); err != nil || len(after) != len(before)-1 {
+		t.Fatalf("after deleting user 1: %d users (had %d), %v", len(after), len(before), err)
 	}
 
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))

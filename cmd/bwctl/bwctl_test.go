@@ -104,6 +104,11 @@ func TestRun_UserCommands(t *testing.T) {
 	if out := bwctl(t, hub, "user", "show", "1").ok(t).stdout; !regexp.MustCompile(`(?m)^comment_limit:\s+0 \(none\)$`).MatchString(out) {
 		t.Fatalf("user show after set-limit 1 0:\n%s", out)
 	}
+	// A user without crawlers can be deleted, once.
+	if out := bwctl(t, hub, "user", "delete", "1").ok(t).stdout; out != "user 1 deleted\n" {
+		t.Fatalf("user delete printed %q", out)
+	}
+	checkFailure(t, bwctl(t, hub, "user", "delete", "1"), 1, `^user 1 not found \(404\)$`)
 }
 
 func TestRun_CrawlerCommands(t *testing.T) {
@@ -365,7 +370,7 @@ func TestRun_Failures(t *testing.T) {
 		{"no command", env, nil, 2, `^no command given`},
 		{"unknown command", env, []string{"frobnicate"}, 2, `^unknown command "frobnicate"`},
 		{"unknown subcommand", env, []string{"crawler", "explode", "1"}, 2, `^unknown crawler command "explode" \(want one of add, show, list, update, enable, disable, delete, suggest, expand\)$`},
-		{"group alone", env, []string{"user"}, 2, `^user needs a subcommand: add, list, show, set-limit$`},
+		{"group alone", env, []string{"user"}, 2, `^user needs a subcommand: add, list, show, set-limit, delete$`},
 		{"missing id", env, []string{"crawler", "show"}, 2, `^usage: bwctl crawler show ID$`},
 		{"extra argument", env, []string{"crawler", "show", "1", "2"}, 2, `^usage: bwctl crawler show ID$`},
 		{"bad id", env, []string{"crawler", "show", "abc"}, 2, `^crawler ID must be a positive integer, got "abc"$`},

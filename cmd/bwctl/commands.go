@@ -43,6 +43,7 @@ var commands = []*command{
 	{words: []string{"user", "list"}, help: "list users", run: userList},
 	{words: []string{"user", "show"}, args: []string{"ID"}, help: "show a user", run: userShow},
 	{words: []string{"user", "set-limit"}, args: []string{"ID", "N"}, help: "set a user's comment limit (0 = none)", run: userSetLimit},
+	{words: []string{"user", "delete"}, args: []string{"ID"}, help: "delete a user who has no crawlers left", run: deleteByID("user", func(c *cli, id int64) error { return c.client.DeleteUser(c.ctx, id) })},
 	{words: []string{"crawler", "add"}, opts: "--user ID --source rss|twitter|stream --query Q [--keywords K1,K2] [--limit N] [--disabled]",
 		flags: []string{"user", "source", "query", "keywords", "limit", "disabled"},
 		help:  "add a crawler; Q is feed URLs (rss) or search terms, comma-separated", run: crawlerAdd},
@@ -52,7 +53,7 @@ var commands = []*command{
 		flags: []string{"query", "keywords", "limit"}, help: "change a crawler (--keywords \"\" clears the filter)", run: crawlerUpdate},
 	{words: []string{"crawler", "enable"}, args: []string{"ID"}, help: "enable a crawler", run: crawlerEnable(true)},
 	{words: []string{"crawler", "disable"}, args: []string{"ID"}, help: "disable a crawler", run: crawlerEnable(false)},
-	{words: []string{"crawler", "delete"}, args: []string{"ID"}, help: "delete a crawler", run: crawlerDelete},
+	{words: []string{"crawler", "delete"}, args: []string{"ID"}, help: "delete a crawler", run: deleteByID("crawler", func(c *cli, id int64) error { return c.client.DeleteCrawler(c.ctx, id) })},
 	{words: []string{"node", "list"}, help: "list live spawn nodes", run: nodeList},
 	{words: []string{"reload"}, opts: "--hard|--soft", flags: []string{"hard", "soft"},
 		help: "reload: hard recomputes every assignment, soft only what changed", run: reload},
@@ -312,19 +313,23 @@ func crawlerEnable(enabled bool) func(c *cli, args []string, l line) error {
 	}
 }
 
-func crawlerDelete(c *cli, args []string, _ line) error {
-	id, err := parseID("crawler ID", args[0])
-	if err != nil {
+// deleteByID runs a delete verb: what names the object ("crawler",
+// "user"), del removes it.
+func deleteByID(what string, del func(c *cli, id int64) error) func(c *cli, args []string, _ line) error {
+	return func(c *cli, args []string, _ line) error {
+		id, err := parseID(what+" ID", args[0])
+		if err != nil {
+			return err
+		}
+		if err := del(c, id); err != nil {
+			return err
+		}
+		if c.json {
+			return printJSON(c.out, map[string]any{"id": id, "deleted": true})
+		}
+		_, err = fmt.Fprintf(c.out, "%s %d deleted\n", what, id)
 		return err
 	}
-	if err := c.client.DeleteCrawler(c.ctx, id); err != nil {
-		return err
-	}
-	if c.json {
-		return printJSON(c.out, map[string]any{"id": id, "deleted": true})
-	}
-	_, err = fmt.Fprintf(c.out, "crawler %d deleted\n", id)
-	return err
 }
 
 func (c *cli) showCrawler(cr api.Crawler) error {

@@ -43,6 +43,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/users", admin(s.handleListUsers))
 	mux.Handle("GET /v1/users/{id}", admin(s.handleGetUser))
 	mux.Handle("PATCH /v1/users/{id}", admin(s.handleUpdateUser))
+	mux.Handle("DELETE /v1/users/{id}", admin(s.handleDeleteUser))
 	mux.Handle("POST /v1/crawlers", admin(s.handleCreateCrawler))
 	mux.Handle("GET /v1/crawlers", admin(s.handleListCrawlers))
 	mux.Handle("GET /v1/crawlers/{id}", admin(s.handleGetCrawler))

@@ -85,3 +85,16 @@ func (s *Server) handleUpdateUser(w http.ResponseWriter, r *http.Request) {
 	s.Hub.RequestReload(false)
 	httpx.WriteJSON(w, http.StatusOK, s.userView(u))
 }
+
+func (s *Server) handleDeleteUser(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if err := s.Store.DeleteUser(r.Context(), id); err != nil {
+		s.writeStoreError(w, fmt.Sprintf("user %d", id), err)
+		return
+	}
+	s.Hub.RequestReload(false)
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"strings"
@@ -84,6 +85,39 @@ func (s *Store) SetUserLimit(ctx context.Context, id, limit int64) (User, error)
 		return User{}, fmt.Errorf("sqlstore: unable to set the limit of user %d: %w", id, err)
 	}
 	return u, nil
+}
+
+// DeleteUser removes a user who has no crawlers left; one who still has
+// some is refused (ErrInvalid, saying how many), so no crawler is left
+// without its customer and no usage is lost by accident.
+func (s *Store) DeleteUser(ctx context.Context, id int64) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if _, err := nextChangeTx(tx); err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.Model(&Crawler{}).Where("user_id = ?", id).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: user %d still has %d crawlers: delete them first", ErrInvalid, id, n)
+		}
+		res := tx.Where("id = ?", id).Delete(&User{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if errors.Is(err, ErrInvalid) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: unable to delete user %d: %w", id, err)
+	}
+	return nil
 }
 
 func validLimit(limit int64) error {

@@ -353,7 +353,9 @@
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'limit-user', id: String(u.id) },
           'aria-label': `change the limit of user ${u.id}` }, 'Change limit'),
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'add-crawler-for', id: String(u.id) },
-          'aria-label': `add a crawler for user ${u.id}` }, 'Add crawler')),
+          'aria-label': `add a crawler for user ${u.id}` }, 'Add crawler'),
+        el('button', { type: 'button', class: 'btn btn-small btn-plain danger', dataset: { action: 'delete-user', id: String(u.id) },
+          'aria-label': `delete user ${u.id}` }, 'Delete')),
     ));
     $('users').tBodies[0].replaceChildren(...rows);
     $('users-empty').hidden = users.length > 0;

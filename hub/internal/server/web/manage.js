@@ -252,7 +252,7 @@
   let pendingDelete = null;
 
   function confirmDelete(c) {
-    pendingDelete = c.id;
+    pendingDelete = { kind: 'crawler', id: c.id };
     hideError('confirm-error');
     $('confirm-title').textContent = `Delete crawler ${c.id}?`;
     $('confirm-text').textContent = `Crawler ${c.id} (${c.source}: ${(c.query || []).join(', ')}) stops on its node ` +
@@ -261,12 +261,22 @@
     $('confirm-dialog').querySelector('[data-close]').focus();
   }
 
+  function confirmDeleteUser(u) {
+    pendingDelete = { kind: 'user', id: u.id };
+    hideError('confirm-error');
+    $('confirm-title').textContent = `Delete user ${u.id}?`;
+    $('confirm-text').textContent = `User ${u.id} (${u.name}) is removed from the hub. ` +
+      'A user who still has crawlers is refused: delete the crawlers first. This cannot be undone.';
+    $('confirm-dialog').showModal();
+    $('confirm-dialog').querySelector('[data-close]').focus();
+  }
+
   async function submitDelete() {
-    const id = pendingDelete;
+    const { kind, id } = pendingDelete;
     try {
-      await api(`/v1/crawlers/${encodeURIComponent(id)}`, { method: 'DELETE' });
+      await api(`/v1/${kind}s/${encodeURIComponent(id)}`, { method: 'DELETE' });
       $('confirm-dialog').close();
-      flash(`Crawler ${id} deleted.`);
+      flash(`${kind === 'user' ? 'User' : 'Crawler'} ${id} deleted.`);
       bw.refreshNow();
     } catch (e) {
       showError('confirm-error', e);
@@ -286,6 +296,7 @@
       case 'disable-crawler': setEnabled(id, false); break;
       case 'delete-crawler': if (crawler) confirmDelete(crawler); break;
       case 'limit-user': if (user) openUserForm(user); break;
+      case 'delete-user': if (user) confirmDeleteUser(user); break;
       case 'add-crawler-for': openCrawlerForm(null, id); break;
       default: break;
     }
