@@ -1,8 +1,8 @@
 package sqlstore
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
