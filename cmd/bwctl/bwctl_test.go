@@ -335,7 +335,7 @@ func TestRun_NilEnv(t *testing.T) {
 func TestRun_Help(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"crawler", "add", "--help"}, {"help", "crawler"}} {
 		r := bwctlEnv(t, nil, args...).ok(t)
-		if !strings.Contains(r.stdout, "bwctl crawler add --user ID --source rss|twitter|stream --query Q") ||
+		if !strings.Contains(r.stdout, "bwctl crawler add --user ID --source rss|twitter|stream|bluesky|mastodon --query Q") ||
 			!strings.Contains(r.stdout, "--hub URL") {
 			t.Fatalf("bwctl %v printed:\n%s", args, r.stdout)
 		}

@@ -44,7 +44,7 @@ var commands = []*command{
 	{words: []string{"user", "show"}, args: []string{"ID"}, help: "show a user", run: userShow},
 	{words: []string{"user", "set-limit"}, args: []string{"ID", "N"}, help: "set a user's comment limit (0 = none)", run: userSetLimit},
 	{words: []string{"user", "delete"}, args: []string{"ID"}, help: "delete a user who has no crawlers left", run: deleteByID("user", func(c *cli, id int64) error { return c.client.DeleteUser(c.ctx, id) })},
-	{words: []string{"crawler", "add"}, opts: "--user ID --source rss|twitter|stream --query Q [--keywords K1,K2] [--limit N] [--disabled]",
+	{words: []string{"crawler", "add"}, opts: "--user ID --source rss|twitter|stream|bluesky|mastodon --query Q [--keywords K1,K2] [--limit N] [--disabled]",
 		flags: []string{"user", "source", "query", "keywords", "limit", "disabled"},
 		help:  "add a crawler; Q is feed URLs (rss) or search terms, comma-separated", run: crawlerAdd},
 	{words: []string{"crawler", "show"}, args: []string{"ID"}, help: "show a crawler and its live state", run: crawlerShow},
