@@ -46,7 +46,7 @@ var commands = []*command{
 	{words: []string{"user", "delete"}, args: []string{"ID"}, help: "delete a user who has no crawlers left", run: deleteByID("user", func(c *cli, id int64) error { return c.client.DeleteUser(c.ctx, id) })},
 	{words: []string{"crawler", "add"}, opts: "--user ID --source rss|twitter|stream|bluesky|mastodon --query Q [--keywords K1,K2] [--limit N] [--disabled]",
 		flags: []string{"user", "source", "query", "keywords", "limit", "disabled"},
-		help:  "add a crawler; Q is feed URLs (rss) or search terms, comma-separated", run: crawlerAdd},
+		help:  "add a crawler; Q is feed URLs (rss) or a query in the query language (a comma list is an OR); K is an rss filter in the language", run: crawlerAdd},
 	{words: []string{"crawler", "show"}, args: []string{"ID"}, help: "show a crawler and its live state", run: crawlerShow},
 	{words: []string{"crawler", "list"}, help: "list crawlers", run: crawlerList},
 	{words: []string{"crawler", "update"}, args: []string{"ID"}, opts: "[--query Q] [--keywords K1,K2] [--limit N]",
