@@ -181,6 +181,11 @@ type PollRequest struct {
 	Acks []uint64 `json:"acks,omitempty"`
 	// ValidUntil bounds the request as SubscribersRequest.ValidUntil does.
 	ValidUntil int64 `json:"valid_until,omitempty"`
+	// StatusBase is the number of the spawn's last answer the hub took in
+	// (PollResponse.Answer); the spawn may then answer with only the
+	// statuses that changed since (StatusDelta). Zero asks for every
+	// status.
+	StatusBase uint64 `json:"status_base,omitempty"`
 }
 
 // SubscriberRef names a subscriber and the spec version the hub expects.
@@ -255,6 +260,16 @@ type PollResponse struct {
 	Pending map[int64]int `json:"pending,omitempty"`
 	// Store says whether the comment store keeps up ("ok" or "degraded").
 	Store string `json:"store,omitempty"`
+	// Answer numbers this answer for the next poll's StatusBase; zero when
+	// the spawn keeps no record of it (an answer to a stale poll).
+	Answer uint64 `json:"answer,omitempty"`
+	// Partial says Subscribers lists only the statuses that changed since
+	// the request's StatusBase: every other subscriber the poll listed
+	// is as the hub last heard.
+	Partial bool `json:"partial,omitempty"`
+	// DataSourcesUnchanged says DataSources is left out because it is as
+	// the hub last heard (only in a partial answer).
+	DataSourcesUnchanged bool `json:"data_sources_unchanged,omitempty"`
 }
 
 // RecoverRequest asks a spawn for the usage increments of a lost node that

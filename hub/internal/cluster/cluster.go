@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
@@ -138,6 +140,13 @@ type Hub struct {
 	// read back from the comment store.
 	recoveries []recovery
 	userTotals map[int64]*userTotal // see userTotalLocked
+	// lostLeased keeps, per lost node, the crawlers that may still hold
+	// lease accounts on it (its leased set when it was lost), for its
+	// recovery and its registering again; pruneLostLocked drops what
+	// settled.
+	lostLeased map[string]map[int64]bool
+	// resendDue says a send failed since the last reload began.
+	resendDue bool
 	wg         sync.WaitGroup
 	ctx        context.Context
 }
@@ -150,17 +159,25 @@ type node struct {
 	failures     int
 	probing      bool // a probe goroutine follows a failed poll
 	removed      bool
-	want         map[int64]bool // crawlers routed here
-	acks         []uint64       // increments applied, to acknowledge
-	anchorClock  int64          // spawn clock of the last answer
-	anchorAt     time.Time      // when the hub received that answer
-	sources      []string       // source kinds it crawls, sorted
-	fleet        []string       // offered kinds it holds fleet-wide (one connection per fleet)
+	want         map[int64]*crawler // crawlers routed here (wantLocked)
+	sent         map[int64]*crawler // crawlers last sent here with success (sentToLocked)
+	acks         []uint64           // increments applied, to acknowledge
+	anchorClock  int64              // spawn clock of the last answer
+	anchorAt     time.Time          // when the hub received that answer
+	sources      []string           // source kinds it crawls, sorted
+	fleet        []string           // offered kinds it holds fleet-wide (one connection per fleet)
 	store        string
 	dataSources  []api.DataSourceStatus
 	pending      map[int64]int
 	leased       map[int64]bool // crawlers with lease accounts on the node
 	maxSeq       uint64         // highest increment sequence applied from it
+	// statusBase is the number of the node's last answer taken in, which
+	// the next poll names so the node reports only what changed since
+	// (api.StatusDelta); 0 asks for everything. baseResets counts the
+	// times it was reset, so an answer to a poll sent before a reset does
+	// not restore a base the reset meant to drop.
+	statusBase uint64
+	baseResets uint64
 
 	opMu sync.Mutex // serialises requests to the node
 	seq  uint64     // guarded by opMu
@@ -178,6 +195,59 @@ type crawler struct {
 	err         string
 	rate        float64
 	leases      leaseBook
+	// quuid is row.QueryUUID parsed (queryUUID), kept while the row's
+	// uuid string stays the same, so routing does not parse it again.
+	quuid    uuid.UUID
+	quuidOf  string
+	quuidErr error
+	// wantIn is the node whose wanted set holds the crawler (wantLocked);
+	// sentIn the one sentNode names (sentToLocked).
+	wantIn *node
+	sentIn *node
+	// heard is the status heardFrom (a node registration) last reported,
+	// taken again for every answer that leaves it out as unchanged;
+	// heardIn is that answer's number.
+	heard     heardStatus
+	heardFrom *node
+	heardIn   uint64
+}
+
+// heardStatus is what the hub keeps of a subscriber's last status.
+type heardStatus struct {
+	state    string
+	err      string
+	rate     float64
+	version  int64
+	instance uint64
+	reserved int64
+}
+
+// queryUUID is the crawler's query uuid, parsed once per uuid string.
+func (c *crawler) queryUUID() (uuid.UUID, error) {
+	if c.quuidOf != c.row.QueryUUID || (c.quuidOf == "" && c.quuidErr == nil) {
+		c.quuid, c.quuidErr = uuid.Parse(c.row.QueryUUID)
+		c.quuidOf = c.row.QueryUUID
+	}
+	return c.quuid, c.quuidErr
+}
+
+// sentToLocked records that a send of the crawler to n (nil: nowhere)
+// succeeded, keeping the node's index of what was sent there.
+func (h *Hub) sentToLocked(c *crawler, n *node) {
+	if c.sentIn != nil {
+		delete(c.sentIn.sent, c.row.ID)
+	}
+	c.sentIn, c.sentNode = n, ""
+	if n != nil {
+		n.sent[c.row.ID] = c
+		c.sentNode = n.id
+	}
+}
+
+// askAllLocked makes the node's next poll ask for every status.
+func (n *node) askAllLocked() {
+	n.statusBase = 0
+	n.baseResets++
 }
 
 type user struct {
@@ -247,6 +317,7 @@ func New(cfg Config) (*Hub, error) {
 		crawlers:     map[int64]*crawler{},
 		fleetHolders: map[string]string{},
 		users:        map[int64]*user{},
+		lostLeased:   map[string]map[int64]bool{},
 	}, nil
 }
 
@@ -302,7 +373,7 @@ func (h *Hub) reloadLoop(ctx context.Context) {
 		case <-retry.C:
 			// Re-send what failed, even when no event asked for it,
 			// and read all of SQL again when that is due.
-			if !h.anyNeedSend() && !h.fullReadDue() {
+			if !h.takeResendDue() && !h.fullReadDue() {
 				continue
 			}
 		}
@@ -316,15 +387,14 @@ func (h *Hub) reloadLoop(ctx context.Context) {
 	}
 }
 
-func (h *Hub) anyNeedSend() bool {
+// takeResendDue reports, and clears, whether a send failed since the last
+// reload began: the next tick re-sends it.
+func (h *Hub) takeResendDue() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, c := range h.crawlers {
-		if c.needSend && c.node != "" {
-			return true
-		}
-	}
-	return false
+	due := h.resendDue
+	h.resendDue = false
+	return due
 }
 
 // Register adds a spawn, or renews one that registers again after a detach,
@@ -341,24 +411,37 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	}
 	now := time.Now()
 	h.mu.Lock()
-	if old, ok := h.nodes[req.NodeID]; ok {
-		old.removed = true
-	}
 	n := &node{
 		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), fleet: fleetSources(req.FleetSources), registeredAt: now, lastPoll: now,
-		want: map[int64]bool{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
+		want: map[int64]*crawler{}, sent: map[int64]*crawler{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
 		leased: map[int64]bool{},
 	}
-	h.nodes[req.NodeID] = n
-	for _, c := range h.crawlers {
+	// Crawlers that may hold lease accounts on the node: those of its
+	// previous registration, live or lost. The hub keeps them per node, so
+	// a registration costs what the node ran, not a pass over every
+	// crawler: ten thousand spawns registering again after a hub restart
+	// must not each walk a million crawlers under the lock.
+	before := h.lostLeased[req.NodeID]
+	delete(h.lostLeased, req.NodeID)
+	if old, ok := h.nodes[req.NodeID]; ok {
+		old.removed = true
+		before = old.leased
 		// Whatever the spawn ran before registering again is gone.
-		if c.sentNode == req.NodeID {
-			c.sentNode, c.needSend = "", true
+		for _, c := range old.sent {
+			h.sentToLocked(c, nil)
+			c.needSend = true
 		}
-		// Its lease accounts from before settle on this node's answers
-		// (answerLocked), whether or not the crawler runs here again.
-		if c.leases.onNode(req.NodeID) {
-			n.leased[c.row.ID] = true
+		// Routed to the node still: wanted on its new registration.
+		for _, c := range old.want {
+			h.wantLocked(c, n)
+		}
+	}
+	h.nodes[req.NodeID] = n
+	// Its lease accounts from before settle on this node's answers
+	// (answerLocked), whether or not the crawler runs here again.
+	for id := range before {
+		if c, ok := h.crawlers[id]; ok && c.leases.onNode(req.NodeID) {
+			n.leased[id] = true
 		}
 	}
 	h.nodeBackLocked(n)
@@ -402,9 +485,13 @@ func (h *Hub) nodeBackLocked(n *node) {
 	if !cancelled {
 		return
 	}
-	for _, c := range h.crawlers {
-		c.leases.nodeBack(n.id)
+	for id := range n.leased {
+		if c, ok := h.crawlers[id]; ok {
+			c.leases.nodeBack(n.id)
+		}
 	}
+	// Its accounts count again: totals summed without them are too low.
+	clear(h.userTotals)
 	h.logger.Info("lost node is back: it reports its own usage, no recovery needed", "node_id", n.id)
 }
 
@@ -456,15 +543,20 @@ func (h *Hub) removeNodeLocked(n *node, reason string) {
 	}
 	n.removed = true
 	delete(h.nodes, n.id)
-	for _, c := range h.crawlers {
-		if c.sentNode == n.id {
-			c.sentNode = ""
-		}
-		if c.node == n.id {
-			c.node, c.needSend, c.state = "", true, api.StatePending
-		}
-		c.leases.nodeLost(n.id)
+	for _, c := range n.sent {
+		h.sentToLocked(c, nil)
 	}
+	for _, c := range n.want {
+		c.node, c.needSend, c.state = "", true, api.StatePending
+		h.wantLocked(c, nil)
+	}
+	for id := range n.leased {
+		if c, ok := h.crawlers[id]; ok {
+			c.leases.nodeLost(n.id)
+		}
+	}
+	// Kept for the node's recovery and for its registering again.
+	h.lostLeased[n.id] = n.leased
 	h.metrics.nodesLost.Inc()
 	// The node may have stored comments it never reported. Once its leases
 	// have run out and it can no longer be writing, a live spawn reads them

@@ -103,7 +103,7 @@ func (f *fixture) addNode(id string) *node {
 	defer f.h.mu.Unlock()
 	n := &node{
 		id: id, url: "http://" + id + ".invalid", sources: offeredSources(nil), registeredAt: f.now, lastPoll: f.now,
-		want: map[int64]bool{}, anchorClock: f.spawnClock(), anchorAt: f.now, pending: map[int64]int{}, leased: map[int64]bool{},
+		want: map[int64]*crawler{}, sent: map[int64]*crawler{}, anchorClock: f.spawnClock(), anchorAt: f.now, pending: map[int64]int{}, leased: map[int64]bool{},
 	}
 	f.h.nodes[id] = n
 	return n
@@ -148,6 +148,7 @@ func (f *fixture) answer(n *node, resp api.PollResponse, sentAcks int) {
 	a := f.h.applyAnswer(context.Background(), n, resp, sentAcks, f.now)
 	f.h.mu.Lock()
 	defer f.h.mu.Unlock()
+	a.resets = n.baseResets // an answer to a poll built since the last reset
 	f.h.answerLocked(n, a, f.now)
 }
 

@@ -181,10 +181,6 @@ func (b *leaseBook) outstanding(now time.Time) int64 {
 	return sum
 }
 
-// userTotalFresh is how long a user's summed outstanding leases are reused
-// before they are summed again over the user's crawlers.
-const userTotalFresh = 250 * time.Millisecond
-
 // userTotal is what a user's limited crawlers may still add to usage, summed
 // over their lease accounts, and their weight for sharing grants.
 type userTotal struct {
@@ -194,13 +190,18 @@ type userTotal struct {
 }
 
 // userTotalLocked returns the user's totals, summed again only when older
-// than userTotalFresh (or a poll interval, if shorter), so a poll round does
-// not walk every crawler of a large customer once per node. Reusing them is
-// safe: every grant adds to out at once, and everything else that changes an
-// account (usage applied, a lease running out, a node's status) only lowers
-// what it may add, so a reused total never understates it.
+// than a poll interval, so a poll round walks each customer's crawlers
+// once, not once per node that runs some of them: at ten thousand nodes the
+// difference is most of the round. Reusing them is safe: every grant adds
+// to out at once, and everything else that changes an account (usage
+// applied, a lease running out, a node's status, a node lost) only lowers
+// what it may add, so a reused total never understates it. The exception,
+// a lost node registering again (its accounts count again), drops every
+// reused total (nodeBackLocked). A reused total overstates what remains
+// outstanding by what was used since, which near a limit makes grants
+// smaller for up to a poll interval, never larger.
 func (h *Hub) userTotalLocked(userID int64, now time.Time) *userTotal {
-	if t, ok := h.userTotals[userID]; ok && now.Sub(t.at) < min(userTotalFresh, h.cfg.PollInterval) {
+	if t, ok := h.userTotals[userID]; ok && now.Sub(t.at) < h.cfg.PollInterval {
 		return t
 	}
 	t := &userTotal{at: now}
@@ -254,9 +255,8 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 	}
 	// Per-user totals, for users with limited crawlers here.
 	totals := map[int64]*userTotal{}
-	for id := range n.want {
-		c, ok := h.crawlers[id]
-		if !ok || !c.spec.Limited {
+	for _, c := range n.want {
+		if !c.spec.Limited {
 			continue
 		}
 		if _, done := totals[c.row.UserID]; !done {
@@ -264,9 +264,8 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		}
 	}
 	var leases []api.Lease
-	for id := range n.want {
-		c, ok := h.crawlers[id]
-		if !ok || !c.spec.Limited {
+	for id, c := range n.want {
+		if !c.spec.Limited {
 			continue
 		}
 		var cur *instLease

@@ -51,6 +51,12 @@ func (h *Hub) PollAll(ctx context.Context) {
 		nodes = append(nodes, n)
 	}
 	h.mu.Unlock()
+	h.pollNodes(ctx, nodes)
+}
+
+// pollNodes polls the given nodes once, concurrently, skipping any whose
+// previous request is still running.
+func (h *Hub) pollNodes(ctx context.Context, nodes []*node) {
 	sem := make(chan struct{}, sendConcurrency)
 	done := make(chan struct{}, len(nodes))
 	for _, n := range nodes {
@@ -78,6 +84,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 		return
 	}
 	req := h.pollRequestLocked(n, time.Now())
+	resets := n.baseResets
 	h.mu.Unlock()
 
 	start := time.Now()
@@ -92,7 +99,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 		return
 	}
 	h.metrics.polls.Inc()
-	h.answer(ctx, n, resp, len(req.Acks), received)
+	h.answer(ctx, n, resp, len(req.Acks), received, resets)
 }
 
 // pollRequestLocked builds the node's next poll: the next sequence number of
@@ -101,12 +108,10 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 // h.mu.
 func (h *Hub) pollRequestLocked(n *node, now time.Time) api.PollRequest {
 	n.seq++
-	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks}
+	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks, StatusBase: n.statusBase}
 	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want))
-	for id := range n.want {
-		if c, ok := h.crawlers[id]; ok {
-			req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.row.Version})
-		}
+	for id, c := range n.want {
+		req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.row.Version})
 	}
 	req.Leases = h.grantLocked(n, now)
 	req.ValidUntil = n.validUntilLocked(now, h.nodeOpts.Timeouts.Poll)
@@ -141,13 +146,17 @@ type pollAnswer struct {
 	applyErr error           // applying failed: nothing is acknowledged
 	sentAcks int             // acknowledgements the poll carried
 	received time.Time       // when the answer arrived
+	// resets is the node's baseResets when the poll was built: a reset
+	// since means the answer may not become the next poll's base.
+	resets uint64
 }
 
 // answer applies a node's answer to a poll that carried sentAcks
 // acknowledgements: its usage in one SQL transaction, outside the hub lock,
 // then everything else under it.
-func (h *Hub) answer(ctx context.Context, n *node, resp api.PollResponse, sentAcks int, received time.Time) {
+func (h *Hub) answer(ctx context.Context, n *node, resp api.PollResponse, sentAcks int, received time.Time, resets uint64) {
 	a := h.applyAnswer(ctx, n, resp, sentAcks, received)
+	a.resets = resets
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.answerLocked(n, a, time.Now())
@@ -189,7 +198,9 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 	// spawn-side one, whatever the network delay.
 	n.anchorClock, n.anchorAt = resp.Clock, a.received
 	n.store = resp.Store
-	n.dataSources = resp.DataSources
+	if !resp.DataSourcesUnchanged {
+		n.dataSources = resp.DataSources
+	}
 	n.pending = resp.Pending
 	resend := false
 	for id := range n.leased {
@@ -202,20 +213,18 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 		if !ok || c.node != n.id {
 			continue
 		}
-		if c.spec.Limited {
-			c.leases.observe(n.id, st, resp.Clock)
-			n.leased[c.row.ID] = true
-		}
-		if st.State == api.StateMissing {
-			// The spawn does not run it (lost send, orphaned, restarted):
-			// send it again.
-			if c.sentNode == n.id && c.sentVersion == c.row.Version {
-				c.sentNode = ""
+		resend = h.takeStatusLocked(n, c, st, resp) || resend
+	}
+	if resp.Partial {
+		// What the answer leaves out is as the node last reported it.
+		for _, c := range n.want {
+			if c.heardFrom == n && c.heardIn != resp.Answer {
+				resend = h.takeStatusLocked(n, c, c.heard.status(c.row.ID), resp) || resend
 			}
-			c.needSend, resend = true, true
-			continue
 		}
-		c.state, c.err, c.rate = st.State, st.Error, st.RatePerSec
+	}
+	if a.resets == n.baseResets {
+		n.statusBase = resp.Answer
 	}
 	for id := range n.leased {
 		c, ok := h.crawlers[id]
@@ -238,6 +247,49 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 	if resend {
 		h.requestReloadLocked(false)
 	}
+}
+
+// takeStatusLocked takes in one subscriber status of a node's answer, told
+// or left out as unchanged, and reports whether the subscriber must be
+// sent again.
+func (h *Hub) takeStatusLocked(n *node, c *crawler, st api.SubscriberStatus, resp api.PollResponse) bool {
+	if c.spec.Limited {
+		c.leases.observe(n.id, st, resp.Clock)
+		n.leased[c.row.ID] = true
+	}
+	if st.State == api.StateMissing {
+		// The spawn does not run it (lost send, orphaned, restarted):
+		// send it again.
+		if c.sentNode == n.id && c.sentVersion == c.row.Version {
+			h.sentToLocked(c, nil)
+		}
+		c.needSend = true
+		c.heardFrom = nil
+		return true
+	}
+	c.heard = heardStatus{state: knownState(st.State), err: st.Error, rate: st.RatePerSec,
+		version: st.Version, instance: st.Instance, reserved: st.Reserved}
+	c.heardFrom, c.heardIn = n, resp.Answer
+	c.state, c.err, c.rate = c.heard.state, st.Error, st.RatePerSec
+	return false
+}
+
+// status is the remembered status as a poll answer would carry it.
+func (s heardStatus) status(crawlerID int64) api.SubscriberStatus {
+	return api.SubscriberStatus{CrawlerID: crawlerID, Version: s.version, State: s.state, Error: s.err,
+		RatePerSec: s.rate, Instance: s.instance, Reserved: s.reserved}
+}
+
+// knownState returns the constant equal to a state read off the wire, so a
+// million crawlers do not each keep their own copy of "running".
+func knownState(s string) string {
+	for _, k := range [...]string{api.StateRunning, api.StateQuotaWait, api.StateFailed, api.StatePending,
+		api.StateLimitReached, api.StateDisabled, api.StateMissing} {
+		if s == k {
+			return k
+		}
+	}
+	return s
 }
 
 func (h *Hub) pollFailed(ctx context.Context, n *node, err error) {

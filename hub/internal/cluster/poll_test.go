@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -159,5 +160,105 @@ func TestAnswer_StatusesOnlyFromWhereTheCrawlerRuns(t *testing.T) {
 				t.Fatalf("a lease account on %s, where the crawler does not run", other.id)
 			}
 		})
+	}
+}
+
+// TestAnswer_PartialAnswersActLikeWholeOnes: a spawn that leaves unchanged
+// statuses out of its answers (api.StatusDelta) leaves the hub in the same
+// state as one that tells everything every time — crawler states, lease
+// accounts and the leases granted next — and the hub asks for every status
+// again when a crawler it has not heard of on the node lands there.
+func TestAnswer_PartialAnswersActLikeWholeOnes(t *testing.T) {
+	whole, partial := newFixture(t), newFixture(t)
+	type setup struct {
+		f        *fixture
+		n        *node
+		ids      []int64
+		delta    api.StatusDelta
+		lastBase uint64
+	}
+	var sides []*setup
+	for _, f := range []*fixture{whole, partial} {
+		user := f.user(0)
+		s := &setup{f: f}
+		for i := range 4 {
+			limit := int64(0)
+			if i%2 == 0 {
+				limit = 1000
+			}
+			s.ids = append(s.ids, f.crawler(user, limit, fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1)))
+		}
+		f.sync()
+		s.n = f.addNode("node-a")
+		f.route()
+		sides = append(sides, s)
+	}
+	// Each step: what runs on the spawn (reserved, rate, state per crawler
+	// index), then the fixture's clock moves on.
+	steps := []struct {
+		reserved []int64
+		rate     []float64
+		state    []string
+	}{
+		{[]int64{0, 0, 0, 0}, []float64{0, 0, 0, 0}, []string{api.StateRunning, api.StateRunning, api.StateRunning, api.StateRunning}},
+		{[]int64{0, 0, 0, 0}, []float64{0, 0, 0, 0}, []string{api.StateRunning, api.StateRunning, api.StateRunning, api.StateRunning}},
+		{[]int64{4, 0, 0, 0}, []float64{2, 0, 0, 0}, []string{api.StateRunning, api.StateRunning, api.StateRunning, api.StateRunning}},
+		{[]int64{4, 0, 10, 0}, []float64{2, 0, 5, 0}, []string{api.StateRunning, api.StateFailed, api.StateQuotaWait, api.StateRunning}},
+		{[]int64{4, 0, 10, 0}, []float64{2, 0, 5, 0}, []string{api.StateRunning, api.StateFailed, api.StateQuotaWait, api.StateRunning}},
+		{[]int64{4, 0, 10, 0}, []float64{2, 0, 5, 0}, []string{api.StateRunning, api.StateFailed, api.StateQuotaWait, api.StateRunning}},
+	}
+	for i, step := range steps {
+		var grants []map[int64]api.Lease
+		for k, s := range sides {
+			f := s.f
+			req := f.pollRequest(s.n)
+			if k == 0 && req.StatusBase != 0 {
+				t.Fatalf("step %d: a hub that got whole answers names base %d", i, req.StatusBase)
+			}
+			if k == 1 && i > 0 && req.StatusBase != s.lastBase {
+				t.Fatalf("step %d: poll names base %d, want the last answer %d", i, req.StatusBase, s.lastBase)
+			}
+			resp := api.PollResponse{NodeID: s.n.id, Clock: f.spawnClock()}
+			if k == 1 {
+				resp.Answer, resp.Partial = s.delta.Begin(req.StatusBase)
+			}
+			for j, id := range s.ids {
+				st := api.SubscriberStatus{CrawlerID: id, Version: 1, State: step.state[j], Instance: 1,
+					Reserved: step.reserved[j], RatePerSec: step.rate[j]}
+				if k == 0 || s.delta.Include(st) {
+					resp.Subscribers = append(resp.Subscribers, st)
+				}
+			}
+			if k == 1 {
+				s.delta.End()
+				s.lastBase = resp.Answer
+				if i > 0 && len(resp.Subscribers) == len(s.ids) {
+					t.Fatalf("step %d: the partial answer carries every status", i)
+				}
+			}
+			f.answer(s.n, resp, len(req.Acks))
+			grants = append(grants, f.grant(s.n))
+			f.now = f.now.Add(fixtureTTL / 2)
+		}
+		for j := range sides[0].ids {
+			cw, cp := whole.crawlerOf(sides[0].ids[j]), partial.crawlerOf(sides[1].ids[j])
+			lw, lp := grants[0][sides[0].ids[j]], grants[1][sides[1].ids[j]]
+			lw.CrawlerID, lp.CrawlerID = 0, 0
+			if cw.state != cp.state || cw.rate != cp.rate || lw != lp {
+				t.Fatalf("step %d, crawler %d: whole answers give %s, %v, lease %+v; partial ones %s, %v, lease %+v",
+					i, j, cw.state, cw.rate, lw, cp.state, cp.rate, lp)
+			}
+		}
+	}
+	// A crawler new to the node makes the next poll ask for everything.
+	f := partial
+	id := f.crawler(f.user(0), 0, "00000000-0000-4000-8000-000000000099")
+	f.sync()
+	f.route()
+	if req := f.pollRequest(sides[1].n); req.StatusBase != 0 {
+		t.Fatalf("after a crawler landed on the node the poll names base %d, want 0", req.StatusBase)
+	}
+	if c := f.crawlerOf(id); c.node != sides[1].n.id {
+		t.Fatalf("crawler on %q", c.node)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -49,6 +50,7 @@ func (h *Hub) runRecoveries(ctx context.Context) {
 		}
 	}
 	h.recoveries = keep
+	h.pruneLostLocked()
 	var reader *node
 	if ids := h.sortedNodeIDsLocked(); len(ids) > 0 {
 		reader = h.nodes[ids[0]]
@@ -81,14 +83,17 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 		return err
 	}
 	h.mu.Lock()
-	_, back := h.nodes[r.nodeID]
+	live, back := h.nodes[r.nodeID]
 	if back {
 		// The node registered again while its usage was being read: it
 		// reports that usage itself (see nodeBackLocked, which found no
 		// recovery to cancel and so left its accounts waiting for this
-		// one).
-		for _, c := range h.crawlers {
-			c.leases.nodeBack(r.nodeID)
+		// one). Its registration took in every crawler with an account
+		// on it.
+		for id := range live.leased {
+			if c, ok := h.crawlers[id]; ok {
+				c.leases.nodeBack(r.nodeID)
+			}
 		}
 	}
 	h.mu.Unlock()
@@ -111,8 +116,10 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 	var total int64
 	h.mu.Lock()
 	h.applyNodeUsageLocked(r.nodeID, nil, applied)
-	for _, c := range h.crawlers {
-		c.leases.recovered(r.nodeID)
+	for id := range h.lostLeased[r.nodeID] {
+		if c, ok := h.crawlers[id]; ok {
+			c.leases.recovered(r.nodeID)
+		}
 	}
 	for _, inc := range applied {
 		total += inc.Count
@@ -128,4 +135,23 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 		}
 	}
 	return nil
+}
+
+// pruneLostLocked forgets, for lost nodes whose recovery is done, the
+// crawlers that no longer hold an account on them, and the node once none
+// does: accounts of a lost node settle as they expire (leaseBook.settle).
+func (h *Hub) pruneLostLocked() {
+	for nodeID, ids := range h.lostLeased {
+		if slices.ContainsFunc(h.recoveries, func(r recovery) bool { return r.nodeID == nodeID }) {
+			continue
+		}
+		for id := range ids {
+			if c, ok := h.crawlers[id]; !ok || !c.leases.onNode(nodeID) {
+				delete(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			delete(h.lostLeased, nodeID)
+		}
+	}
 }

@@ -3,11 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -26,9 +26,9 @@ type plan struct {
 // every active crawler over the live nodes and sends each node only what
 // changed for it: new, moved or reconfigured subscribers, and removals.
 // Subscribers that stay put are not touched, in either kind. A hard reload
-// (a node joined or was lost, or an operator asked) then polls every node
-// at once, so each one gets its exact subscriber set and reports what it
-// does not run, instead of waiting for the next poll tick.
+// (a node joined or was lost, or an operator asked) then polls the nodes it
+// sent to at once, so each one gets its exact subscriber set and reports
+// what it does not run, instead of waiting for the next poll tick.
 func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error) {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
@@ -54,7 +54,11 @@ func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error)
 
 	resp.Failed = h.execute(ctx, plans)
 	if hard {
-		h.PollAll(ctx)
+		// The nodes that gained or lost subscribers are polled at once,
+		// so each confirms its exact set and reports what it does not
+		// run without waiting for the next round; the others have
+		// nothing new to say.
+		h.pollNodes(ctx, planned(plans))
 	}
 	h.metrics.reloads.WithLabelValues(kind).Inc()
 	h.metrics.moves.Add(float64(resp.Moved))
@@ -80,8 +84,9 @@ func (h *Hub) syncLocked(rows []sqlstore.Crawler, users []sqlstore.User) {
 		seen[r.ID] = true
 		h.upsertCrawlerLocked(r)
 	}
-	for id := range h.crawlers {
+	for id, c := range h.crawlers {
 		if !seen[id] {
+			h.wantLocked(c, nil)
 			delete(h.crawlers, id)
 		}
 	}
@@ -157,51 +162,61 @@ func crawlerActive(c *crawler, userStopped bool) (bool, string) {
 	return true, ""
 }
 
-// planLocked routes every crawler and builds the per-node requests.
+// planLocked routes every crawler and builds the per-node requests. Each
+// node's wanted set is kept up to date as crawlers move (wantLocked), not
+// rebuilt, so a crawler that stays put costs a route lookup and a few
+// comparisons: at a million crawlers a reload with nothing to move is a
+// pass over memory, not a rebuild of ten thousand sets.
 func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 	ids := h.sortedNodeIDsLocked()
 	routes := h.routeTablesLocked(ids)
-	plans := make(map[string]*plan, len(ids))
-	for _, id := range ids {
-		n := h.nodes[id]
-		n.want = make(map[int64]bool, len(n.want)) // about as many as last time
-		plans[id] = &plan{n: n}
-	}
+	plans := map[*node]*plan{}
 	// By user: a user's limit is looked up once, not once per crawler.
 	for userID, list := range h.byUser {
 		stopped := h.userStoppedLocked(userID)
 		for _, c := range list {
-			h.routeLocked(c, stopped, ids, routes, plans, resp)
+			h.routeLocked(c, stopped, len(ids) > 0, routes, plans, resp)
 		}
 	}
 	out := make([]*plan, 0, len(plans))
-	for _, id := range ids {
-		p := plans[id]
-		if len(p.upserts) > 0 || len(p.removes) > 0 {
-			out = append(out, p)
-		}
+	for _, p := range plans {
+		out = append(out, p)
 	}
+	slices.SortFunc(out, func(a, b *plan) int { return strings.Compare(a.n.id, b.n.id) })
 	return out
 }
 
+// planOf is the plan of a node, made on first use.
+func planOf(plans map[*node]*plan, n *node) *plan {
+	p, ok := plans[n]
+	if !ok {
+		p = &plan{n: n}
+		plans[n] = p
+	}
+	return p
+}
+
 // routeLocked routes one crawler and adds what moves to the plans.
-func (h *Hub) routeLocked(c *crawler, userStopped bool, ids []string, routes map[string]RouteTable, plans map[string]*plan, resp *api.ReloadResponse) {
+func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[string]RouteTable, plans map[*node]*plan, resp *api.ReloadResponse) {
 	id := c.row.ID
 	active, rest := crawlerActive(c, userStopped)
 	prev := c.node
 	if !active {
 		c.node, c.state, c.err = "", rest, ""
+		h.wantLocked(c, nil)
 		if prev != "" {
-			if p, ok := plans[prev]; ok {
+			if pn, ok := h.nodes[prev]; ok {
+				p := planOf(plans, pn)
 				p.removes = append(p.removes, id)
 			}
 			resp.Removed++
 		}
 		return
 	}
-	q, err := uuid.Parse(c.row.QueryUUID)
+	q, err := c.queryUUID()
 	if err != nil {
 		c.node, c.state, c.err = "", api.StateFailed, "stored query uuid is invalid: "+err.Error()
+		h.wantLocked(c, nil)
 		return
 	}
 	var target string
@@ -211,18 +226,19 @@ func (h *Hub) routeLocked(c *crawler, userStopped bool, ids []string, routes map
 	c.node = target
 	if target == "" {
 		c.state, c.err = api.StatePending, "no spawn node is registered"
-		if len(ids) > 0 {
+		if anyNode {
 			c.err = fmt.Sprintf("no spawn node offers source %s (a spawn offers twitter and stream once their credentials are configured)", c.row.Source)
 		}
+		h.wantLocked(c, nil)
 		return
 	}
-	p := plans[target]
-	p.n.want[id] = true
-	moved := prev != "" && prev != target
-	if moved {
+	tn := h.nodes[target]
+	h.wantLocked(c, tn)
+	if prev != "" && prev != target {
 		resp.Moved++
-		if op, ok := plans[prev]; ok {
-			op.removes = append(op.removes, id)
+		if pn, ok := h.nodes[prev]; ok {
+			p := planOf(plans, pn)
+			p.removes = append(p.removes, id)
 		}
 	}
 	// A subscriber the node already runs in this version is left
@@ -230,10 +246,40 @@ func (h *Hub) routeLocked(c *crawler, userStopped bool, ids []string, routes map
 	// The node's exact set goes with every poll, which is what drops a
 	// subscriber the hub no longer routes there.
 	if c.sentNode != target || c.sentVersion != c.row.Version || c.needSend {
+		p := planOf(plans, tn)
 		p.upserts = append(p.upserts, c.spec)
 		resp.Assigned++
 		c.state, c.err = api.StatePending, ""
 	}
+}
+
+// wantLocked makes n (nil: none) the one node whose wanted set holds the
+// crawler. A node gaining a crawler it has not reported on is asked for
+// every status on its next poll, so the hub hears how it runs there.
+func (h *Hub) wantLocked(c *crawler, n *node) {
+	if c.wantIn == n {
+		return
+	}
+	if c.wantIn != nil {
+		delete(c.wantIn.want, c.row.ID)
+	}
+	c.wantIn = n
+	if n == nil {
+		return
+	}
+	n.want[c.row.ID] = c
+	if c.heardFrom != n {
+		n.askAllLocked()
+	}
+}
+
+// planned lists the nodes of plans.
+func planned(plans []*plan) []*node {
+	out := make([]*node, len(plans))
+	for i, p := range plans {
+		out[i] = p.n
+	}
+	return out
 }
 
 // execute sends the plans, one goroutine per node (bounded), and reports how
@@ -286,6 +332,11 @@ func (h *Hub) send(ctx context.Context, p *plan) int {
 // returns how many subscribers failed.
 func (h *Hub) sentLocked(n *node, upserts []api.SubscriberSpec, resp api.SubscribersResponse, err error) int {
 	failed := 0
+	defer func() {
+		if failed > 0 {
+			h.resendDue = true
+		}
+	}()
 	if err != nil {
 		h.metrics.sendFailures.Inc()
 		h.logger.Warn("send failed", "node_id", n.id, "subscribers", len(upserts), "err", err)
@@ -297,6 +348,9 @@ func (h *Hub) sentLocked(n *node, upserts []api.SubscriberSpec, resp api.Subscri
 		}
 		return failed
 	}
+	// An answer of a registration the node has since replaced speaks
+	// for a spawn that dropped everything: nothing of it runs there now.
+	stale := h.nodes[n.id] != n
 	sent := make(map[int64]int64, len(upserts))
 	for _, spec := range upserts {
 		sent[spec.CrawlerID] = spec.Version
@@ -308,14 +362,19 @@ func (h *Hub) sentLocked(n *node, upserts []api.SubscriberSpec, resp api.Subscri
 		}
 		if r.Error != "" {
 			c.needSend, c.state, c.err = true, api.StateFailed, r.Error
-			c.sentNode = ""
+			h.sentToLocked(c, nil)
 			failed++
+			continue
+		}
+		if stale {
+			c.needSend = true
 			continue
 		}
 		if v, ok := sent[r.CrawlerID]; ok {
 			c.sentVersion = v
 		}
-		c.sentNode, c.needSend = n.id, false
+		h.sentToLocked(c, n)
+		c.needSend = false
 		if c.state == api.StateFailed {
 			c.state, c.err = api.StatePending, ""
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,9 +16,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +41,11 @@ import (
 // without crawling. They run in child processes, so the CPU time this
 // process reports is the hub's own.
 const (
-	simEnv          = "BW_SIM_SPAWNS" // set in the child: how many spawns to simulate
+	simEnv = "BW_SIM_SPAWNS" // set in the child: how many spawns to simulate
+	// churnEnv sets the share of subscribers whose status changes between
+	// two polls (BW_SCALE_CHURN, default defaultChurn).
+	churnEnv        = "BW_SCALE_CHURN"
+	defaultChurn    = 0.1
 	crawlersPerUser = 100
 	// spawnsPerChild keeps a child's listeners and connections (two file
 	// descriptors per simulated spawn) under a 20,000 descriptor limit.
@@ -60,10 +67,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// simSpawn answers the node API from memory.
+// simSpawn answers the node API from memory, as a spawn does: statuses and
+// data sources through api.StatusDelta, so a poll is answered with what
+// changed since the answer the hub last took in. Each poll, every running
+// subscriber counts a comment with probability churn (its reservation and
+// rate change, so its status travels), the activity of a busy fleet.
 type simSpawn struct {
-	mu   sync.Mutex
-	subs map[int64]api.SubscriberSpec
+	mu    sync.Mutex
+	subs  map[int64]*simSub
+	delta api.StatusDelta
+	rng   *rand.Rand
+	churn float64
+}
+
+type simSub struct {
+	spec api.SubscriberSpec
+	st   api.SubscriberStatus
 }
 
 func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -79,7 +98,13 @@ func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		resp := api.SubscribersResponse{Results: make([]api.SubscriberResult, 0, len(req.Subscribers))}
 		for _, spec := range req.Subscribers {
-			s.subs[spec.CrawlerID] = spec
+			sub, ok := s.subs[spec.CrawlerID]
+			if !ok {
+				sub = &simSub{st: api.SubscriberStatus{CrawlerID: spec.CrawlerID, State: api.StateRunning, Instance: 1}}
+				s.subs[spec.CrawlerID] = sub
+			}
+			sub.spec = spec
+			sub.st.Version, sub.st.QueryUUID, sub.st.DataSource = spec.Version, spec.QueryUUID, "rss:"+spec.Query[0]
 			resp.Results = append(resp.Results, api.SubscriberResult{CrawlerID: spec.CrawlerID})
 		}
 		_ = json.NewEncoder(w).Encode(resp)
@@ -96,17 +121,40 @@ func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		resp := api.PollResponse{NodeID: req.NodeID, Clock: time.Now().UnixMilli(), Store: "ok"}
+		resp.Answer, resp.Partial = s.delta.Begin(req.StatusBase)
+		listed := make(map[int64]bool, len(req.Subscribers))
 		for _, ref := range req.Subscribers {
-			spec, ok := s.subs[ref.CrawlerID]
-			if !ok {
-				resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{CrawlerID: ref.CrawlerID, State: api.StateMissing})
-				continue
+			listed[ref.CrawlerID] = true
+			st := api.SubscriberStatus{CrawlerID: ref.CrawlerID, State: api.StateMissing}
+			if sub, ok := s.subs[ref.CrawlerID]; ok {
+				if s.rng.Float64() < s.churn {
+					sub.st.Reserved++
+					sub.st.Stored++
+					sub.st.RatePerSec = float64(1+s.rng.IntN(20)) / 10
+				}
+				st = sub.st
 			}
-			resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{
-				CrawlerID: spec.CrawlerID, Version: spec.Version, QueryUUID: spec.QueryUUID,
-				State: api.StateRunning, DataSource: "rss:" + spec.Query[0], Instance: 1,
-			})
+			if s.delta.Include(st) {
+				resp.Subscribers = append(resp.Subscribers, st)
+			}
 		}
+		for id := range s.subs {
+			if !listed[id] {
+				delete(s.subs, id) // the hub no longer wants it here
+			}
+		}
+		ids := make([]int64, 0, len(s.subs))
+		for id := range s.subs {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			resp.DataSources = append(resp.DataSources, api.DataSourceStatus{Key: s.subs[id].st.DataSource, Source: api.SourceRSS, Subscribers: 1})
+		}
+		if !s.delta.DataSources(resp.DataSources) {
+			resp.DataSources, resp.DataSourcesUnchanged = nil, true
+		}
+		s.delta.End()
 		_ = json.NewEncoder(w).Encode(resp)
 	default:
 		http.NotFound(w, r)
@@ -117,13 +165,14 @@ func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // when its standard input closes.
 func runSimulatedSpawns(n int) {
 	out := bufio.NewWriter(os.Stdout)
-	for range n {
+	churn := envFloat(churnEnv, defaultChurn)
+	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		srv := &http.Server{Handler: &simSpawn{subs: map[int64]api.SubscriberSpec{}}}
+		srv := &http.Server{Handler: &simSpawn{subs: map[int64]*simSub{}, churn: churn, rng: rand.New(rand.NewPCG(uint64(i), 1))}}
 		go func() { _ = srv.Serve(ln) }()
 		fmt.Fprintf(out, "http://%s\n", ln.Addr())
 	}
@@ -267,7 +316,7 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	}
 	runtime.GC()
 	debug.FreeOSMemory() // the setup's garbage is not the hub's
-	h, err := New(Config{Store: st, Logger: logger, PollInterval: 10 * time.Second})
+	h, err := New(Config{Store: st, Logger: logger, PollInterval: 10 * time.Second, HTTPClient: &http.Client{Transport: &countingTransport{next: nodeTransport()}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -285,6 +334,17 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	return h, urls
 }
 
+// countingTransport counts the requests the hub sends to spawns.
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.next.RoundTrip(r)
+}
+
 // BenchmarkHubScale measures a hub with 1,000 spawns and 100,000 crawlers of
 // 1,000 customers (BW_SCALE_NODES, BW_SCALE_CRAWLERS and BW_SCALE_USERS
 // change the sizes, BW_SCALE_DB=postgres the database): the first hard
@@ -300,19 +360,21 @@ func BenchmarkHubScale(b *testing.B) {
 	ctx := context.Background()
 
 	// measure runs fn b.N times after setup, which is not measured.
-	measure := func(name string, requests int, setup, fn func()) {
+	sent := &h.cfg.HTTPClient.Transport.(*countingTransport).n
+	measure := func(name string, setup, fn func()) {
 		b.Run(name, func(b *testing.B) {
 			if setup != nil {
 				setup()
 			}
 			cpu0 := cpuTime()
+			req0 := sent.Load()
 			b.ResetTimer()
 			for range b.N {
 				fn()
 			}
 			b.StopTimer()
 			b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "hub-cpu-ms/op")
-			b.ReportMetric(float64(requests), "requests/op")
+			b.ReportMetric(float64(sent.Load()-req0)/float64(b.N), "requests/op")
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
@@ -328,12 +390,13 @@ func BenchmarkHubScale(b *testing.B) {
 		}
 	}
 	first := true
-	measure("FirstHardReload", nodes, nil, func() {
+	measure("FirstHardReload", nil, func() {
 		if !first {
 			// Forget what was sent, so every run places everything again.
 			h.mu.Lock()
 			for _, c := range h.crawlers {
-				c.sentNode, c.node = "", ""
+				h.sentToLocked(c, nil)
+				c.node = ""
 			}
 			h.mu.Unlock()
 			h.reloadMu.Lock()
@@ -346,7 +409,7 @@ func BenchmarkHubScale(b *testing.B) {
 			b.Fatalf("reload: %+v %v", resp, err)
 		}
 	})
-	measure("SteadyHardReload", nodes, place, func() {
+	measure("SteadyHardReload", place, func() {
 		resp, err := h.Reload(ctx, true)
 		if err != nil || resp.Assigned != 0 {
 			b.Fatalf("steady reload sent %+v: %v", resp, err)
@@ -354,13 +417,13 @@ func BenchmarkHubScale(b *testing.B) {
 	})
 	// The reload's own part, without the poll of every node that follows
 	// a hard one: read what changed in SQL, route, plan.
-	measure("SteadySoftReload", 0, place, func() {
+	measure("SteadySoftReload", place, func() {
 		resp, err := h.Reload(ctx, false)
 		if err != nil || resp.Assigned != 0 {
 			b.Fatalf("steady reload sent %+v: %v", resp, err)
 		}
 	})
-	measure("SteadyHardReloadFullRead", nodes, place, func() {
+	measure("SteadyHardReloadFullRead", place, func() {
 		h.reloadMu.Lock()
 		h.view.fullAt = time.Time{} // the periodic full read is due
 		h.reloadMu.Unlock()
@@ -369,9 +432,19 @@ func BenchmarkHubScale(b *testing.B) {
 			b.Fatalf("steady reload sent %+v: %v", resp, err)
 		}
 	})
-	measure("PollRound", nodes, place, func() { h.PollAll(ctx) })
+	measure("PollRound", place, func() { h.PollAll(ctx) })
+	// The same round with every status and data source told, as before
+	// answers carried only what changed: the baseline of the one above.
+	measure("PollRoundWhole", place, func() {
+		h.mu.Lock()
+		for _, n := range h.nodes {
+			n.askAllLocked()
+		}
+		h.mu.Unlock()
+		h.PollAll(ctx)
+	})
 	if crawlers <= naiveMaxCrawlers {
-		measure("NaivePerSubscriberPollRound", crawlers, place, func() { naiveRound(b, h, urls) })
+		measure("NaivePerSubscriberPollRound", place, func() { naiveRound(b, h, urls) })
 	}
 }
 
@@ -409,6 +482,13 @@ func naiveRound(b *testing.B, h *Hub, urls []string) {
 		b.Fatal(err)
 	}
 	_ = urls
+}
+
+func envFloat(name string, def float64) float64 {
+	if f, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil && f >= 0 {
+		return f
+	}
+	return def
 }
 
 func envInt(name string, def int) int {

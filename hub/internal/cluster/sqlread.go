@@ -173,6 +173,7 @@ func (h *Hub) applyChangesLocked(r sqlRead) {
 // forgetCrawlerLocked drops a deleted crawler. The node running it drops
 // it with the exact set its next poll carries.
 func (h *Hub) forgetCrawlerLocked(c *crawler) {
+	h.wantLocked(c, nil)
 	delete(h.crawlers, c.row.ID)
 	list := slices.DeleteFunc(h.byUser[c.row.UserID], func(o *crawler) bool { return o == c })
 	if len(list) == 0 {

@@ -229,6 +229,7 @@ func (n *Node) attachTo(hub string, hubs []string, resp api.RegisterResponse) er
 	}
 	n.state = api.NodeAttached
 	n.epoch = resp.Epoch
+	n.delta.Reset() // the hub's record of this node starts empty
 	if n.attach.registering != nil {
 		close(n.attach.registering)
 		n.attach.registering = nil
@@ -275,6 +276,7 @@ func (n *Node) detachLocked(reason string) {
 	n.attach.fencedAt = time.Now()
 	n.epoch = ""
 	n.dropAllLocked()
+	n.delta.Reset()
 	select {
 	case n.kick <- struct{}{}:
 	default:

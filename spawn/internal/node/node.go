@@ -116,7 +116,10 @@ type Node struct {
 	incSeq       uint64
 	incs         []api.Increment // counted usage not yet acknowledged
 	pending      map[int64]int   // per crawler: comments counted, not yet stored
-	wg           sync.WaitGroup  // data source goroutines
+	// delta is what the hub has been told of each subscriber, so a poll
+	// is answered with what changed (api.StatusDelta).
+	delta api.StatusDelta
+	wg    sync.WaitGroup // data source goroutines
 
 	// attach is which hubs the node follows and the terms it has seen
 	// (attach.go), and when it last lost the right to write (fence.go).

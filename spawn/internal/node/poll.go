@@ -36,17 +36,30 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	n.pruneAckedLocked(req.Acks)
 	clock := n.clock()
 	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health()}
+	// A fresh poll is answered with what changed since the answer the hub
+	// last took in; a stale one, which the hub may never read, in full and
+	// unrecorded.
+	if fresh {
+		resp.Answer, resp.Partial = n.delta.Begin(req.StatusBase)
+	}
 	for _, ref := range req.Subscribers {
-		s, ok := n.subs[ref.CrawlerID]
-		if !ok {
-			resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{CrawlerID: ref.CrawlerID, State: api.StateMissing})
-			continue
+		st := api.SubscriberStatus{CrawlerID: ref.CrawlerID, State: api.StateMissing}
+		if s, ok := n.subs[ref.CrawlerID]; ok {
+			st = n.statusLocked(s, clock, now)
 		}
-		resp.Subscribers = append(resp.Subscribers, n.statusLocked(s, clock, now))
+		if !fresh || n.delta.Include(st) {
+			resp.Subscribers = append(resp.Subscribers, st)
+		}
 	}
 	resp.Increments = slices.Clone(n.incs[:min(len(n.incs), maxIncrementsPerPoll)])
 	resp.MoreIncrements = len(n.incs) > maxIncrementsPerPoll
 	resp.DataSources = n.dataSourcesLocked()
+	if fresh {
+		if !n.delta.DataSources(resp.DataSources) {
+			resp.DataSources, resp.DataSourcesUnchanged = nil, true
+		}
+		n.delta.End()
+	}
 	if len(n.pending) > 0 {
 		resp.Pending = maps.Clone(n.pending)
 	}
