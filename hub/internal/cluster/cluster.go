@@ -147,8 +147,8 @@ type Hub struct {
 	lostLeased map[string]map[int64]bool
 	// resendDue says a send failed since the last reload began.
 	resendDue bool
-	wg         sync.WaitGroup
-	ctx        context.Context
+	wg        sync.WaitGroup
+	ctx       context.Context
 }
 
 // node is a live spawn as the hub sees it.
