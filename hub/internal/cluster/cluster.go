@@ -183,10 +183,11 @@ type node struct {
 	seq  uint64     // guarded by opMu
 }
 
-// crawler is a crawler's configuration and live state.
+// crawler is a crawler's configuration and live state. A hub holds a
+// million of them: keep it small.
 type crawler struct {
 	row         sqlstore.Crawler
-	spec        api.SubscriberSpec
+	limited     bool // the subscriber counts against leases (respecLocked)
 	node        string // where it is routed ("" if inactive or no node)
 	sentNode    string // where a send last succeeded
 	sentVersion int64
@@ -195,11 +196,10 @@ type crawler struct {
 	err         string
 	rate        float64
 	leases      leaseBook
-	// quuid is row.QueryUUID parsed (queryUUID), kept while the row's
-	// uuid string stays the same, so routing does not parse it again.
-	quuid    uuid.UUID
-	quuidOf  string
-	quuidErr error
+	// quuid is row.QueryUUID parsed (queryUUID) while quuidState is
+	// quuidParsed; upsertCrawlerLocked forgets it when the row changes.
+	quuid      uuid.UUID
+	quuidState int8
 	// wantIn is the node whose wanted set holds the crawler (wantLocked);
 	// sentIn the one sentNode names (sentToLocked).
 	wantIn *node
@@ -222,13 +222,28 @@ type heardStatus struct {
 	reserved int64
 }
 
-// queryUUID is the crawler's query uuid, parsed once per uuid string.
+// States of crawler.quuid.
+const (
+	quuidUnknown int8 = iota
+	quuidParsed
+	quuidInvalid
+)
+
+// queryUUID is the crawler's query uuid, parsed once per row.
 func (c *crawler) queryUUID() (uuid.UUID, error) {
-	if c.quuidOf != c.row.QueryUUID || (c.quuidOf == "" && c.quuidErr == nil) {
-		c.quuid, c.quuidErr = uuid.Parse(c.row.QueryUUID)
-		c.quuidOf = c.row.QueryUUID
+	switch c.quuidState {
+	case quuidParsed:
+		return c.quuid, nil
+	case quuidUnknown:
+		q, err := uuid.Parse(c.row.QueryUUID)
+		if err == nil {
+			c.quuid, c.quuidState = q, quuidParsed
+			return q, nil
+		}
+		c.quuidState = quuidInvalid
 	}
-	return c.quuid, c.quuidErr
+	_, err := uuid.Parse(c.row.QueryUUID)
+	return uuid.UUID{}, err
 }
 
 // sentToLocked records that a send of the crawler to n (nil: nowhere)

@@ -206,7 +206,7 @@ func (h *Hub) userTotalLocked(userID int64, now time.Time) *userTotal {
 	}
 	t := &userTotal{at: now}
 	for _, uc := range h.byUser[userID] {
-		if uc.spec.Limited {
+		if uc.limited {
 			t.out += uc.leases.outstanding(now)
 			if uc.node != "" {
 				t.weight += uc.rate + 1
@@ -256,7 +256,7 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 	// Per-user totals, for users with limited crawlers here.
 	totals := map[int64]*userTotal{}
 	for _, c := range n.want {
-		if !c.spec.Limited {
+		if !c.limited {
 			continue
 		}
 		if _, done := totals[c.row.UserID]; !done {
@@ -265,7 +265,7 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 	}
 	var leases []api.Lease
 	for id, c := range n.want {
-		if !c.spec.Limited {
+		if !c.limited {
 			continue
 		}
 		var cur *instLease
@@ -354,7 +354,7 @@ func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied
 			if l, ok := c.leases.inst[instKey{nodeID, inc.Instance}]; ok {
 				l.used += inc.Count
 			}
-		case c.spec.Limited || len(c.leases.inst) > 0:
+		case c.limited || len(c.leases.inst) > 0:
 			c.leases.get(instKey{nodeID, inc.Instance}).used += inc.Count
 			leased[c.row.ID] = true
 		}

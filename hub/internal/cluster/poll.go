@@ -253,7 +253,7 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 // or left out as unchanged, and reports whether the subscriber must be
 // sent again.
 func (h *Hub) takeStatusLocked(n *node, c *crawler, st api.SubscriberStatus, resp api.PollResponse) bool {
-	if c.spec.Limited {
+	if c.limited {
 		c.leases.observe(n.id, st, resp.Clock)
 		n.leased[c.row.ID] = true
 	}

@@ -92,7 +92,7 @@ func (h *Hub) syncLocked(rows []sqlstore.Crawler, users []sqlstore.User) {
 	}
 	h.byUser = make(map[int64][]*crawler, len(h.users))
 	for _, c := range h.crawlers {
-		c.spec = h.specLocked(c)
+		h.respecLocked(c)
 		h.byUser[c.row.UserID] = append(h.byUser[c.row.UserID], c)
 	}
 }
@@ -107,7 +107,19 @@ func laterCursor(a, b *time.Time) *time.Time {
 	return b
 }
 
-// specLocked derives the subscriber a spawn runs for a crawler.
+// respecLocked derives what the hub keeps of a crawler's subscriber after
+// its row or its user's limit changed: whether it counts against leases.
+// The spec itself is built when sent (specLocked): a million crawlers keep
+// no copy of what their rows say.
+func (h *Hub) respecLocked(c *crawler) {
+	c.limited = c.row.CommentLimit > 0
+	if u, ok := h.users[c.row.UserID]; ok && u.row.CommentLimit > 0 {
+		c.limited = true
+	}
+}
+
+// specLocked derives the subscriber a spawn runs for a crawler, with the
+// newest cursor the hub knows.
 func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 	r := c.row
 	spec := api.SubscriberSpec{
@@ -247,7 +259,7 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	// subscriber the hub no longer routes there.
 	if c.sentNode != target || c.sentVersion != c.row.Version || c.needSend {
 		p := planOf(plans, tn)
-		p.upserts = append(p.upserts, c.spec)
+		p.upserts = append(p.upserts, h.specLocked(c))
 		resp.Assigned++
 		c.state, c.err = api.StatePending, ""
 	}

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -369,9 +370,13 @@ func BenchmarkHubScale(b *testing.B) {
 			cpu0 := cpuTime()
 			req0 := sent.Load()
 			b.ResetTimer()
-			for range b.N {
-				fn()
-			}
+			// Labelled, so a CPU profile tells the measures apart
+			// (go tool pprof -tagfocus measure=PollRound).
+			pprof.Do(ctx, pprof.Labels("measure", name), func(context.Context) {
+				for range b.N {
+					fn()
+				}
+			})
 			b.StopTimer()
 			b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "hub-cpu-ms/op")
 			b.ReportMetric(float64(sent.Load()-req0)/float64(b.N), "requests/op")
@@ -433,6 +438,18 @@ func BenchmarkHubScale(b *testing.B) {
 		}
 	})
 	measure("PollRound", place, func() { h.PollAll(ctx) })
+	if path := os.Getenv("BW_SCALE_HEAP_PROFILE"); path != "" {
+		// What the hub holds in steady state, for go tool pprof.
+		runtime.GC()
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
 	// The same round with every status and data source told, as before
 	// answers carried only what changed: the baseline of the one above.
 	measure("PollRoundWhole", place, func() {
@@ -442,6 +459,12 @@ func BenchmarkHubScale(b *testing.B) {
 		}
 		h.mu.Unlock()
 		h.PollAll(ctx)
+	})
+	// GET /v1/health (and every metrics scrape) counts crawlers by state.
+	measure("Health", place, func() {
+		if hh := h.Health(); hh.Crawlers.Total != crawlers {
+			b.Fatalf("health counts %d crawlers", hh.Crawlers.Total)
+		}
 	})
 	if crawlers <= naiveMaxCrawlers {
 		measure("NaivePerSubscriberPollRound", place, func() { naiveRound(b, h, urls) })

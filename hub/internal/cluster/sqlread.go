@@ -110,6 +110,10 @@ func (h *Hub) upsertCrawlerLocked(r sqlstore.Crawler) (*crawler, bool) {
 	}
 	usage := max(c.row.Usage, r.Usage)
 	if !ok || c.row.Version != r.Version || c.row.CommentLimit != r.CommentLimit || c.row.LimitReached != r.LimitReached || c.row.Enabled != r.Enabled {
+		r.Source = knownSource(r.Source)
+		if r.QueryUUID != c.row.QueryUUID {
+			c.quuidState = quuidUnknown
+		}
 		c.row = r
 	}
 	c.row.Usage = usage
@@ -160,12 +164,12 @@ func (h *Hub) applyChangesLocked(r sqlRead) {
 			h.byUser[row.UserID] = append(h.byUser[row.UserID], c)
 		}
 		if !respec[row.UserID] {
-			c.spec = h.specLocked(c)
+			h.respecLocked(c)
 		}
 	}
 	for id := range respec {
 		for _, c := range h.byUser[id] {
-			c.spec = h.specLocked(c)
+			h.respecLocked(c)
 		}
 	}
 }
@@ -181,4 +185,13 @@ func (h *Hub) forgetCrawlerLocked(c *crawler) {
 	} else {
 		h.byUser[c.row.UserID] = list
 	}
+}
+
+// knownSource returns the constant equal to a source kind read from SQL, so
+// a million rows share a handful of strings.
+func knownSource(s string) string {
+	if i := slices.Index(api.Sources, s); i >= 0 {
+		return api.Sources[i]
+	}
+	return s
 }

@@ -63,8 +63,8 @@ func TestReload_IncrementalReadAppliesChangesDeletesAndUserLimits(t *testing.T) 
 	f.update(f.crawlers[0], func(c *sqlstore.Crawler) { c.Keywords = "golang" })
 	f.wantRead("changes", 1)
 	c := f.crawlerOf(f.crawlers[0])
-	if c.row.Keywords != "golang" || len(c.spec.Keywords) != 1 || c.row.Usage != 10 {
-		t.Fatalf("changed crawler: keywords %q, spec %v, usage %d; want golang and usage 10", c.row.Keywords, c.spec.Keywords, c.row.Usage)
+	if c.row.Keywords != "golang" || len(f.h.specLocked(c).Keywords) != 1 || c.row.Usage != 10 {
+		t.Fatalf("changed crawler: keywords %q, spec %v, usage %d; want golang and usage 10", c.row.Keywords, f.h.specLocked(c).Keywords, c.row.Usage)
 	}
 	plans, resp := f.plan(false)
 	if resp.Assigned != 1 || len(plans) != 1 {
@@ -99,7 +99,7 @@ func TestReload_IncrementalReadAppliesChangesDeletesAndUserLimits(t *testing.T) 
 		t.Errorf("user after its limit changed: %+v, want limit 10 and usage 10", u)
 	}
 	for _, c := range f.h.byUser[f.user] {
-		if !c.spec.Limited {
+		if !c.limited {
 			t.Errorf("crawler %d of a limited user is not limited", c.row.ID)
 		}
 	}

@@ -37,18 +37,30 @@ func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 		v.State, v.Error, v.Node, v.RatePerSec = c.state, c.err, c.node, c.rate
 		v.Usage = max(v.Usage, c.row.Usage)
 	}
-	// Decide from the row itself for states that need no node, so a change
-	// shows at once, before the soft reload it triggers.
-	switch {
-	case !row.Enabled:
-		v.State, v.Node, v.Error = api.StateDisabled, "", ""
-	case row.LimitReached:
-		v.State, v.Node, v.Error = api.StateLimitReached, "", ""
-	}
-	if u, ok := h.users[row.UserID]; ok && row.Enabled && u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {
-		v.State, v.Node = api.StateLimitReached, ""
+	if state, byUser, resting := h.restingStateLocked(&row); resting {
+		v.State, v.Node = state, ""
+		if !byUser {
+			v.Error = ""
+		}
 	}
 	return v
+}
+
+// restingStateLocked decides from a crawler's row itself the states that
+// need no node, so a change shows at once, before the soft reload it
+// triggers; byUser says the crawler rests only because its user reached
+// the user's limit.
+func (h *Hub) restingStateLocked(row *sqlstore.Crawler) (state string, byUser, resting bool) {
+	switch {
+	case !row.Enabled:
+		return api.StateDisabled, false, true
+	case row.LimitReached:
+		return api.StateLimitReached, false, true
+	}
+	if u, ok := h.users[row.UserID]; ok && u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {
+		return api.StateLimitReached, true, true
+	}
+	return "", false, false
 }
 
 func orEmpty(s []string) []string {
@@ -101,7 +113,12 @@ func (h *Hub) Health() api.HubHealth {
 	}
 	for _, c := range h.crawlers {
 		hh.Crawlers.Total++
-		state := h.crawlerViewLocked(c.row).State
+		// The state crawlerViewLocked shows, without building the view:
+		// health is read on every scrape, at a million crawlers too.
+		state := c.state
+		if rest, _, resting := h.restingStateLocked(&c.row); resting {
+			state = rest
+		}
 		hh.Crawlers.ByState[state]++
 		if c.node != "" {
 			hh.Crawlers.Assigned++
