@@ -187,7 +187,7 @@ type node struct {
 // million of them: keep it small.
 type crawler struct {
 	row         sqlstore.Crawler
-	limited     bool // the subscriber counts against leases (respecLocked)
+	limited     bool   // the subscriber counts against leases (respecLocked)
 	node        string // where it is routed ("" if inactive or no node)
 	sentNode    string // where a send last succeeded
 	sentVersion int64
