@@ -120,6 +120,8 @@ type Hub struct {
 	// nodeOpts configure the client of every hub→spawn call.
 	nodeOpts api.NodeOptions
 	metrics  *metrics
+	// usage merges the increments of answers that arrive together.
+	usage *collector
 
 	reloadMu sync.Mutex    // one reload at a time
 	view     sqlView       // guarded by reloadMu: how far SQL was read (sqlread.go)
@@ -327,6 +329,7 @@ func New(cfg Config) (*Hub, error) {
 			MaxAnswerBytes: maxAnswerBytes,
 		},
 		metrics:      newMetrics(),
+		usage:        &collector{store: cfg.Store},
 		wake:         make(chan struct{}, 1),
 		nodes:        map[string]*node{},
 		crawlers:     map[int64]*crawler{},

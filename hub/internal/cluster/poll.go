@@ -170,7 +170,7 @@ func (h *Hub) applyAnswer(ctx context.Context, n *node, resp api.PollResponse, s
 	}
 	a := pollAnswer{resp: resp, sentAcks: sentAcks, received: received}
 	if len(resp.Increments) > 0 {
-		a.applied, a.applyErr = h.cfg.Store.ApplyIncrements(ctx, resp.Increments)
+		a.applied, a.applyErr = h.usage.apply(ctx, resp.Increments)
 		if a.applyErr != nil {
 			h.logger.Error("apply usage failed", "node_id", n.id, "increments", len(resp.Increments), "err", a.applyErr)
 		}

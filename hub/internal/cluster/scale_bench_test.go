@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/axiomhq/hyperloglog"
 	"golang.org/x/sync/errgroup"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -79,7 +80,18 @@ type simSpawn struct {
 	delta api.StatusDelta
 	rng   *rand.Rand
 	churn float64
+	// With incs on, every comment counted becomes a usage increment with
+	// its analytics (a minute of activity with an author sketch, an
+	// hour's terms, candidates), held until the hub acknowledges it, as a
+	// spawn reports usage (simIncrementsPath turns it on and off).
+	incs    bool
+	incSeq  uint64
+	pending []api.Increment
 }
+
+// simIncrementsPath turns a simulated spawn's usage increments on (?on=1)
+// or off.
+const simIncrementsPath = "/sim/increments"
 
 type simSub struct {
 	spec api.SubscriberSpec
@@ -91,6 +103,8 @@ func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch r.URL.Path {
+	case simIncrementsPath:
+		s.incs = r.URL.Query().Get("on") == "1"
 	case api.PathSubscribers:
 		var req api.SubscribersRequest
 		if json.Unmarshal(body, &req) != nil {
@@ -123,6 +137,7 @@ func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		resp := api.PollResponse{NodeID: req.NodeID, Clock: time.Now().UnixMilli(), Store: "ok"}
 		resp.Answer, resp.Partial = s.delta.Begin(req.StatusBase)
+		s.pending = slices.DeleteFunc(s.pending, func(inc api.Increment) bool { return slices.Contains(req.Acks, inc.Seq) })
 		listed := make(map[int64]bool, len(req.Subscribers))
 		for _, ref := range req.Subscribers {
 			listed[ref.CrawlerID] = true
@@ -132,6 +147,10 @@ func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					sub.st.Reserved++
 					sub.st.Stored++
 					sub.st.RatePerSec = float64(1+s.rng.IntN(20)) / 10
+					if s.incs {
+						s.incSeq++
+						s.pending = append(s.pending, simIncrement(s.incSeq, sub.spec, s.rng))
+					}
 				}
 				st = sub.st
 			}
@@ -152,6 +171,7 @@ func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, id := range ids {
 			resp.DataSources = append(resp.DataSources, api.DataSourceStatus{Key: s.subs[id].st.DataSource, Source: api.SourceRSS, Subscribers: 1})
 		}
+		resp.Increments = s.pending
 		if !s.delta.DataSources(resp.DataSources) {
 			resp.DataSources, resp.DataSourcesUnchanged = nil, true
 		}
@@ -160,6 +180,25 @@ func (s *simSpawn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// simIncrement is one comment counted for a subscriber, with the
+// analytics a spawn sends with it.
+func simIncrement(seq uint64, spec api.SubscriberSpec, rng *rand.Rand) api.Increment {
+	now := time.Now().UTC()
+	sketch, _ := hyperloglog.NewSketch(12, true) // the spawn's precision (terms.SketchPrecision)
+	sketch.Insert(fmt.Appendf(nil, "author%d", rng.IntN(1000)))
+	authors, _ := sketch.MarshalBinary()
+	terms := make([]api.TermCount, 8)
+	for i := range terms {
+		terms[i] = api.TermCount{Term: fmt.Sprintf("term%d", rng.IntN(200)), Count: 1}
+	}
+	return api.Increment{Seq: seq, CrawlerID: spec.CrawlerID, UserID: spec.UserID, Instance: 1, Count: 1, Newest: now,
+		Analytics: &api.IncrementAnalytics{
+			Minutes:    []api.MinuteActivity{{At: now.Truncate(time.Minute), Comments: 1, Authors: authors}},
+			Terms:      []api.HourTerms{{At: now.Truncate(time.Hour), Terms: terms}},
+			Candidates: []api.Suggestion{{Term: fmt.Sprintf("#tag%d", rng.IntN(50)), Score: 0.5, Count: 1}},
+		}}
 }
 
 // runSimulatedSpawns serves n simulated spawns, prints their URLs, and exits
@@ -460,10 +499,40 @@ func BenchmarkHubScale(b *testing.B) {
 		h.mu.Unlock()
 		h.PollAll(ctx)
 	})
+	// A round in which every churned subscriber reports a counted comment
+	// with its analytics: the hub merges them exactly once into SQL.
+	incs := func(on bool) {
+		var g errgroup.Group
+		g.SetLimit(sendConcurrency)
+		for _, u := range urls {
+			g.Go(func() error {
+				resp, err := http.Post(fmt.Sprintf("%s%s?on=%v", u, simIncrementsPath, map[bool]int{false: 0, true: 1}[on]), "", nil)
+				if err == nil {
+					resp.Body.Close()
+				}
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	measure("PollRoundIncrements", func() { place(); incs(true); h.PollAll(ctx) }, func() { h.PollAll(ctx) })
+	incs(false)
+	h.PollAll(ctx) // acknowledge the last ones
 	// GET /v1/health (and every metrics scrape) counts crawlers by state.
 	measure("Health", place, func() {
 		if hh := h.Health(); hh.Crawlers.Total != crawlers {
 			b.Fatalf("health counts %d crawlers", hh.Crawlers.Total)
+		}
+	})
+	// Every spawn registering again, as after a partition healed: each
+	// registration walks only what its node ran.
+	measure("RegisterAgain", place, func() {
+		for i, u := range urls {
+			if _, err := h.Register(api.RegisterRequest{NodeID: fmt.Sprintf("node-%05d", i), URL: u}); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	if crawlers <= naiveMaxCrawlers {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,7 +98,11 @@ type termKey struct {
 
 // applyAnalyticsTx applies the analytics of the increments not applied
 // before; order lists incs by id, the order their rows are locked in.
-func (s *Store) applyAnalyticsTx(tx *gorm.DB, incs []api.Increment, order []int) error {
+// inserted marks the increments recorded by this transaction, whose
+// analytics the insert marked applied already; an increment recorded
+// before (its usage recovered from the store) has them marked here, by a
+// conditional UPDATE that only one copy can win.
+func (s *Store) applyAnalyticsTx(tx *gorm.DB, incs []api.Increment, order []int, inserted []bool) error {
 	terms := map[termKey]int64{}
 	minutes := map[bucketKey]*activityRow{}
 	hours := map[bucketKey]*activityRow{}
@@ -108,13 +113,15 @@ func (s *Store) applyAnalyticsTx(tx *gorm.DB, incs []api.Increment, order []int)
 		if a == nil {
 			continue
 		}
-		res := tx.Model(&AppliedIncrement{}).Where("node_id = ? AND seq = ? AND analytics = ?", inc.NodeID, inc.Seq, false).
-			UpdateColumn("analytics", true)
-		if res.Error != nil {
-			return fmt.Errorf("mark analytics of increment %s/%d: %w", inc.NodeID, inc.Seq, res.Error)
-		}
-		if res.RowsAffected != 1 {
-			continue // applied before
+		if !inserted[i] {
+			res := tx.Model(&AppliedIncrement{}).Where("node_id = ? AND seq = ? AND analytics = ?", inc.NodeID, inc.Seq, false).
+				UpdateColumn("analytics", true)
+			if res.Error != nil {
+				return fmt.Errorf("mark analytics of increment %s/%d: %w", inc.NodeID, inc.Seq, res.Error)
+			}
+			if res.RowsAffected != 1 {
+				continue // applied before
+			}
 		}
 		for _, h := range a.Terms {
 			at := dbTime(h.At.Truncate(time.Hour))
@@ -221,18 +228,55 @@ func (s *Store) addTermsTx(tx *gorm.DB, terms map[termKey]int64) error {
 			buckets = append(buckets, k)
 		}
 	}
-	for _, b := range buckets {
-		var n int64
-		if err := tx.Model(&termCountRow{}).Where("crawler_id = ? AND bucket = ?", b.crawler, b.at).Count(&n).Error; err != nil {
-			return fmt.Errorf("count terms of crawler %d: %w", b.crawler, err)
+	// The crawler hours are named as row values, so both databases look
+	// each one up by the primary key's prefix, whatever else an hour holds.
+	row := "(" + s.param("BIGINT") + ", " + s.param("TIMESTAMPTZ") + ")"
+	for chunk := range slices.Chunk(buckets, rowsPerStatement) {
+		var values strings.Builder
+		args := make([]any, 0, 2*len(chunk))
+		for j, b := range chunk {
+			if j > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString(row)
+			args = append(args, b.crawler, b.at)
 		}
-		if n > compactTermsAt {
-			if err := compactTermsTx(tx, b); err != nil {
-				return err
+		var counts []struct {
+			CrawlerID int64
+			Bucket    time.Time
+			N         int64
+		}
+		err := tx.Raw("SELECT crawler_id, bucket, COUNT(*) AS n FROM term_counts WHERE (crawler_id, bucket) IN (VALUES "+values.String()+") GROUP BY crawler_id, bucket", args...).
+			Scan(&counts).Error
+		if err != nil {
+			return fmt.Errorf("count terms of %d crawler hours: %w", len(chunk), err)
+		}
+		for _, c := range counts {
+			b := bucketKey{c.CrawlerID, dbTime(c.Bucket)}
+			if c.N > compactTermsAt {
+				if err := compactTermsTx(tx, b); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// bucketLists splits bucket keys into the distinct crawlers and times a
+// query selects by: a superset of the keys, which the caller filters.
+func bucketLists(keys []bucketKey) ([]int64, []time.Time) {
+	var crawlers []int64
+	var ats []time.Time
+	for _, k := range keys {
+		if !slices.Contains(crawlers, k.crawler) {
+			crawlers = append(crawlers, k.crawler)
+		}
+		if !slices.ContainsFunc(ats, k.at.Equal) {
+			ats = append(ats, k.at)
+		}
+	}
+	return crawlers, ats
 }
 
 // compactTermsTx keeps a crawler hour's top maxTermsPerHour terms and
@@ -274,9 +318,11 @@ func compactTermsTx(tx *gorm.DB, b bucketKey) error {
 	return nil
 }
 
-// addActivityTx merges activity into table's buckets, in key order. The
-// sketches are merged in Go, so each bucket is read under a row lock
-// (PostgreSQL; SQLite transactions are serial already).
+// addActivityTx merges activity into table's buckets, a few hundred
+// buckets a step: the missing ones are created empty, all are read (under
+// a row lock on PostgreSQL, in key order; SQLite transactions are serial
+// already), the sketches merged in Go, and the merged rows written back in
+// one statement.
 func (s *Store) addActivityTx(tx *gorm.DB, table string, buckets map[bucketKey]*activityRow) error {
 	keys := make([]bucketKey, 0, len(buckets))
 	for k := range buckets {
@@ -285,23 +331,41 @@ func (s *Store) addActivityTx(tx *gorm.DB, table string, buckets map[bucketKey]*
 	slices.SortFunc(keys, func(a, b bucketKey) int {
 		return cmp.Or(cmp.Compare(a.crawler, b.crawler), a.at.Compare(b.at))
 	})
-	for _, k := range keys {
-		add := buckets[k]
-		empty := activityRow{CrawlerID: k.crawler, Bucket: k.at}
-		if err := tx.Table(table).Clauses(clause.OnConflict{DoNothing: true}).Create(&empty).Error; err != nil {
-			return fmt.Errorf("add %s of crawler %d: %w", table, k.crawler, err)
+	for chunk := range slices.Chunk(keys, rowsPerStatement) {
+		empty := make([]activityRow, len(chunk))
+		for i, k := range chunk {
+			empty[i] = activityRow{CrawlerID: k.crawler, Bucket: k.at}
 		}
-		read := tx.Table(table).Where("crawler_id = ? AND bucket = ?", k.crawler, k.at)
+		if err := tx.Table(table).Clauses(clause.OnConflict{DoNothing: true}).Create(&empty).Error; err != nil {
+			return fmt.Errorf("add %s of %d crawlers: %w", table, len(chunk), err)
+		}
+		crawlers, ats := bucketLists(chunk)
+		read := tx.Table(table).Where("crawler_id IN ? AND bucket IN ?", crawlers, ats).Order("crawler_id, bucket")
 		if s.dialect == DialectPostgres {
 			read = read.Clauses(clause.Locking{Strength: "UPDATE"})
 		}
-		var cur activityRow
-		if err := read.Take(&cur).Error; err != nil {
-			return fmt.Errorf("read %s of crawler %d: %w", table, k.crawler, err)
+		var cur []activityRow
+		if err := read.Find(&cur).Error; err != nil {
+			return fmt.Errorf("read %s of %d crawlers: %w", table, len(chunk), err)
 		}
-		set := map[string]any{"comments": gorm.Expr("comments + ?", add.Comments), "authors": mergeSketch(cur.Authors, add.Authors)}
-		if err := tx.Table(table).Where("crawler_id = ? AND bucket = ?", k.crawler, k.at).UpdateColumns(set).Error; err != nil {
-			return fmt.Errorf("add %s of crawler %d: %w", table, k.crawler, err)
+		out := make([]activityRow, 0, len(chunk))
+		for _, r := range cur {
+			add, ok := buckets[bucketKey{r.CrawlerID, dbTime(r.Bucket)}]
+			if !ok {
+				continue // selected by the superset only
+			}
+			out = append(out, activityRow{CrawlerID: r.CrawlerID, Bucket: add.Bucket, Comments: r.Comments + add.Comments,
+				Authors: mergeSketch(r.Authors, add.Authors)})
+		}
+		if len(out) != len(chunk) {
+			return fmt.Errorf("add %s: %d of %d buckets read back", table, len(out), len(chunk))
+		}
+		set := clause.OnConflict{
+			Columns:   []clause.Column{{Name: "crawler_id"}, {Name: "bucket"}},
+			DoUpdates: clause.AssignmentColumns([]string{"comments", "authors"}),
+		}
+		if err := tx.Table(table).Clauses(set).Create(&out).Error; err != nil {
+			return fmt.Errorf("add %s of %d crawlers: %w", table, len(chunk), err)
 		}
 	}
 	return nil
@@ -310,7 +374,8 @@ func (s *Store) addActivityTx(tx *gorm.DB, table string, buckets map[bucketKey]*
 // addSuggestionsTx merges candidates into each crawler's bounded queue of
 // suggestions: a term held gains the score and count of its new
 // sightings; a new term enters while there is room, or by displacing the
-// lowest when it scores higher.
+// lowest when it scores higher. A few hundred crawlers a step: their
+// queues are read (locked on PostgreSQL), merged in Go, and replaced.
 func (s *Store) addSuggestionsTx(tx *gorm.DB, cands map[int64][]api.Suggestion) error {
 	ids := make([]int64, 0, len(cands))
 	for id, c := range cands {
@@ -319,34 +384,42 @@ func (s *Store) addSuggestionsTx(tx *gorm.DB, cands map[int64][]api.Suggestion) 
 		}
 	}
 	slices.Sort(ids)
-	for _, id := range ids {
+	for chunk := range slices.Chunk(ids, rowsPerStatement) {
 		var rows []suggestionRow
-		read := tx.Where("crawler_id = ?", id)
+		read := tx.Where("crawler_id IN ?", chunk).Order("crawler_id, term")
 		if s.dialect == DialectPostgres {
 			read = read.Clauses(clause.Locking{Strength: "UPDATE"})
 		}
 		if err := read.Find(&rows).Error; err != nil {
-			return fmt.Errorf("read suggestions of crawler %d: %w", id, err)
+			return fmt.Errorf("read suggestions of %d crawlers: %w", len(chunk), err)
 		}
-		q := termq.New(maxSuggestions)
+		queues := make(map[int64]*termq.Queue, len(chunk))
+		for _, id := range chunk {
+			queues[id] = termq.New(maxSuggestions)
+		}
 		for _, r := range rows {
-			q.Add(r.Term, r.Score, r.Count)
+			queues[r.CrawlerID].Add(r.Term, r.Score, r.Count)
 		}
-		for _, c := range cands[id] {
-			if c.Term != "" && len(c.Term) <= 130 && c.Score > 0 {
-				q.Add(c.Term, c.Score, c.Count)
+		var out []suggestionRow
+		for _, id := range chunk {
+			q := queues[id]
+			for _, c := range cands[id] {
+				if c.Term != "" && len(c.Term) <= 130 && c.Score > 0 {
+					q.Add(c.Term, c.Score, c.Count)
+				}
+			}
+			for _, it := range q.Items() {
+				out = append(out, suggestionRow{CrawlerID: id, Term: it.Term, Score: it.Score, Count: it.Count})
 			}
 		}
-		if err := tx.Where("crawler_id = ?", id).Delete(&suggestionRow{}).Error; err != nil {
-			return fmt.Errorf("replace suggestions of crawler %d: %w", id, err)
+		if err := tx.Where("crawler_id IN ?", chunk).Delete(&suggestionRow{}).Error; err != nil {
+			return fmt.Errorf("replace suggestions of %d crawlers: %w", len(chunk), err)
 		}
-		items := q.Items()
-		out := make([]suggestionRow, len(items))
-		for i, it := range items {
-			out[i] = suggestionRow{CrawlerID: id, Term: it.Term, Score: it.Score, Count: it.Count}
+		if len(out) == 0 {
+			continue
 		}
-		if err := tx.CreateInBatches(out, 200).Error; err != nil {
-			return fmt.Errorf("replace suggestions of crawler %d: %w", id, err)
+		if err := tx.CreateInBatches(out, rowsPerStatement/4).Error; err != nil {
+			return fmt.Errorf("replace suggestions of %d crawlers: %w", len(chunk), err)
 		}
 	}
 	return nil

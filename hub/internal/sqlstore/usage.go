@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -77,24 +78,37 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 		return cmp.Or(cmp.Compare(incs[a].NodeID, incs[b].NodeID), cmp.Compare(incs[a].Seq, incs[b].Seq))
 	})
 
+	// A second copy of an id in the batch is the same increment: only the
+	// first can count.
+	type incID struct {
+		node string
+		seq  uint64
+	}
+	firsts := order[:0:0]
+	seen := make(map[incID]bool, len(order))
+	for _, i := range order {
+		k := incID{incs[i].NodeID, incs[i].Seq}
+		if !seen[k] {
+			seen[k] = true
+			firsts = append(firsts, i)
+		}
+	}
+	order = firsts
+
 	var applied []api.Increment
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		applied = applied[:0]
-		at := now()
-		fresh := make([]bool, len(incs))
+		inserted, err := s.recordIncrementsTx(tx, incs, order, recovered, now())
+		if err != nil {
+			return err
+		}
+		fresh := slices.Clone(inserted)
 		for _, i := range order {
 			inc := incs[i]
 			if inc.Count < 0 {
 				s.logger.Warn("negative usage increment ignored", "node_id", inc.NodeID, "seq", inc.Seq, "crawler_id", inc.CrawlerID, "count", inc.Count)
 			}
-			res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&AppliedIncrement{
-				NodeID: inc.NodeID, Seq: inc.Seq, CrawlerID: inc.CrawlerID, Count: max(inc.Count, 0), AppliedAt: at, Recovered: recovered,
-			})
-			if res.Error != nil {
-				return fmt.Errorf("record increment %s/%d: %w", inc.NodeID, inc.Seq, res.Error)
-			}
-			fresh[i] = res.RowsAffected == 1
-			if fresh[i] || recovered {
+			if inserted[i] || recovered {
 				continue
 			}
 			more, err := s.recoveredShortfallTx(tx, inc)
@@ -106,8 +120,10 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 			}
 		}
 
-		if err := s.applyAnalyticsTx(tx, incs, order); err != nil {
-			return err
+		if !recovered {
+			if err := s.applyAnalyticsTx(tx, incs, order, inserted); err != nil {
+				return err
+			}
 		}
 
 		// Who owns each crawler, as SQL says.
@@ -133,12 +149,7 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 			}
 		}
 
-		type delta struct {
-			count  int64
-			newest time.Time
-			pos    int64
-		}
-		byCrawler := make(map[int64]*delta, len(crawlerIDs))
+		byCrawler := make(map[int64]*usageDelta, len(crawlerIDs))
 		byUser := make(map[int64]int64)
 		for i, inc := range incs {
 			if !fresh[i] {
@@ -150,7 +161,7 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 			if exists {
 				d := byCrawler[inc.CrawlerID]
 				if d == nil {
-					d = &delta{}
+					d = &usageDelta{}
 					byCrawler[inc.CrawlerID] = d
 				}
 				d.count += inc.Count
@@ -167,46 +178,191 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 			}
 			byUser[userID] += inc.Count
 		}
-
-		for _, id := range crawlerIDs {
-			d := byCrawler[id]
-			if d == nil || (d.count == 0 && d.newest.IsZero() && d.pos == 0) {
-				continue
-			}
-			set := map[string]any{"usage": gorm.Expr("usage + ?", d.count)}
-			if !d.newest.IsZero() {
-				t := dbTime(d.newest)
-				set["cursor_at"] = gorm.Expr("CASE WHEN cursor_at IS NULL OR cursor_at < ? THEN ? ELSE cursor_at END", t, t)
-			}
-			if d.pos > 0 {
-				set["cursor_pos"] = gorm.Expr("CASE WHEN cursor_pos < ? THEN ? ELSE cursor_pos END", d.pos, d.pos)
-			}
-			if err := tx.Model(&Crawler{}).Where("id = ?", id).UpdateColumns(set).Error; err != nil {
-				return fmt.Errorf("add usage to crawler %d: %w", id, err)
-			}
+		if err := s.addCrawlerUsageTx(tx, crawlerIDs, byCrawler); err != nil {
+			return err
 		}
-		userIDs := make([]int64, 0, len(byUser))
-		for id, n := range byUser {
-			if n > 0 {
-				userIDs = append(userIDs, id)
-			}
-		}
-		slices.Sort(userIDs)
-		for _, id := range userIDs {
-			res := tx.Model(&User{}).Where("id = ?", id).UpdateColumn("usage", gorm.Expr("usage + ?", byUser[id]))
-			if res.Error != nil {
-				return fmt.Errorf("add usage to user %d: %w", id, res.Error)
-			}
-			if res.RowsAffected == 0 {
-				s.logger.Warn("usage for unknown user dropped", "user_id", id, "count", byUser[id])
-			}
-		}
-		return nil
+		return s.addUserUsageTx(tx, byUser)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: unable to apply %d usage increments: %w", len(incs), err)
 	}
 	return applied, nil
+}
+
+// usageDelta is what a batch adds to one crawler.
+type usageDelta struct {
+	count  int64
+	newest time.Time
+	pos    int64
+}
+
+// rowsPerStatement bounds the rows one multi-row statement writes: a few
+// thousand bound parameters, far below both databases' limits.
+const rowsPerStatement = 400
+
+// recordIncrementsTx inserts the id of every increment (order: sorted by
+// id, without repeats) into applied_increments, a few hundred rows a
+// statement, and reports which were new: ON CONFLICT DO NOTHING inserts
+// only those, and RETURNING names them. An increment's analytics are
+// marked applied by the insert that records it (they are applied in the
+// same transaction); a recovered one carries none.
+func (s *Store) recordIncrementsTx(tx *gorm.DB, incs []api.Increment, order []int, recovered bool, at time.Time) ([]bool, error) {
+	inserted := make([]bool, len(incs))
+	type incID struct {
+		node string
+		seq  uint64
+	}
+	for chunk := range slices.Chunk(order, rowsPerStatement) {
+		var sql strings.Builder
+		sql.WriteString("INSERT INTO applied_increments (node_id, seq, crawler_id, count, applied_at, recovered, analytics) VALUES ")
+		args := make([]any, 0, 7*len(chunk))
+		for j, i := range chunk {
+			if j > 0 {
+				sql.WriteString(", ")
+			}
+			sql.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			inc := incs[i]
+			args = append(args, inc.NodeID, int64(inc.Seq), inc.CrawlerID, max(inc.Count, 0), at, recovered, inc.Analytics != nil && !recovered)
+		}
+		sql.WriteString(" ON CONFLICT DO NOTHING RETURNING node_id, seq")
+		rows, err := tx.Raw(sql.String(), args...).Rows()
+		if err != nil {
+			return nil, fmt.Errorf("record %d increments: %w", len(chunk), err)
+		}
+		got := make(map[incID]bool, len(chunk))
+		for rows.Next() {
+			var k incID
+			var seq int64
+			if err := rows.Scan(&k.node, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("record increments: %w", err)
+			}
+			k.seq = uint64(seq)
+			got[k] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("record increments: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("record increments: %w", err)
+		}
+		for _, i := range chunk {
+			inserted[i] = got[incID{incs[i].NodeID, incs[i].Seq}]
+		}
+	}
+	return inserted, nil
+}
+
+// addCrawlerUsageTx adds each crawler's delta to its usage and moves its
+// cursors forward (never back), a few hundred crawlers a statement, in id
+// order: UPDATE … SET usage = usage + v.n FROM (VALUES …) v, never a
+// read-modify-write.
+func (s *Store) addCrawlerUsageTx(tx *gorm.DB, ids []int64, deltas map[int64]*usageDelta) error {
+	var todo []int64
+	for _, id := range ids {
+		if d := deltas[id]; d != nil && (d.count != 0 || !d.newest.IsZero() || d.pos != 0) {
+			todo = append(todo, id)
+		}
+	}
+	row := "(" + s.param("BIGINT") + ", " + s.param("BIGINT") + ", " + s.param("TIMESTAMPTZ") + ", " + s.param("BIGINT") + ")"
+	for chunk := range slices.Chunk(todo, rowsPerStatement) {
+		var values strings.Builder
+		args := make([]any, 0, 4*len(chunk))
+		for j, id := range chunk {
+			if j > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString(row)
+			d := deltas[id]
+			var at any // NULL: no cursor time
+			if !d.newest.IsZero() {
+				at = dbTime(d.newest)
+			}
+			args = append(args, id, d.count, at, d.pos)
+		}
+		if err := s.lockRowsTx(tx, "crawlers", chunk); err != nil {
+			return err
+		}
+		sql := "WITH v(id, n, at, pos) AS (VALUES " + values.String() + ") " +
+			"UPDATE crawlers SET usage = crawlers.usage + v.n, " +
+			"cursor_at = CASE WHEN v.at IS NOT NULL AND (crawlers.cursor_at IS NULL OR crawlers.cursor_at < v.at) THEN v.at ELSE crawlers.cursor_at END, " +
+			"cursor_pos = CASE WHEN crawlers.cursor_pos < v.pos THEN v.pos ELSE crawlers.cursor_pos END " +
+			"FROM v WHERE crawlers.id = v.id"
+		if err := tx.Exec(sql, args...).Error; err != nil {
+			return fmt.Errorf("add usage to %d crawlers: %w", len(chunk), err)
+		}
+	}
+	return nil
+}
+
+// addUserUsageTx adds to the users' usage, as addCrawlerUsageTx does for
+// crawlers. Usage for a user that no longer exists is dropped, with a
+// warning.
+func (s *Store) addUserUsageTx(tx *gorm.DB, byUser map[int64]int64) error {
+	ids := make([]int64, 0, len(byUser))
+	for id, n := range byUser {
+		if n > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	row := "(" + s.param("BIGINT") + ", " + s.param("BIGINT") + ")"
+	for chunk := range slices.Chunk(ids, rowsPerStatement) {
+		var values strings.Builder
+		args := make([]any, 0, 2*len(chunk))
+		for j, id := range chunk {
+			if j > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString(row)
+			args = append(args, id, byUser[id])
+		}
+		if err := s.lockRowsTx(tx, "users", chunk); err != nil {
+			return err
+		}
+		res := tx.Exec("WITH v(id, n) AS (VALUES "+values.String()+") UPDATE users SET usage = users.usage + v.n FROM v WHERE users.id = v.id", args...)
+		if res.Error != nil {
+			return fmt.Errorf("add usage to %d users: %w", len(chunk), res.Error)
+		}
+		if res.RowsAffected < int64(len(chunk)) {
+			var found []int64
+			if err := tx.Model(&User{}).Where("id IN ?", chunk).Pluck("id", &found).Error; err != nil {
+				return fmt.Errorf("read users: %w", err)
+			}
+			for _, id := range chunk {
+				if !slices.Contains(found, id) {
+					s.logger.Warn("usage for unknown user dropped", "user_id", id, "count", byUser[id])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// param is a bound parameter of a VALUES list, typed where the database
+// needs it: PostgreSQL cannot infer a type for a parameter in VALUES,
+// while SQLite keeps what it is given (and would turn a time into a number
+// if told TIMESTAMPTZ).
+func (s *Store) param(pgType string) string {
+	if s.dialect == DialectPostgres {
+		return "CAST(? AS " + pgType + ")"
+	}
+	return "?"
+}
+
+// lockRowsTx locks rows of table by id in id order on PostgreSQL, before a
+// statement that updates them all: concurrent transactions (a recovery, a
+// hub taking over) then wait for each other instead of deadlocking. SQLite
+// runs one writing transaction at a time.
+func (s *Store) lockRowsTx(tx *gorm.DB, table string, ids []int64) error {
+	if s.dialect != DialectPostgres {
+		return nil
+	}
+	var locked []int64
+	if err := tx.Table(table).Where("id IN ?", ids).Order("id").Clauses(clause.Locking{Strength: "UPDATE"}).Pluck("id", &locked).Error; err != nil {
+		return fmt.Errorf("lock %s: %w", table, err)
+	}
+	return nil
 }
 
 // recoveredShortfallTx handles a node's report of an increment already
