@@ -1,6 +1,7 @@
 package match
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math/bits"
 	"slices"
@@ -40,7 +41,7 @@ type patternSet struct {
 	patterns []string         // lowercased, distinct; a pattern's id is its position
 	ids      map[string]int32 // pattern → id
 
-	filter  []uint64     // bitmap of key bits: a clear bit rules a token out
+	filter  []uint64     // two bits per key: a token whose bits are not both set is no key
 	slots   []tokenSlot  // open addressing by key
 	mask    uint64       // len(slots) - 1
 	entries []tokenEntry // the patterns under each key, grouped by key
@@ -50,32 +51,54 @@ type patternSet struct {
 	restIDs []int32                  // rest's pattern index → pattern id
 }
 
-// filterBits is the size of a pattern set's bitmap: 4 KiB, which stays in
-// the processor's fastest cache, and rules out most tokens of a text even
-// for thousands of patterns.
-const filterBits = 1 << 15
+// The token filter: filterWords 64-bit words, a key sets two bits of the
+// word its top bits choose. 8 KiB stay in the processor's fastest cache,
+// and with two bits per key a token that is no key gets past it about
+// once in twenty for 4,000 keys (one bit in 4 KiB let one in ten
+// through, each then a probe of the table).
+const (
+	filterWordBits = 10 // log2 of the number of words
+	filterWords    = 1 << filterWordBits
+)
 
-// tokenSlot is a key of the table and what it leads to.
+// filterBits are the filter word and the two bits of a key.
+func filterBits(key uint64) (word uint64, bits uint64) {
+	return key & (filterWords - 1), 1<<(key>>filterWordBits&63) | 1<<(key>>(filterWordBits+6)&63)
+}
+
+// tokenSlot is a key of the table, kept to 8 bytes so that the table of
+// a few thousand keys stays in the processor's caches: the slots are
+// probed for every token that passes the filter, the entries only when a
+// key is found.
 type tokenSlot struct {
-	key uint64 // 0 marks a free slot
-	// first is the first pattern under the key, in the slot to spare a
-	// read elsewhere; the others are patternSet.entries[lo:hi].
-	first  tokenEntry
-	lo, hi int32
-	// pairs is set on a token's slot when the token is the first run of
+	// fp is the table key (tableKey), 0 for a free slot.
+	fp uint32
+	// info is the index of the key's first entry (slotNoEntry when the
+	// key has none), and slotPairs when the key is also the first run of
 	// a pattern of several runs: those are under the key of the pair of
 	// it and the next token.
-	pairs bool
+	info uint32
 }
+
+const (
+	slotPairs   = 1 << 31
+	slotNoEntry = slotPairs - 1 // a first run's key without patterns of one run
+)
 
 // tokenEntry is a pattern to check where a token was found.
 type tokenEntry struct {
-	pat  int32 // pattern id
-	lead int32 // bytes of the pattern before its first run
-	off  int32 // the pattern is arena[off:off+n]
-	n    int32
+	pat  int32     // pattern id
+	lead int32     // bytes of the pattern before its first run
+	off  int32     // the pattern is arena[off:off+len]
+	n    uint32    // the pattern's length, and entryLast on the key's last entry
 	head [2]uint64 // its first 16 bytes (little-endian, zero-padded): most patterns are shorter
 }
+
+// entryLast marks the last entry of a key in tokenEntry.n.
+const entryLast = 1 << 31
+
+// len is the length of the entry's pattern.
+func (en *tokenEntry) len() int { return int(en.n &^ entryLast) }
 
 // token is a run of word bytes of a lowercased text and its hash.
 type token struct {
@@ -92,7 +115,7 @@ type tokenizer struct {
 
 // compile builds the pattern set of wanted patterns.
 func compile(wanted map[string]struct{}) *patternSet {
-	ps := &patternSet{ids: make(map[string]int32, len(wanted)), filter: make([]uint64, filterBits/64)}
+	ps := &patternSet{ids: make(map[string]int32, len(wanted)), filter: make([]uint64, filterWords)}
 	for p := range wanted {
 		ps.patterns = append(ps.patterns, p)
 	}
@@ -123,43 +146,42 @@ func compile(wanted map[string]struct{}) *patternSet {
 			byKey = append(byKey, keyed{pairKey(k, toks[1].hash), int32(i), toks[0].start})
 		}
 	}
-	slices.SortStableFunc(byKey, func(a, b keyed) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
-	keys := len(firsts)
-	for i := range byKey {
-		if i == 0 || byKey[i].key != byKey[i-1].key {
-			keys++
-		}
+	// Patterns are grouped by table key, in the order of their ids.
+	slices.SortStableFunc(byKey, func(a, b keyed) int { return cmp.Compare(tableKey(a.key), tableKey(b.key)) })
+	keys := map[uint32]bool{}
+	for _, k := range byKey {
+		keys[tableKey(k.key)] = true
+	}
+	for k := range firsts {
+		keys[tableKey(k)] = true
 	}
 	size := 8
-	for size < 2*keys {
+	for size < 2*len(keys) {
 		size *= 2
 	}
 	ps.slots, ps.mask = make([]tokenSlot, size), uint64(size-1)
 	for i := 0; i < len(byKey); {
-		j := i
-		for ; j < len(byKey) && byKey[j].key == byKey[i].key; j++ {
-			p := ps.patterns[byKey[j].pat]
+		k := tableKey(byKey[i].key)
+		sl, _ := ps.insert(k)
+		sl.info = uint32(len(ps.entries))
+		for ; i < len(byKey) && tableKey(byKey[i].key) == k; i++ {
+			ps.setFilter(byKey[i].key)
+			p := ps.patterns[byKey[i].pat]
 			var head [16]byte
 			copy(head[:], p)
-			ps.entries = append(ps.entries, tokenEntry{pat: byKey[j].pat, lead: byKey[j].lead, off: int32(len(ps.arena)), n: int32(len(p)),
+			ps.entries = append(ps.entries, tokenEntry{pat: byKey[i].pat, lead: byKey[i].lead, off: int32(len(ps.arena)), n: uint32(len(p)),
 				head: [2]uint64{binary.LittleEndian.Uint64(head[:8]), binary.LittleEndian.Uint64(head[8:])}})
 			ps.arena = append(ps.arena, p...)
 		}
-		sl := ps.insert(byKey[i].key)
-		sl.first = ps.entries[len(ps.entries)-(j-i)]
-		sl.lo, sl.hi = int32(len(ps.entries)-(j-i)+1), int32(len(ps.entries))
-		i = j
+		ps.entries[len(ps.entries)-1].n |= entryLast
 	}
 	for k := range firsts {
-		ps.insert(k).pairs = true
+		ps.setFilter(k)
+		sl, fresh := ps.insert(tableKey(k))
+		if fresh {
+			sl.info = slotNoEntry
+		}
+		sl.info |= slotPairs
 	}
 	if len(rest) > 0 {
 		b := ahocorasick.NewAhoCorasickBuilder(ahocorasick.Opts{MatchKind: ahocorasick.StandardMatch, DFA: true})
@@ -169,30 +191,45 @@ func compile(wanted map[string]struct{}) *patternSet {
 	return ps
 }
 
-// insert returns the slot of key, taking a free one if key has none.
-func (ps *patternSet) insert(key uint64) *tokenSlot {
-	i := key & ps.mask
-	for ps.slots[i].key != 0 && ps.slots[i].key != key {
+// insert returns the slot of a table key, taking a free one if it has
+// none (fresh).
+func (ps *patternSet) insert(k uint32) (sl *tokenSlot, fresh bool) {
+	i := uint64(k) & ps.mask
+	for ps.slots[i].fp != 0 && ps.slots[i].fp != k {
 		i = (i + 1) & ps.mask
 	}
-	ps.slots[i].key = key
-	ps.filter[(key>>49)/64] |= 1 << (key >> 49 % 64)
-	return &ps.slots[i]
+	fresh = ps.slots[i].fp == 0
+	ps.slots[i].fp = k
+	return &ps.slots[i], fresh
 }
 
-// lookup returns the slot of key, or nil.
+// setFilter lets a token's key through the filter.
+func (ps *patternSet) setFilter(key uint64) {
+	w, b := filterBits(key)
+	ps.filter[w] |= b
+}
+
+// lookup returns the slot of a token's key, or nil.
 func (ps *patternSet) lookup(key uint64) *tokenSlot {
-	if ps.filter[(key>>49)/64]&(1<<(key>>49%64)) == 0 {
+	w, b := filterBits(key)
+	if ps.filter[w]&b != b {
 		return nil
 	}
-	for i := key & ps.mask; ; i = (i + 1) & ps.mask {
-		switch ps.slots[i].key {
-		case key:
+	k := tableKey(key)
+	for i := uint64(k) & ps.mask; ; i = (i + 1) & ps.mask {
+		switch ps.slots[i].fp {
+		case k:
 			return &ps.slots[i]
 		case 0:
 			return nil
 		}
 	}
+}
+
+// tableKey is the half of a token's key the table is keyed by. Keys that
+// share it share a slot, whose entries are all checked.
+func tableKey(key uint64) uint32 {
+	return max(uint32(key>>32), 1)
 }
 
 // pairKey is the table key of two consecutive tokens.
@@ -257,7 +294,7 @@ func (ps *patternSet) find(found []int32, tz *tokenizer) []int32 {
 				continue
 			}
 			found = ps.check(found, tz.text, int(t.start), sl)
-			if sl.pairs && i+1 < len(tz.toks) {
+			if sl.info&slotPairs != 0 && i+1 < len(tz.toks) {
 				if sl := ps.lookup(pairKey(t.hash, tz.toks[i+1].hash)); sl != nil {
 					found = ps.check(found, tz.text, int(t.start), sl)
 				}
@@ -278,37 +315,40 @@ func (ps *patternSet) find(found []int32, tz *tokenizer) []int32 {
 // check appends the patterns of a slot that occur whole-word with their
 // first run at the token starting at s.
 func (ps *patternSet) check(found []int32, lower []byte, s int, sl *tokenSlot) []int32 {
-	if sl.first.n == 0 {
-		return found // a first run's slot without patterns of one run
+	i := sl.info &^ slotPairs
+	if i == slotNoEntry {
+		return found
 	}
-	if ps.occurs(lower, s, &sl.first) {
-		found = append(found, sl.first.pat)
-	}
-	for i := sl.lo; i < sl.hi; i++ {
-		if en := &ps.entries[i]; ps.occurs(lower, s, en) {
+	for {
+		en := &ps.entries[i]
+		if ps.occurs(lower, s, en) {
 			found = append(found, en.pat)
 		}
+		if en.n&entryLast != 0 {
+			return found
+		}
+		i++
 	}
-	return found
 }
 
 // occurs reports whether en occurs whole-word with its first run at the
 // token starting at s.
 func (ps *patternSet) occurs(lower []byte, s int, en *tokenEntry) bool {
+	n := en.len()
 	p := s - int(en.lead)
-	end := p + int(en.n)
+	end := p + n
 	if p < 0 || end > len(lower) || !bounded(lower, p, end) {
 		return false
 	}
-	if en.n > 16 {
-		return string(lower[p:end]) == string(ps.arena[en.off:end-p+int(en.off)])
+	if n > 16 {
+		return string(lower[p:end]) == string(ps.arena[en.off:int(en.off)+n])
 	}
 	// lower has 8 bytes of room past its end.
 	w0 := binary.LittleEndian.Uint64(lower[p : p+8 : cap(lower)])
-	if en.n <= 8 {
-		mask := uint64(1)<<(8*en.n) - 1
+	if n <= 8 {
+		mask := uint64(1)<<(8*n) - 1
 		return w0&mask == en.head[0]&mask
 	}
-	mask := uint64(1)<<(8*(en.n-8)) - 1
+	mask := uint64(1)<<(8*(n-8)) - 1
 	return w0 == en.head[0] && binary.LittleEndian.Uint64(lower[p+8:p+16:cap(lower)])&mask == en.head[1]&mask
 }

@@ -25,68 +25,83 @@ type QueryHit struct {
 	Terms []string
 }
 
+// Every atom a query of the index can test has an atom id, so that
+// what occurred in an item is one array of stamps whatever the kind of
+// atom: a text atom's id is its pattern id, from: authors come after the
+// patterns and lang: codes after the authors. One id past the last,
+// atomNever, never occurs; it pads the atoms of small queries.
+
 // Instructions of a compiled query. A query is a preorder array of
 // instructions; each knows where its subtree ends, so an AND or OR steps
 // from kid to kid and stops as soon as its value is known.
 const (
-	opText uint8 = iota + 1 // a text atom: its pattern was found
-	opFrom                  // the item's author is the author arg
-	opLang                  // the item's language is the code arg or a subtag of it
+	opAtom uint8 = iota + 1 // the atom arg occurred
 	opAnd
 	opOr
 	opNot
 )
 
-// instr is one instruction, kept small: 10,000 queries' instructions are
-// read at random, one candidate after another.
+// instr is one instruction of a query too large to be decided from its
+// postings.
 type instr struct {
 	op  uint8
-	arg int32 // opText: pattern id; opFrom: author id; opLang: code id
+	arg int32 // opAtom: atom id
 	end int32 // index just past this instruction's subtree
 }
 
-// qposting says that a pattern or an author is a positive term of a
-// subscriber: a hit on it makes the subscriber a candidate. It carries
-// what deciding the candidate needs, so that matching reads a found
-// pattern's subscribers in one sequential sweep instead of visiting each
-// subscriber's records at random (with 10,000 queries, those are misses
-// of the processor's caches).
+// qposting says that an atom is a positive term of a subscriber: its
+// occurrence makes the subscriber a candidate. Postings of an atom lie
+// together in one array, and a posting carries all that deciding the
+// subscriber needs when its query has at most inlineOthers atoms besides
+// this one, as most have: those atoms and the query's truth table given
+// that this one occurred. Matching then reads a found atom's subscribers
+// in one sequential sweep and a few stamps that stay in the processor's
+// fastest cache, instead of visiting each subscriber's records at random
+// (with 10,000 queries, those are cache misses).
+//
+// A subscriber with several positive terms in an item is decided once,
+// on the posting of the first of them to be found: a posting whose
+// other positive atoms include one found earlier leaves the subscriber to
+// that one. That needs no table of the candidates seen so far.
 type qposting struct {
-	id   int64 // the subscriber
-	sub  int32 // its dense index
-	term int32 // index into QueryIndex.terms
-	root int32 // first instruction of its query
-	// need says how the candidate is decided: when positive, how many of
-	// the query's positive terms must occur (1 for one positive term or an
-	// OR of them, k for an AND of k); when negative, the query is its
-	// truth table over its -need atoms; 0 when the tree must be
-	// evaluated.
-	need  int32
-	table uint32                 // a small query's truth table: bit m is its value when atom j is true for each bit j of m
-	atoms [maxTableAtoms]atomRef // a small query's atoms
+	sub  int32 // the subscriber's dense index
+	term int32 // this posting's positive term: index into QueryIndex.terms
+	dec  uint32
+	// other are the query's other atoms in canonical order, atomNever
+	// where it has fewer; other[0] is the query's first instruction when
+	// dec has decTree.
+	other [inlineOthers]int32
 }
 
-// maxTableAtoms is the most atoms a query decided by its truth table has.
-// Most queries are that small; the table and the atoms ride in the
-// postings, which are read in sequence, while the instructions of a query
-// are read at random.
-const maxTableAtoms = 5
+// inlineOthers is how many atoms a query may have besides a posting's own
+// for the posting to decide it: queries of up to four atoms, which are
+// most of them, keep the posting at 24 bytes.
+const inlineOthers = 3
 
-// atomRef is an atom of a small query: its kind (the top bits) and its
-// pattern, author or language code id.
-type atomRef int32
-
+// Bits of qposting.dec.
 const (
-	refText atomRef = iota << 28
-	refFrom
-	refLang
-	refID = 1<<28 - 1
+	// decTable is the truth table of the query given that the
+	// posting's atom occurred: bit m is its value when other atom j
+	// occurred for each bit j of m.
+	decTable = 1<<(1<<inlineOthers) - 1
+	// decPositiveShift places the mask of the other atoms that are
+	// positive terms, which decide who reports the subscriber and with
+	// how many terms.
+	decPositiveShift = 1 << inlineOthers
+	decPositive      = (1<<inlineOthers - 1) << decPositiveShift
+	// decTree: the query is too large for its postings; its tree is
+	// evaluated and its positive terms are read from
+	// QueryIndex.positive.
+	decTree = 1 << (decPositiveShift + inlineOthers)
+	// decLangs: the query has lang: atoms, whose stamps are set the
+	// first time a query needs them in an item.
+	decLangs = decTree << 1
 )
 
-// positiveTerm is a positive term of a subscriber's query: a text atom's
-// pattern (pat), or from: an author (pat -1).
+// positiveTerm is a positive term of a subscriber's query: its atom and
+// its spelling.
 type positiveTerm struct {
-	term, pat, author int32
+	atom, term int32
 }
 
 // QueryIndex is an immutable index of many subscribers' queries. Every
@@ -96,23 +111,25 @@ type positiveTerm struct {
 // Only subscribers with a hit on a positive term — a text atom or from:
 // not under a negation — are candidates; the query language guarantees
 // that a query cannot match without one. A candidate is decided from what
-// its posting carries where it can (an OR of positive terms matches, an
-// AND of them when all occurred, a query of a few atoms by its truth
-// table), and by evaluating its boolean tree otherwise. AppendMatch is
-// safe for concurrent use.
+// its posting carries (see qposting), and by evaluating its boolean tree
+// when its query is too large for that. AppendMatch is safe for
+// concurrent use.
 type QueryIndex struct {
-	auto     *patternSet
-	postings [][]qposting        // pattern id → subscribers it is a positive term of
-	byAuthor [][]qposting        // author id → subscribers it is a positive term of
-	authors  map[string]int32    // from: value → author id
-	langs    []string            // code id → lang: code
-	langIDs  map[string]int32    // lang: code → code id
-	subs     []int64             // dense index → subscriber id, ascending
-	positive [][]positiveTerm    // dense index → its positive terms, in canonical order
-	terms    []string            // term id → its canonical spelling; a hit with one term shares a one-element slice of it
-	prog     []instr             // all queries' instructions
-	scratch  sync.Pool           // *queryScratch sized for this index
-	patterns map[string]struct{} // text patterns in use
+	auto       *patternSet
+	authorBase int32               // atom id of the first from: author
+	langBase   int32               // atom id of the first lang: code
+	atomNever  int32               // the atom id that never occurs
+	postOff    []int32             // atom id → its postings are posts[postOff[id]:postOff[id+1]]
+	posts      []qposting          // postings of text atoms and from: authors, by atom id
+	authors    nameTable           // from: value → author index
+	langs      nameTable           // lang: code → code index
+	subs       []int64             // dense index → subscriber id, ascending
+	posOff     []int32             // dense index → its positive terms are positive[posOff[d]:posOff[d+1]]
+	positive   []positiveTerm      // positive terms in canonical order
+	terms      []string            // term id → its canonical spelling; a hit with one term shares a one-element slice of it
+	prog       []instr             // instructions of the queries decided by their tree
+	scratch    sync.Pool           // *queryScratch sized for this index
+	patterns   map[string]struct{} // text patterns in use
 }
 
 // NewQueries indexes subscribers by their parsed queries. Subscribers
@@ -130,55 +147,86 @@ func (ix *QueryIndex) Update(subs map[int64]*query.Query) *QueryIndex {
 	return buildQueries(ix, subs)
 }
 
+// atomPosting is a posting before the postings are grouped by atom.
+type atomPosting struct {
+	atom int32
+	qposting
+}
+
 func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
-	ix := &QueryIndex{authors: map[string]int32{}, langIDs: map[string]int32{}, patterns: map[string]struct{}{}}
+	ix := &QueryIndex{patterns: map[string]struct{}{}}
 	ids := make([]int64, 0, len(subs))
 	for id, q := range subs {
 		if q != nil {
 			ids = append(ids, id)
-			for _, a := range q.Atoms() {
-				if t := a.Text(); t != "" {
-					ix.patterns[t] = struct{}{}
-				}
-			}
 		}
 	}
 	slices.Sort(ids)
+	authorIDs, langIDs := map[string]int32{}, map[string]int32{}
+	var authors, langs []string
+	for _, id := range ids {
+		for _, a := range subs[id].Atoms() {
+			switch a.Kind {
+			case query.From:
+				if _, ok := authorIDs[a.Value]; !ok {
+					authorIDs[a.Value] = int32(len(authors))
+					authors = append(authors, a.Value)
+				}
+			case query.Lang:
+				if _, ok := langIDs[a.Value]; !ok {
+					langIDs[a.Value] = int32(len(langs))
+					langs = append(langs, a.Value)
+				}
+			default:
+				ix.patterns[a.Text()] = struct{}{}
+			}
+		}
+	}
 	if prev != nil && prev.auto != nil && covers(prev.auto, ix.patterns) {
 		ix.auto = prev.auto
 	} else {
 		ix.auto = compile(ix.patterns)
 	}
-	ix.postings = make([][]qposting, len(ix.auto.patterns))
-	ix.subs = make([]int64, len(ids))
-	ix.positive = make([][]positiveTerm, len(ids))
+	ix.authorBase = int32(len(ix.auto.patterns))
+	ix.langBase = ix.authorBase + int32(len(authors))
+	ix.atomNever = ix.langBase + int32(len(langs))
+	ix.authors, ix.langs = newNameTable(authors), newNameTable(langs)
+	atomID := func(a query.Atom) int32 {
+		switch a.Kind {
+		case query.From:
+			return ix.authorBase + authorIDs[a.Value]
+		case query.Lang:
+			return ix.langBase + langIDs[a.Value]
+		}
+		return ix.auto.ids[a.Text()]
+	}
+
+	ix.subs = ids
+	ix.posOff = make([]int32, len(ids)+1)
 	termIDs := map[string]int32{}
+	var posts []atomPosting
 	for d, id := range ids {
 		q := subs[id]
-		ix.subs[d] = id
-		root := int32(len(ix.prog))
-		ix.emit(q.Root())
+		atoms := q.Atoms()
+		aids := make([]int32, len(atoms))
+		var dec uint32
+		for j, a := range atoms {
+			aids[j] = atomID(a)
+			if a.Kind == query.Lang {
+				dec |= decLangs
+			}
+		}
+		// Atoms that share an id (the tag #go and the phrase "#go")
+		// are left to the tree, whose terms are counted one by one.
+		distinct := len(slices.Compact(slices.Sorted(slices.Values(aids)))) == len(aids)
+		inline := distinct && len(atoms) <= inlineOthers+1
+		root := int32(-1)
+		if !inline {
+			root = int32(len(ix.prog))
+			ix.emit(q.Root(), atomID)
+		}
 		positive := positiveAtoms(q)
-		need := int32(0)
-		switch {
-		case anyTerm(q.Root()):
-			need = 1
-		case allTerms(q.Root()):
-			need = int32(len(positive))
-		}
-		var table uint32
-		var atoms [maxTableAtoms]atomRef
-		if all := q.Atoms(); need == 0 && len(all) <= maxTableAtoms {
-			need = -int32(len(all))
-			for j, a := range all {
-				atoms[j] = ix.ref(a)
-			}
-			for m := range 1 << len(all) {
-				if q.Eval(func(a query.Atom) bool { return m>>slices.Index(all, a)&1 == 1 }) {
-					table |= 1 << m
-				}
-			}
-		}
+		first := len(posts)
 		for _, a := range positive {
 			spelled := a.String()
 			t, ok := termIDs[spelled]
@@ -187,56 +235,78 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 				termIDs[spelled] = t
 				ix.terms = append(ix.terms, spelled)
 			}
-			po := qposting{id: id, sub: int32(d), term: t, root: root, need: need, table: table, atoms: atoms}
-			pt := positiveTerm{term: t, pat: -1, author: -1}
-			if a.Kind == query.From {
-				pt.author = ix.author(a.Value)
-				ix.byAuthor[pt.author] = append(ix.byAuthor[pt.author], po)
-			} else {
-				pt.pat = ix.auto.ids[a.Text()]
-				ix.postings[pt.pat] = append(ix.postings[pt.pat], po)
+			aid := atomID(a)
+			ix.positive = append(ix.positive, positiveTerm{atom: aid, term: t})
+			if slices.ContainsFunc(posts[first:], func(p atomPosting) bool { return p.atom == aid }) {
+				continue // one posting per atom id
 			}
-			ix.positive[d] = append(ix.positive[d], pt)
+			po := qposting{sub: int32(d), term: t, dec: dec}
+			if inline {
+				po.dec |= smallQuery(q, a, atoms, aids, positive, ix.atomNever, &po.other)
+			} else {
+				po.dec |= decTree
+				po.other = [inlineOthers]int32{root, ix.atomNever, ix.atomNever}
+			}
+			posts = append(posts, atomPosting{atom: aid, qposting: po})
 		}
+		ix.posOff[d+1] = int32(len(ix.positive))
+	}
+	// Group the postings by atom, each atom's in the order of the
+	// subscribers.
+	ix.postOff = make([]int32, ix.langBase+1)
+	for _, p := range posts {
+		ix.postOff[p.atom+1]++
+	}
+	for a := range ix.langBase {
+		ix.postOff[a+1] += ix.postOff[a]
+	}
+	ix.posts = make([]qposting, len(posts))
+	next := slices.Clone(ix.postOff[:ix.langBase])
+	for _, p := range posts {
+		ix.posts[next[p.atom]] = p.qposting
+		next[p.atom]++
 	}
 	return ix
 }
 
-// anyTerm reports whether a query is one positive text atom or from:, or
-// an OR of them: every candidate matches.
-func anyTerm(n *query.Node) bool {
-	if n.Op == query.OpOr {
-		return !slices.ContainsFunc(n.Kids, func(k *query.Node) bool { return !positiveTerm1(k) })
+// smallQuery fills the other atoms of a posting of atom own of q, whose
+// atoms (with their ids; positive are its positive terms) are at most
+// inlineOthers+1, and returns the
+// posting's truth table and mask of positive others (decTable,
+// decPositive).
+func smallQuery(q *query.Query, own query.Atom, atoms []query.Atom, aids []int32, positive []query.Atom, never int32, other *[inlineOthers]int32) uint32 {
+	var others []query.Atom
+	for j, a := range atoms {
+		if a != own {
+			other[len(others)] = aids[j]
+			others = append(others, a)
+		}
 	}
-	return positiveTerm1(n)
-}
-
-// allTerms reports whether a query is an AND of positive text atoms and
-// from:: a candidate matches when all of them occurred.
-func allTerms(n *query.Node) bool {
-	return n.Op == query.OpAnd && !slices.ContainsFunc(n.Kids, func(k *query.Node) bool { return !positiveTerm1(k) })
-}
-
-// positiveTerm1 reports whether n is a text atom or from:.
-func positiveTerm1(n *query.Node) bool {
-	return n.Op == query.OpAtom && n.Atom.Kind != query.Lang
+	for j := len(others); j < inlineOthers; j++ {
+		other[j] = never
+	}
+	var dec uint32
+	for j, a := range others {
+		if slices.Contains(positive, a) {
+			dec |= 1 << (decPositiveShift + j)
+		}
+	}
+	for m := range 1 << len(others) {
+		if q.Eval(func(a query.Atom) bool { return a == own || m>>slices.Index(others, a)&1 == 1 }) {
+			dec |= 1 << m
+		}
+	}
+	return dec
 }
 
 // emit appends the instructions of the subtree at n.
-func (ix *QueryIndex) emit(n *query.Node) {
+func (ix *QueryIndex) emit(n *query.Node, atomID func(query.Atom) int32) {
 	at := len(ix.prog)
 	ix.prog = append(ix.prog, instr{})
 	in := instr{}
 	switch n.Op {
 	case query.OpAtom:
-		switch a := n.Atom; a.Kind {
-		case query.From:
-			in = instr{op: opFrom, arg: ix.author(a.Value)}
-		case query.Lang:
-			in = instr{op: opLang, arg: ix.lang(a.Value)}
-		default:
-			in = instr{op: opText, arg: ix.auto.ids[a.Text()]}
-		}
+		in = instr{op: opAtom, arg: atomID(n.Atom)}
 	case query.OpAnd:
 		in.op = opAnd
 	case query.OpOr:
@@ -245,43 +315,54 @@ func (ix *QueryIndex) emit(n *query.Node) {
 		in.op = opNot
 	}
 	for _, k := range n.Kids {
-		ix.emit(k)
+		ix.emit(k, atomID)
 	}
 	in.end = int32(len(ix.prog))
 	ix.prog[at] = in
 }
 
-// ref is the reference of an atom in a truth-table query.
-func (ix *QueryIndex) ref(a query.Atom) atomRef {
-	switch a.Kind {
-	case query.From:
-		return refFrom | atomRef(ix.author(a.Value))
-	case query.Lang:
-		return refLang | atomRef(ix.lang(a.Value))
-	}
-	return refText | atomRef(ix.auto.ids[a.Text()])
+// nameTable finds the index of a name (a from: author, a lang: code) from
+// bytes of the item without allocating; it hashes as the pattern set
+// hashes tokens.
+type nameTable struct {
+	keys  []uint64 // hash of the name in the slot, 0 if free
+	idx   []int32  // the name's index
+	names []string // index → name
+	mask  uint64
 }
 
-// lang is the id of a lang: code, assigned on first use.
-func (ix *QueryIndex) lang(code string) int32 {
-	id, ok := ix.langIDs[code]
-	if !ok {
-		id = int32(len(ix.langs))
-		ix.langIDs[code] = id
-		ix.langs = append(ix.langs, code)
+func newNameTable(names []string) nameTable {
+	size := 8
+	for size < 2*len(names) {
+		size *= 2
 	}
-	return id
+	t := nameTable{keys: make([]uint64, size), idx: make([]int32, size), names: names, mask: uint64(size - 1)}
+	var buf []byte
+	for n, name := range names {
+		buf = append(append(buf[:0], name...), make([]byte, 8)...)
+		h := hashToken(buf, 0, len(name))
+		i := h & t.mask
+		for t.keys[i] != 0 {
+			i = (i + 1) & t.mask
+		}
+		t.keys[i], t.idx[i] = h, int32(n)
+	}
+	return t
 }
 
-// author is the id of a from: value, assigned on first use.
-func (ix *QueryIndex) author(v string) int32 {
-	id, ok := ix.authors[v]
-	if !ok {
-		id = int32(len(ix.byAuthor))
-		ix.authors[v] = id
-		ix.byAuthor = append(ix.byAuthor, nil)
+// lookup returns the index of name, or -1. name must have 8 bytes of room
+// past its end, which hashing reads.
+func (t *nameTable) lookup(name []byte) int32 {
+	if len(t.names) == 0 {
+		return -1
 	}
-	return id
+	h := hashToken(name[:cap(name)], 0, len(name))
+	for i := h & t.mask; t.keys[i] != 0; i = (i + 1) & t.mask {
+		if t.keys[i] == h && string(name) == t.names[t.idx[i]] {
+			return t.idx[i]
+		}
+	}
+	return -1
 }
 
 // positiveAtoms are the atoms of q that make a subscriber a candidate, in

@@ -1,6 +1,8 @@
 package match
 
 import (
+	"math"
+	"math/bits"
 	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -13,97 +15,66 @@ func (ix *QueryIndex) Len() int { return len(ix.subs) }
 // no subscriber uses any more included.
 func (ix *QueryIndex) Patterns() int { return len(ix.auto.patterns) }
 
-// candidate is a subscriber with a positive term in this call's item.
-type candidate struct {
-	*qposting       // its first hit
-	n         int32 // positive terms that occurred
-	last      int32 // the last of them (term id)
-}
-
-// candSlot is a slot of the table that finds a subscriber's candidate,
-// valid when gen is the call's generation.
-type candSlot struct {
-	gen     uint32
-	sub, at int32 // dense subscriber, index in cands
-}
-
-// minCandSlots is the initial size of the candidate table: an item has
-// tens of candidates, and the table is small enough to stay in the
-// processor's fastest cache, unlike an array over all subscribers.
-const minCandSlots = 64
-
 // queryScratch is the per-call working memory of AppendMatch.
 type queryScratch struct {
 	tokenizer
-	gen       uint32
-	occur     []int32     // pattern ids found, repeats included
-	patStamp  []uint32    // pattern id → gen when found whole-word in this call
-	candSlots []candSlot  // dense subscriber → its index in cands; a power of two
-	cands     []candidate // in the order of their first term
-	multi     []int32     // dense index of each hit with several terms
-	langStamp []uint32    // code id → gen when langOK was computed
-	langOK    []bool      // code id → the item's language matches the code
-	author    int32       // author id of the item, -1 if no query names it
-	lang      string
+	occur []int32 // pattern ids found, repeats included
+	found []int32 // atom ids found, in the order found
+	// stamp says when each atom occurred: an atom occurred in this call
+	// when its stamp is above base, and of two that did, the one with
+	// the lower stamp was found first. Stamps only grow, so nothing is
+	// cleared between calls.
+	stamp      []uint32
+	tick, base uint32
+	multi      []int32 // dense index of each hit with several terms
+	name       []byte  // the item's author or language, lowercased
+	lang       string  // the item's language
+	langsDone  bool    // the item's language stamped its lang: codes
 }
 
 func (ix *QueryIndex) getScratch() *queryScratch {
 	if s, ok := ix.scratch.Get().(*queryScratch); ok {
 		return s
 	}
-	return &queryScratch{
-		patStamp:  make([]uint32, len(ix.auto.patterns)),
-		candSlots: make([]candSlot, minCandSlots),
-		langStamp: make([]uint32, len(ix.langs)),
-		langOK:    make([]bool, len(ix.langs)),
-	}
+	return &queryScratch{stamp: make([]uint32, ix.atomNever+1)}
 }
 
-func (s *queryScratch) next() {
-	s.gen++
-	if s.gen == 0 {
-		clear(s.patStamp)
-		clear(s.candSlots)
-		clear(s.langStamp)
-		s.gen = 1
+// begin starts the stamps of a call that stamps at most n atoms.
+func (s *queryScratch) begin(n int) {
+	if uint64(s.tick)+uint64(n) > math.MaxUint32 {
+		clear(s.stamp)
+		s.tick = 0
 	}
-	s.cands, s.multi = s.cands[:0], s.multi[:0]
+	s.base = s.tick
 }
 
-// hit records that a positive term of a subscriber occurred.
-func (s *queryScratch) hit(p *qposting) {
-	mask := uint32(len(s.candSlots) - 1)
-	for i := uint32(p.sub) * 0x9e3779b1 & mask; ; i = (i + 1) & mask {
-		sl := &s.candSlots[i]
-		if sl.gen != s.gen {
-			if 2*len(s.cands) >= len(s.candSlots) {
-				s.growCands()
-				s.hit(p)
-				return
+// mark stamps an atom as occurring now.
+func (s *queryScratch) mark(atom int32) {
+	s.tick++
+	s.stamp[atom] = s.tick
+}
+
+// normalName sets s.name to name lowercased as strings.ToLower would,
+// with the room past its end that hashing reads.
+func (s *queryScratch) normalName(name string) []byte {
+	s.name = appendLower(s.name[:0], name)
+	n := len(s.name)
+	s.name = append(s.name, 0, 0, 0, 0, 0, 0, 0, 0)[:n]
+	return s.name
+}
+
+// stampLangs stamps the lang: codes the item's language matches: the
+// language itself and each prefix of it that ends before a '-' (see
+// LangMatches).
+func (s *queryScratch) stampLangs(ix *QueryIndex) {
+	s.langsDone = true
+	lang := s.normalName(s.lang)
+	for k := range len(lang) + 1 {
+		if k == len(lang) || lang[k] == '-' {
+			if c := ix.langs.lookup(lang[:k:cap(lang)]); c >= 0 {
+				s.mark(ix.langBase + c)
 			}
-			*sl = candSlot{gen: s.gen, sub: p.sub, at: int32(len(s.cands))}
-			s.cands = append(s.cands, candidate{qposting: p, n: 1, last: p.term})
-			return
 		}
-		if sl.sub == p.sub {
-			c := &s.cands[sl.at]
-			c.n++
-			c.last = p.term
-			return
-		}
-	}
-}
-
-// growCands doubles the candidate table.
-func (s *queryScratch) growCands() {
-	s.candSlots = make([]candSlot, 2*len(s.candSlots))
-	mask := uint32(len(s.candSlots) - 1)
-	for at, c := range s.cands {
-		i := uint32(c.sub) * 0x9e3779b1 & mask
-		for s.candSlots[i].gen == s.gen {
-			i = (i + 1) & mask
-		}
-		s.candSlots[i] = candSlot{gen: s.gen, sub: c.sub, at: int32(at)}
 	}
 }
 
@@ -124,63 +95,74 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 	}
 	s := ix.getScratch()
 	defer ix.scratch.Put(s)
-	s.next()
+	return ix.appendMatch(s, dst, it)
+}
+
+// appendMatch is AppendMatch with the working memory s.
+func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []QueryHit {
+	s.occur = s.occur[:0]
 	if len(ix.auto.patterns) > 0 {
 		s.lower(it.Text)
-		s.occur = ix.auto.find(s.occur[:0], &s.tokenizer)
-		for _, p := range s.occur {
-			if s.patStamp[p] == s.gen {
-				continue
-			}
-			s.patStamp[p] = s.gen
-			for i := range ix.postings[p] {
-				s.hit(&ix.postings[p][i])
-			}
+		s.occur = ix.auto.find(s.occur, &s.tokenizer)
+	}
+	author := int32(-1)
+	if it.Author != "" && len(ix.authors.names) > 0 {
+		author = ix.authors.lookup(s.normalName(strings.TrimPrefix(it.Author, "@")))
+	}
+	// Stamp what occurred: the patterns, then the author, then (when a
+	// query asks) the language's codes.
+	s.begin(len(s.occur) + 2 + len(it.Lang))
+	s.found = s.found[:0]
+	for _, p := range s.occur {
+		if s.stamp[p] <= s.base {
+			s.mark(p)
+			s.found = append(s.found, p)
 		}
 	}
-	s.author = -1
-	if it.Author != "" && len(ix.authors) > 0 {
-		if id, ok := ix.authors[normalAuthor(it.Author)]; ok {
-			s.author = id
-			for i := range ix.byAuthor[id] {
-				s.hit(&ix.byAuthor[id][i])
-			}
-		}
+	if author >= 0 {
+		s.mark(ix.authorBase + author)
+		s.found = append(s.found, ix.authorBase+author)
 	}
-	if len(s.cands) == 0 {
-		return dst
-	}
-	if len(ix.langs) > 0 {
-		s.lang = strings.ToLower(it.Lang)
-	}
-	// Decide the candidates; a hit with one term shares it with the
-	// index.
-	base := len(dst)
-	multi := 0
-	for i := range s.cands {
-		c := &s.cands[i]
-		switch {
-		case c.need > 0:
-			if c.n < c.need {
-				continue
+	s.lang, s.langsDone = it.Lang, false
+	// Decide the subscribers of each found atom; a hit with one term
+	// shares it with the index.
+	base, multi := len(dst), 0
+	s.multi = s.multi[:0]
+	stamp, since := s.stamp, uint64(s.base)
+	for _, a := range s.found {
+		own := uint64(stamp[a])
+		for i := ix.postOff[a]; i < ix.postOff[a+1]; i++ {
+			po := &ix.posts[i]
+			n := 1
+			if po.dec&decTree != 0 {
+				if n = ix.decideTree(s, po, uint32(own)); n == 0 {
+					continue
+				}
+			} else {
+				if po.dec&decLangs != 0 && !s.langsDone {
+					s.stampLangs(ix)
+				}
+				// For each other atom: whether it occurred, and whether
+				// it did before this posting's atom; a stamp above
+				// since is below it in uint64 arithmetic.
+				v0, v1, v2 := uint64(stamp[po.other[0]]), uint64(stamp[po.other[1]]), uint64(stamp[po.other[2]])
+				occurred := (since-v0)>>63 | (since-v1)>>63<<1 | (since-v2)>>63<<2
+				before := occurred & ((v0-own)>>63 | (v1-own)>>63<<1 | (v2-own)>>63<<2)
+				positive := uint64(po.dec&decPositive) >> decPositiveShift
+				if before&positive != 0 || po.dec>>occurred&1 == 0 {
+					continue // decided on an earlier term, or no match
+				}
+				n += bits.OnesCount64(occurred & positive)
 			}
-		case c.need < 0:
-			if !ix.evalTable(s, c.qposting) {
-				continue
+			var one []string
+			if n == 1 {
+				one = ix.terms[po.term : po.term+1 : po.term+1]
+			} else {
+				multi += n
+				s.multi = append(s.multi, po.sub)
 			}
-		default:
-			if !ix.eval(s, c.root) {
-				continue
-			}
+			dst = append(dst, QueryHit{Subscriber: ix.subs[po.sub], Terms: one})
 		}
-		var one []string
-		if c.n == 1 {
-			one = ix.terms[c.last : c.last+1 : c.last+1]
-		} else {
-			multi += int(c.n)
-			s.multi = append(s.multi, c.sub)
-		}
-		dst = append(dst, QueryHit{Subscriber: c.id, Terms: one})
 	}
 	if multi == 0 {
 		return dst
@@ -195,8 +177,9 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 			continue
 		}
 		start := len(terms)
-		for _, t := range ix.positive[s.multi[k]] {
-			if s.occurred(t) {
+		d := s.multi[k]
+		for _, t := range ix.positive[ix.posOff[d]:ix.posOff[d+1]] {
+			if s.stamp[t.atom] > s.base {
 				terms = append(terms, ix.terms[t.term])
 			}
 		}
@@ -206,54 +189,35 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 	return dst
 }
 
-// occurred reports whether a positive term occurred in this call's item.
-func (s *queryScratch) occurred(t positiveTerm) bool {
-	if t.pat >= 0 {
-		return s.patStamp[t.pat] == s.gen
-	}
-	return t.author == s.author
-}
-
-// evalTable evaluates a small query by its truth table.
-func (ix *QueryIndex) evalTable(s *queryScratch, po *qposting) bool {
-	m := 0
-	for j, r := range po.atoms[:-po.need] {
-		id := int32(r & refID)
-		var ok bool
-		switch r &^ refID {
-		case refText:
-			ok = s.patStamp[id] == s.gen
-		case refFrom:
-			ok = s.author == id
-		default:
-			ok = s.langMatches(ix, id)
-		}
-		if ok {
-			m |= 1 << j
+// decideTree decides a query too large for its postings on the posting
+// of an atom stamped own: it returns how many of the query's positive
+// terms occurred, or 0 when an earlier one decides it or it does not
+// match.
+func (ix *QueryIndex) decideTree(s *queryScratch, po *qposting, own uint32) int {
+	n := 0
+	for _, t := range ix.positive[ix.posOff[po.sub]:ix.posOff[po.sub+1]] {
+		if v := s.stamp[t.atom]; v > s.base {
+			if v < own {
+				return 0
+			}
+			n++
 		}
 	}
-	return po.table>>m&1 == 1
-}
-
-// langMatches reports whether the item's language matches code id.
-func (s *queryScratch) langMatches(ix *QueryIndex, id int32) bool {
-	if s.langStamp[id] != s.gen {
-		s.langStamp[id] = s.gen
-		s.langOK[id] = LangMatches(s.lang, ix.langs[id])
+	if po.dec&decLangs != 0 && !s.langsDone {
+		s.stampLangs(ix)
 	}
-	return s.langOK[id]
+	if !ix.eval(s, po.other[0]) {
+		return 0
+	}
+	return n
 }
 
 // eval evaluates the subtree at instruction i for the item of this call.
 func (ix *QueryIndex) eval(s *queryScratch, i int32) bool {
 	in := ix.prog[i]
 	switch in.op {
-	case opText:
-		return s.patStamp[in.arg] == s.gen
-	case opFrom:
-		return s.author == in.arg
-	case opLang:
-		return s.langMatches(ix, in.arg)
+	case opAtom:
+		return s.stamp[in.arg] > s.base
 	case opNot:
 		return !ix.eval(s, i+1)
 	case opAnd:

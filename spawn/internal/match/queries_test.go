@@ -2,6 +2,7 @@ package match
 
 import (
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -91,6 +92,24 @@ func TestQueryIndex_Match(t *testing.T) {
 			subs: map[int64]string{1: "from:alice (golang OR rust)", 2: "from:alice OR golang"},
 			item: Item{Text: "rust!", Author: "alice"},
 			want: map[int64][]string{1: {"from:alice", "rust"}, 2: {"from:alice"}},
+		},
+		{
+			name: "a tag and a phrase of the same text",
+			subs: map[int64]string{1: `#go "#go"`, 2: `"#go" OR zig`, 3: `#go -"#go"`},
+			item: Item{Text: "#go zig"},
+			want: map[int64][]string{1: {`"#go"`, "#go"}, 2: {`"#go"`, "zig"}},
+		},
+		{
+			name: "large queries are evaluated as trees",
+			subs: map[int64]string{1: "a OR b OR c OR d OR e", 2: "(a b) OR (c -d) OR from:x", 3: "a b c d -e", 4: "a b c d e"},
+			item: Item{Text: "a, b, c and d", Author: "X"},
+			want: map[int64][]string{1: {"a", "b", "c", "d"}, 2: {"c", "a", "b", "from:x"}, 3: {"a", "b", "c", "d"}},
+		},
+		{
+			name: "lang prefixes",
+			subs: map[int64]string{1: "a lang:pt", 2: "a lang:pt-br", 3: "a lang:pt-br-x", 4: "a lang:br"},
+			item: Item{Text: "a", Lang: "PT-BR"},
+			want: map[int64][]string{1: {"a"}, 2: {"a"}},
 		},
 		{
 			name: "nil queries are left out",
@@ -287,6 +306,7 @@ func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
 func FuzzQueryIndex(f *testing.F) {
 	f.Add("Golang and #Rust, @alice", "golang -rust|#rust OR x|@alice lang:en|from:bob")
 	f.Add("new york café", `"new york" -café|café|"york café" OR c++`)
+	f.Add("#go go #Go", `#go "#go"|"#go" -go|a OR b OR c OR d OR #go`)
 	f.Fuzz(func(t *testing.T, text, queries string) {
 		qs := map[int64]*query.Query{}
 		for i, s := range strings.Split(queries, "|") {
@@ -302,4 +322,28 @@ func FuzzQueryIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestQueryIndex_StampsWrapAround matches with stamps about to run out,
+// which start again from zero without stale stamps counting.
+func TestQueryIndex_StampsWrapAround(t *testing.T) {
+	ix := NewQueries(parseAll(t, map[int64]string{1: "golang -rust", 2: "rust lang:en", 3: "from:alice OR zig"}))
+	s := ix.getScratch()
+	items := []Item{
+		{Text: "golang and rust", Lang: "en-GB", Author: "alice"},
+		{Text: "golang", Lang: "fr"},
+		{Text: "rust zig", Lang: "en"},
+	}
+	for round := range 3 {
+		for i, it := range items {
+			if i == 1 {
+				s.tick = math.MaxUint32 - 3
+			}
+			got := queryHitMap(ix.appendMatch(s, nil, it))
+			want := queryHitMap(NewQueries(parseAll(t, map[int64]string{1: "golang -rust", 2: "rust lang:en", 3: "from:alice OR zig"})).Match(it))
+			if !maps.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("round %d, %+v: got %v, want %v", round, it, got, want)
+			}
+		}
+	}
 }
