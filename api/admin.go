@@ -121,6 +121,10 @@ type Comment struct {
 	// comment of its conversation (comment ids of the same source).
 	ReplyTo  string `json:"reply_to,omitempty"`
 	ThreadID string `json:"thread_id,omitempty"`
+	// Engagement is the reposts and likes its source reported when the
+	// comment was fetched; nil when the source gives none (rss, stream,
+	// bluesky), which is not the same as a post nobody shared.
+	Engagement *Engagement `json:"engagement,omitempty"`
 	// Position is where the comment's item stands in its source's log (see
 	// Increment.Position). It travels with the comment inside a spawn, to
 	// move the crawler's cursor, and is neither stored nor sent.
@@ -130,6 +134,25 @@ type Comment struct {
 	// can be recovered from the store.
 	NodeID string `json:"node_id,omitempty"`
 	IncSeq uint64 `json:"inc_seq,omitempty"`
+}
+
+// Engagement is how often a post had been shared and liked when it was
+// fetched: a snapshot, not kept up to date. Query suggestions weigh a
+// comment's terms by it.
+type Engagement struct {
+	// Reposts are reblogs (Mastodon) or retweets (X, Twitter).
+	Reposts int64 `json:"reposts"`
+	// Likes are favourites (Mastodon) or likes (X, Twitter).
+	Likes int64 `json:"likes"`
+}
+
+// Counts returns the reposts and likes and whether the source gave them
+// (false for a nil Engagement).
+func (e *Engagement) Counts() (reposts, likes int64, known bool) {
+	if e == nil {
+		return 0, 0, false
+	}
+	return e.Reposts, e.Likes, true
 }
 
 // Error is the body of every non-2xx answer of both servers.

@@ -403,6 +403,7 @@ var schemaTypes = map[string]reflect.Type{
 	"ReloadRequest":       reflect.TypeFor[api.ReloadRequest](),
 	"ReloadResponse":      reflect.TypeFor[api.ReloadResponse](),
 	"Comment":             reflect.TypeFor[api.Comment](),
+	"Engagement":          reflect.TypeFor[api.Engagement](),
 	"CommentPage":         reflect.TypeFor[api.CommentPage](),
 	"Terms":               reflect.TypeFor[api.Terms](),
 	"TermCount":           reflect.TypeFor[api.TermCount](),

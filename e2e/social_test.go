@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -135,4 +140,99 @@ func TestMastodon_StatusThroughTwoInstancesIsOneComment(t *testing.T) {
 	if len(got) != 1 || got[0].ID != st.URI || got[0].Text != "Release day #golang" || got[0].Lang != "en" || got[0].Author != "alice@a.example" {
 		t.Fatalf("stored %+v, want the one status", got)
 	}
+}
+
+// engagementScore is seed 003's score of one sighting, the oracle of the
+// suggestion test: α = 5·reposts + likes, α / (α + 10·e^(−0.01·α)).
+func engagementScore(reposts, likes int64) float64 {
+	a := float64(5*reposts + likes)
+	return a / (a + 10*math.Exp(-0.01*a))
+}
+
+// TestSuggest_RanksMastodonCandidatesByEngagement streams statuses of a
+// mastodon crawler from a local instance: a hashtag in many new statuses
+// nobody has shared yet, one in two statuses liked a little, one in a boost
+// of a widely shared status. bwctl crawler suggest lists them by their
+// engagement-weighted score (by frequency they would come the other way
+// round), and the stored comments keep their counts.
+func TestSuggest_RanksMastodonCandidatesByEngagement(t *testing.T) {
+	bin := binDir(t)
+	inst := mastodonfake.Start(t, mastodonfake.Options{Token: "tok", Domain: "a.example"})
+	c := newCluster(t, clusterOpts{})
+	c.addSpawnWith(func(cfg *spawnapp.Settings) {
+		cfg.MastodonURL, cfg.MastodonToken = []string{inst.URL()}, "tok"
+	})
+	c.WaitNodes(1)
+	u := c.user(0)
+	cr, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceMastodon, Query: []string{"#golang"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the hashtag stream", func() bool {
+		return slices.ContainsFunc(inst.Subscriptions(), func(s []string) bool { return slices.Contains(s, "hashtag:golang") })
+	})
+
+	tags := []string{"golang"}
+	for i := range 6 {
+		inst.Post(mastodonfake.Status{Acct: fmt.Sprintf("user%d", i), Content: "<p>#golang #weekly roundup</p>", Tags: tags})
+	}
+	for i := range 2 {
+		inst.Post(mastodonfake.Status{Acct: fmt.Sprintf("tipster%d", i), Content: "<p>#golang #tips for you</p>", Tags: tags,
+			Reblogs: 1, Favourites: 3})
+	}
+	shared := mastodonfake.Status{ID: "1", URI: "https://a.example/users/gopher/statuses/1", Acct: "gopher",
+		Content: "<p>#golang #release is out</p>", Tags: tags, Reblogs: 40, Favourites: 120}
+	inst.Post(mastodonfake.Status{Acct: "booster", Reblog: &shared})
+
+	want := []api.Suggestion{
+		{Term: "#release", Score: engagementScore(40, 120), Count: 1},
+		{Term: "#tips", Score: 2 * engagementScore(1, 3), Count: 2},
+		{Term: "#weekly", Score: 0, Count: 6},
+	}
+	var got api.Suggestions
+	testkit.WaitFor(t, clustertest.WaitTimeout, "every status counted and its candidates applied", func() bool {
+		r := runBwctl(t, bin, c.Hub.URL(), "crawler", "suggest", fmt.Sprint(cr.ID), "--json")
+		if err := json.Unmarshal([]byte(r), &got); err != nil {
+			t.Fatalf("bwctl crawler suggest --json printed %q: %v", r, err)
+		}
+		n := int64(0)
+		for _, s := range got.Terms {
+			n += s.Count
+		}
+		return n == 9
+	})
+	if len(got.Terms) != len(want) {
+		t.Fatalf("suggestions %+v, want %+v", got.Terms, want)
+	}
+	for i, w := range want {
+		if g := got.Terms[i]; g.Term != w.Term || g.Count != w.Count || math.Abs(g.Score-w.Score) > 1e-9 {
+			t.Fatalf("suggestions %+v, want %+v", got.Terms, want)
+		}
+	}
+	table := runBwctl(t, bin, c.Hub.URL(), "crawler", "suggest", fmt.Sprint(cr.ID))
+	if i, j, k := strings.Index(table, "#release"), strings.Index(table, "#tips"), strings.Index(table, "#weekly"); i < 0 || !(i < j && j < k) {
+		t.Fatalf("bwctl crawler suggest lists them out of order:\n%s", table)
+	}
+
+	stored := map[string]*api.Engagement{}
+	for _, cm := range c.storedComments(cr.ID) {
+		stored[cm.ID] = cm.Engagement
+	}
+	if e := stored[shared.URI]; e == nil || *e != (api.Engagement{Reposts: 40, Likes: 120}) {
+		t.Errorf("the boosted status was stored with engagement %+v, want its reblogs and favourites", e)
+	}
+}
+
+// runBwctl runs bin/bwctl against the hub with the admin token and returns
+// its standard output, failing the test when it fails.
+func runBwctl(t *testing.T, bin, hub string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "bwctl"), args...)
+	cmd.Env = append(os.Environ(), "BW_HUB_URL="+hub, "BW_ADMIN_TOKEN="+clustertest.AdminToken)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bwctl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
 }

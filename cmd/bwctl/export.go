@@ -22,9 +22,10 @@ var exportPageSize = api.DefaultExportLimit
 // exportFormats are the formats comments export writes.
 var exportFormats = []string{"jsonl", "csv"}
 
-// csvHeader names the columns of comments export --format csv.
+// csvHeader names the columns of comments export --format csv. Columns
+// added later go at the end, so a reader that counts columns keeps working.
 var csvHeader = []string{"id", "crawler_id", "source", "author", "published_at", "fetched_at", "url", "lang",
-	"reply_to", "thread_id", "matched", "text"}
+	"reply_to", "thread_id", "matched", "text", "reposts", "likes"}
 
 // commentsExport streams every stored comment of a crawler to stdout, page
 // by page: bwctl never holds more than one page, so an export of millions
@@ -150,8 +151,13 @@ func (c *csvWriter) write(comments []api.Comment) error {
 		c.header = true
 	}
 	for _, cm := range comments {
+		// Empty counts when the source gives none: unknown, not 0.
+		reposts, likes := "", ""
+		if e := cm.Engagement; e != nil {
+			reposts, likes = itoa(e.Reposts), itoa(e.Likes)
+		}
 		rec := []string{cm.ID, itoa(cm.CrawlerID), cm.Source, cm.Author, csvTime(cm.PublishedAt), csvTime(cm.FetchedAt),
-			cm.URL, cm.Lang, cm.ReplyTo, cm.ThreadID, strings.Join(cm.Matched, " "), cm.Text}
+			cm.URL, cm.Lang, cm.ReplyTo, cm.ThreadID, strings.Join(cm.Matched, " "), cm.Text, reposts, likes}
 		if err := c.w.Write(rec); err != nil {
 			return err
 		}

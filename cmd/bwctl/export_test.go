@@ -111,6 +111,36 @@ func TestRun_CommentsExport(t *testing.T) {
 	}
 }
 
+// TestCSVWriter_Engagement writes a comment's reposts and likes in the
+// last two columns, empty when its source gave none and 0 when nobody had
+// shared it.
+func TestCSVWriter_Engagement(t *testing.T) {
+	var b strings.Builder
+	w := newCSVWriter(&b)
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	err := w.write([]api.Comment{
+		{ID: "a", CrawlerID: 1, Source: "mastodon", Text: "shared", PublishedAt: at, Engagement: &api.Engagement{Reposts: 12, Likes: 85}},
+		{ID: "b", CrawlerID: 1, Source: "mastodon", Text: "fresh", PublishedAt: at, Engagement: &api.Engagement{}},
+		{ID: "c", CrawlerID: 1, Source: "rss", Text: "no counts", PublishedAt: at},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil || len(records) != 4 {
+		t.Fatalf("CSV %q: %v", b.String(), err)
+	}
+	n := len(csvHeader)
+	if h := records[0]; h[n-2] != "reposts" || h[n-1] != "likes" || h[n-3] != "text" {
+		t.Fatalf("header %v", h)
+	}
+	for i, want := range [][2]string{{"12", "85"}, {"0", "0"}, {"", ""}} {
+		if rec := records[i+1]; len(rec) != n || rec[n-2] != want[0] || rec[n-1] != want[1] {
+			t.Errorf("record %v, want reposts %q likes %q", rec, want[0], want[1])
+		}
+	}
+}
+
 // ok2 is ok for commands that report progress on stderr: it fails unless
 // the run succeeded, and shows stderr only then.
 func (r result) ok2(t *testing.T) result {

@@ -104,8 +104,8 @@ func (q *Queue) Remove(term string) bool {
 	return true
 }
 
-// Pop removes and returns the highest scored item (ties: the smaller
-// term). It scans the queue, which its bound keeps small.
+// Pop removes and returns the highest ranked item (see Compare). It scans
+// the queue, which its bound keeps small.
 func (q *Queue) Pop() (Item, bool) {
 	if len(q.h) == 0 {
 		return Item{}, false
@@ -122,8 +122,8 @@ func (q *Queue) Pop() (Item, bool) {
 	return e.Item, true
 }
 
-// Items returns every item, highest scored first (ties: the smaller term
-// first), leaving the queue as it is.
+// Items returns every item, highest ranked first (see Compare), leaving
+// the queue as it is.
 func (q *Queue) Items() []Item {
 	out := make([]Item, len(q.h))
 	for i, e := range q.h {
@@ -133,11 +133,13 @@ func (q *Queue) Items() []Item {
 	return out
 }
 
-// Compare orders items by score, then by term in reverse, so that of two
-// equal scores the smaller term ranks higher. Scores are compared as
-// floats: 0.3 ranks above 0.2.
+// Compare orders items by score, then by sightings, then by term in
+// reverse, so that of two equal scores the more often seen ranks higher
+// (query candidates from posts nobody shared all score 0 and still rank
+// by frequency), and of two equal in both the smaller term. Scores are
+// compared as floats: 0.3 ranks above 0.2.
 func Compare(a, b Item) int {
-	return cmp.Or(cmp.Compare(a.Score, b.Score), cmp.Compare(b.Term, a.Term))
+	return cmp.Or(cmp.Compare(a.Score, b.Score), cmp.Compare(a.Count, b.Count), cmp.Compare(b.Term, a.Term))
 }
 
 func less(a, b Item) bool { return Compare(a, b) < 0 }

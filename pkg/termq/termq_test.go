@@ -114,6 +114,24 @@ func TestQueue_SightingsAccumulate(t *testing.T) {
 	}
 }
 
+// TestQueue_EqualScoresRankBySightings: candidates from posts nobody
+// shared all score 0; the more often seen ranks higher and survives a full
+// queue.
+func TestQueue_EqualScoresRankBySightings(t *testing.T) {
+	q := New(2)
+	q.Add("once", 0, 1)
+	q.Add("often", 0, 1)
+	q.Add("often", 0, 4)
+	q.Add("twice", 0, 2) // displaces "once", seen less
+	q.Add("shared", 0.2, 1)
+	if got := terms(q.Items()); !slices.Equal(got, []string{"shared", "often"}) {
+		t.Fatalf("items = %v, want the scored term, then the most seen", got)
+	}
+	if Compare(Item{Term: "a", Count: 3}, Item{Term: "b", Count: 2}) <= 0 {
+		t.Fatal("of two equal scores the one seen more must rank higher")
+	}
+}
+
 // TestQueue_Property adds random sightings and checks, after every one,
 // that the queue never exceeds its bound, holds no term twice, holds
 // exactly the best of what it was offered when no term repeats, and pops

@@ -374,8 +374,9 @@ func (s *Store) addActivityTx(tx *gorm.DB, table string, buckets map[bucketKey]*
 // addSuggestionsTx merges candidates into each crawler's bounded queue of
 // suggestions: a term held gains the score and count of its new
 // sightings; a new term enters while there is room, or by displacing the
-// lowest when it scores higher. A few hundred crawlers a step: their
-// queues are read (locked on PostgreSQL), merged in Go, and replaced.
+// lowest when it ranks higher (termq.Compare: score, then sightings). A
+// few hundred crawlers a step: their queues are read (locked on
+// PostgreSQL), merged in Go, and replaced.
 func (s *Store) addSuggestionsTx(tx *gorm.DB, cands map[int64][]api.Suggestion) error {
 	ids := make([]int64, 0, len(cands))
 	for id, c := range cands {
@@ -404,7 +405,7 @@ func (s *Store) addSuggestionsTx(tx *gorm.DB, cands map[int64][]api.Suggestion) 
 		for _, id := range chunk {
 			q := queues[id]
 			for _, c := range cands[id] {
-				if c.Term != "" && len(c.Term) <= 130 && c.Score > 0 {
+				if c.Term != "" && len(c.Term) <= 130 && c.Score >= 0 {
 					q.Add(c.Term, c.Score, c.Count)
 				}
 			}

@@ -91,7 +91,7 @@ func (s *Store) Activity(ctx context.Context, crawlerID int64, since, until time
 // Suggestions returns a crawler's candidate query terms, best first.
 func (s *Store) Suggestions(ctx context.Context, crawlerID int64, n int) ([]api.Suggestion, error) {
 	var rows []suggestionRow
-	err := s.db.WithContext(ctx).Where("crawler_id = ?", crawlerID).Order("score DESC, term").Limit(n).Find(&rows).Error
+	err := s.db.WithContext(ctx).Where("crawler_id = ?", crawlerID).Order("score DESC, count DESC, term").Limit(n).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: unable to read suggestions of crawler %d: %w", crawlerID, err)
 	}

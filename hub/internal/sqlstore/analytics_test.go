@@ -163,6 +163,40 @@ func TestStore_AnalyticsOfRecoveredIncrementComeWithItsNode(t *testing.T) {
 	})
 }
 
+// TestStore_SuggestionsRankByScoreThenSightings keeps candidates from
+// posts nobody shared (score 0) and ranks them below any engaged one, by
+// how often they were seen; a negative score is refused.
+func TestStore_SuggestionsRankByScoreThenSightings(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openTest(t, dsn)
+		u := mustUser(t, s, "u", 0)
+		c := mustCrawler(t, s, newCrawler(u.ID, "q"))
+		at := time.Now().UTC()
+		inc := func(seq uint64, cands ...api.Suggestion) api.Increment {
+			i := analyticsInc(t, c.ID, u.ID, seq, at, 1)
+			i.Analytics.Candidates = cands
+			return i
+		}
+		incs := []api.Increment{
+			inc(1, api.Suggestion{Term: "#often", Score: 0, Count: 3}, api.Suggestion{Term: "#rare", Score: 0, Count: 1},
+				api.Suggestion{Term: "#bad", Score: -1, Count: 1}),
+			inc(2, api.Suggestion{Term: "#often", Score: 0, Count: 2}, api.Suggestion{Term: "#shared", Score: 0.09, Count: 1}),
+		}
+		if _, err := s.ApplyIncrements(ctx, incs); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Suggestions(ctx, c.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []api.Suggestion{{Term: "#shared", Score: 0.09, Count: 1}, {Term: "#often", Score: 0, Count: 5}, {Term: "#rare", Score: 0, Count: 1}}
+		if !slices.Equal(got, want) {
+			t.Fatalf("suggestions = %+v, want %+v", got, want)
+		}
+	})
+}
+
 func TestStore_TermsBoundedPerHour(t *testing.T) {
 	eachDB(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()

@@ -101,6 +101,10 @@ type Status struct {
 	// Reblog, when set, makes the status a reblog of it; the reblog is
 	// delivered to the streams of the reblogged status's tags.
 	Reblog *Status
+	// Reblogs and Favourites are the status's reblogs_count and
+	// favourites_count (a status streamed as it is written has none; a
+	// reblog carries them in the reblogged status).
+	Reblogs, Favourites int
 }
 
 // Subscription is one subscribe or unsubscribe message a client sent.

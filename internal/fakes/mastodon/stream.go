@@ -256,6 +256,8 @@ func statusEntity(st Status, domain string) *statusJSON {
 		URI:              st.URI,
 		URL:              opt(st.URL),
 		Content:          st.Content,
+		ReblogsCount:     st.Reblogs,
+		FavouritesCount:  st.Favourites,
 		Account:          accountJSON{ID: "1", Username: user, Acct: st.Acct, DisplayName: user, URL: "https://" + accDomain + "/@" + user},
 		MediaAttachments: []any{},
 		Mentions:         []any{},

@@ -157,7 +157,7 @@ func streamJSON(t Tweet) tweetDoc {
 	d := baseDoc(t)
 	d.TimestampMs = strconv.FormatInt(t.CreatedAt.UnixMilli(), 10)
 	if t.RetweetOf != "" {
-		orig := baseDoc(Tweet{ID: t.ID - 1, ScreenName: t.RetweetOf, Text: t.Text, CreatedAt: t.CreatedAt})
+		orig := originalDoc(t)
 		orig.Text, orig.Truncated, orig.ExtendedTweet = compat(t.Text)
 		d.RetweetedStatus = &orig
 		d.Text, d.Truncated, _ = compat("RT @" + t.RetweetOf + ": " + t.Text)
@@ -175,7 +175,7 @@ func searchJSON(t Tweet, extended bool) tweetDoc {
 	}
 	d := baseDoc(t)
 	if t.RetweetOf != "" {
-		orig := baseDoc(Tweet{ID: t.ID - 1, ScreenName: t.RetweetOf, Text: t.Text, CreatedAt: t.CreatedAt})
+		orig := originalDoc(t)
 		orig.FullText = t.Text
 		d.RetweetedStatus = &orig
 		d.FullText = "RT @" + t.RetweetOf + ": " + t.Text
@@ -185,16 +185,28 @@ func searchJSON(t Tweet, extended bool) tweetDoc {
 	return d
 }
 
+// baseDoc is the tweet's own document. A retweet shares the retweeted
+// tweet's retweet_count and is never liked itself.
 func baseDoc(t Tweet) tweetDoc {
-	return tweetDoc{
-		CreatedAt:    t.CreatedAt.UTC().Format(createdAtLayout),
-		ID:           t.ID,
-		IDStr:        strconv.FormatInt(t.ID, 10),
-		User:         userOf(t.ScreenName),
-		RetweetCount: 0,
-		Entities:     emptyEntities(),
-		Lang:         "en",
+	d := tweetDoc{
+		CreatedAt:     t.CreatedAt.UTC().Format(createdAtLayout),
+		ID:            t.ID,
+		IDStr:         strconv.FormatInt(t.ID, 10),
+		User:          userOf(t.ScreenName),
+		RetweetCount:  t.Retweets,
+		FavoriteCount: t.Likes,
+		Entities:      emptyEntities(),
+		Lang:          "en",
 	}
+	if t.RetweetOf != "" {
+		d.FavoriteCount = 0
+	}
+	return d
+}
+
+// originalDoc is the tweet a retweet shares, with its counts.
+func originalDoc(t Tweet) tweetDoc {
+	return baseDoc(Tweet{ID: t.ID - 1, ScreenName: t.RetweetOf, Text: t.Text, CreatedAt: t.CreatedAt, Retweets: t.Retweets, Likes: t.Likes})
 }
 
 // compat returns the compatibility-mode text of a tweet.

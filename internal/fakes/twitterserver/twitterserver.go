@@ -96,6 +96,11 @@ type Tweet struct {
 	// RetweetOf, when set, makes the tweet a retweet of that screen name's
 	// tweet with the same text, shaped as Twitter sends retweets.
 	RetweetOf string
+	// Retweets and Likes are the tweet's retweet_count and favorite_count
+	// (of the retweeted tweet for a retweet: the retweet itself then
+	// carries the same retweet_count and a favorite_count of 0, as v1.1
+	// sends them).
+	Retweets, Likes int
 }
 
 // Connection is one attempt to open a filter stream.

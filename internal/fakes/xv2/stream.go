@@ -11,6 +11,7 @@ import (
 // streamConn is the one open stream.
 type streamConn struct {
 	users   bool // the client asked for expansions=author_id
+	metrics bool // the client asked for tweet.fields=…,public_metrics
 	out     chan frame
 	cut     chan struct{}
 	cutOnce sync.Once
@@ -71,9 +72,10 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &streamConn{
-		users: slices.Contains(strings.Split(r.URL.Query().Get("expansions"), ","), "author_id"),
-		out:   make(chan frame, s.opts.ConnBuffer),
-		cut:   make(chan struct{}),
+		users:   slices.Contains(strings.Split(r.URL.Query().Get("expansions"), ","), "author_id"),
+		metrics: slices.Contains(strings.Split(r.URL.Query().Get("tweet.fields"), ","), "public_metrics"),
+		out:     make(chan frame, s.opts.ConnBuffer),
+		cut:     make(chan struct{}),
 	}
 	s.conn = c
 	s.mu.Unlock()
@@ -145,6 +147,9 @@ type (
 		ReferencedTweets []refJSON `json:"referenced_tweets,omitempty"`
 		EditHistory      []string  `json:"edit_history_tweet_ids"`
 		NoteTweet        *noteJSON `json:"note_tweet,omitempty"`
+		// PublicMetrics are sent only when tweet.fields asks for them, as
+		// X does.
+		PublicMetrics *Metrics `json:"public_metrics,omitempty"`
 	}
 	refJSON struct {
 		Type string `json:"type"`
@@ -175,8 +180,9 @@ type (
 // note_tweet.text and truncates text.
 const shortTextRunes = 280
 
-// streamMessage is a post as the stream delivers it.
-func streamMessage(p Post, matched []Rule, users bool) messageJSON {
+// streamMessage is a post as the stream delivers it: with its author when
+// users (expansions=author_id) and its public_metrics when metrics.
+func streamMessage(p Post, matched []Rule, users, metrics bool) messageJSON {
 	t := tweetJSON{
 		ID:             p.ID,
 		Text:           p.Text,
@@ -192,6 +198,9 @@ func streamMessage(p Post, matched []Rule, users bool) messageJSON {
 	}
 	if p.ReplyTo != "" {
 		t.ReferencedTweets = []refJSON{{Type: "replied_to", ID: p.ReplyTo}}
+	}
+	if metrics {
+		t.PublicMetrics = &p.Metrics
 	}
 	m := messageJSON{Data: t}
 	if users {

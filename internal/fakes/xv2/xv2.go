@@ -71,6 +71,19 @@ type Post struct {
 	CreatedAt      time.Time
 	ConversationID string
 	ReplyTo        string // id of the post this one replies to
+	// Metrics are the post's public_metrics; zero for a post just
+	// written.
+	Metrics Metrics
+}
+
+// Metrics are a post's public_metrics as X API v2 sends them.
+type Metrics struct {
+	RetweetCount    int `json:"retweet_count"`
+	ReplyCount      int `json:"reply_count"`
+	LikeCount       int `json:"like_count"`
+	QuoteCount      int `json:"quote_count"`
+	BookmarkCount   int `json:"bookmark_count"`
+	ImpressionCount int `json:"impression_count"`
 }
 
 // Rule is one rule of the app's stream.
@@ -363,7 +376,7 @@ func (s *Server) Publish(p Post) (Post, []string) {
 		ids[i] = r.ID
 	}
 	if len(matched) > 0 && s.conn != nil {
-		line, _ := json.Marshal(streamMessage(p, matched, s.conn.users))
+		line, _ := json.Marshal(streamMessage(p, matched, s.conn.users, s.conn.metrics))
 		s.conn.send(frame{data: append(line, '\r', '\n')})
 	}
 	return p, ids

@@ -172,3 +172,17 @@ func TestServer_StreamDeliversMatchesToOneConnection(t *testing.T) {
 		return
 	}
 }
+
+// TestStreamMessage_PublicMetricsOnlyWhenAsked: X sends a post's
+// public_metrics only when tweet.fields names them.
+func TestStreamMessage_PublicMetricsOnlyWhenAsked(t *testing.T) {
+	p := Post{ID: "1", Text: "x", Metrics: Metrics{RetweetCount: 4, LikeCount: 20, ImpressionCount: 300}}
+	if m := streamMessage(p, nil, false, false); m.Data.PublicMetrics != nil {
+		t.Fatalf("metrics sent unasked: %+v", m.Data.PublicMetrics)
+	}
+	m := streamMessage(p, nil, false, true)
+	b, _ := json.Marshal(m.Data)
+	if m.Data.PublicMetrics == nil || !bytes.Contains(b, []byte(`"public_metrics":{"retweet_count":4,"reply_count":0,"like_count":20,"quote_count":0,"bookmark_count":0,"impression_count":300}`)) {
+		t.Fatalf("post %s", b)
+	}
+}

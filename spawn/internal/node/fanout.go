@@ -263,6 +263,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now i
 			Lang:        it.Lang,
 			ReplyTo:     it.ReplyTo,
 			ThreadID:    it.ThreadID,
+			Engagement:  it.Engagement,
 			Position:    it.Position,
 		},
 		userID:   s.spec.UserID,

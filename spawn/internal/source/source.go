@@ -58,6 +58,9 @@ type Item struct {
 	// that starts a conversation or a source without threads.
 	ReplyTo  string
 	ThreadID string
+	// Engagement is the item's reposts and likes when its source reports
+	// them; nil when it does not.
+	Engagement *api.Engagement
 	// Position is where the item stands in a source's replayable log (a
 	// Jetstream event's time_us), so a subscriber moved to another node
 	// resumes after it; 0 for sources without one.

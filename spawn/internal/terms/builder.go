@@ -125,7 +125,7 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 	}
 	b.seq++
 	seq := b.seq
-	score := Engagement(0, 0, false)
+	score := Engagement(c.Engagement.Counts())
 	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind) bool {
 		t := counts[string(term)] // no allocation for a term seen before
 		if t == nil {

@@ -157,3 +157,64 @@ func TestBuilder_TopTermsAndOther(t *testing.T) {
 		t.Fatalf("%d candidates, want %d", len(a.Candidates), CandidatesPerIncrement)
 	}
 }
+
+// TestBuilder_EngagementRanksCandidates scores each sighting of a candidate
+// by its comment's reposts and likes: a hashtag in one widely shared post
+// outranks one that many unshared posts carry, and a source without
+// counts scores each sighting 0.5.
+func TestBuilder_EngagementRanksCandidates(t *testing.T) {
+	at := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	viral := &api.Engagement{Reposts: 40, Likes: 120}
+	some := &api.Engagement{Reposts: 1, Likes: 3}
+	none := &api.Engagement{}
+	tests := []struct {
+		name     string
+		comments []api.Comment
+		want     []api.Suggestion // best first
+	}{
+		{"a shared post outranks many unshared ones", []api.Comment{
+			{Text: "#everyday chatter", Engagement: none},
+			{Text: "#everyday chatter", Engagement: none},
+			{Text: "#everyday chatter", Engagement: none},
+			{Text: "#everyday chatter", Engagement: none},
+			{Text: "#everyday chatter", Engagement: none},
+			{Text: "#breaking", Engagement: viral},
+			{Text: "#breaking", Engagement: some},
+		}, []api.Suggestion{
+			{Term: "#breaking", Score: Engagement(40, 120, true) + Engagement(1, 3, true), Count: 2},
+			{Term: "#everyday", Score: 0, Count: 5},
+		}},
+		{"one viral post outranks frequent posts of unknown engagement", []api.Comment{
+			{Text: "#weekly"}, {Text: "#weekly"}, {Text: "#weekly"},
+			{Text: "#launch", Engagement: viral},
+			{Text: "#launch", Engagement: viral},
+		}, []api.Suggestion{
+			{Term: "#launch", Score: 2 * Engagement(40, 120, true), Count: 2},
+			{Term: "#weekly", Score: 1.5, Count: 3},
+		}},
+		{"without counts frequency decides", []api.Comment{
+			{Text: "#rare"}, {Text: "#common"}, {Text: "#common"},
+		}, []api.Suggestion{
+			{Term: "#common", Score: 1, Count: 2},
+			{Term: "#rare", Score: 0.5, Count: 1},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBuilder()
+			for i := range tt.comments {
+				tt.comments[i].FetchedAt = at
+				b.Add(&tt.comments[i], at)
+			}
+			got := b.Build().Candidates
+			if len(got) != len(tt.want) {
+				t.Fatalf("candidates %+v, want %+v", got, tt.want)
+			}
+			for i := range got {
+				if got[i].Term != tt.want[i].Term || got[i].Count != tt.want[i].Count || math.Abs(got[i].Score-tt.want[i].Score) > 1e-12 {
+					t.Fatalf("candidates %+v, want %+v", got, tt.want)
+				}
+			}
+		})
+	}
+}

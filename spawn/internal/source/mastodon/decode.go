@@ -46,6 +46,10 @@ type status struct {
 	Account     *account  `json:"account"`
 	Reblog      *status   `json:"reblog"`
 	Tags        []tagJSON `json:"tags"`
+	// Reblogs and favourites so far: a status streamed as it is written
+	// has none yet; a reblog carries the counts of the status it shares.
+	ReblogsCount    source.Count `json:"reblogs_count"`
+	FavouritesCount source.Count `json:"favourites_count"`
 }
 
 type account struct {
@@ -148,8 +152,9 @@ func statusItem(st *status, base *url.URL, domain string, parent func(localID st
 		return source.Item{}, fmt.Errorf("%w: status %s without a uri", ErrMalformed, st.ID)
 	}
 	it := source.Item{
-		ID:        source.ItemID(uri),
-		FetchedAt: now.UTC(),
+		ID:         source.ItemID(uri),
+		FetchedAt:  now.UTC(),
+		Engagement: source.EngagementOf(st.ReblogsCount, st.FavouritesCount),
 	}
 	if st.URL != nil {
 		it.URL = source.WebURL(*st.URL)

@@ -146,6 +146,47 @@ func TestStatusItem(t *testing.T) {
 	}
 }
 
+// TestStatusItem_Engagement reads a status's reblogs and favourites off
+// the wire: a reblog carries the counts of the status it shares (the boost
+// itself has none), and a status without counts has unknown engagement,
+// not zero.
+func TestStatusItem_Engagement(t *testing.T) {
+	base, _ := url.Parse("https://a.example")
+	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
+	orig := map[string]any{"id": "1", "uri": "https://a.example/users/x/statuses/1", "content": "<p>#golang</p>",
+		"reblogs_count": 12, "favourites_count": 40, "replies_count": 3}
+	cases := []struct {
+		name string
+		st   map[string]any
+		want *api.Engagement
+	}{
+		{"counts", orig, &api.Engagement{Reposts: 12, Likes: 40}},
+		{"a new status has zero, not unknown", map[string]any{"id": "2", "uri": "https://a.example/s/2", "content": "x",
+			"reblogs_count": 0, "favourites_count": 0}, &api.Engagement{}},
+		{"a reblog carries the shared status's counts", map[string]any{"id": "3", "uri": "https://b.example/boost/3",
+			"reblogs_count": 0, "favourites_count": 0, "reblog": orig}, &api.Engagement{Reposts: 12, Likes: 40}},
+		{"no counts", map[string]any{"id": "4", "uri": "https://a.example/s/4", "content": "x"}, nil},
+		{"one count", map[string]any{"id": "5", "uri": "https://a.example/s/5", "content": "x", "reblogs_count": 2}, nil},
+		{"a count that is not a number", map[string]any{"id": "6", "uri": "https://a.example/s/6", "content": "x",
+			"reblogs_count": "many", "favourites_count": -1}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := decodeFrame(event("update", tc.st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, err := statusItem(f.status, base, base.Hostname(), func(string) (link, bool) { return link{}, false }, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (it.Engagement == nil) != (tc.want == nil) || it.Engagement != nil && *it.Engagement != *tc.want {
+				t.Fatalf("engagement %+v, want %+v", it.Engagement, tc.want)
+			}
+		})
+	}
+}
+
 func TestStatusItem_RefusesStatusesWithoutIdentity(t *testing.T) {
 	base, _ := url.Parse("https://a.example")
 	none := func(string) (link, bool) { return link{}, false }

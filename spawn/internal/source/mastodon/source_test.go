@@ -224,6 +224,32 @@ func TestSource_SameStatusThroughTwoInstancesIsOneID(t *testing.T) {
 	}
 }
 
+// TestSource_ItemsCarryReblogsAndFavourites: a status streamed as it is
+// written has no reblogs or favourites yet (zero, not unknown); a reblog of
+// an earlier status brings that status's counts.
+func TestSource_ItemsCarryReblogsAndFavourites(t *testing.T) {
+	srv := startServer(t, fake.Options{})
+	_, rec := start(t, testOptions(t, srv.URL()), spec(1, "#golang"))
+	subscribed(t, srv, "hashtag:golang")
+	fresh := srv.Post(fake.Status{Content: "<p>#golang today</p>", Tags: []string{"golang"}})
+	old := fake.Status{ID: "1", URI: "https://mastodon.example/users/carol/statuses/1", Acct: "carol",
+		Content: "<p>#golang tips</p>", Tags: []string{"golang"}, Reblogs: 25, Favourites: 70}
+	srv.Post(fake.Status{Acct: "booster", Reblog: &old})
+	testkit.WaitFor(t, waitDeadline, "both statuses", func() bool { return rec.Has(fresh.URI, old.URI) })
+	for _, tc := range []struct {
+		uri  string
+		want api.Engagement
+	}{
+		{fresh.URI, api.Engagement{}},
+		{old.URI, api.Engagement{Reposts: 25, Likes: 70}},
+	} {
+		it, _ := rec.ByID(tc.uri)
+		if e := it.Engagement; e == nil || *e != tc.want {
+			t.Errorf("%s: engagement %+v, want %+v", tc.uri, e, tc.want)
+		}
+	}
+}
+
 func TestSource_DuplicatesAcrossStreamsAndReblogsAreDropped(t *testing.T) {
 	srv := startServer(t, fake.Options{})
 	ds, rec := start(t, testOptions(t, srv.URL()), spec(1, "#golang"), spec(2, "#go"))

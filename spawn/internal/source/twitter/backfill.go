@@ -171,7 +171,7 @@ func (b *backfiller) once(ctx context.Context, req backfillReq) (int, error) {
 	m := b.t.matcher.Load()
 	var items []source.Item
 	for _, tw := range sortTweets(found) {
-		it, err := tweetItem(&tw, m, now)
+		it, err := tweetItem(&tw, searchEngagement(&tw), m, now)
 		if err != nil || len(it.Terms) == 0 {
 			continue
 		}

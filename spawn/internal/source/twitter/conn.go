@@ -217,7 +217,7 @@ func (w *worker) session(ctx context.Context, terms []string, newest *int64, con
 		switch msg.kind {
 		case kindTweet:
 			now := time.Now()
-			it, err := tweetItem(msg.tweet, t.matcher.Load(), now)
+			it, err := tweetItem(msg.tweet, msg.engagement, t.matcher.Load(), now)
 			if err != nil {
 				t.stats.malformed.Add(1)
 				t.setErr(w.name, err)

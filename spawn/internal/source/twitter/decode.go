@@ -13,6 +13,7 @@ import (
 
 	gotwitter "github.com/dghubble/go-twitter/twitter"
 
+	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
@@ -42,6 +43,7 @@ const (
 type message struct {
 	kind       messageKind
 	tweet      *gotwitter.Tweet
+	engagement *api.Engagement // kindTweet: its counts, nil when it has none
 	limit      *gotwitter.StreamLimit
 	disconnect *gotwitter.StreamDisconnect
 	warning    *gotwitter.StallWarning
@@ -82,6 +84,7 @@ func decodeLine(line []byte) (message, error) {
 	case (has("id_str") || has("id")) && (has("text") || has("full_text") || has("extended_tweet")):
 		m.kind, m.tweet = kindTweet, new(gotwitter.Tweet)
 		err = json.Unmarshal(line, m.tweet)
+		m.engagement = streamEngagement(keys)
 	default:
 		return message{kind: kindOther}, nil
 	}
@@ -95,6 +98,42 @@ func decodeLine(line []byte) (message, error) {
 		return message{}, fmt.Errorf("%w: empty notice", ErrMalformed)
 	}
 	return m, nil
+}
+
+// counts are the engagement counts of a v1.1 tweet object.
+type counts struct {
+	Retweets  source.Count `json:"retweet_count"`
+	Favorites source.Count `json:"favorite_count"`
+}
+
+// streamEngagement reads a stream tweet's retweet_count and favorite_count
+// from its top-level keys, telling a missing or null count (unknown) from
+// zero, which go-twitter's ints cannot. A retweet's engagement is that of
+// the tweet it shares (its retweeted_status): the retweet itself is never
+// liked.
+func streamEngagement(keys map[string]json.RawMessage) *api.Engagement {
+	if rt := keys["retweeted_status"]; len(rt) > 0 && string(rt) != "null" {
+		var c counts
+		if json.Unmarshal(rt, &c) != nil {
+			return nil
+		}
+		return source.EngagementOf(c.Retweets, c.Favorites)
+	}
+	var c counts
+	_ = c.Retweets.UnmarshalJSON(keys["retweet_count"]) // never fails; an absent key is unknown
+	_ = c.Favorites.UnmarshalJSON(keys["favorite_count"])
+	return source.EngagementOf(c.Retweets, c.Favorites)
+}
+
+// searchEngagement is the engagement of a tweet the search API returned:
+// v1.1 always gives its retweet_count (favorite_count is null only where a
+// like count makes no sense), and a retweet's are those of the tweet it
+// shares.
+func searchEngagement(tw *gotwitter.Tweet) *api.Engagement {
+	if rt := tw.RetweetedStatus; rt != nil {
+		tw = rt
+	}
+	return &api.Engagement{Reposts: int64(max(tw.RetweetCount, 0)), Likes: int64(max(tw.FavoriteCount, 0))}
 }
 
 // matcher finds the tracked terms a tweet contains.
@@ -180,8 +219,9 @@ func isWordByte(b byte) bool {
 }
 
 // tweetItem turns a tweet into an item carrying the tracked terms it
-// contains. It fails for a tweet without an id.
-func tweetItem(tw *gotwitter.Tweet, m *matcher, now time.Time) (source.Item, error) {
+// contains and its engagement (nil when unknown). It fails for a tweet
+// without an id.
+func tweetItem(tw *gotwitter.Tweet, eng *api.Engagement, m *matcher, now time.Time) (source.Item, error) {
 	id := tw.IDStr
 	if id == "" && tw.ID > 0 {
 		id = strconv.FormatInt(tw.ID, 10)
@@ -218,6 +258,7 @@ func tweetItem(tw *gotwitter.Tweet, m *matcher, now time.Time) (source.Item, err
 		PublishedAt: published.UTC(),
 		FetchedAt:   now.UTC(),
 		Terms:       m.match(text),
+		Engagement:  eng,
 	}, nil
 }
 

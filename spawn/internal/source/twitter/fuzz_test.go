@@ -61,7 +61,7 @@ func FuzzDecodeLine(f *testing.F) {
 			if msg.kind != kindTweet {
 				continue
 			}
-			it, err := tweetItem(msg.tweet, m, now)
+			it, err := tweetItem(msg.tweet, msg.engagement, m, now)
 			if err != nil {
 				continue
 			}

@@ -67,6 +67,11 @@ type (
 		NoteTweet *struct {
 			Text string `json:"text"`
 		} `json:"note_tweet"`
+		// PublicMetrics come when tweet.fields asks for public_metrics.
+		PublicMetrics *struct {
+			RetweetCount source.Count `json:"retweet_count"`
+			LikeCount    source.Count `json:"like_count"`
+		} `json:"public_metrics"`
 	}
 	wireUser struct {
 		ID       string `json:"id"`
@@ -156,6 +161,9 @@ func postItem(w wireMessage, now time.Time) (source.Item, error) {
 		claimed = ts
 	}
 	it.PublishedAt = source.PublishedAt(claimed, now)
+	if pm := t.PublicMetrics; pm != nil {
+		it.Engagement = source.EngagementOf(pm.RetweetCount, pm.LikeCount)
+	}
 	for _, r := range t.ReferencedTweets {
 		if r.Type == "replied_to" && numericID(r.ID) {
 			it.ReplyTo = idPrefix + r.ID

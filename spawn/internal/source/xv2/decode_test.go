@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
 func TestDecodeLine_Posts(t *testing.T) {
@@ -60,6 +62,36 @@ func TestDecodeLine_Posts(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.want(t, m)
+		})
+	}
+}
+
+// TestDecodeLine_Engagement reads a post's public_metrics: retweets are
+// its reposts and likes its likes; a post without the field (tweet.fields
+// did not ask for it) has unknown engagement, not zero.
+func TestDecodeLine_Engagement(t *testing.T) {
+	cases := []struct {
+		name string
+		line string
+		want *api.Engagement
+	}{
+		{"public metrics", `{"data":{"id":"1","text":"x","public_metrics":{"retweet_count":7,"reply_count":2,"like_count":31,"quote_count":1,"bookmark_count":0,"impression_count":900}}}`,
+			&api.Engagement{Reposts: 7, Likes: 31}},
+		{"a new post has zero", `{"data":{"id":"2","text":"x","public_metrics":{"retweet_count":0,"reply_count":0,"like_count":0,"quote_count":0}}}`,
+			&api.Engagement{}},
+		{"no public metrics", `{"data":{"id":"3","text":"x"}}`, nil},
+		{"a count missing", `{"data":{"id":"4","text":"x","public_metrics":{"retweet_count":3}}}`, nil},
+		{"a count that is not a number", `{"data":{"id":"5","text":"x","public_metrics":{"retweet_count":"3","like_count":null}}}`, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := decodeLine([]byte(tc.line), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.item.Engagement; (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Fatalf("engagement %+v, want %+v", got, tc.want)
+			}
 		})
 	}
 }

@@ -128,7 +128,8 @@ func TestSource_PostsReachTheSpawnOnce(t *testing.T) {
 	rules := waitRules(t, srv, "golang", `"new release" -beta`)
 	testkit.WaitFor(t, wait, "the stream", srv.Connected)
 
-	p, matched := srv.Publish(fakex.Post{Text: "golang has a new release", Username: "gopher", Lang: "en"})
+	p, matched := srv.Publish(fakex.Post{Text: "golang has a new release", Username: "gopher", Lang: "en",
+		Metrics: fakex.Metrics{RetweetCount: 12, LikeCount: 85, ReplyCount: 3, ImpressionCount: 4000}})
 	if len(matched) == 0 {
 		t.Fatalf("the post matched none of %v", rules)
 	}
@@ -140,15 +141,21 @@ func TestSource_PostsReachTheSpawnOnce(t *testing.T) {
 	if it.Author != "gopher" || it.URL != "https://twitter.com/gopher/status/"+p.ID || it.Lang != "en" {
 		t.Errorf("item %+v", it)
 	}
+	if e := it.Engagement; e == nil || *e != (api.Engagement{Reposts: 12, Likes: 85}) {
+		t.Errorf("engagement %+v, want the post's retweets and likes", e)
+	}
 	reply, _ := rec.ByID("tw:" + p2.ID)
 	if reply.ReplyTo != "tw:"+p.ID || reply.ThreadID != "tw:"+p.ID {
 		t.Errorf("reply links %q %q", reply.ReplyTo, reply.ThreadID)
 	}
+	if e := reply.Engagement; e == nil || *e != (api.Engagement{}) {
+		t.Errorf("engagement of a new post %+v, want zero counts", e)
+	}
 	if n := len(rec.All()); n != 2 {
 		t.Fatalf("%d items emitted, want 2 (each post once)", n)
 	}
-	if q := srv.Connections()[0].Query; !strings.Contains(q, "expansions=author_id") {
-		t.Errorf("stream query %q does not ask for the author", q)
+	if q := srv.Connections()[0].Query; !strings.Contains(q, "expansions=author_id") || !strings.Contains(q, "public_metrics") {
+		t.Errorf("stream query %q does not ask for the author and the public metrics", q)
 	}
 	st := s.Stats()
 	var read, emitted uint64

@@ -14,10 +14,11 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
 )
 
-// streamQuery asks for what an item needs: the fields of the post and its
-// author's user name.
+// streamQuery asks for what an item needs: the fields of the post (its
+// public_metrics for the engagement that weighs query suggestions) and
+// its author's user name.
 var streamQuery = url.Values{
-	"tweet.fields": {"author_id,conversation_id,created_at,lang,note_tweet,referenced_tweets"},
+	"tweet.fields": {"author_id,conversation_id,created_at,lang,note_tweet,public_metrics,referenced_tweets"},
 	"expansions":   {"author_id"},
 	"user.fields":  {"username"},
 }.Encode()

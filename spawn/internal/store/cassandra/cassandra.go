@@ -159,8 +159,8 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 		mode:     writeBatches,
 		inFlight: maxInFlight,
 		insertComment: `INSERT INTO ` + ks + `.comments (crawler_id, day, published_at, comment_id,
-			source, author, text, url, fetched_at, matched, node_id, inc_seq, lang, reply_to, thread_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			source, author, text, url, fetched_at, matched, node_id, inc_seq, lang, reply_to, thread_id, reposts, likes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		insertIntent: `INSERT INTO ` + ks + `.usage_intents (node_id, seq, crawler_id, user_id, instance, lease_seq, days)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		selectIntents: `SELECT seq, crawler_id, user_id, instance, lease_seq, days FROM ` + ks + `.usage_intents
@@ -170,7 +170,7 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 		insertDay:  `INSERT INTO ` + ks + `.crawler_days (crawler_id, day) VALUES (?, ?)`,
 		selectDays: `SELECT day FROM ` + ks + `.crawler_days WHERE crawler_id = ?`,
 		selectDay: `SELECT comment_id, source, author, text, url, published_at, fetched_at, matched,
-			lang, reply_to, thread_id FROM ` + ks + `.comments WHERE crawler_id = ? AND day = ? LIMIT ?`,
+			lang, reply_to, thread_id, reposts, likes FROM ` + ks + `.comments WHERE crawler_id = ? AND day = ? LIMIT ?`,
 		selectHeld: `SELECT published_at, comment_id FROM ` + ks + `.comments
 			WHERE crawler_id = ? AND day = ? AND published_at IN ?`,
 		knownDays: make(map[partKey]struct{}),
@@ -234,6 +234,9 @@ func (s *Store) createSchema(ctx context.Context) error {
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS lang text`,
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS reply_to text`,
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS thread_id text`,
+		// Keyspaces created before comments carried their engagement.
+		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS reposts bigint`,
+		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS likes bigint`,
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.usage_intents (
 			node_id text,
 			seq bigint,

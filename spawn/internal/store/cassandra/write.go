@@ -308,9 +308,29 @@ func (s *Store) commentArgs(c *api.Comment, day time.Time) []any {
 		n, q := c.NodeID, int64(c.IncSeq)
 		node, seq = &n, &q
 	}
+	reposts, likes := engagementArgs(c.Engagement)
 	return []any{c.CrawlerID, day, ms(c.PublishedAt), c.ID,
 		c.Source, c.Author, c.Text, c.URL, ms(c.FetchedAt), matched, node, seq,
-		c.Lang, c.ReplyTo, c.ThreadID}
+		c.Lang, c.ReplyTo, c.ThreadID, reposts, likes}
+}
+
+// engagementArgs binds a comment's reposts and likes: unset when its
+// source gave none, so an unknown count writes no cell (a null would write
+// a tombstone) and reads back as unknown, never as 0.
+func engagementArgs(e *api.Engagement) (reposts, likes any) {
+	if e == nil {
+		return gocql.UnsetValue, gocql.UnsetValue
+	}
+	return e.Reposts, e.Likes
+}
+
+// engagementOf is the engagement read back from the reposts and likes
+// columns: nil unless both hold a count.
+func engagementOf(reposts, likes *int64) *api.Engagement {
+	if reposts == nil || likes == nil {
+		return nil
+	}
+	return &api.Engagement{Reposts: *reposts, Likes: *likes}
 }
 
 // writeBatches writes each partition's comments as unlogged single-partition

@@ -106,6 +106,8 @@ func TestStore_RoundTrip(t *testing.T) {
 		comment(7, "b", base.Add(time.Minute)),
 		comment(8, "other", base),
 	}
+	in[1].Engagement = &api.Engagement{Reposts: 4, Likes: 30}
+	in[2].Engagement = &api.Engagement{} // zero counts, not unknown
 	if err := s.Write(ctx, in); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +123,11 @@ func TestStore_RoundTrip(t *testing.T) {
 	if g.ID != want.ID || g.CrawlerID != 7 || g.Source != want.Source || g.Author != want.Author || g.Text != want.Text ||
 		g.URL != want.URL || !g.PublishedAt.Equal(want.PublishedAt) || !g.FetchedAt.Equal(want.FetchedAt) || !slices.Equal(g.Matched, want.Matched) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", g, want)
+	}
+	for i, w := range []*api.Engagement{in[1].Engagement, in[2].Engagement, nil} {
+		if e := got[i].Engagement; (e == nil) != (w == nil) || w != nil && *e != *w {
+			t.Fatalf("%s: engagement %+v, want %+v", got[i].ID, e, w)
+		}
 	}
 	if got, _ := s.Recent(ctx, 7, 2); !slices.Equal(ids(got), []string{"c", "b"}) {
 		t.Fatalf("Recent(n=2) = %v", ids(got))
