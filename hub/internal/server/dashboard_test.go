@@ -87,6 +87,7 @@ func TestDashboard_Routes(t *testing.T) {
 	}{
 		{"page needs no token", "/", "", http.StatusOK, "text/html; charset=utf-8", `<script src="/assets/app.js"`},
 		{"script", "/assets/app.js", "", http.StatusOK, "text/javascript; charset=utf-8", "REFRESH_MS"},
+		{"trends script", "/assets/trends.js", "", http.StatusOK, "text/javascript; charset=utf-8", "TERMS_SHOWN"},
 		{"style", "/assets/style.css", "", http.StatusOK, "text/css; charset=utf-8", ".badge"},
 		{"icon", "/assets/favicon.svg", "", http.StatusOK, "image/svg+xml", "<svg"},
 		{"unknown asset", "/assets/nope.js", "", http.StatusNotFound, "application/json", "no dashboard asset"},
@@ -151,10 +152,19 @@ func TestDashboard_PageHeadersAndRevalidation(t *testing.T) {
 // TestDashboard_ScriptInsertsTextOnly guards the page against hostile
 // comment text: the script never assigns markup.
 func TestDashboard_ScriptInsertsTextOnly(t *testing.T) {
-	js := string(dashboardAssets["app.js"].body)
-	for _, banned := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
-		if strings.Contains(js, banned) {
-			t.Fatalf("app.js uses %s", banned)
+	scripts := 0
+	for name, a := range dashboardAssets {
+		if !strings.HasSuffix(name, ".js") {
+			continue
 		}
+		scripts++
+		for _, banned := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
+			if strings.Contains(string(a.body), banned) {
+				t.Errorf("%s uses %s", name, banned)
+			}
+		}
+	}
+	if scripts < 3 {
+		t.Fatalf("%d scripts checked, want app.js, manage.js and trends.js at least", scripts)
 	}
 }

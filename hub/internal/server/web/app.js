@@ -25,7 +25,8 @@
   const $ = (id) => document.getElementById(id);
 
   const view = {
-    selected: null, // crawler id whose comments are shown
+    selected: null, // crawler id whose comments and trends are shown
+    selectedUser: null, // user id whose trends are shown (no crawler selected then)
     histories: new Map(), // crawler id → {values: comments per minute, oldest first; step: seconds}
     historyAt: 0,
     historyBusy: false,
@@ -35,6 +36,10 @@
     generation: 0, // bumps on every restart of the loop, so late answers are dropped
     session: 0, // bumps on sign-out, so late histories are dropped
   };
+
+  // refreshHooks run after every successful refresh (trends.js reads the
+  // selection's analytics in one).
+  const refreshHooks = [];
 
   class AuthError extends Error {}
 
@@ -342,8 +347,10 @@
   function renderUsers(users, crawlers) {
     const owned = new Map();
     for (const c of crawlers) owned.set(c.user_id, (owned.get(c.user_id) || 0) + 1);
-    const rows = users.map((u) => el('tr', { dataset: { userId: String(u.id) } },
-      el('td', { class: 'num' }, u.id),
+    const rows = users.map((u) => el('tr', { dataset: { userId: String(u.id) }, class: view.selectedUser === u.id ? 'selected' : null,
+      'aria-selected': view.selectedUser === u.id ? 'true' : 'false' },
+      el('td', { class: 'num' }, el('button', { type: 'button', class: 'row-btn', dataset: { selectUser: String(u.id) },
+        'aria-label': `show the trends of user ${u.id}` }, u.id)),
       el('td', { class: 'wrap' }, u.name),
       el('td', {}, badge(u.state, stateClass(u.state))),
       el('td', {}, usageCell(u)),
@@ -464,6 +471,10 @@
         view.selected = selected = null; // deleted meanwhile
         history.replaceState(null, '', location.pathname);
       }
+      if (view.selectedUser !== null && !users.some((u) => u.id === view.selectedUser)) {
+        view.selectedUser = null;
+        history.replaceState(null, '', location.pathname);
+      }
       view.crawlers = crawlers;
       view.users = users;
       showMain();
@@ -474,6 +485,7 @@
       renderUsers(users, crawlers);
       if (selected === view.selected) renderComments(view.selected, comments, commentsError);
       renderEvents(events);
+      for (const hook of refreshHooks) hook();
       setStatus('ok', 'live · ' + clock(new Date()));
       const newCrawler = crawlers.some((c) => !view.histories.has(c.id));
       if (newCrawler || Date.now() - view.historyAt >= HISTORY_REFRESH_MS) refreshHistories(crawlers);
@@ -508,27 +520,37 @@
     refresh();
   }
 
-  // The selected crawler is kept in the address (#crawler=ID), so a link
-  // opens the page on it.
-  function crawlerFromHash() {
-    const m = /^#crawler=([1-9][0-9]{0,17})$/.exec(location.hash);
-    return m ? Number(m[1]) : null;
+  // The selection is kept in the address (#crawler=ID or #user=ID), so a
+  // link opens the page on it.
+  function selectionFromHash() {
+    const m = /^#(crawler|user)=([1-9][0-9]{0,17})$/.exec(location.hash);
+    return m ? { kind: m[1], id: Number(m[2]) } : null;
   }
 
-  function select(id) {
-    if (view.selected === id) return;
-    view.selected = id;
-    history.replaceState(null, '', '#crawler=' + id);
-    for (const tr of $('crawlers').tBodies[0].rows) {
-      const on = tr.dataset.crawlerId === String(id);
+  function markSelected(table, key, id) {
+    for (const tr of $(table).tBodies[0].rows) {
+      const on = id !== null && tr.dataset[key] === String(id);
       tr.classList.toggle('selected', on);
       tr.setAttribute('aria-selected', on ? 'true' : 'false');
     }
+  }
+
+  // select shows a crawler's comments and trends, or a user's trends: one
+  // selection at a time.
+  function select(kind, id) {
+    const crawler = kind === 'crawler' ? id : null;
+    const user = kind === 'user' ? id : null;
+    if (view.selected === crawler && view.selectedUser === user) return;
+    view.selected = crawler;
+    view.selectedUser = user;
+    history.replaceState(null, '', `#${kind}=${id}`);
+    markSelected('crawlers', 'crawlerId', crawler);
+    markSelected('users', 'userId', user);
     $('comments').replaceChildren();
-    $('comments-for').textContent = `crawler ${id}`;
-    $('comments-empty').textContent = 'Loading…';
+    $('comments-for').textContent = crawler ? `crawler ${crawler}` : '';
+    $('comments-empty').textContent = crawler ? 'Loading…' : 'Select a crawler above.';
     $('comments-empty').hidden = false;
-    // Fetch its comments now rather than at the next tick.
+    // Fetch its data now rather than at the next tick.
     stop();
     refresh();
   }
@@ -540,7 +562,10 @@
   }
 
   // The management part of the page (manage.js) uses these.
-  window.bwDashboard = Object.freeze({ api, el, $, view, refreshNow, AuthError, APIError });
+  window.bwDashboard = Object.freeze({
+    api, el, $, view, refreshNow, AuthError, APIError, SVG_NS, fmtNumber, dateTime, clock,
+    onRefresh: (fn) => { refreshHooks.push(fn); },
+  });
 
   document.addEventListener('DOMContentLoaded', () => {
     $('login-form').addEventListener('submit', (ev) => {
@@ -562,18 +587,27 @@
       setToken('');
       view.histories = new Map();
       view.selected = null;
+      view.selectedUser = null;
       history.replaceState(null, '', location.pathname);
       showLogin('');
     });
-    view.selected = crawlerFromHash();
+    const initial = selectionFromHash();
+    if (initial) {
+      if (initial.kind === 'crawler') view.selected = initial.id; else view.selectedUser = initial.id;
+    }
     window.addEventListener('hashchange', () => {
-      const id = crawlerFromHash();
-      if (id !== null) select(id);
+      const sel = selectionFromHash();
+      if (sel) select(sel.kind, sel.id);
     });
     $('crawlers').tBodies[0].addEventListener('click', (ev) => {
       if (ev.target.closest('a, [data-action]')) return;
       const tr = ev.target.closest('tr[data-crawler-id]');
-      if (tr) select(Number(tr.dataset.crawlerId));
+      if (tr) select('crawler', Number(tr.dataset.crawlerId));
+    });
+    $('users').tBodies[0].addEventListener('click', (ev) => {
+      if (ev.target.closest('a, [data-action]')) return;
+      const tr = ev.target.closest('tr[data-user-id]');
+      if (tr) select('user', Number(tr.dataset.userId));
     });
     start();
   });

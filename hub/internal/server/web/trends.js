@@ -1,0 +1,218 @@
+// Black Widow hub dashboard, trends: for the selected crawler, a volume
+// chart of its comments and distinct authors per step
+// (GET /v1/crawlers/{id}/activity) and a cloud of its trending terms
+// (GET /v1/crawlers/{id}/terms); for a selected user, the cloud of all its
+// crawlers (GET /v1/users/{id}/terms). The window (1 h, 24 h, 7 d) is
+// switchable, and both are read again on every refresh of the page. Terms
+// are crawled text, hostile input: they go into the page as text only.
+'use strict';
+
+(() => {
+  // Terms the cloud shows at most (the API's n).
+  const TERMS_SHOWN = 40;
+  // Font sizes of the least and the most frequent term shown, in px.
+  const CLOUD_MIN_PX = 12;
+  const CLOUD_MAX_PX = 34;
+  // The activity step of each window: a bar a minute for the last hour, an
+  // hour for a day, six hours for a week.
+  const WINDOWS = {
+    '1h': { step: '1m', stepWord: 'minute', span: 'the last hour' },
+    '24h': { step: '1h', stepWord: 'hour', span: 'the last 24 hours' },
+    '7d': { step: '6h', stepWord: '6 hours', span: 'the last 7 days' },
+  };
+  const CHART_WIDTH = 640;
+  const CHART_HEIGHT = 150;
+  const CHART_AXIS = 18; // room under the bars for the time labels
+  const CHART_TOP = 14; // room above the bars for the peak label
+
+  const bw = window.bwDashboard;
+  const { api, el, $, view, SVG_NS } = bw;
+
+  const state = {
+    window: '24h',
+    busy: false,
+    again: false, // a refresh was asked while one ran
+    seq: 0, // bumps on every read, so only the latest answer is drawn
+    shown: '', // the selection and window now on the page
+  };
+
+  // selection is what the trends show: a crawler, else a user, else null.
+  function selection() {
+    if (view.selected !== null) return { kind: 'crawler', id: view.selected };
+    if (view.selectedUser !== null) return { kind: 'user', id: view.selectedUser };
+    return null;
+  }
+
+  // termKind tells hashtags, mentions, phrases and words apart, for their
+  // colour.
+  function termKind(term) {
+    if (term.startsWith('#')) return 'hashtag';
+    if (term.startsWith('@')) return 'mention';
+    return term.includes(' ') ? 'phrase' : 'word';
+  }
+
+  // fontSize scales a count between the window's least and most frequent
+  // terms on a log scale, so one huge term does not flatten the rest.
+  function fontSize(count, least, most) {
+    if (most <= least) return (CLOUD_MIN_PX + CLOUD_MAX_PX) / 2;
+    const f = (Math.log(count) - Math.log(least)) / (Math.log(most) - Math.log(least));
+    return CLOUD_MIN_PX + Math.max(0, Math.min(1, f)) * (CLOUD_MAX_PX - CLOUD_MIN_PX);
+  }
+
+  function renderCloud(terms, span) {
+    const cloud = $('term-cloud');
+    const empty = $('cloud-empty');
+    const shown = terms.filter((t) => t && typeof t.term === 'string' && t.count > 0);
+    if (shown.length === 0) {
+      cloud.replaceChildren();
+      empty.textContent = `No terms in ${span} yet: they appear as comments are counted.`;
+      empty.hidden = false;
+      return;
+    }
+    empty.hidden = true;
+    const counts = shown.map((t) => t.count);
+    const least = Math.min(...counts);
+    const most = Math.max(...counts);
+    cloud.replaceChildren(...shown.map((t) => {
+      const kind = termKind(t.term);
+      const li = el('li', { class: 'tc tc-' + kind, dataset: { term: t.term, count: String(t.count), kind },
+        title: `${t.term}: ${bw.fmtNumber(t.count)} comments (${kind})` },
+      el('span', { class: 'tc-term' }, t.term), el('span', { class: 'tc-count' }, bw.fmtNumber(t.count)));
+      li.style.fontSize = fontSize(t.count, least, most).toFixed(1) + 'px';
+      return li;
+    }));
+  }
+
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // label is a step's start as the chart's axis shows it: a time within a
+  // day, the date and hour beyond.
+  function label(iso, win) {
+    const s = bw.dateTime(iso);
+    return win === '7d' ? s.slice(5, 13) + 'h' : s.slice(11, 16);
+  }
+
+  function renderVolume(activity, win) {
+    const box = $('volume-chart');
+    const empty = $('volume-empty');
+    const steps = (activity.steps || []).filter((s) => s && typeof s.at === 'string');
+    const total = steps.reduce((n, s) => n + (s.comments || 0), 0);
+    const busiest = steps.reduce((b, s) => (!b || s.comments > b.comments ? s : b), null);
+    const w = WINDOWS[win];
+    $('volume-summary').textContent = total
+      ? `${bw.fmtNumber(total)} comments in ${w.span}; busiest ${w.stepWord} ${bw.fmtNumber(busiest.comments)} from about ${bw.fmtNumber(busiest.authors)} authors`
+      : '';
+    empty.textContent = total ? '' : `No comments in ${w.span}.`;
+    empty.hidden = total > 0;
+    const chart = svg('svg', { class: 'volume-svg', viewBox: `0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`, role: 'img',
+      'aria-label': `comments and distinct authors per ${w.stepWord} over ${w.span}` });
+    chart.append(svg('title', {}, `comments and distinct authors per ${w.stepWord} over ${w.span}`));
+    if (steps.length === 0) {
+      box.replaceChildren(chart);
+      return;
+    }
+    const peak = Math.max(1, ...steps.map((s) => Math.max(s.comments || 0, s.authors || 0)));
+    const plotH = CHART_HEIGHT - CHART_AXIS - CHART_TOP;
+    const slot = CHART_WIDTH / steps.length;
+    const gap = slot > 6 ? 1.5 : slot > 3 ? 0.5 : 0;
+    const y = (v) => CHART_TOP + plotH - (v / peak) * plotH;
+    chart.append(svg('line', { class: 'vol-base', x1: 0, x2: CHART_WIDTH, y1: CHART_TOP + plotH, y2: CHART_TOP + plotH }));
+    chart.append(svg('text', { class: 'vol-label', x: 2, y: CHART_TOP - 3 }, `${bw.fmtNumber(peak)} per ${w.stepWord}`));
+    const bars = svg('g', { class: 'vol-bars' });
+    const pts = [];
+    steps.forEach((s, i) => {
+      const h = CHART_TOP + plotH - y(s.comments || 0);
+      const bar = svg('rect', { x: (i * slot + gap / 2).toFixed(2), y: y(s.comments || 0).toFixed(2),
+        width: Math.max(0.5, slot - gap).toFixed(2), height: Math.max(0, h).toFixed(2),
+        'data-at': s.at, 'data-comments': s.comments || 0, 'data-authors': s.authors || 0 });
+      bar.append(svg('title', {}, `${bw.dateTime(s.at)}: ${bw.fmtNumber(s.comments || 0)} comments, about ${bw.fmtNumber(s.authors || 0)} authors`));
+      bars.append(bar);
+      pts.push(`${((i + 0.5) * slot).toFixed(2)},${y(s.authors || 0).toFixed(2)}`);
+    });
+    chart.append(bars, svg('polyline', { class: 'vol-authors', points: pts.join(' ') }));
+    const base = CHART_HEIGHT - 4;
+    chart.append(svg('text', { class: 'vol-label', x: 2, y: base }, label(steps[0].at, win)));
+    chart.append(svg('text', { class: 'vol-label', x: CHART_WIDTH - 2, y: base, 'text-anchor': 'end' }, 'now'));
+    box.replaceChildren(chart);
+  }
+
+  function renderEmptySelection() {
+    $('trends').hidden = true;
+    $('trends-empty').textContent = 'Select a crawler or a user above to see its trending terms and activity.';
+    $('trends-empty').hidden = false;
+    $('trends-for').textContent = '';
+  }
+
+  // refresh reads the selection's terms and activity and draws them. It
+  // runs beside the page's loop; an answer for a selection or window no
+  // longer shown is dropped.
+  async function refresh() {
+    const sel = selection();
+    if (!sel) {
+      state.shown = '';
+      renderEmptySelection();
+      return;
+    }
+    if (state.busy) {
+      state.again = true;
+      return;
+    }
+    const win = state.window;
+    const key = `${view.session}:${sel.kind}:${sel.id}:${win}`;
+    const seq = ++state.seq;
+    state.busy = true;
+    if (state.shown !== key) {
+      // A new selection or window: say so rather than show the old one.
+      $('trends-for').textContent = `${sel.kind} ${sel.id} · ${WINDOWS[win].span}`;
+      $('trends-empty').textContent = 'Loading…';
+      $('trends-empty').hidden = false;
+      $('trends').hidden = true;
+    }
+    try {
+      const base = sel.kind === 'crawler' ? `/v1/crawlers/${encodeURIComponent(sel.id)}` : `/v1/users/${encodeURIComponent(sel.id)}`;
+      const [terms, activity] = await Promise.all([
+        api(`${base}/terms?window=${encodeURIComponent(win)}&n=${TERMS_SHOWN}`),
+        sel.kind === 'crawler' ? api(`${base}/activity?window=${encodeURIComponent(win)}&step=${WINDOWS[win].step}`) : null,
+      ]);
+      const now = selection();
+      if (seq !== state.seq || !now || `${view.session}:${now.kind}:${now.id}:${state.window}` !== key) return;
+      renderCloud(terms.terms || [], WINDOWS[win].span);
+      const volume = $('volume');
+      volume.hidden = !activity;
+      if (activity) renderVolume(activity, win);
+      $('trends-for').textContent = `${sel.kind} ${sel.id} · ${WINDOWS[win].span}` +
+        (activity ? '' : ' · activity is per crawler: select one of its crawlers for it');
+      $('trends-empty').hidden = true;
+      $('trends').hidden = false;
+      state.shown = key;
+    } catch (e) {
+      if (seq !== state.seq || e instanceof bw.AuthError) return; // the page's loop signs out
+      $('trends-empty').textContent = `Trends unavailable: ${e instanceof bw.APIError ? e.reason : e.message}`;
+      $('trends-empty').hidden = false;
+    } finally {
+      state.busy = false;
+      if (state.again) {
+        state.again = false;
+        refresh();
+      }
+    }
+  }
+
+  function setWindow(win) {
+    if (!WINDOWS[win] || win === state.window) return;
+    state.window = win;
+    for (const b of document.querySelectorAll('button[data-window]')) b.setAttribute('aria-pressed', b.dataset.window === win ? 'true' : 'false');
+    refresh();
+  }
+
+  bw.onRefresh(refresh);
+
+  document.addEventListener('DOMContentLoaded', () => {
+    for (const b of document.querySelectorAll('button[data-window]')) b.addEventListener('click', () => setWindow(b.dataset.window));
+  });
+})();
