@@ -82,7 +82,7 @@ type chromeTab struct {
 	ctx context.Context
 }
 
-func newChromeTab(t *testing.T) *chromeTab {
+func newChromeTab(t *testing.T, extra ...chromedp.ExecAllocatorOption) *chromeTab {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -92,6 +92,7 @@ func newChromeTab(t *testing.T) *chromeTab {
 		chromedp.NoSandbox,
 		chromedp.WindowSize(1360, 900),
 	)
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(allocCtx)

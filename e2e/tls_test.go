@@ -5,9 +5,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -20,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
@@ -220,5 +224,100 @@ func TestTLS_RefusesOpenStartWithoutTokens(t *testing.T) {
 				return strings.Contains(p.output(), "listening")
 			})
 		})
+	}
+}
+
+// spkiPin is Chromium's pin of a certificate: the base64 SHA-256 of its
+// public key info, as --ignore-certificate-errors-spki-list takes it.
+func spkiPin(t *testing.T, certFile string) string {
+	t.Helper()
+	raw, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", certFile)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// TestTLS_DashboardInChromium serves the dashboard over HTTPS from a hub
+// whose certificate a test CA signed, with a spawn on mutual TLS, and
+// drives it in headless Chromium: the browser trusts exactly the hub's
+// certificate (pinned by its public key, not by ignoring certificate
+// errors), signs in, and shows the node, a running crawler and its
+// comments, all read from the admin API over TLS. A browser without the
+// pin refuses the page, and plain HTTP to the hub's port is not served.
+func TestTLS_DashboardInChromium(t *testing.T) {
+	pki := newTestPKI(t)
+	hubCert, hubKey := pki.issue(t, "hub", 2)
+	b := newChromeTab(t, chromedp.Flag("ignore-certificate-errors-spki-list", spkiPin(t, hubCert)))
+	bin := binDir(t)
+	spawnCert, spawnKey := pki.issue(t, "spawn", 3)
+	dir := t.TempDir()
+	feeds, feedBase := feedserver.Start(t, feedserver.Options{})
+	feeds.Publish("tls", feedserver.Item{GUID: "tls-1", Title: "served over https", Published: time.Now()})
+
+	hubAddr := testkit.FreeAddr(t)
+	hubURL := "https://" + hubAddr
+	env := []string{"BW_NODE_TOKEN=" + clustertest.NodeToken, "BW_ADMIN_TOKEN=" + clustertest.AdminToken}
+	startProc(t, env, filepath.Join(bin, "hub"), "--listen", hubAddr, "--db", "sqlite://"+filepath.Join(dir, "hub.db"),
+		"--tls-cert", hubCert, "--tls-key", hubKey, "--client-ca", pki.caFile, "--poll-interval", "200ms")
+	startProc(t, env, filepath.Join(bin, "spawn"), "--hub", hubURL, "--hub-ca", pki.caFile, "--listen", testkit.FreeAddr(t),
+		"--tls-cert", spawnCert, "--tls-key", spawnKey, "--client-ca", pki.caFile,
+		"--store", "file://"+filepath.Join(dir, "data"), "--allow-targets", "127.0.0.0/8", "--feed-interval", "100ms")
+
+	pool := x509.NewCertPool()
+	pool.AddCert(pki.ca)
+	client := api.NewClient(hubURL, clustertest.AdminToken, &http.Client{
+		Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}})
+	ctx := t.Context()
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the spawn registered over TLS", func() bool {
+		nodes, err := client.ListNodes(ctx)
+		return err == nil && len(nodes) == 1
+	})
+	u, err := client.CreateUser(ctx, api.UserCreate{Name: "tls"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{feedBase + "/feeds/tls.xml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the crawler's comment counted", func() bool {
+		got, err := client.GetCrawler(ctx, cr.ID)
+		return err == nil && got.Usage == 1
+	})
+
+	b.signIn(hubURL)
+	if got := evalJS[string](b, `location.protocol`); got != "https:" {
+		t.Fatalf("the dashboard was loaded over %q", got)
+	}
+	b.waitDOM("the node listed", `document.querySelectorAll('#nodes tbody tr').length === 1 && document.querySelector('#nodes tbody').textContent.includes('https://')`)
+	b.waitDOM("the crawler running", fmt.Sprintf(`(() => {
+		const row = document.querySelector('#crawlers tr[data-crawler-id="%d"]');
+		return !!row && row.textContent.includes('running');
+	})()`, cr.ID))
+	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, cr.ID))
+	b.waitDOM("its comment", `Array.from(document.querySelectorAll('#comments .comment-text'), (p) => p.textContent).includes('served over https')`)
+
+	// Without the pin the certificate is not trusted: the page does not load.
+	plain := newChromeTab(t)
+	if _, err := chromedp.Run(plain.ctx, chromedp.Navigate(hubURL+"/")); err == nil || !strings.Contains(err.Error(), "CERT") {
+		t.Errorf("a browser without the test certificate opened the dashboard: %v", err)
+	}
+	// Plain HTTP to the hub's port gets no dashboard.
+	resp, err := http.Get("http://" + hubAddr + "/")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP to the TLS hub served the dashboard")
+		}
 	}
 }
