@@ -70,6 +70,18 @@ type RegisterRequest struct {
 	// Clock is the spawn's monotonic clock in milliseconds when it sent the
 	// request; the hub anchors the first leases on it.
 	Clock int64 `json:"clock"`
+	// LeaderUnreachable names the leader the spawn followed and could not
+	// reach while registering: sent to a standby, it is a complaint, and a
+	// standby that has one from most known spawns takes the leadership
+	// over (a leader cut off from its spawns but not from the database).
+	LeaderUnreachable *UnreachableLeader `json:"leader_unreachable,omitempty"`
+}
+
+// UnreachableLeader is a leader a spawn could not reach: the URL it was
+// sent to and the term it last accepted from that leader.
+type UnreachableLeader struct {
+	URL  string `json:"url"`
+	Term uint64 `json:"term"`
 }
 
 // RegisterResponse tells a spawn which hub instance it now serves and the

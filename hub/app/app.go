@@ -194,6 +194,9 @@ func (h *Hub) becomeLeader(t cluster.Term) (*cluster.Hub, error) {
 	if t.Lapsed {
 		ccfg.GrantsFrom = time.Now()
 	}
+	if !t.NotBefore.IsZero() {
+		ccfg.GrantsFrom = t.NotBefore
+	}
 	c, err := cluster.New(ccfg)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package app
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -43,7 +44,7 @@ func (h *Hub) standbyHandler() http.Handler {
 			Crawlers: api.HealthCrawlers{ByState: map[string]int{}},
 		})
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	redirect := func(w http.ResponseWriter, r *http.Request) {
 		leader, self := h.elector.Leader()
 		if leader == "" || self || leader == h.url {
 			w.Header().Set("Retry-After", noLeaderRetry)
@@ -53,6 +54,29 @@ func (h *Hub) standbyHandler() http.Handler {
 		w.Header().Set(HeaderLeader, leader)
 		w.Header().Set("Location", leader+r.URL.RequestURI())
 		httpx.WriteError(w, http.StatusTemporaryRedirect, "this hub stands by: the leader is %s", leader)
-	})
+	}
+	// A spawn registering here may say it cannot reach the leader: the
+	// complaint is recorded (authenticated as a registration is), and the
+	// spawn is redirected as any caller.
+	var register http.Handler = httpx.RequireToken(h.cfg.NodeToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req api.RegisterRequest
+		if err := httpx.DecodeJSON(w, r, &req); err != nil {
+			httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		if c := req.LeaderUnreachable; c != nil && req.NodeID != "" && len(req.NodeID) <= 64 && c.Term > 0 && len(c.URL) <= 2048 {
+			if err := h.store.Complain(r.Context(), req.NodeID, c.Term, strings.TrimRight(c.URL, "/")); err != nil {
+				h.logger.Warn("unable to record a spawn's complaint", "node_id", req.NodeID, "err", err)
+			} else {
+				h.logger.Info("spawn cannot reach the leader", "node_id", req.NodeID, "leader", c.URL, "term", c.Term)
+			}
+		}
+		redirect(w, r)
+	}))
+	if h.cfg.ClientCA != "" {
+		register = httpx.RequireClientCert(func(string) bool { return true }, register)
+	}
+	mux.Handle("POST "+api.PathRegister, register)
+	mux.HandleFunc("/", redirect)
 	return httpx.Recover(h.logger, mux)
 }

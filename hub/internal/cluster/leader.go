@@ -43,6 +43,11 @@ type Term struct {
 	// leader may grant at once. Otherwise (a resigned leader, a lone hub
 	// restarted) the restart rule holds: no grant for a lease lifetime.
 	Lapsed bool
+	// NotBefore, when set, is when this leader may grant its first lease:
+	// it deposed a leader that was still renewing, whose leases end by that
+	// leader's deadline, before this time (see attempt). It replaces the
+	// restart rule.
+	NotBefore time.Time
 }
 
 // Elector wins and keeps the leadership of the hubs on one database.
@@ -225,16 +230,67 @@ func (e *Elector) attempt(ctx context.Context, w *watch, lapse bool) (Term, bool
 		e.mu.Unlock()
 	}
 	lapsed := lapse && now.Sub(w.at) >= e.lease
+	deposed := false
 	if seen && row.Holder != "" && !lapsed {
-		return Term{}, false, nil
+		if !lapse || row.Holder == e.id {
+			return Term{}, false, nil
+		}
+		var err error
+		if deposed, err = e.unreachable(ctx, row); err != nil || !deposed {
+			return Term{}, false, err
+		}
 	}
 	won, took, err := e.store.TakeLeadership(ctx, row, seen, e.id, e.url)
 	if err != nil || !took {
 		w.set = false // another hub won: watch it afresh
 		return Term{}, false, err
 	}
+	if deposed {
+		// The deposed leader renews until it finds the row taken. Its last
+		// renewal was sent before w.at, when this hub first saw it, and its
+		// deadline is a lease less the step-down margin after sending it;
+		// no lease it granted outlives that deadline, so a whole lease
+		// after w.at every one has expired.
+		e.logger.Warn("leadership taken: most spawns cannot reach the leader", "term", won.Term, "previous_leader", row.URL)
+		t := e.won(won, false)
+		t.NotBefore = w.at.Add(e.lease)
+		return t, true, nil
+	}
 	e.logger.Info("leadership taken", "term", won.Term, "previous_leader", row.URL, "unrenewed_for", now.Sub(w.at).Round(time.Millisecond))
 	return e.won(won, seen && row.Holder != ""), true, nil
+}
+
+// complaintWindow is how long a spawn's complaint about the leader counts,
+// in leases: a detached spawn repeats it with every registration attempt.
+const complaintWindow = 3
+
+// unreachable reports whether most of the spawns the hubs know have
+// complained recently that they cannot reach the leader of row: a leader
+// cut off from its spawns but not from the database, which keeps renewing.
+// The known spawns are those the leaders remembered (a lost spawn is
+// forgotten only once its usage was recovered through another, reachable
+// one) and every complainant.
+func (e *Elector) unreachable(ctx context.Context, row sqlstore.LeaderRow) (bool, error) {
+	complained, err := e.store.Complainants(ctx, row.Term, row.URL, time.Now().Add(-complaintWindow*e.lease))
+	if err != nil || len(complained) == 0 {
+		return false, err
+	}
+	known, err := e.store.KnownNodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	all := make(map[string]bool, len(known)+len(complained))
+	for _, k := range known {
+		all[k.ID] = true
+	}
+	for _, id := range complained {
+		all[id] = true
+	}
+	if 2*len(complained) <= len(all) {
+		return false, nil
+	}
+	e.logger.Warn("spawns cannot reach the leader", "term", row.Term, "leader", row.URL, "complaining", len(complained), "known", len(all))
+	return true, nil
 }
 
 func (e *Elector) won(row sqlstore.LeaderRow, lapsed bool) Term {

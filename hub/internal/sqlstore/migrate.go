@@ -49,6 +49,7 @@ var migrations = []migration{
 	{version: 6, name: "create term_counts, activity_minutes, activity_hours, crawler_suggestions; add applied_increments.analytics", up: migrateV6},
 	{version: 7, name: "create hub_leader", up: migrateV7},
 	{version: 8, name: "add crawlers.change_seq and users.change_seq; create change_counter and crawler_deletions", up: migrateV8},
+	{version: 9, name: "create leader_complaints", up: migrateV9},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating

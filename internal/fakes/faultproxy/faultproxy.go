@@ -59,6 +59,7 @@ type Proxy struct {
 	target   string
 	faults   Faults
 	cut      bool
+	severs   func(r *http.Request, body []byte) bool
 	failNext map[string]int // "METHOD /path" → requests still to fail
 	seen     map[string]int // "METHOD /path" → requests received
 	rng      *rand.Rand
@@ -113,6 +114,16 @@ func (p *Proxy) Cut() {
 	p.cut = true
 	p.mu.Unlock()
 	p.client.CloseIdleConnections()
+}
+
+// Sever breaks the link for the requests that sever reports true for
+// (given the request and its body), as Cut does for all; nil restores
+// them. Tests cut one caller off a target others still reach, such as a
+// deposed hub whose requests carry its term.
+func (p *Proxy) Sever(sever func(r *http.Request, body []byte) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.severs = sever
 }
 
 // Heal restores a cut link.
@@ -201,6 +212,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := p.decide(r.Method + " " + r.URL.Path)
+	p.mu.Lock()
+	sever := p.severs
+	p.mu.Unlock()
+	if sever != nil && sever(r, body) {
+		d.cut = true
+	}
 	switch {
 	case d.cut, d.refuse:
 		abort(w)

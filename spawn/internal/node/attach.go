@@ -31,12 +31,23 @@ type attachState struct {
 	// registering is closed when the registration in flight attaches the
 	// node; nil when none is in flight (awaitRegistration).
 	registering chan struct{}
+	// followed is the hub whose registration answer the node last took.
+	followed string
+	// complaint is the leader the node could not reach while registering,
+	// told to every standby it registers with until it attaches again;
+	// complaintAt is when it last failed to reach it.
+	complaint   *api.UnreachableLeader
+	complaintAt time.Time
 }
 
 // registrationWait bounds how long a hub request that arrives while the
 // node's registration is in flight waits for it: the hub may send the new
 // node its subscribers before the node has read the registration answer.
 const registrationWait = 500 * time.Millisecond
+
+// complaintKept is how long a node repeats that it could not reach the
+// leader, to every standby it registers with, after the last failure.
+const complaintKept = time.Minute
 
 // awaitRegistration waits, when a registration is in flight, until it
 // attaches the node, ctx ends or registrationWait passes; it reports
@@ -125,8 +136,14 @@ func (n *Node) register(ctx context.Context) error {
 	n.mu.Lock()
 	detached := n.detachReason
 	first, leader := n.attach.next, n.attach.leader
+	followed, term := n.attach.followed, n.attach.maxTerm
+	var complaint *api.UnreachableLeader
+	if n.attach.complaint != nil && time.Since(n.attach.complaintAt) < complaintKept {
+		complaint = n.attach.complaint
+	}
 	n.mu.Unlock()
-	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock()}
+	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock(),
+		LeaderUnreachable: complaint}
 	order := make([]string, 0, len(hubs)+1)
 	if leader != "" {
 		order = append(order, leader)
@@ -155,6 +172,15 @@ func (n *Node) register(ctx context.Context) error {
 				return n.attachTo(hub, hubs, resp)
 			}
 			errs = append(errs, err)
+			// The leader (the hub last followed, or where a standby sent
+			// the node) cannot be reached: the standbys tried next hear it.
+			var status *api.StatusError
+			if term > 0 && (hop > 0 || hub == followed) && !errors.As(err, &status) && ctx.Err() == nil {
+				req.LeaderUnreachable = &api.UnreachableLeader{URL: hub, Term: term}
+				n.mu.Lock()
+				n.attach.complaint, n.attach.complaintAt = req.LeaderUnreachable, time.Now()
+				n.mu.Unlock()
+			}
 			hub = next
 		}
 		if ctx.Err() != nil {
@@ -224,6 +250,8 @@ func (n *Node) attachTo(hub string, hubs []string, resp api.RegisterResponse) er
 	}
 	n.attach.maxTerm, n.attach.maxTermAt = term, now
 	n.attach.leader = hub
+	n.attach.followed = hub
+	n.attach.complaint = nil
 	if i := slices.Index(hubs, hub); i >= 0 {
 		n.attach.next = i
 	}
