@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -95,48 +94,7 @@ func TestFailover_LeaderCutOffFromSpawnsStandbyLeads(t *testing.T) {
 		nodes, err := client.ListNodes(ctx)
 		return err == nil && len(nodes) == 3
 	})
-	u, err := client.CreateUser(ctx, api.UserCreate{Name: "partition"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for i := range 6 {
-		cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fmt.Sprintf("%s/feeds/pt%d.xml", feedBase, i)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, cr.ID)
-	}
-	const limit = 40
-	limited, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{feedBase + "/feeds/ptlimit.xml"}, CommentLimit: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids = append(ids, limited.ID)
-	base := time.Now().Add(-time.Hour)
-	publish := func(prefix string, n, from int) {
-		for i := range n {
-			feeds.Publish("ptlimit", feedserver.Item{GUID: fmt.Sprintf("%s%d", prefix, i), Title: "story", Description: "text", Published: base.Add(time.Duration(from+i) * time.Second)})
-		}
-	}
-	publish("a", 25, 0)
-	allRunning := func() bool {
-		list, err := client.ListCrawlers(ctx)
-		if err != nil || len(list) != len(ids) {
-			return false
-		}
-		for _, c := range list {
-			if c.State != api.StateRunning || c.Node == "" {
-				return false
-			}
-		}
-		return true
-	}
-	testkit.WaitFor(t, failoverWait, "every crawler running", allRunning)
-	testkit.WaitFor(t, failoverWait, "the limited crawler's first comments counted", func() bool {
-		c, err := client.GetCrawler(ctx, limited.ID)
-		return err == nil && c.Usage == 25
-	})
+	load := newFailoverLoad(t, client, feeds, feedBase, "pt", filepath.Join(dir, "data"))
 	h0, _ := hubHealth(urls[0])
 	oldTerm := api.EpochTerm(h0.Epoch)
 
@@ -148,14 +106,14 @@ func TestFailover_LeaderCutOffFromSpawnsStandbyLeads(t *testing.T) {
 	for _, l := range spawnLinks {
 		l.Sever(func(r *http.Request, body []byte) bool { return epochTermOf(body) == cutTerm.Load() })
 	}
-	publish("b", 10, 100) // comments arrive while the spawns are cut off
+	load.publish("b", 10, 100) // comments arrive while the spawns are cut off
 	leads := testkit.WaitFor(t, failoverWait, "the standby leads", func() bool {
 		h, ok := hubHealth(urls[1])
 		return ok && h.Role == api.RoleLeader
 	})
 	back := testkit.WaitFor(t, failoverWait, "every crawler running again under the new leader", func() bool {
 		h, ok := hubHealth(urls[1])
-		return ok && len(h.Nodes) == 3 && allRunning()
+		return ok && len(h.Nodes) == 3 && load.allRunning()
 	}) + leads
 	t.Logf("leader cut off from the spawns: standby leads after %s, every crawler running again after %s (bound %s)",
 		leads.Round(time.Millisecond), back.Round(time.Millisecond), partitionBound)
@@ -179,29 +137,8 @@ func TestFailover_LeaderCutOffFromSpawnsStandbyLeads(t *testing.T) {
 		return ok && h.Role == api.RoleStandby && h.Leader == urls[1]
 	})
 
-	publish("c", 40, 200)
-	testkit.WaitFor(t, failoverWait, "the limited crawler at its limit with usage equal to stored", func() bool {
-		c, err := client.GetCrawler(ctx, limited.ID)
-		return err == nil && c.State == api.StateLimitReached && c.Usage == int64(len(storedIn(t, filepath.Join(dir, "data"), limited.ID)))
-	})
-	c, _ := client.GetCrawler(ctx, limited.ID)
-	stored := len(storedIn(t, filepath.Join(dir, "data"), limited.ID))
-	t.Logf("limited crawler: usage %d, stored %d, limit %d", c.Usage, stored, limit)
-	if c.Usage != limit || stored != limit {
-		t.Errorf("usage %d, stored %d: want both at the limit of %d", c.Usage, stored, limit)
-	}
-	for i, s := range spawns {
-		terms := acceptedTerms(s)
-		t.Logf("spawn %d accepted terms %v", i+1, terms)
-		for j := 1; j < len(terms); j++ {
-			if terms[j] < terms[j-1] {
-				t.Errorf("spawn %d accepted term %d after term %d", i+1, terms[j], terms[j-1])
-			}
-		}
-		if len(terms) == 0 || terms[len(terms)-1] <= oldTerm {
-			t.Errorf("spawn %d never accepted a term after %d: %v", i+1, oldTerm, terms)
-		}
-	}
+	load.expectExactLimit("c", 200)
+	expectIncreasingTerms(t, spawns, oldTerm)
 }
 
 // tcpLink forwards TCP connections to a target until cut: then it closes
@@ -346,51 +283,10 @@ func TestFailover_LeaderCutOffFromDatabaseStandbyLeads(t *testing.T) {
 		nodes, err := client.ListNodes(ctx)
 		return err == nil && len(nodes) == 3
 	})
-	u, err := client.CreateUser(ctx, api.UserCreate{Name: "dbpartition"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for i := range 6 {
-		cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fmt.Sprintf("%s/feeds/db%d.xml", feedBase, i)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, cr.ID)
-	}
-	const limit = 40
-	limited, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{feedBase + "/feeds/dblimit.xml"}, CommentLimit: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids = append(ids, limited.ID)
-	base := time.Now().Add(-time.Hour)
-	publish := func(prefix string, n, from int) {
-		for i := range n {
-			feeds.Publish("dblimit", feedserver.Item{GUID: fmt.Sprintf("%s%d", prefix, i), Title: "story", Description: "text", Published: base.Add(time.Duration(from+i) * time.Second)})
-		}
-	}
-	publish("a", 25, 0)
-	allRunning := func() bool {
-		list, err := client.ListCrawlers(ctx)
-		if err != nil || len(list) != len(ids) {
-			return false
-		}
-		for _, c := range list {
-			if c.State != api.StateRunning || c.Node == "" {
-				return false
-			}
-		}
-		return true
-	}
-	testkit.WaitFor(t, failoverWait, "every crawler running", allRunning)
-	testkit.WaitFor(t, failoverWait, "the limited crawler's first comments counted", func() bool {
-		c, err := client.GetCrawler(ctx, limited.ID)
-		return err == nil && c.Usage == 25
-	})
+	load := newFailoverLoad(t, client, feeds, feedBase, "db", filepath.Join(dir, "data"))
 
 	dbLink.setCut(true)
-	publish("b", 10, 100)
+	load.publish("b", 10, 100)
 	stopped := testkit.WaitFor(t, failoverWait, "the cut-off leader stops leading", func() bool {
 		h, ok := hubHealth(urls[0])
 		return !ok || h.Role != api.RoleLeader
@@ -401,7 +297,7 @@ func TestFailover_LeaderCutOffFromDatabaseStandbyLeads(t *testing.T) {
 	}) + stopped
 	back := testkit.WaitFor(t, failoverWait, "every crawler running again under the new leader", func() bool {
 		h, ok := hubHealth(urls[1])
-		return ok && len(h.Nodes) == 3 && allRunning()
+		return ok && len(h.Nodes) == 3 && load.allRunning()
 	}) + leads
 	t.Logf("leader cut off from the database: it stopped leading after %s, the standby leads after %s, every crawler running again after %s (bound %s)",
 		stopped.Round(time.Millisecond), leads.Round(time.Millisecond), back.Round(time.Millisecond), dbPartitionBound)
@@ -417,24 +313,6 @@ func TestFailover_LeaderCutOffFromDatabaseStandbyLeads(t *testing.T) {
 		h, ok := hubHealth(urls[0])
 		return ok && h.Role == api.RoleStandby && h.Leader == urls[1]
 	})
-	publish("c", 40, 200)
-	testkit.WaitFor(t, failoverWait, "the limited crawler at its limit with usage equal to stored", func() bool {
-		c, err := client.GetCrawler(ctx, limited.ID)
-		return err == nil && c.State == api.StateLimitReached && c.Usage == int64(len(storedIn(t, filepath.Join(dir, "data"), limited.ID)))
-	})
-	c, _ := client.GetCrawler(ctx, limited.ID)
-	stored := len(storedIn(t, filepath.Join(dir, "data"), limited.ID))
-	t.Logf("limited crawler: usage %d, stored %d, limit %d", c.Usage, stored, limit)
-	if c.Usage != limit || stored != limit {
-		t.Errorf("usage %d, stored %d: want both at the limit of %d", c.Usage, stored, limit)
-	}
-	for i, s := range spawns {
-		terms := acceptedTerms(s)
-		t.Logf("spawn %d accepted terms %v", i+1, terms)
-		for j := 1; j < len(terms); j++ {
-			if terms[j] < terms[j-1] {
-				t.Errorf("spawn %d accepted term %d after term %d", i+1, terms[j], terms[j-1])
-			}
-		}
-	}
+	load.expectExactLimit("c", 200)
+	expectIncreasingTerms(t, spawns, 0)
 }

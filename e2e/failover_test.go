@@ -144,64 +144,24 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 		return err == nil && len(nodes) == 3
 	})
 
-	u, err := client.CreateUser(ctx, api.UserCreate{Name: "failover"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for i := range 6 {
-		cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fmt.Sprintf("%s/feeds/fo%d.xml", feedBase, i)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, cr.ID)
-	}
-	const limit = 40
-	limited, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{feedBase + "/feeds/folimit.xml"}, CommentLimit: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids = append(ids, limited.ID)
-	base := time.Now().Add(-time.Hour)
-	for i := range 25 {
-		feeds.Publish("folimit", feedserver.Item{GUID: fmt.Sprintf("a%d", i), Title: "story", Description: "text", Published: base.Add(time.Duration(i) * time.Second)})
-	}
-	allRunning := func() bool {
-		list, err := client.ListCrawlers(ctx)
-		if err != nil || len(list) != len(ids) {
-			return false
-		}
-		for _, c := range list {
-			if c.State != api.StateRunning || c.Node == "" {
-				return false
-			}
-		}
-		return true
-	}
-	testkit.WaitFor(t, failoverWait, "every crawler running", allRunning)
-	testkit.WaitFor(t, failoverWait, "the limited crawler's first comments counted", func() bool {
-		c, err := client.GetCrawler(ctx, limited.ID)
-		return err == nil && c.Usage == 25
-	})
+	load := newFailoverLoad(t, client, feeds, feedBase, "fo", filepath.Join(dir, "data"))
 
 	// SIGKILL the leader.
 	if err := hubs[0].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
 	leads := testkit.WaitFor(t, failoverWait, "the standby leads", func() bool {
 		h, ok := hubHealth(urls[1])
 		return ok && h.Role == api.RoleLeader
 	})
 	back := testkit.WaitFor(t, failoverWait, "every crawler running again under the new leader", func() bool {
 		h, ok := hubHealth(urls[1])
-		return ok && len(h.Nodes) == 3 && allRunning()
+		return ok && len(h.Nodes) == 3 && load.allRunning()
 	}) + leads
 	t.Logf("leader SIGKILLed: standby leads after %s, every crawler running again after %s (bound %s)", leads.Round(time.Millisecond), back.Round(time.Millisecond), failoverBound)
 	if back > failoverBound+schedulingSlack {
 		t.Errorf("failover took %s, over %s", back, failoverBound)
 	}
-	_ = killed
 
 	// The old leader comes back: it stands by.
 	startHub(0)
@@ -211,7 +171,7 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 	})
 
 	// SIGKILL the spawn running the limited crawler: connection refused.
-	lc, err := client.GetCrawler(ctx, limited.ID)
+	lc, err := client.GetCrawler(ctx, load.limited.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,20 +213,104 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 
 	// More comments than the limit allows: usage ends equal to what is
 	// stored, at the limit, the killed spawn's unreported usage included.
-	for i := range 60 {
-		feeds.Publish("folimit", feedserver.Item{GUID: fmt.Sprintf("b%d", i), Title: "story", Description: "text", Published: base.Add(time.Duration(100+i) * time.Second)})
-	}
-	testkit.WaitFor(t, failoverWait, "the limited crawler at its limit with usage equal to stored", func() bool {
-		c, err := client.GetCrawler(ctx, limited.ID)
-		return err == nil && c.State == api.StateLimitReached && c.Usage == int64(len(storedIn(t, filepath.Join(dir, "data"), limited.ID)))
-	})
-	c, _ := client.GetCrawler(ctx, limited.ID)
-	if c.Usage > limit {
-		t.Errorf("usage %d over the limit of %d", c.Usage, limit)
-	}
-	t.Logf("limited crawler: usage %d, stored %d, limit %d", c.Usage, len(storedIn(t, filepath.Join(dir, "data"), limited.ID)), limit)
+	load.expectExactLimit("b", 100)
+	expectIncreasingTerms(t, spawns, 0)
+}
 
-	// No spawn accepted a lower term after a higher one.
+// failoverLimit is the limit of the limited crawler of failoverLoad.
+const failoverLimit = 40
+
+// failoverLoad is what the failover tests crawl: six rss crawlers and one
+// limited to failoverLimit, of one user, their comments stored in a file
+// store shared by the spawns.
+type failoverLoad struct {
+	t       *testing.T
+	client  *api.Client
+	feeds   *feedserver.Server
+	name    string // prefix of the feeds
+	dataDir string
+	base    time.Time
+	ids     []int64
+	limited api.Crawler
+}
+
+// newFailoverLoad creates the crawlers, publishes 25 comments for the
+// limited one and waits until every crawler runs and those are counted.
+func newFailoverLoad(t *testing.T, client *api.Client, feeds *feedserver.Server, feedBase, name, dataDir string) *failoverLoad {
+	t.Helper()
+	ctx := context.Background()
+	l := &failoverLoad{t: t, client: client, feeds: feeds, name: name, dataDir: dataDir, base: time.Now().Add(-time.Hour)}
+	u, err := client.CreateUser(ctx, api.UserCreate{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		cr, err := client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{fmt.Sprintf("%s/feeds/%s%d.xml", feedBase, name, i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.ids = append(l.ids, cr.ID)
+	}
+	l.limited, err = client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS, Query: []string{feedBase + "/feeds/" + name + "limit.xml"}, CommentLimit: failoverLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.ids = append(l.ids, l.limited.ID)
+	l.publish("a", 25, 0)
+	testkit.WaitFor(t, failoverWait, "every crawler running", l.allRunning)
+	testkit.WaitFor(t, failoverWait, "the limited crawler's first comments counted", func() bool {
+		c, err := client.GetCrawler(ctx, l.limited.ID)
+		return err == nil && c.Usage == 25
+	})
+	return l
+}
+
+// publish adds n comments for the limited crawler, guids prefix0…, the
+// first published from seconds after the load's base time.
+func (l *failoverLoad) publish(prefix string, n, from int) {
+	for i := range n {
+		l.feeds.Publish(l.name+"limit", feedserver.Item{GUID: fmt.Sprintf("%s%d", prefix, i), Title: "story", Description: "text",
+			Published: l.base.Add(time.Duration(from+i) * time.Second)})
+	}
+}
+
+// allRunning reports whether the leader says every crawler runs on a node.
+func (l *failoverLoad) allRunning() bool {
+	list, err := l.client.ListCrawlers(context.Background())
+	if err != nil || len(list) != len(l.ids) {
+		return false
+	}
+	for _, c := range list {
+		if c.State != api.StateRunning || c.Node == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// expectExactLimit publishes more comments than the limit allows and
+// waits until the limited crawler is at its limit with usage equal to
+// what is stored; both must be exactly the limit.
+func (l *failoverLoad) expectExactLimit(prefix string, from int) {
+	l.t.Helper()
+	l.publish(prefix, 60, from)
+	ctx := context.Background()
+	testkit.WaitFor(l.t, failoverWait, "the limited crawler at its limit with usage equal to stored", func() bool {
+		c, err := l.client.GetCrawler(ctx, l.limited.ID)
+		return err == nil && c.State == api.StateLimitReached && c.Usage == int64(len(storedIn(l.t, l.dataDir, l.limited.ID)))
+	})
+	c, _ := l.client.GetCrawler(ctx, l.limited.ID)
+	stored := len(storedIn(l.t, l.dataDir, l.limited.ID))
+	l.t.Logf("limited crawler: usage %d, stored %d, limit %d", c.Usage, stored, failoverLimit)
+	if c.Usage != failoverLimit || stored != failoverLimit {
+		l.t.Errorf("usage %d, stored %d: want both at the limit of %d", c.Usage, stored, failoverLimit)
+	}
+}
+
+// expectIncreasingTerms checks that no spawn accepted a lower term after a
+// higher one, and that each accepted one above after when after > 0.
+func expectIncreasingTerms(t *testing.T, spawns []*proc, after uint64) {
+	t.Helper()
 	for i, s := range spawns {
 		terms := acceptedTerms(s)
 		t.Logf("spawn %d accepted terms %v", i+1, terms)
@@ -274,6 +318,9 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 			if terms[j] < terms[j-1] {
 				t.Errorf("spawn %d accepted term %d after term %d", i+1, terms[j], terms[j-1])
 			}
+		}
+		if after > 0 && (len(terms) == 0 || terms[len(terms)-1] <= after) {
+			t.Errorf("spawn %d never accepted a term after %d: %v", i+1, after, terms)
 		}
 	}
 }
