@@ -142,6 +142,18 @@ func (c *Client) ListCrawlers(ctx context.Context) ([]Crawler, error) {
 	return orEmpty(out), nil
 }
 
+// ListCrawlersAfter reads one page of the crawlers: up to limit whose id is
+// above after, by id (GET /v1/crawlers?after=A&limit=N). An empty page ends
+// the list.
+func (c *Client) ListCrawlersAfter(ctx context.Context, after int64, limit int) ([]Crawler, error) {
+	var out []Crawler
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(limit)}}
+	if err := c.do(ctx, http.MethodGet, PathCrawlers, q, nil, &out); err != nil {
+		return nil, err
+	}
+	return orEmpty(out), nil
+}
+
 // GetCrawler reads one crawler with its live state (GET /v1/crawlers/{id}).
 func (c *Client) GetCrawler(ctx context.Context, id int64) (Crawler, error) {
 	var out Crawler

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -113,8 +114,27 @@ func (s *Server) handleCreateCrawler(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusCreated, s.Hub.CrawlerView(c))
 }
 
+// maxCrawlersPage caps a page of GET /v1/crawlers?limit=N.
+const maxCrawlersPage = 10000
+
 func (s *Server) handleListCrawlers(w http.ResponseWriter, r *http.Request) {
-	rows, err := s.Store.ListCrawlers(r.Context())
+	var (
+		rows []sqlstore.Crawler
+		err  error
+	)
+	q := r.URL.Query()
+	if q.Has("limit") || q.Has("after") {
+		// One page: up to limit crawlers with an id above after.
+		after, aerr := strconv.ParseInt(cmp.Or(q.Get("after"), "0"), 10, 64)
+		limit, lerr := strconv.Atoi(cmp.Or(q.Get("limit"), strconv.Itoa(maxCrawlersPage)))
+		if aerr != nil || after < 0 || lerr != nil || limit < 1 || limit > maxCrawlersPage {
+			httpx.WriteError(w, http.StatusBadRequest, "after must be a crawler id (0 or more) and limit 1 to %d", maxCrawlersPage)
+			return
+		}
+		rows, err = s.Store.ListCrawlersAfter(r.Context(), after, limit)
+	} else {
+		rows, err = s.Store.ListCrawlers(r.Context())
+	}
 	if err != nil {
 		s.writeStoreError(w, "crawlers", err)
 		return

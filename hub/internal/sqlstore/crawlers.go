@@ -74,6 +74,16 @@ func (s *Store) GetCrawler(ctx context.Context, id int64) (Crawler, error) {
 }
 
 // ListCrawlers reads every crawler, ordered by id.
+// ListCrawlersAfter lists up to limit crawlers whose id is above after, by
+// id: one page of the list, for fleets too large to list at once.
+func (s *Store) ListCrawlersAfter(ctx context.Context, after int64, limit int) ([]Crawler, error) {
+	crawlers := []Crawler{}
+	if err := s.db.WithContext(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&crawlers).Error; err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to list crawlers after %d: %w", after, err)
+	}
+	return crawlers, nil
+}
+
 func (s *Store) ListCrawlers(ctx context.Context) ([]Crawler, error) {
 	crawlers := []Crawler{}
 	if err := s.db.WithContext(ctx).Order("id").Find(&crawlers).Error; err != nil {
