@@ -44,7 +44,7 @@ func (s *Store) Complain(ctx context.Context, nodeID string, term uint64, leader
 func (s *Store) Complainants(ctx context.Context, term uint64, leaderURL string, since time.Time) ([]string, error) {
 	var out []string
 	err := s.db.WithContext(ctx).Model(&complaintRow{}).
-		Where("term = ? AND leader_url = ? AND at >= ?", term, leaderURL, since).
+		Where("term = ? AND leader_url = ? AND at >= ?", term, leaderURL, dbTime(since)).
 		Order("node_id").Pluck("node_id", &out).Error
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: unable to read complaints: %w", err)

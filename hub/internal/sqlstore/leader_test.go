@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 )
 
 // TestLeader_TermsGrowAndSwapsNeedTheObservedRow: the first hub takes term
@@ -51,6 +53,35 @@ func TestLeader_TermsGrowAndSwapsNeedTheObservedRow(t *testing.T) {
 		c, err := s.ForceLeadership(ctx, "hub-c", "http://c")
 		if err != nil || c.Term != 3 {
 			t.Fatalf("force: %+v %v", c, err)
+		}
+	})
+}
+
+// TestLeader_ComplaintsCountPerNodeTermAndLeader: a node's newer complaint
+// replaces its older one, and only complaints about the asked term and
+// leader, recent enough, count.
+func TestLeader_ComplaintsCountPerNodeTermAndLeader(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openTest(t, dsn)
+		for _, c := range []struct {
+			node string
+			term uint64
+			url  string
+		}{
+			{"n1", 1, "http://a"}, {"n2", 1, "http://a"}, {"n3", 1, "http://b"},
+			{"n4", 2, "http://a"}, {"n4", 1, "http://a"}, {"n2", 2, "http://a"},
+		} {
+			if err := s.Complain(ctx, c.node, c.term, c.url); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.Complainants(ctx, 1, "http://a", time.Now().Add(-time.Minute))
+		if err != nil || !slices.Equal(got, []string{"n1", "n4"}) {
+			t.Fatalf("complainants of term 1 at a: %v %v, want [n1 n4]", got, err)
+		}
+		if got, _ := s.Complainants(ctx, 1, "http://a", time.Now().Add(time.Minute)); len(got) != 0 {
+			t.Fatalf("complaints older than asked counted: %v", got)
 		}
 	})
 }
