@@ -276,8 +276,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		resp, err := c.send(ctx, hub, method, suffix, body, in != nil)
 		if err != nil {
 			var op *net.OpError
-			if errors.As(err, &op) && op.Op == "dial" && ctx.Err() == nil {
-				// Nothing reached this hub: another may serve the call.
+			if ctx.Err() == nil && (errors.As(err, &op) && op.Op == "dial" || method == http.MethodGet) {
+				// Nothing reached this hub, or a read broke on the way
+				// (repeating a read changes nothing): another may serve
+				// the call. A write that may have reached a hub is not
+				// sent to another.
 				lastErr = err
 				continue
 			}

@@ -279,3 +279,46 @@ func TestClient_ResponseCapAndDeadline(t *testing.T) {
 		t.Fatalf("deadline honoured only after %v", d)
 	}
 }
+
+// TestClient_ReadsMoveOnFromABrokenHub: given two hubs, a read whose
+// connection to the first breaks (accepted, then reset) is served by the
+// second; a write that may have reached the first is not sent again.
+func TestClient_ReadsMoveOnFromABrokenHub(t *testing.T) {
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(broken.Close)
+	var mu sync.Mutex
+	served := map[string]int{}
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served[r.Method]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet {
+			_, _ = w.Write([]byte(`[{"id":7,"name":"u"}]`))
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":8,"name":"v"}`))
+	}))
+	t.Cleanup(good.Close)
+	c := NewClient(broken.URL+","+good.URL, "", nil)
+	users, err := c.ListUsers(context.Background())
+	if err != nil || len(users) != 1 || users[0].ID != 7 {
+		t.Fatalf("read: %v %v, want the second hub's answer", users, err)
+	}
+	// A client that has not learnt yet which hub answers.
+	c = NewClient(broken.URL+","+good.URL, "", nil)
+	if _, err := c.CreateUser(context.Background(), UserCreate{Name: "v"}); err == nil {
+		t.Fatal("a write whose connection broke was sent to another hub")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if served[http.MethodGet] != 1 || served[http.MethodPost] != 0 {
+		t.Fatalf("the second hub served %v, want one read and no write", served)
+	}
+}
