@@ -243,7 +243,9 @@ func TestRun_NodesReloadCommentsStatus(t *testing.T) {
 			return false
 		}
 		for _, n := range nodes {
-			if n.LastPoll.IsZero() {
+			// A node's store state comes with its first poll answer
+			// (registration already sets its last contact).
+			if n.LastPoll.IsZero() || n.Store == "" {
 				return false
 			}
 		}
