@@ -34,13 +34,46 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 			b = builderPool.Get().(*terms.Builder)
 			builders[c.IncSeq] = b
 		}
-		b.Add(c, now)
+		if t := batch[j].terms; t != nil {
+			b.AddSet(c, t, now)
+		} else {
+			b.Add(c, now)
+		}
 	}
 	out := make(map[uint64]*api.IncrementAnalytics, len(builders))
 	for seq, b := range builders {
 		out[seq] = b.Build()
 	}
 	return out
+}
+
+// withTerms extracts the terms of counted comments for their analytics,
+// once per item: the comments of one item, made for each subscriber it
+// matched, are adjacent and share the extraction. It runs on the emitting
+// data source's goroutine, without the node lock, so that the store
+// writer, which every comment of the spawn goes through, only adds up
+// terms already found.
+func (n *Node) withTerms(ps []pending) {
+	if n.cfg.NoAnalytics {
+		return
+	}
+	for i := range ps {
+		p := &ps[i]
+		if p.terms != nil {
+			continue
+		}
+		if i > 0 && sameItem(&ps[i-1].comment, &p.comment) {
+			p.terms = ps[i-1].terms
+			continue
+		}
+		p.terms = terms.Extract(p.comment.Text, p.comment.Lang)
+	}
+}
+
+// sameItem reports whether two comments were made of one item (for two
+// subscribers), so their terms are the same.
+func sameItem(a, b *api.Comment) bool {
+	return a.ID == b.ID && a.Text == b.Text && a.Lang == b.Lang
 }
 
 // builderPool keeps builders, emptied, between batches: their maps keep

@@ -106,6 +106,7 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 				return err
 			}
 			items = items[k:]
+			n.withTerms(out)
 			for i, p := range out {
 				if err := n.writer.enqueue(ctx, p); err != nil {
 					// The subscriber is gone and its data source stopped:
@@ -185,6 +186,7 @@ func (n *Node) enqueueReleasedLocked(released []pending) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
+		n.withTerms(released)
 		for _, p := range released {
 			if n.writer.enqueue(ctx, p) != nil {
 				n.unreserve(p)

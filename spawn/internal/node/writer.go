@@ -11,6 +11,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/terms"
 )
 
 // Writer tuning. The buffer bounds memory and is what pushes back on the data
@@ -38,6 +39,10 @@ type pending struct {
 	userID   int64
 	instance uint64
 	leaseSeq uint64
+	// terms are the comment's terms for its analytics, extracted once
+	// for every subscriber's comment of the same item (withTerms); nil
+	// when analytics are off or not extracted yet.
+	terms *terms.Set
 }
 
 // lane is one crawler's comments waiting for the store. A lane whose write

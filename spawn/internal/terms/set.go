@@ -1,0 +1,61 @@
+package terms
+
+import (
+	"bytes"
+	"sync"
+)
+
+// Set is the distinct terms of one text, extracted once: a spawn extracts
+// an item's terms when the item first becomes a comment, away from the
+// store writer, and every subscriber's comment made of the item shares
+// them (Builder.AddSet).
+type Set struct {
+	terms []Term // in order of first appearance, at most maxTermsPerComment
+}
+
+// Len is the number of terms in the set.
+func (s *Set) Len() int { return len(s.terms) }
+
+// Extract returns the terms of a text in the language lang, the terms
+// Builder.Add would count for a comment with that text and language. The
+// terms' texts share one allocation.
+func Extract(text, lang string) *Set {
+	e := extractors.Get().(*extractor)
+	defer extractors.Put(e)
+	e.text, e.spans = e.text[:0], e.spans[:0]
+	e.tk.scan(text, lang, func(term []byte, kind Kind) bool {
+		for _, s := range e.spans { // at most maxTermsPerComment
+			if s.end-s.start == len(term) && bytes.Equal(e.text[s.start:s.end], term) {
+				return false
+			}
+		}
+		e.spans = append(e.spans, span{start: len(e.text), end: len(e.text) + len(term), kind: kind})
+		e.text = append(e.text, term...)
+		return true
+	})
+	set := &Set{}
+	if len(e.spans) == 0 {
+		return set
+	}
+	all := string(e.text)
+	set.terms = make([]Term, len(e.spans))
+	for i, s := range e.spans {
+		set.terms[i] = Term{Text: all[s.start:s.end], Kind: s.kind}
+	}
+	return set
+}
+
+// extractor keeps a tokenizer's buffers, and the terms of the text being
+// read, between extractions.
+type extractor struct {
+	tk    tokenizer
+	text  []byte // the terms found, one after the other
+	spans []span // where each is in text
+}
+
+type span struct {
+	start, end int
+	kind       Kind
+}
+
+var extractors = sync.Pool{New: func() any { return &extractor{} }}
