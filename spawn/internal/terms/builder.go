@@ -54,7 +54,29 @@ type Builder struct {
 	tk      tokenizer
 	seq     int32 // the comment being added, to count each term once in it
 	spare   []*hour
+	// small holds the comments of an increment added with AddSet while
+	// they are few, not yet counted: Build counts them without maps
+	// (buildSmall). Most increments of a spawn with many subscribers hold
+	// a comment or two of a store batch.
+	small []sighting
+	lists [][]Term            // buildSmall's scratch
+	ents  []entry             // buildSmall's scratch
+	pos   [smallIncrement]int // buildSmall's scratch
+	top   []termq.Item        // Build's scratch
 }
+
+// sighting is a comment as the builder counts it.
+type sighting struct {
+	at      time.Time // when fetched, UTC
+	author  string
+	matched []string
+	score   float64
+	set     *Set
+}
+
+// smallIncrement is how many comments an increment may have for Build to
+// count them by merging their sorted terms rather than in maps.
+const smallIncrement = 8
 
 type minute struct {
 	comments int64
@@ -104,15 +126,18 @@ func (b *Builder) Reset() {
 	clear(b.cand)
 	b.cand = b.cand[:0]
 	b.seq = 0
+	clear(b.small)
+	b.small = b.small[:0]
 }
 
 // Add counts one comment, at its fetch time (now when it has none). Its
 // terms count once each; its hashtags and phrases that are not among the
 // query terms it matched become query candidates.
 func (b *Builder) Add(c *api.Comment, now time.Time) {
-	h := b.begin(c, now)
-	seq := b.seq
-	score := Engagement(c.Engagement.Counts())
+	b.flush()
+	sg := sightingOf(c, nil, now)
+	h := b.begin(sg)
+	seq, score := b.seq, sg.score
 	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind) bool {
 		i, ok := h.index[string(term)] // no allocation for a term seen before
 		if !ok {
@@ -126,7 +151,7 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 		t.n++
 		t.last = seq
 		if kind == Hashtag || kind == Phrase {
-			b.sight(c, t.term, score)
+			b.sight(c.Matched, t.term, score)
 		}
 		return true
 	})
@@ -136,10 +161,38 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 // (Extract of its text and language, shared by every comment made of one
 // item): it counts exactly what Add would, without reading the text.
 func (b *Builder) AddSet(c *api.Comment, set *Set, now time.Time) {
-	h := b.begin(c, now)
+	sg := sightingOf(c, set, now)
+	if b.seq == 0 && len(b.small) < smallIncrement {
+		b.small = append(b.small, sg)
+		return
+	}
+	b.flush()
+	b.count(sg)
+}
+
+// sightingOf is a comment to count, with the terms set.
+func sightingOf(c *api.Comment, set *Set, now time.Time) sighting {
+	at := c.FetchedAt
+	if at.IsZero() {
+		at = now
+	}
+	return sighting{at: at.UTC(), author: c.Author, matched: c.Matched, score: Engagement(c.Engagement.Counts()), set: set}
+}
+
+// flush counts the comments held in small into the maps.
+func (b *Builder) flush() {
+	for _, sg := range b.small {
+		b.count(sg)
+	}
+	clear(b.small)
+	b.small = b.small[:0]
+}
+
+// count counts a comment whose terms were extracted.
+func (b *Builder) count(sg sighting) {
+	h := b.begin(sg)
 	seq := b.seq
-	score := Engagement(c.Engagement.Counts())
-	for _, term := range set.terms {
+	for _, term := range sg.set.terms {
 		i, ok := h.index[term.Text]
 		if !ok {
 			i = int32(len(h.tallies))
@@ -150,30 +203,26 @@ func (b *Builder) AddSet(c *api.Comment, set *Set, now time.Time) {
 		t.n++
 		t.last = seq
 		if term.Kind == Hashtag || term.Kind == Phrase {
-			b.sight(c, term.Text, score)
+			b.sight(sg.matched, term.Text, sg.score)
 		}
 	}
 }
 
 // begin counts a comment in its minute and returns the term counts of its
 // hour, the comment numbered in b.seq.
-func (b *Builder) begin(c *api.Comment, now time.Time) *hour {
-	at := c.FetchedAt
-	if at.IsZero() {
-		at = now
-	}
-	at = at.UTC()
+func (b *Builder) begin(sg sighting) *hour {
+	at := sg.at
 	m := b.minutes[at.Truncate(time.Minute)]
 	if m == nil {
 		m = &minute{}
 		b.minutes[at.Truncate(time.Minute)] = m
 	}
 	m.comments++
-	if c.Author != "" {
+	if sg.author != "" {
 		if m.authors == nil {
 			m.authors, _ = hyperloglog.NewSketch(SketchPrecision, true)
 		}
-		m.authors.Insert([]byte(c.Author))
+		m.authors.Insert([]byte(sg.author))
 	}
 	b.seq++
 	return b.hour(at.Truncate(time.Hour))
@@ -199,10 +248,10 @@ func (b *Builder) hour(at time.Time) *hour {
 
 // sight counts a hashtag or phrase of the comment being added as a query
 // candidate, unless it contains a query term the comment matched.
-func (b *Builder) sight(c *api.Comment, term string, score float64) {
+func (b *Builder) sight(matchedTerms []string, term string, score float64) {
 	i, ok := b.cands[term]
 	if !ok {
-		if len(c.Matched) > 0 && matched(c.Matched, term) {
+		if len(matchedTerms) > 0 && matched(matchedTerms, term) {
 			return
 		}
 		i = int32(len(b.cand))
@@ -213,7 +262,7 @@ func (b *Builder) sight(c *api.Comment, term string, score float64) {
 	if cd.last == b.seq {
 		return
 	}
-	if cd.Count > 0 && len(c.Matched) > 0 && matched(c.Matched, cd.Term) {
+	if cd.Count > 0 && len(matchedTerms) > 0 && matched(matchedTerms, cd.Term) {
 		return
 	}
 	cd.last = b.seq
@@ -240,6 +289,9 @@ func matched(matched []string, term string) bool {
 // minutes and hours in time order, each hour's top terms (the rest summed
 // in Other) and the best candidates.
 func (b *Builder) Build() *api.IncrementAnalytics {
+	if len(b.small) > 0 {
+		return b.buildSmall()
+	}
 	if len(b.minutes) == 0 {
 		return nil
 	}
@@ -252,7 +304,7 @@ func (b *Builder) Build() *api.IncrementAnalytics {
 		out.Minutes = append(out.Minutes, ma)
 	}
 	slices.SortFunc(out.Minutes, func(a, b api.MinuteActivity) int { return a.At.Compare(b.At) })
-	var top []termq.Item
+	top := b.top[:0]
 	for _, h := range b.hours {
 		ht := api.HourTerms{At: h.at}
 		top = top[:0]
@@ -284,6 +336,8 @@ func (b *Builder) Build() *api.IncrementAnalytics {
 			out.Candidates[i] = api.Suggestion{Term: it.Term, Score: it.Score, Count: it.Count}
 		}
 	}
+	clear(top)
+	b.top = top[:0]
 	return out
 }
 

@@ -2,6 +2,8 @@ package terms
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -10,7 +12,9 @@ import (
 // store writer, and every subscriber's comment made of the item shares
 // them (Builder.AddSet).
 type Set struct {
-	terms []Term // in order of first appearance, at most maxTermsPerComment
+	terms  []Term // in order of first appearance, at most maxTermsPerComment
+	byText []Term // the terms in order of their text
+	cands  []Term // the hashtags and phrases in order of their text
 }
 
 // Len is the number of terms in the set.
@@ -41,6 +45,13 @@ func Extract(text, lang string) *Set {
 	set.terms = make([]Term, len(e.spans))
 	for i, s := range e.spans {
 		set.terms[i] = Term{Text: all[s.start:s.end], Kind: s.kind}
+	}
+	set.byText = slices.Clone(set.terms)
+	slices.SortFunc(set.byText, func(a, b Term) int { return strings.Compare(a.Text, b.Text) })
+	for _, t := range set.byText {
+		if t.Kind == Hashtag || t.Kind == Phrase {
+			set.cands = append(set.cands, t)
+		}
 	}
 	return set
 }

@@ -1,0 +1,162 @@
+package terms
+
+import (
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/axiomhq/hyperloglog"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/termq"
+)
+
+// buildSmall is Build for an increment of a few comments whose terms were
+// extracted (b.small): instead of counting terms in maps, it merges the
+// comments' terms, each comment's sorted by text once per item, and reads
+// the counts off the merge. It builds exactly what counting them would.
+func (b *Builder) buildSmall() *api.IncrementAnalytics {
+	sgs := b.small
+	out := &api.IncrementAnalytics{Minutes: make([]api.MinuteActivity, 0, 1)}
+	for i, sg := range sgs {
+		at := sg.at.Truncate(time.Minute)
+		if slices.ContainsFunc(out.Minutes, func(m api.MinuteActivity) bool { return m.At.Equal(at) }) {
+			continue
+		}
+		ma := api.MinuteActivity{At: at}
+		var authors *hyperloglog.Sketch
+		for _, o := range sgs[i:] { // in the order Add would count them
+			if !o.at.Truncate(time.Minute).Equal(at) {
+				continue
+			}
+			ma.Comments++
+			if o.author != "" {
+				if authors == nil {
+					authors, _ = hyperloglog.NewSketch(SketchPrecision, true)
+				}
+				authors.Insert([]byte(o.author))
+			}
+		}
+		if authors != nil {
+			ma.Authors, _ = authors.MarshalBinary()
+		}
+		out.Minutes = append(out.Minutes, ma)
+	}
+	slices.SortFunc(out.Minutes, func(a, b api.MinuteActivity) int { return a.At.Compare(b.At) })
+
+	top := b.top[:0]
+	for i, sg := range sgs {
+		at := sg.at.Truncate(time.Hour)
+		if slices.ContainsFunc(out.Terms, func(h api.HourTerms) bool { return h.At.Equal(at) }) {
+			continue
+		}
+		lists := b.lists[:0]
+		for _, o := range sgs[i:] {
+			if o.at.Truncate(time.Hour).Equal(at) {
+				lists = append(lists, o.set.byText)
+			}
+		}
+		// Counts in order of the terms' text; the best are the most
+		// counted, of equal counts the smaller term (termq.Compare).
+		ents, most := b.ents[:0], 0
+		merge(lists, b.pos[:len(lists)], func(term string, in uint32) {
+			n := bits.OnesCount32(in)
+			most = max(most, n)
+			ents = append(ents, entry{term, n})
+		})
+		ht := api.HourTerms{At: at}
+		if len(ents) > 0 {
+			ht.Terms = make([]api.TermCount, 0, min(len(ents), TopTermsPerIncrement))
+		}
+		for n := most; n > 0; n-- {
+			for _, e := range ents {
+				if e.n != n {
+					continue
+				}
+				if len(ht.Terms) < TopTermsPerIncrement {
+					ht.Terms = append(ht.Terms, api.TermCount{Term: e.term, Count: int64(n)})
+				} else {
+					ht.Other += int64(n)
+				}
+			}
+		}
+		clear(ents)
+		b.ents = ents[:0]
+		clear(lists)
+		b.lists = lists[:0]
+		if len(ht.Terms) > 0 || ht.Other > 0 {
+			out.Terms = append(out.Terms, ht)
+		}
+	}
+	slices.SortFunc(out.Terms, func(a, b api.HourTerms) int { return a.At.Compare(b.At) })
+
+	// Candidates: a comment sights a hashtag or phrase unless it contains
+	// a query term the comment matched; scores add up in comment order.
+	lists := b.lists[:0]
+	for _, sg := range sgs {
+		lists = append(lists, sg.set.cands)
+	}
+	merge(lists, b.pos[:len(lists)], func(term string, in uint32) {
+		it := termq.Item{Term: term}
+		for j, sg := range sgs {
+			if in&(1<<j) == 0 || len(sg.matched) > 0 && matched(sg.matched, term) {
+				continue
+			}
+			it.Score += sg.score
+			it.Count++
+		}
+		if it.Count > 0 {
+			top, _ = best(top, CandidatesPerIncrement, it)
+		}
+	})
+	clear(lists)
+	b.lists = lists[:0]
+	if len(top) > 0 {
+		sortBest(top)
+		out.Candidates = make([]api.Suggestion, len(top))
+		for i, it := range top {
+			out.Candidates[i] = api.Suggestion{Term: it.Term, Score: it.Score, Count: it.Count}
+		}
+	}
+	clear(top)
+	b.top = top[:0]
+	return out
+}
+
+// entry is a term and how many comments of an hour hold it.
+type entry struct {
+	term string
+	n    int
+}
+
+// merge calls f with each term of lists, each sorted by text without
+// duplicates, in order of text, and the lists holding it (bit j for
+// lists[j]). pos is the lists' positions, as many as lists, at most 32.
+func merge(lists [][]Term, pos []int, f func(term string, in uint32)) {
+	if len(lists) == 1 {
+		for _, t := range lists[0] {
+			f(t.Text, 1)
+		}
+		return
+	}
+	clear(pos)
+	for {
+		least, found := "", false
+		for j, l := range lists {
+			if pos[j] < len(l) && (!found || l[pos[j]].Text < least) {
+				least, found = l[pos[j]].Text, true
+			}
+		}
+		if !found {
+			return
+		}
+		var in uint32
+		for j, l := range lists {
+			if pos[j] < len(l) && l[pos[j]].Text == least {
+				in |= 1 << j
+				pos[j]++
+			}
+		}
+		f(least, in)
+	}
+}
