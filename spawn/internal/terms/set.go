@@ -12,7 +12,11 @@ import (
 // store writer, and every subscriber's comment made of the item shares
 // them (Builder.AddSet).
 type Set struct {
-	terms  []Term // in order of first appearance, at most maxTermsPerComment
+	terms []Term // in order of first appearance, at most maxTermsPerComment
+	// sorted is done once byText and cands are set: only increments of
+	// few comments need them (buildSmall), so they are made when first
+	// asked for.
+	sorted sync.Once
 	byText []Term // the terms in order of their text
 	cands  []Term // the hashtags and phrases in order of their text
 }
@@ -46,13 +50,6 @@ func Extract(text, lang string) *Set {
 	for i, s := range e.spans {
 		set.terms[i] = Term{Text: all[s.start:s.end], Kind: s.kind}
 	}
-	set.byText = slices.Clone(set.terms)
-	slices.SortFunc(set.byText, func(a, b Term) int { return strings.Compare(a.Text, b.Text) })
-	for _, t := range set.byText {
-		if t.Kind == Hashtag || t.Kind == Phrase {
-			set.cands = append(set.cands, t)
-		}
-	}
 	return set
 }
 
@@ -70,3 +67,29 @@ type span struct {
 }
 
 var extractors = sync.Pool{New: func() any { return &extractor{} }}
+
+// sort sets byText and cands, once.
+func (s *Set) sort() {
+	s.sorted.Do(func() {
+		if len(s.terms) == 0 {
+			return
+		}
+		s.byText = slices.Clone(s.terms)
+		slices.SortFunc(s.byText, func(a, b Term) int { return strings.Compare(a.Text, b.Text) })
+		n := 0
+		for _, t := range s.byText {
+			if t.Kind == Hashtag || t.Kind == Phrase {
+				n++
+			}
+		}
+		if n == 0 {
+			return
+		}
+		s.cands = make([]Term, 0, n)
+		for _, t := range s.byText {
+			if t.Kind == Hashtag || t.Kind == Phrase {
+				s.cands = append(s.cands, t)
+			}
+		}
+	})
+}

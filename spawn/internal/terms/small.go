@@ -17,6 +17,9 @@ import (
 // the counts off the merge. It builds exactly what counting them would.
 func (b *Builder) buildSmall() *api.IncrementAnalytics {
 	sgs := b.small
+	for _, sg := range sgs {
+		sg.set.sort()
+	}
 	out := &api.IncrementAnalytics{Minutes: make([]api.MinuteActivity, 0, 1)}
 	for i, sg := range sgs {
 		at := sg.at.Truncate(time.Minute)
