@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -47,12 +48,11 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 	return out
 }
 
-// withTerms extracts the terms of counted comments for their analytics,
-// once per item: the comments of one item, made for each subscriber it
-// matched, are adjacent and share the extraction. It runs on the emitting
-// data source's goroutine, without the node lock, so that the store
-// writer, which every comment of the spawn goes through, only adds up
-// terms already found.
+// withTerms gives counted comments the set of terms their analytics
+// count, one set per item: the comments of one item, made for each
+// subscriber it matched, are adjacent and share it. The terms are
+// extracted ahead of the store writer by extractTerms; the writer
+// extracts any set it gets to first.
 func (n *Node) withTerms(ps []pending) {
 	if n.cfg.NoAnalytics {
 		return
@@ -66,7 +66,29 @@ func (n *Node) withTerms(ps []pending) {
 			p.terms = ps[i-1].terms
 			continue
 		}
-		p.terms = terms.Extract(p.comment.Text, p.comment.Lang)
+		p.terms = terms.NewSet(p.comment.Text, p.comment.Lang)
+		select {
+		case n.extractQ <- p.terms:
+		default: // extractTerms is behind: the writer will extract it
+		}
+	}
+}
+
+// extractQueue is how many items' terms may wait for extractTerms; beyond
+// it the store writer extracts them.
+const extractQueue = 4096
+
+// extractTerms extracts the terms of counted items until ctx ends, so
+// that neither the data sources nor the store writer, each a serial path
+// every comment takes, spends its time tokenizing.
+func (n *Node) extractTerms(ctx context.Context) {
+	for {
+		select {
+		case s := <-n.extractQ:
+			s.Extract()
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

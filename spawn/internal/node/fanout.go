@@ -107,16 +107,14 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 			}
 			items = items[k:]
 			n.withTerms(out)
-			for i, p := range out {
-				if err := n.writer.enqueue(ctx, p); err != nil {
-					// The subscriber is gone and its data source stopped:
-					// the comments were counted against a lease but will
-					// not be stored, so give the reservations back.
-					for _, q := range out[i:] {
-						n.unreserve(q)
-					}
-					return err
+			if k, err := n.writer.enqueueAll(ctx, out); err != nil {
+				// The subscriber is gone and its data source stopped:
+				// the comments were counted against a lease but will
+				// not be stored, so give the reservations back.
+				for _, q := range out[k:] {
+					n.unreserve(q)
 				}
+				return err
 			}
 			clear(out)
 			if err := ctx.Err(); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/terms"
 )
 
 // Defaults the spawn keeps until the hub tells it its own at registration.
@@ -92,7 +93,9 @@ type Node struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	writer  *writer
-	kick    chan struct{} // wakes the attach loop
+	// extractQ holds the term sets of counted items for extractTerms.
+	extractQ chan *terms.Set
+	kick     chan struct{} // wakes the attach loop
 	// indexBuilder compiles query indexes (buildIndex; a test may slow
 	// it down to watch the node work while one compiles).
 	indexBuilder func(prev *match.QueryIndex, byID map[int64]*query.Query) *match.QueryIndex
@@ -213,6 +216,7 @@ func New(cfg Config) (*Node, error) {
 
 		indexBuilder: buildIndex,
 	}
+	n.extractQ = make(chan *terms.Set, extractQueue)
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
 	// Unchecked (it describes nothing up front), so it always registers.
 	n.metrics.Registry.MustRegister(sourceCollector{n})
@@ -238,9 +242,10 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	drainCtx, cancelDrain := context.WithCancel(context.Background())
 	defer cancelDrain()
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	writerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(writerDone); n.writer.run(ctx, drainCtx) }()
+	go func() { defer wg.Done(); n.extractTerms(ctx) }()
 	go func() { defer wg.Done(); n.attachLoop(ctx) }()
 	go func() { defer wg.Done(); n.watch(ctx) }()
 

@@ -120,6 +120,54 @@ func (w *writer) enqueue(ctx context.Context, p pending) error {
 	}
 }
 
+// enqueueAll is enqueue for comments in order, taking the lock once for as
+// many as there is room for. It returns how many it enqueued: all of them,
+// or those before the one it was waiting room for when ctx ended.
+func (w *writer) enqueueAll(ctx context.Context, ps []pending) (int, error) {
+	done := 0
+	for {
+		w.mu.Lock()
+		added := 0
+		for ; done < len(ps); done++ {
+			id := ps[done].comment.CrawlerID
+			l := w.lanes[id]
+			if l == nil {
+				l = &lane{retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+				w.lanes[id] = l
+			}
+			if w.held >= writerBuffer || l.held >= writerLaneMax {
+				break
+			}
+			if len(l.items) == 0 && !l.failing {
+				w.order = append(w.order, id)
+			}
+			l.items = append(l.items, ps[done])
+			l.held++
+			w.held++
+			added++
+		}
+		if added > 0 {
+			w.metrics.storeQueueDepth.Set(float64(w.held))
+		}
+		room := w.space
+		w.mu.Unlock()
+		if added > 0 {
+			select {
+			case w.work <- struct{}{}:
+			default:
+			}
+		}
+		if done == len(ps) {
+			return done, nil
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return done, ctx.Err()
+		}
+	}
+}
+
 // queued is how many comments wait for the store.
 func (w *writer) queued() int {
 	w.mu.Lock()

@@ -190,6 +190,7 @@ func (b *Builder) flush() {
 
 // count counts a comment whose terms were extracted.
 func (b *Builder) count(sg sighting) {
+	sg.set.Extract()
 	h := b.begin(sg)
 	seq := b.seq
 	for _, term := range sg.set.terms {

@@ -44,14 +44,20 @@ func TestBuilder_SameAsReference(t *testing.T) {
 	}
 	base := time.Date(2025, 3, 1, 10, 58, 0, 0, time.UTC)
 	got, set := NewBuilder(), NewBuilder()
-	for inc := range 60 {
+	for inc := range 300 {
 		ref := newRefBuilder()
 		n := 1 + r.IntN(6)
-		if inc%5 == 0 {
+		if inc%2 == 0 {
+			n = 1 // most increments of a spawn with many subscribers
+		}
+		if inc%15 == 0 {
 			n = 400
 		}
 		for range n {
 			c := api.Comment{Text: text(), Lang: langs[r.IntN(len(langs))], Author: fmt.Sprint("a", r.IntN(30))}
+			if r.IntN(8) == 0 {
+				c.Author = ""
+			}
 			if r.IntN(3) > 0 {
 				c.FetchedAt = base.Add(time.Duration(r.IntN(240)) * time.Second)
 			}

@@ -17,6 +17,9 @@ import (
 // the counts off the merge. It builds exactly what counting them would.
 func (b *Builder) buildSmall() *api.IncrementAnalytics {
 	sgs := b.small
+	if len(sgs) == 1 {
+		return buildOne(sgs[0])
+	}
 	for _, sg := range sgs {
 		sg.set.sort()
 	}
@@ -162,4 +165,34 @@ func merge(lists [][]Term, pos []int, f func(term string, in uint32)) {
 		}
 		f(least, in)
 	}
+}
+
+// buildOne is buildSmall for an increment of one comment, most increments
+// of a spawn with many subscribers: each of its terms counts once, so the
+// best are the first by text, and so are its candidates, all of one score.
+func buildOne(sg sighting) *api.IncrementAnalytics {
+	set := sg.set
+	set.sort()
+	out := &api.IncrementAnalytics{Minutes: []api.MinuteActivity{{At: sg.at.Truncate(time.Minute), Comments: 1, Authors: set.authors(sg.author)}}}
+	if n := len(set.byText); n > 0 {
+		k := min(n, TopTermsPerIncrement)
+		ht := api.HourTerms{At: sg.at.Truncate(time.Hour), Terms: make([]api.TermCount, k), Other: int64(n - k)}
+		for i, t := range set.byText[:k] {
+			ht.Terms[i] = api.TermCount{Term: t.Text, Count: 1}
+		}
+		out.Terms = []api.HourTerms{ht}
+	}
+	for _, t := range set.cands {
+		if len(out.Candidates) == CandidatesPerIncrement {
+			break
+		}
+		if len(sg.matched) > 0 && matched(sg.matched, t.Text) {
+			continue
+		}
+		if out.Candidates == nil {
+			out.Candidates = make([]api.Suggestion, 0, min(len(set.cands), CandidatesPerIncrement))
+		}
+		out.Candidates = append(out.Candidates, api.Suggestion{Term: t.Text, Score: sg.score, Count: 1})
+	}
+	return out
 }
