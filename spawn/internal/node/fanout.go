@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -98,7 +99,15 @@ const emitChunk = 256
 // batch holds neither the lock nor its comments for long.
 func (n *Node) emitter(ds *dataSource) source.Emit {
 	return func(ctx context.Context, items []source.Item) error {
-		var out []pending
+		buf := emitBuffers.Get().(*[]pending)
+		out := (*buf)[:0]
+		defer func() {
+			clear(out) // keep no comments alive in the pool
+			if cap(out) <= emitBufferMax {
+				*buf = out[:0]
+				emitBuffers.Put(buf)
+			}
+		}()
 		for len(items) > 0 {
 			k := min(len(items), emitChunk)
 			var err error
@@ -124,6 +133,15 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 		return nil
 	}
 }
+
+// emitBuffers keeps the emitters' buffers of comments between calls: a
+// source that hands over one item at a time would otherwise grow a new
+// one per item.
+var emitBuffers = sync.Pool{New: func() any { return new([]pending) }}
+
+// emitBufferMax is the largest buffer kept, in comments: a chunk matching
+// many subscribers makes a buffer not worth keeping.
+const emitBufferMax = 4096
 
 // matchChunk matches items under the node lock and appends the comments
 // they make to out. It fails when the data source was stopped.

@@ -285,6 +285,9 @@ func (w *writer) takeLocked(now time.Time) (batch []pending, solo bool, wait tim
 		l.items = slices.Delete(l.items, 0, k)
 		return batch, true, 0
 	}
+	if len(w.order) > 0 {
+		batch = make([]pending, 0, min(w.held, writerBatch))
+	}
 	for len(batch) < writerBatch && len(w.order) > 0 {
 		id := w.order[0]
 		w.order = w.order[1:]
