@@ -24,8 +24,14 @@ const (
 	// waits; the other crawlers keep the rest of the buffer and go on
 	// storing. Several failing crawlers at once, or a store down for all,
 	// fill the buffer and every source waits, as for a slow store.
-	writerLaneMax    = writerBuffer / 4
-	writerBatch      = 512                    // comments per store call at most
+	writerLaneMax = writerBuffer / 4
+	writerBatch   = 512 // comments per store call at most
+	// spareLanes is how many emptied lanes the writer keeps for the
+	// crawlers to come, and spareLaneItems the most room a kept lane's
+	// items may have: a spawn with many subscribers empties a lane, and
+	// needs a new one, for nearly every comment.
+	spareLanes       = 1024
+	spareLaneItems   = 64
 	writerLinger     = 20 * time.Millisecond  // wait for more before a partial batch
 	writeRetryMin    = 100 * time.Millisecond // first retry after a failed write
 	writeRetryMax    = 5 * time.Second        // retries back off up to this
@@ -77,6 +83,30 @@ type writer struct {
 	held    int           // comments held, in lanes and in store calls
 	failing int           // failing lanes
 	space   chan struct{} // closed (and replaced) when room is made
+	spare   []*lane       // emptied lanes, for newLaneLocked
+}
+
+// newLaneLocked returns an empty lane, a spare one when there is one.
+func (w *writer) newLaneLocked() *lane {
+	if n := len(w.spare); n > 0 {
+		l := w.spare[n-1]
+		w.spare[n-1] = nil
+		w.spare = w.spare[:n-1]
+		return l
+	}
+	return &lane{retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+}
+
+// spareLocked keeps an emptied lane, not failing and holding nothing, for
+// newLaneLocked.
+func (w *writer) spareLocked(l *lane) {
+	if len(w.spare) >= spareLanes || cap(l.items) > spareLaneItems {
+		return
+	}
+	items := l.items[:cap(l.items)]
+	clear(items)
+	*l = lane{items: items[:0], retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+	w.spare = append(w.spare, l)
 }
 
 func newWriter(st store.Store, logger *slog.Logger, m *Metrics, assign func([]pending) []store.Intent, written func([]pending, []bool)) *writer {
@@ -92,7 +122,7 @@ func (w *writer) enqueue(ctx context.Context, p pending) error {
 		w.mu.Lock()
 		l := w.lanes[id]
 		if l == nil {
-			l = &lane{retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+			l = w.newLaneLocked()
 			w.lanes[id] = l
 		}
 		if w.held < writerBuffer && l.held < writerLaneMax {
@@ -132,7 +162,7 @@ func (w *writer) enqueueAll(ctx context.Context, ps []pending) (int, error) {
 			id := ps[done].comment.CrawlerID
 			l := w.lanes[id]
 			if l == nil {
-				l = &lane{retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+				l = w.newLaneLocked()
 				w.lanes[id] = l
 			}
 			if w.held >= writerBuffer || l.held >= writerLaneMax {
@@ -407,6 +437,7 @@ func (w *writer) done(batch []pending, fresh []bool) {
 			l.held--
 			if l.held <= 0 && !l.failing {
 				delete(w.lanes, id)
+				w.spareLocked(l)
 			}
 		}
 	}

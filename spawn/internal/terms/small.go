@@ -173,14 +173,21 @@ func merge(lists [][]Term, pos []int, f func(term string, in uint32)) {
 func buildOne(sg sighting) *api.IncrementAnalytics {
 	set := sg.set
 	set.sort()
-	out := &api.IncrementAnalytics{Minutes: []api.MinuteActivity{{At: sg.at.Truncate(time.Minute), Comments: 1, Authors: set.authors(sg.author)}}}
+	one := &struct { // one allocation for the analytics and its minute and hour
+		a api.IncrementAnalytics
+		m [1]api.MinuteActivity
+		h [1]api.HourTerms
+	}{}
+	out := &one.a
+	one.m[0] = api.MinuteActivity{At: sg.at.Truncate(time.Minute), Comments: 1, Authors: set.authors(sg.author)}
+	out.Minutes = one.m[:]
 	if n := len(set.byText); n > 0 {
 		k := min(n, TopTermsPerIncrement)
-		ht := api.HourTerms{At: sg.at.Truncate(time.Hour), Terms: make([]api.TermCount, k), Other: int64(n - k)}
+		one.h[0] = api.HourTerms{At: sg.at.Truncate(time.Hour), Terms: make([]api.TermCount, k), Other: int64(n - k)}
 		for i, t := range set.byText[:k] {
-			ht.Terms[i] = api.TermCount{Term: t.Text, Count: 1}
+			one.h[0].Terms[i] = api.TermCount{Term: t.Text, Count: 1}
 		}
-		out.Terms = []api.HourTerms{ht}
+		out.Terms = one.h[:]
 	}
 	for _, t := range set.cands {
 		if len(out.Candidates) == CandidatesPerIncrement {
