@@ -48,7 +48,9 @@ func Engagement(reposts, likes int64, known bool) float64 {
 // safe for concurrent use.
 type Builder struct {
 	minutes map[time.Time]*minute
-	hours   []*hour // few: a batch's comments are fetched within minutes
+	last    *minute   // the minute of the last comment added, at lastAt
+	lastAt  time.Time // (comments come in batches fetched together)
+	hours   []*hour   // few: a batch's comments are fetched within minutes
 	cands   map[string]int32
 	cand    []candidate // indexed by cands, in order of first sighting
 	tk      tokenizer
@@ -59,7 +61,7 @@ type Builder struct {
 	// (buildSmall). Most increments of a spawn with many subscribers hold
 	// a comment or two of a store batch.
 	small []sighting
-	lists [][]Term            // buildSmall's scratch
+	lists []sortedList        // buildSmall's scratch
 	ents  []entry             // buildSmall's scratch
 	pos   [smallIncrement]int // buildSmall's scratch
 	top   []termq.Item        // Build's scratch
@@ -114,6 +116,7 @@ func NewBuilder() *Builder {
 // again.
 func (b *Builder) Reset() {
 	clear(b.minutes)
+	b.last, b.lastAt = nil, time.Time{}
 	for _, h := range b.hours {
 		clear(h.index)
 		clear(h.tallies) // drop the terms' strings
@@ -193,18 +196,20 @@ func (b *Builder) count(sg sighting) {
 	sg.set.Extract()
 	h := b.begin(sg)
 	seq := b.seq
-	for _, term := range sg.set.terms {
-		i, ok := h.index[term.Text]
+	set := sg.set
+	for _, sp := range set.terms {
+		term := set.textOf(sp)
+		i, ok := h.index[term]
 		if !ok {
 			i = int32(len(h.tallies))
-			h.tallies = append(h.tallies, tally{term: term.Text})
-			h.index[term.Text] = i
+			h.tallies = append(h.tallies, tally{term: term})
+			h.index[term] = i
 		}
 		t := &h.tallies[i]
 		t.n++
 		t.last = seq
-		if term.Kind == Hashtag || term.Kind == Phrase {
-			b.sight(sg.matched, term.Text, sg.score)
+		if sp.kind == Hashtag || sp.kind == Phrase {
+			b.sight(sg.matched, term, sg.score)
 		}
 	}
 }
@@ -213,10 +218,15 @@ func (b *Builder) count(sg sighting) {
 // hour, the comment numbered in b.seq.
 func (b *Builder) begin(sg sighting) *hour {
 	at := sg.at
-	m := b.minutes[at.Truncate(time.Minute)]
-	if m == nil {
-		m = &minute{}
-		b.minutes[at.Truncate(time.Minute)] = m
+	key := at.Truncate(time.Minute)
+	m := b.last
+	if m == nil || b.lastAt != key { // the map's own comparison
+		m = b.minutes[key]
+		if m == nil {
+			m = &minute{}
+			b.minutes[key] = m
+		}
+		b.last, b.lastAt = m, key
 	}
 	m.comments++
 	if sg.author != "" {

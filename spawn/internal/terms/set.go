@@ -17,13 +17,24 @@ import (
 type Set struct {
 	text, lang string
 	extracted  sync.Once
-	terms      []Term // in order of first appearance, at most maxTermsPerComment
-	// sorted is done once byText and cands are set: only increments of
-	// few comments need them (buildSmall), so they are made when first
-	// asked for.
+	all        string // the terms' texts, one after another
+	terms      []span // in order of first appearance, at most maxTermsPerComment
+	// sorted is done once more is set: only increments of few comments
+	// need it (buildSmall), so it is made when first asked for.
 	sorted sync.Once
-	byText []Term // the terms in order of their text
-	cands  []Term // the hashtags and phrases in order of their text
+	more   *sortedSet
+}
+
+// span is where a term's text is in its set's all, and its kind.
+type span struct {
+	start, end uint16 // a set's terms take at most 64 × 129 bytes
+	kind       Kind
+}
+
+// sortedSet is what increments of few comments read of a set.
+type sortedSet struct {
+	byText []span // the terms in order of their text
+	cands  []span // the hashtags and phrases in order of their text
 
 	mu     sync.Mutex
 	author string // whose sketch is in sketch
@@ -43,32 +54,17 @@ func Extract(text, lang string) *Set {
 	return s
 }
 
-// authors is the marshalled author sketch of a minute holding one comment,
-// by author (nil for none), made once for the comments of one item.
-func (s *Set) authors(author string) []byte {
-	if author == "" {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sketch == nil || s.author != author {
-		sk, _ := hyperloglog.NewSketch(SketchPrecision, true)
-		sk.Insert([]byte(author))
-		s.sketch, _ = sk.MarshalBinary()
-		s.author = author
-	}
-	return slices.Clone(s.sketch)
-}
-
 // Len is the number of terms in the set, which it extracts.
 func (s *Set) Len() int {
 	s.Extract()
 	return len(s.terms)
 }
 
+// text is a term's text.
+func (s *Set) textOf(sp span) string { return s.all[sp.start:sp.end] }
+
 // Extract finds the set's terms unless done; it may be called from any
-// goroutine, and whichever comes first extracts them. The terms' texts
-// share one allocation.
+// goroutine, and whichever comes first extracts them.
 func (s *Set) Extract() {
 	s.extracted.Do(func() {
 		e := extractors.Get().(*extractor)
@@ -76,11 +72,11 @@ func (s *Set) Extract() {
 		e.text, e.spans = e.text[:0], e.spans[:0]
 		e.tk.scan(s.text, s.lang, func(term []byte, kind Kind) bool {
 			for _, sp := range e.spans { // at most maxTermsPerComment
-				if sp.end-sp.start == len(term) && bytes.Equal(e.text[sp.start:sp.end], term) {
+				if int(sp.end-sp.start) == len(term) && bytes.Equal(e.text[sp.start:sp.end], term) {
 					return false
 				}
 			}
-			e.spans = append(e.spans, span{start: len(e.text), end: len(e.text) + len(term), kind: kind})
+			e.spans = append(e.spans, span{start: uint16(len(e.text)), end: uint16(len(e.text) + len(term)), kind: kind})
 			e.text = append(e.text, term...)
 			return true
 		})
@@ -88,12 +84,57 @@ func (s *Set) Extract() {
 		if len(e.spans) == 0 {
 			return
 		}
-		all := string(e.text)
-		s.terms = make([]Term, len(e.spans))
-		for i, sp := range e.spans {
-			s.terms[i] = Term{Text: all[sp.start:sp.end], Kind: sp.kind}
+		s.all = string(e.text)
+		s.terms = slices.Clone(e.spans)
+	})
+}
+
+// sort makes s.more, once.
+func (s *Set) sort() *sortedSet {
+	s.Extract()
+	s.sorted.Do(func() {
+		m := &sortedSet{}
+		s.more = m
+		if len(s.terms) == 0 {
+			return
+		}
+		m.byText = slices.Clone(s.terms)
+		slices.SortFunc(m.byText, func(a, b span) int { return strings.Compare(s.textOf(a), s.textOf(b)) })
+		n := 0
+		for _, t := range m.byText {
+			if t.kind == Hashtag || t.kind == Phrase {
+				n++
+			}
+		}
+		if n == 0 {
+			return
+		}
+		m.cands = make([]span, 0, n)
+		for _, t := range m.byText {
+			if t.kind == Hashtag || t.kind == Phrase {
+				m.cands = append(m.cands, t)
+			}
 		}
 	})
+	return s.more
+}
+
+// authors is the marshalled author sketch of a minute holding one comment,
+// by author (nil for none), made once for the comments of one item.
+func (s *Set) authors(author string) []byte {
+	if author == "" {
+		return nil
+	}
+	m := s.sort()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sketch == nil || m.author != author {
+		sk, _ := hyperloglog.NewSketch(SketchPrecision, true)
+		sk.Insert([]byte(author))
+		m.sketch, _ = sk.MarshalBinary()
+		m.author = author
+	}
+	return slices.Clone(m.sketch)
 }
 
 // extractor keeps a tokenizer's buffers, and the terms of the text being
@@ -104,36 +145,4 @@ type extractor struct {
 	spans []span // where each is in text
 }
 
-type span struct {
-	start, end int
-	kind       Kind
-}
-
 var extractors = sync.Pool{New: func() any { return &extractor{} }}
-
-// sort sets byText and cands, once.
-func (s *Set) sort() {
-	s.Extract()
-	s.sorted.Do(func() {
-		if len(s.terms) == 0 {
-			return
-		}
-		s.byText = slices.Clone(s.terms)
-		slices.SortFunc(s.byText, func(a, b Term) int { return strings.Compare(a.Text, b.Text) })
-		n := 0
-		for _, t := range s.byText {
-			if t.Kind == Hashtag || t.Kind == Phrase {
-				n++
-			}
-		}
-		if n == 0 {
-			return
-		}
-		s.cands = make([]Term, 0, n)
-		for _, t := range s.byText {
-			if t.Kind == Hashtag || t.Kind == Phrase {
-				s.cands = append(s.cands, t)
-			}
-		}
-	})
-}

@@ -20,9 +20,6 @@ func (b *Builder) buildSmall() *api.IncrementAnalytics {
 	if len(sgs) == 1 {
 		return buildOne(sgs[0])
 	}
-	for _, sg := range sgs {
-		sg.set.sort()
-	}
 	out := &api.IncrementAnalytics{Minutes: make([]api.MinuteActivity, 0, 1)}
 	for i, sg := range sgs {
 		at := sg.at.Truncate(time.Minute)
@@ -59,7 +56,7 @@ func (b *Builder) buildSmall() *api.IncrementAnalytics {
 		lists := b.lists[:0]
 		for _, o := range sgs[i:] {
 			if o.at.Truncate(time.Hour).Equal(at) {
-				lists = append(lists, o.set.byText)
+				lists = append(lists, sortedList{o.set.all, o.set.sort().byText})
 			}
 		}
 		// Counts in order of the terms' text; the best are the most
@@ -100,7 +97,7 @@ func (b *Builder) buildSmall() *api.IncrementAnalytics {
 	// a query term the comment matched; scores add up in comment order.
 	lists := b.lists[:0]
 	for _, sg := range sgs {
-		lists = append(lists, sg.set.cands)
+		lists = append(lists, sortedList{sg.set.all, sg.set.sort().cands})
 	}
 	merge(lists, b.pos[:len(lists)], func(term string, in uint32) {
 		it := termq.Item{Term: term}
@@ -138,10 +135,11 @@ type entry struct {
 // merge calls f with each term of lists, each sorted by text without
 // duplicates, in order of text, and the lists holding it (bit j for
 // lists[j]). pos is the lists' positions, as many as lists, at most 32.
-func merge(lists [][]Term, pos []int, f func(term string, in uint32)) {
+func merge(lists []sortedList, pos []int, f func(term string, in uint32)) {
 	if len(lists) == 1 {
-		for _, t := range lists[0] {
-			f(t.Text, 1)
+		l := lists[0]
+		for _, sp := range l.spans {
+			f(l.all[sp.start:sp.end], 1)
 		}
 		return
 	}
@@ -149,8 +147,10 @@ func merge(lists [][]Term, pos []int, f func(term string, in uint32)) {
 	for {
 		least, found := "", false
 		for j, l := range lists {
-			if pos[j] < len(l) && (!found || l[pos[j]].Text < least) {
-				least, found = l[pos[j]].Text, true
+			if pos[j] < len(l.spans) {
+				if t := l.text(pos[j]); !found || t < least {
+					least, found = t, true
+				}
 			}
 		}
 		if !found {
@@ -158,7 +158,7 @@ func merge(lists [][]Term, pos []int, f func(term string, in uint32)) {
 		}
 		var in uint32
 		for j, l := range lists {
-			if pos[j] < len(l) && l[pos[j]].Text == least {
+			if pos[j] < len(l.spans) && l.text(pos[j]) == least {
 				in |= 1 << j
 				pos[j]++
 			}
@@ -167,12 +167,21 @@ func merge(lists [][]Term, pos []int, f func(term string, in uint32)) {
 	}
 }
 
+// sortedList is a set's terms, or candidates, in order of their text.
+type sortedList struct {
+	all   string
+	spans []span
+}
+
+// text is the text of the i-th term.
+func (l sortedList) text(i int) string { return l.all[l.spans[i].start:l.spans[i].end] }
+
 // buildOne is buildSmall for an increment of one comment, most increments
 // of a spawn with many subscribers: each of its terms counts once, so the
 // best are the first by text, and so are its candidates, all of one score.
 func buildOne(sg sighting) *api.IncrementAnalytics {
 	set := sg.set
-	set.sort()
+	sorted := set.sort()
 	one := &struct { // one allocation for the analytics and its minute and hour
 		a api.IncrementAnalytics
 		m [1]api.MinuteActivity
@@ -181,25 +190,26 @@ func buildOne(sg sighting) *api.IncrementAnalytics {
 	out := &one.a
 	one.m[0] = api.MinuteActivity{At: sg.at.Truncate(time.Minute), Comments: 1, Authors: set.authors(sg.author)}
 	out.Minutes = one.m[:]
-	if n := len(set.byText); n > 0 {
+	if n := len(sorted.byText); n > 0 {
 		k := min(n, TopTermsPerIncrement)
 		one.h[0] = api.HourTerms{At: sg.at.Truncate(time.Hour), Terms: make([]api.TermCount, k), Other: int64(n - k)}
-		for i, t := range set.byText[:k] {
-			one.h[0].Terms[i] = api.TermCount{Term: t.Text, Count: 1}
+		for i, sp := range sorted.byText[:k] {
+			one.h[0].Terms[i] = api.TermCount{Term: set.textOf(sp), Count: 1}
 		}
 		out.Terms = one.h[:]
 	}
-	for _, t := range set.cands {
+	for _, sp := range sorted.cands {
 		if len(out.Candidates) == CandidatesPerIncrement {
 			break
 		}
-		if len(sg.matched) > 0 && matched(sg.matched, t.Text) {
+		term := set.textOf(sp)
+		if len(sg.matched) > 0 && matched(sg.matched, term) {
 			continue
 		}
 		if out.Candidates == nil {
-			out.Candidates = make([]api.Suggestion, 0, min(len(set.cands), CandidatesPerIncrement))
+			out.Candidates = make([]api.Suggestion, 0, min(len(sorted.cands), CandidatesPerIncrement))
 		}
-		out.Candidates = append(out.Candidates, api.Suggestion{Term: t.Text, Score: sg.score, Count: 1})
+		out.Candidates = append(out.Candidates, api.Suggestion{Term: term, Score: sg.score, Count: 1})
 	}
 	return out
 }
