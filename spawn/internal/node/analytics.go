@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -9,10 +10,10 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/terms"
 )
 
-// analyze gathers the analytics of a written batch's fresh comments per
-// increment they count under. It runs before recordWritten takes the node
-// lock: every comment of an increment is in the one batch it was assigned
-// in (assignIncrements), so each increment's analytics is complete here.
+// analyze gathers the analytics of a written batch's fresh comments (all
+// of them for fresh nil) per increment they count under: every comment of
+// an increment is in the one batch it was assigned in (assignIncrements),
+// so each increment's analytics is complete here.
 func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementAnalytics {
 	if n.cfg.NoAnalytics {
 		return nil
@@ -26,7 +27,7 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 		}
 	}()
 	for j := range batch {
-		if !fresh[j] {
+		if fresh != nil && !fresh[j] {
 			continue
 		}
 		c := &batch[j].comment
@@ -96,6 +97,49 @@ func (n *Node) extractTerms(ctx context.Context) {
 // subscribers), so their terms are the same.
 func sameItem(a, b *api.Comment) bool {
 	return a.ID == b.ID && a.Text == b.Text && a.Lang == b.Lang
+}
+
+// analysis is the analytics of a batch computed while the store writes
+// it: a batch's comments are nearly always all fresh, so the store writer
+// need not wait, after the store call, for what it can work out during.
+type analysis struct {
+	batch []pending
+	done  chan struct{} // closed when out is set
+	out   map[uint64]*api.IncrementAnalytics
+}
+
+// startAnalysis starts analysing a batch about to be written, as if every
+// comment of it were fresh, beside the store call; analyticsOf takes the
+// result. The store writer's goroutine alone calls both, a batch at a
+// time: startAnalysis first waits for the analysis of a batch whose write
+// did not complete.
+func (n *Node) startAnalysis(batch []pending) {
+	if n.cfg.NoAnalytics || len(batch) == 0 {
+		return
+	}
+	if a := n.analysis; a != nil {
+		<-a.done
+	}
+	a := &analysis{batch: batch, done: make(chan struct{})}
+	n.analysis = a
+	go func() {
+		defer close(a.done)
+		a.out = n.analyze(batch, nil)
+	}()
+}
+
+// analyticsOf returns the analytics of a written batch's fresh comments:
+// those startAnalysis worked out when the batch is the one it was given
+// and every comment of it is fresh, else analysed now.
+func (n *Node) analyticsOf(batch []pending, fresh []bool) map[uint64]*api.IncrementAnalytics {
+	if a := n.analysis; a != nil {
+		n.analysis = nil
+		<-a.done
+		if len(batch) == len(a.batch) && len(batch) > 0 && &batch[0] == &a.batch[0] && !slices.Contains(fresh, false) {
+			return a.out
+		}
+	}
+	return n.analyze(batch, fresh)
 }
 
 // builderPool keeps builders, emptied, between batches: their maps keep

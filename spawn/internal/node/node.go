@@ -95,6 +95,9 @@ type Node struct {
 	writer  *writer
 	// extractQ holds the term sets of counted items for extractTerms.
 	extractQ chan *terms.Set
+	// analysis is the batch being written's (startAnalysis); the store
+	// writer's goroutine alone uses it.
+	analysis *analysis
 	kick     chan struct{} // wakes the attach loop
 	// indexBuilder compiles query indexes (buildIndex; a test may slow
 	// it down to watch the node work while one compiles).

@@ -50,6 +50,13 @@ func (n *Node) pruneAckedLocked(acks []uint64) {
 // batch, numbered in the order batches are written. It returns the
 // increments' intents for a store that journals them.
 func (n *Node) assignIncrements(batch []pending) []store.Intent {
+	intents := n.numberIncrements(batch)
+	n.startAnalysis(batch) // numbered: its analytics can be worked out during the write
+	return intents
+}
+
+// numberIncrements is assignIncrements without the analysis.
+func (n *Node) numberIncrements(batch []pending) []store.Intent {
 	type key struct {
 		crawler  int64
 		instance uint64
@@ -82,7 +89,7 @@ func (n *Node) assignIncrements(batch []pending) []store.Intent {
 // assigned. A comment the store already held (delivered again after a
 // crawler moved) is not usage: its reservation goes back to the lease.
 func (n *Node) recordWritten(batch []pending, fresh []bool) {
-	analytics := n.analyze(batch, fresh) // outside the lock: tokenizing is the costly part
+	analytics := n.analyticsOf(batch, fresh) // outside the lock: it is the costly part
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	idx := map[uint64]int{}
