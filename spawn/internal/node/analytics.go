@@ -52,8 +52,8 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 // withTerms gives counted comments the set of terms their analytics
 // count, one set per item: the comments of one item, made for each
 // subscriber it matched, are adjacent and share it. The terms are
-// extracted ahead of the store writer by extractTerms; the writer
-// extracts any set it gets to first.
+// extracted ahead of the store writer by extractTerms; the writer's
+// analysis extracts any set it gets to first.
 func (n *Node) withTerms(ps []pending) {
 	if n.cfg.NoAnalytics {
 		return
@@ -68,25 +68,71 @@ func (n *Node) withTerms(ps []pending) {
 			continue
 		}
 		p.terms = terms.NewSet(p.comment.Text, p.comment.Lang)
+		n.extractQ.add(p.terms)
+	}
+}
+
+// Term extraction ahead of the store writer.
+const (
+	// extractBunch is how many sets extractTerms is woken for: waking
+	// it for each item would cost the data source more than the
+	// extraction saves. Fewer sets wait for the writer's analysis.
+	extractBunch = 64
+	// extractQueue is how many sets may wait for extractTerms; beyond it
+	// the writer's analysis extracts them.
+	extractQueue = 4096
+)
+
+// termsQueue hands term sets to extractTerms in bunches.
+type termsQueue struct {
+	mu    sync.Mutex
+	sets  []*terms.Set
+	ready chan struct{} // a bunch waits (capacity 1)
+}
+
+func newTermsQueue() *termsQueue { return &termsQueue{ready: make(chan struct{}, 1)} }
+
+// add queues a set, unless extractTerms is too far behind.
+func (q *termsQueue) add(s *terms.Set) {
+	q.mu.Lock()
+	if len(q.sets) >= extractQueue {
+		q.mu.Unlock()
+		return
+	}
+	q.sets = append(q.sets, s)
+	bunch := len(q.sets) == extractBunch
+	q.mu.Unlock()
+	if bunch {
 		select {
-		case n.extractQ <- p.terms:
-		default: // extractTerms is behind: the writer will extract it
+		case q.ready <- struct{}{}:
+		default:
 		}
 	}
 }
 
-// extractQueue is how many items' terms may wait for extractTerms; beyond
-// it the store writer extracts them.
-const extractQueue = 4096
+// take moves the queued sets into buf.
+func (q *termsQueue) take(buf []*terms.Set) []*terms.Set {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	buf = append(buf[:0], q.sets...)
+	clear(q.sets)
+	q.sets = q.sets[:0]
+	return buf
+}
 
-// extractTerms extracts the terms of counted items until ctx ends, so
-// that neither the data sources nor the store writer, each a serial path
-// every comment takes, spends its time tokenizing.
+// extractTerms extracts the terms of counted items, a bunch at a time,
+// until ctx ends, so that neither the data sources nor the store writer,
+// each a serial path every comment takes, spends its time tokenizing.
 func (n *Node) extractTerms(ctx context.Context) {
+	var sets []*terms.Set
 	for {
 		select {
-		case s := <-n.extractQ:
-			s.Extract()
+		case <-n.extractQ.ready:
+			sets = n.extractQ.take(sets)
+			for _, s := range sets {
+				s.Extract()
+			}
+			clear(sets)
 		case <-ctx.Done():
 			return
 		}

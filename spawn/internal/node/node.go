@@ -22,7 +22,6 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/terms"
 )
 
 // Defaults the spawn keeps until the hub tells it its own at registration.
@@ -94,7 +93,7 @@ type Node struct {
 	metrics *Metrics
 	writer  *writer
 	// extractQ holds the term sets of counted items for extractTerms.
-	extractQ chan *terms.Set
+	extractQ *termsQueue
 	// analysis is the batch being written's (startAnalysis); the store
 	// writer's goroutine alone uses it.
 	analysis *analysis
@@ -219,7 +218,7 @@ func New(cfg Config) (*Node, error) {
 
 		indexBuilder: buildIndex,
 	}
-	n.extractQ = make(chan *terms.Set, extractQueue)
+	n.extractQ = newTermsQueue()
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
 	// Unchecked (it describes nothing up front), so it always registers.
 	n.metrics.Registry.MustRegister(sourceCollector{n})

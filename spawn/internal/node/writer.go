@@ -84,6 +84,9 @@ type writer struct {
 	failing int           // failing lanes
 	space   chan struct{} // closed (and replaced) when room is made
 	spare   []*lane       // emptied lanes, for newLaneLocked
+	// lingering is set while the writer waits for a batch to fill
+	// (linger): only a full batch need wake it then.
+	lingering bool
 }
 
 // newLaneLocked returns an empty lane, a spare one when there is one.
@@ -179,9 +182,10 @@ func (w *writer) enqueueAll(ctx context.Context, ps []pending) (int, error) {
 		if added > 0 {
 			w.metrics.storeQueueDepth.Set(float64(w.held))
 		}
+		wake := added > 0 && (!w.lingering || w.held >= writerBatch)
 		room := w.space
 		w.mu.Unlock()
-		if added > 0 {
+		if wake {
 			select {
 			case w.work <- struct{}{}:
 			default:
@@ -277,9 +281,15 @@ func (w *writer) run(ctx, drainCtx context.Context) {
 func (w *writer) linger() {
 	timer := time.NewTimer(writerLinger)
 	defer timer.Stop()
+	defer func() {
+		w.mu.Lock()
+		w.lingering = false
+		w.mu.Unlock()
+	}()
 	for {
 		w.mu.Lock()
 		full := w.held >= writerBatch
+		w.lingering = !full
 		w.mu.Unlock()
 		if full {
 			return
