@@ -148,8 +148,7 @@ type subscriber struct {
 	leaseSeq   uint64
 	leaseTotal int64 // cumulative allowance of this instance
 	leaseUntil int64 // spawn clock, ms
-	seen       map[string]struct{}
-	seenOrder  []string
+	seen       seenIDs
 	backlog    []source.Item // items waiting for a lease
 	// rejectedTotal is the node's bw_spawn_comments_rejected_total.
 	rejectedTotal prometheus.Counter
