@@ -139,7 +139,15 @@ func (q *Queue) Items() []Item {
 // by frequency), and of two equal in both the smaller term. Scores are
 // compared as floats: 0.3 ranks above 0.2.
 func Compare(a, b Item) int {
-	return cmp.Or(cmp.Compare(a.Score, b.Score), cmp.Compare(a.Count, b.Count), cmp.Compare(b.Term, a.Term))
+	// Each comparison only when the ones before tie: cmp.Or would compare
+	// the terms every time.
+	if c := cmp.Compare(a.Score, b.Score); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Count, b.Count); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.Term, a.Term)
 }
 
 func less(a, b Item) bool { return Compare(a, b) < 0 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -8,10 +10,10 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/terms"
 )
 
-// analyze gathers the analytics of a written batch's fresh comments per
-// increment they count under. It runs before recordWritten takes the node
-// lock: every comment of an increment is in the one batch it was assigned
-// in (assignIncrements), so each increment's analytics is complete here.
+// analyze gathers the analytics of a written batch's fresh comments (all
+// of them for fresh nil) per increment they count under: every comment of
+// an increment is in the one batch it was assigned in (assignIncrements),
+// so each increment's analytics is complete here.
 func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementAnalytics {
 	if n.cfg.NoAnalytics {
 		return nil
@@ -25,7 +27,7 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 		}
 	}()
 	for j := range batch {
-		if !fresh[j] {
+		if fresh != nil && !fresh[j] {
 			continue
 		}
 		c := &batch[j].comment
@@ -34,13 +36,156 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 			b = builderPool.Get().(*terms.Builder)
 			builders[c.IncSeq] = b
 		}
-		b.Add(c, now)
+		if t := batch[j].terms; t != nil {
+			b.AddSet(c, t, now)
+		} else {
+			b.Add(c, now)
+		}
 	}
 	out := make(map[uint64]*api.IncrementAnalytics, len(builders))
 	for seq, b := range builders {
 		out[seq] = b.Build()
 	}
 	return out
+}
+
+// withTerms gives counted comments the set of terms their analytics
+// count, one set per item: the comments of one item, made for each
+// subscriber it matched, are adjacent and share it. The terms are
+// extracted ahead of the store writer by extractTerms; the writer's
+// analysis extracts any set it gets to first.
+func (n *Node) withTerms(ps []pending) {
+	if n.cfg.NoAnalytics {
+		return
+	}
+	for i := range ps {
+		p := &ps[i]
+		if p.terms != nil {
+			continue
+		}
+		if i > 0 && sameItem(&ps[i-1].comment, &p.comment) {
+			p.terms = ps[i-1].terms
+			continue
+		}
+		p.terms = terms.NewSet(p.comment.Text, p.comment.Lang)
+		n.extractQ.add(p.terms)
+	}
+}
+
+// Term extraction ahead of the store writer.
+const (
+	// extractBunch is how many sets extractTerms is woken for: waking
+	// it for each item would cost the data source more than the
+	// extraction saves. Fewer sets wait for the writer's analysis.
+	extractBunch = 64
+	// extractQueue is how many sets may wait for extractTerms; beyond it
+	// the writer's analysis extracts them.
+	extractQueue = 4096
+)
+
+// termsQueue hands term sets to extractTerms in bunches.
+type termsQueue struct {
+	mu    sync.Mutex
+	sets  []*terms.Set
+	ready chan struct{} // a bunch waits (capacity 1)
+}
+
+func newTermsQueue() *termsQueue { return &termsQueue{ready: make(chan struct{}, 1)} }
+
+// add queues a set, unless extractTerms is too far behind.
+func (q *termsQueue) add(s *terms.Set) {
+	q.mu.Lock()
+	if len(q.sets) >= extractQueue {
+		q.mu.Unlock()
+		return
+	}
+	q.sets = append(q.sets, s)
+	bunch := len(q.sets) == extractBunch
+	q.mu.Unlock()
+	if bunch {
+		select {
+		case q.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take moves the queued sets into buf.
+func (q *termsQueue) take(buf []*terms.Set) []*terms.Set {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	buf = append(buf[:0], q.sets...)
+	clear(q.sets)
+	q.sets = q.sets[:0]
+	return buf
+}
+
+// extractTerms extracts the terms of counted items, a bunch at a time,
+// until ctx ends, so that neither the data sources nor the store writer,
+// each a serial path every comment takes, spends its time tokenizing.
+func (n *Node) extractTerms(ctx context.Context) {
+	var sets []*terms.Set
+	for {
+		select {
+		case <-n.extractQ.ready:
+			sets = n.extractQ.take(sets)
+			for _, s := range sets {
+				s.Extract()
+			}
+			clear(sets)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sameItem reports whether two comments were made of one item (for two
+// subscribers), so their terms are the same.
+func sameItem(a, b *api.Comment) bool {
+	return a.ID == b.ID && a.Text == b.Text && a.Lang == b.Lang
+}
+
+// analysis is the analytics of a batch computed while the store writes
+// it: a batch's comments are nearly always all fresh, so the store writer
+// need not wait, after the store call, for what it can work out during.
+type analysis struct {
+	batch []pending
+	done  chan struct{} // closed when out is set
+	out   map[uint64]*api.IncrementAnalytics
+}
+
+// startAnalysis starts analysing a batch about to be written, as if every
+// comment of it were fresh, beside the store call; analyticsOf takes the
+// result. The store writer's goroutine alone calls both, a batch at a
+// time: startAnalysis first waits for the analysis of a batch whose write
+// did not complete.
+func (n *Node) startAnalysis(batch []pending) {
+	if n.cfg.NoAnalytics || len(batch) == 0 {
+		return
+	}
+	if a := n.analysis; a != nil {
+		<-a.done
+	}
+	a := &analysis{batch: batch, done: make(chan struct{})}
+	n.analysis = a
+	go func() {
+		defer close(a.done)
+		a.out = n.analyze(batch, nil)
+	}()
+}
+
+// analyticsOf returns the analytics of a written batch's fresh comments:
+// those startAnalysis worked out when the batch is the one it was given
+// and every comment of it is fresh, else analysed now.
+func (n *Node) analyticsOf(batch []pending, fresh []bool) map[uint64]*api.IncrementAnalytics {
+	if a := n.analysis; a != nil {
+		n.analysis = nil
+		<-a.done
+		if len(batch) == len(a.batch) && len(batch) > 0 && &batch[0] == &a.batch[0] && !slices.Contains(fresh, false) {
+			return a.out
+		}
+	}
+	return n.analyze(batch, fresh)
 }
 
 // builderPool keeps builders, emptied, between batches: their maps keep

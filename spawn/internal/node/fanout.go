@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -98,7 +99,15 @@ const emitChunk = 256
 // batch holds neither the lock nor its comments for long.
 func (n *Node) emitter(ds *dataSource) source.Emit {
 	return func(ctx context.Context, items []source.Item) error {
-		var out []pending
+		buf := emitBuffers.Get().(*[]pending)
+		out := (*buf)[:0]
+		defer func() {
+			clear(out) // keep no comments alive in the pool
+			if cap(out) <= emitBufferMax {
+				*buf = out[:0]
+				emitBuffers.Put(buf)
+			}
+		}()
 		for len(items) > 0 {
 			k := min(len(items), emitChunk)
 			var err error
@@ -106,16 +115,15 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 				return err
 			}
 			items = items[k:]
-			for i, p := range out {
-				if err := n.writer.enqueue(ctx, p); err != nil {
-					// The subscriber is gone and its data source stopped:
-					// the comments were counted against a lease but will
-					// not be stored, so give the reservations back.
-					for _, q := range out[i:] {
-						n.unreserve(q)
-					}
-					return err
+			n.withTerms(out)
+			if k, err := n.writer.enqueueAll(ctx, out); err != nil {
+				// The subscriber is gone and its data source stopped:
+				// the comments were counted against a lease but will
+				// not be stored, so give the reservations back.
+				for _, q := range out[k:] {
+					n.unreserve(q)
 				}
+				return err
 			}
 			clear(out)
 			if err := ctx.Err(); err != nil {
@@ -125,6 +133,15 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 		return nil
 	}
 }
+
+// emitBuffers keeps the emitters' buffers of comments between calls: a
+// source that hands over one item at a time would otherwise grow a new
+// one per item.
+var emitBuffers = sync.Pool{New: func() any { return new([]pending) }}
+
+// emitBufferMax is the largest buffer kept, in comments: a chunk matching
+// many subscribers makes a buffer not worth keeping.
+const emitBufferMax = 4096
 
 // matchChunk matches items under the node lock and appends the comments
 // they make to out. It fails when the data source was stopped.
@@ -137,19 +154,20 @@ func (n *Node) matchChunk(ds *dataSource, items []source.Item, out []pending) ([
 	now := n.clock()
 	index, open := ds.matchersLocked()
 	for _, it := range items {
+		h := idHash(it.ID) // once for every subscriber
 		for _, s := range open {
-			if p, ok := s.acceptMatchedLocked(it, nil, now); ok {
+			if p, ok := s.acceptMatchedLocked(it, h, nil, now); ok {
 				n.pendingLocked(p.comment.CrawlerID, 1)
 				out = append(out, p)
 			}
 		}
 		ds.hits = index.AppendMatch(ds.hits[:0], matchItem(it))
-		for _, h := range ds.hits {
-			s, ok := ds.subs[h.Subscriber]
+		for _, hit := range ds.hits {
+			s, ok := ds.subs[hit.Subscriber]
 			if !ok {
 				continue
 			}
-			if p, ok := s.acceptMatchedLocked(it, h.Terms, now); ok {
+			if p, ok := s.acceptMatchedLocked(it, h, hit.Terms, now); ok {
 				n.pendingLocked(p.comment.CrawlerID, 1)
 				out = append(out, p)
 			}
@@ -185,6 +203,7 @@ func (n *Node) enqueueReleasedLocked(released []pending) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
+		n.withTerms(released)
 		for _, p := range released {
 			if n.writer.enqueue(ctx, p) != nil {
 				n.unreserve(p)
@@ -216,15 +235,15 @@ func (s *subscriber) acceptLocked(it source.Item, now int64) (pending, bool) {
 	if !ok {
 		return pending{}, false
 	}
-	return s.acceptMatchedLocked(it, matched, now)
+	return s.acceptMatchedLocked(it, idHash(it.ID), matched, now)
 }
 
 // acceptMatchedLocked is acceptLocked for an item whose query the caller
 // has already evaluated (the data source's query index): matched are the
 // query's positive terms the item contains, nil for a subscriber without a
-// filter.
-func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now int64) (pending, bool) {
-	if _, dup := s.seen[it.ID]; dup {
+// filter; h is idHash of the item's id.
+func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []string, now int64) (pending, bool) {
+	if s.seen.has(it.ID, h) {
 		return pending{}, false
 	}
 	if c := s.spec.Cursor; c != nil && behindCursor(it, c) {
@@ -247,7 +266,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now i
 		return pending{}, false
 	}
 	s.reserved++
-	s.rememberLocked(it.ID)
+	s.seen.add(it.ID, h)
 	s.rate.add(time.Now(), 1)
 	return pending{
 		comment: api.Comment{
@@ -270,23 +289,6 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, matched []string, now i
 		instance: s.instance,
 		leaseSeq: s.leaseSeq,
 	}, true
-}
-
-// rememberLocked records a counted item's id, forgetting the oldest beyond
-// seenPerSubscriber. They are forgotten a quarter of the bound at a time
-// (it holds up to 1.25 times the bound), so each id costs O(1) amortized
-// rather than a copy of the whole list, which under garbage collection
-// dominated a busy subscriber's time.
-func (s *subscriber) rememberLocked(id string) {
-	s.seen[id] = struct{}{}
-	s.seenOrder = append(s.seenOrder, id)
-	if len(s.seenOrder) > seenPerSubscriber+seenPerSubscriber/4 {
-		drop := len(s.seenOrder) - seenPerSubscriber
-		for _, old := range s.seenOrder[:drop] {
-			delete(s.seen, old)
-		}
-		s.seenOrder = append(s.seenOrder[:0], s.seenOrder[drop:]...)
-	}
 }
 
 // behindCursor reports whether an item is one the crawler has already

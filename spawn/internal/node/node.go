@@ -92,7 +92,12 @@ type Node struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	writer  *writer
-	kick    chan struct{} // wakes the attach loop
+	// extractQ holds the term sets of counted items for extractTerms.
+	extractQ *termsQueue
+	// analysis is the batch being written's (startAnalysis); the store
+	// writer's goroutine alone uses it.
+	analysis *analysis
+	kick     chan struct{} // wakes the attach loop
 	// indexBuilder compiles query indexes (buildIndex; a test may slow
 	// it down to watch the node work while one compiles).
 	indexBuilder func(prev *match.QueryIndex, byID map[int64]*query.Query) *match.QueryIndex
@@ -143,8 +148,7 @@ type subscriber struct {
 	leaseSeq   uint64
 	leaseTotal int64 // cumulative allowance of this instance
 	leaseUntil int64 // spawn clock, ms
-	seen       map[string]struct{}
-	seenOrder  []string
+	seen       seenIDs
 	backlog    []source.Item // items waiting for a lease
 	// rejectedTotal is the node's bw_spawn_comments_rejected_total.
 	rejectedTotal prometheus.Counter
@@ -213,6 +217,7 @@ func New(cfg Config) (*Node, error) {
 
 		indexBuilder: buildIndex,
 	}
+	n.extractQ = newTermsQueue()
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
 	// Unchecked (it describes nothing up front), so it always registers.
 	n.metrics.Registry.MustRegister(sourceCollector{n})
@@ -238,9 +243,10 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	drainCtx, cancelDrain := context.WithCancel(context.Background())
 	defer cancelDrain()
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	writerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(writerDone); n.writer.run(ctx, drainCtx) }()
+	go func() { defer wg.Done(); n.extractTerms(ctx) }()
 	go func() { defer wg.Done(); n.attachLoop(ctx) }()
 	go func() { defer wg.Done(); n.watch(ctx) }()
 

@@ -172,9 +172,10 @@ func attachNode(t testing.TB, cfg Config) *Node {
 	n.runCtx = ctx
 	n.state, n.epoch, n.lastContact = api.NodeAttached, "e1", time.Now()
 	n.mu.Unlock()
-	done := make(chan struct{})
+	done, extracted := make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); n.writer.run(ctx, ctx) }()
-	t.Cleanup(func() { cancel(); <-done; n.wg.Wait() })
+	go func() { defer close(extracted); n.extractTerms(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; <-extracted; n.wg.Wait() })
 	return n
 }
 

@@ -103,7 +103,7 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 		n.removeLocked(spec.CrawlerID)
 	}
 	n.instances++
-	s := &subscriber{spec: spec, filter: filter, instance: n.instances, keys: keys, kind: kind, lastPolled: now, seen: map[string]struct{}{}, rejectedTotal: n.metrics.commentsRejected}
+	s := &subscriber{spec: spec, filter: filter, instance: n.instances, keys: keys, kind: kind, lastPolled: now, seen: newSeenIDs(), rejectedTotal: n.metrics.commentsRejected}
 	for _, k := range keys {
 		ds, ok := n.sources[k]
 		if !ok {

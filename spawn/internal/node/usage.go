@@ -50,27 +50,46 @@ func (n *Node) pruneAckedLocked(acks []uint64) {
 // batch, numbered in the order batches are written. It returns the
 // increments' intents for a store that journals them.
 func (n *Node) assignIncrements(batch []pending) []store.Intent {
+	intents := n.numberIncrements(batch)
+	n.startAnalysis(batch) // numbered: its analytics can be worked out during the write
+	return intents
+}
+
+// numberIncrements is assignIncrements without the analysis.
+func (n *Node) numberIncrements(batch []pending) []store.Intent {
 	type key struct {
 		crawler  int64
 		instance uint64
 		lease    uint64
 	}
+	// A batch holds a crawler's comments together (a lane at a time), so
+	// its runs of one key bound its increments: size for them once.
+	runs := 0
+	for i := range batch {
+		if i == 0 || batch[i].comment.CrawlerID != batch[i-1].comment.CrawlerID ||
+			batch[i].instance != batch[i-1].instance || batch[i].leaseSeq != batch[i-1].leaseSeq {
+			runs++
+		}
+	}
+	idx := make(map[key]int, runs)
+	intents := make([]store.Intent, 0, runs)
+	days := make([]time.Time, runs) // each increment's first day
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	idx := map[key]int{}
-	var intents []store.Intent
 	for i := range batch {
 		p := &batch[i]
 		k := key{p.comment.CrawlerID, p.instance, p.leaseSeq}
 		j, ok := idx[k]
+		day := p.comment.PublishedAt.UTC().Truncate(24 * time.Hour)
 		if !ok {
 			n.incSeq++
-			intents = append(intents, store.Intent{NodeID: n.id, Seq: n.incSeq, CrawlerID: k.crawler, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq})
-			j = len(intents) - 1
+			j = len(intents)
+			days[j] = day
+			intents = append(intents, store.Intent{NodeID: n.id, Seq: n.incSeq, CrawlerID: k.crawler, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq,
+				Days: days[j : j+1 : j+1]}) // a second day copies it out
 			idx[k] = j
 		}
 		p.comment.NodeID, p.comment.IncSeq = n.id, intents[j].Seq
-		day := p.comment.PublishedAt.UTC().Truncate(24 * time.Hour)
 		if !slices.ContainsFunc(intents[j].Days, day.Equal) {
 			intents[j].Days = append(intents[j].Days, day)
 		}
@@ -82,7 +101,7 @@ func (n *Node) assignIncrements(batch []pending) []store.Intent {
 // assigned. A comment the store already held (delivered again after a
 // crawler moved) is not usage: its reservation goes back to the lease.
 func (n *Node) recordWritten(batch []pending, fresh []bool) {
-	analytics := n.analyze(batch, fresh) // outside the lock: tokenizing is the costly part
+	analytics := n.analyticsOf(batch, fresh) // outside the lock: it is the costly part
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	idx := map[uint64]int{}

@@ -11,6 +11,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/terms"
 )
 
 // Writer tuning. The buffer bounds memory and is what pushes back on the data
@@ -23,8 +24,14 @@ const (
 	// waits; the other crawlers keep the rest of the buffer and go on
 	// storing. Several failing crawlers at once, or a store down for all,
 	// fill the buffer and every source waits, as for a slow store.
-	writerLaneMax    = writerBuffer / 4
-	writerBatch      = 512                    // comments per store call at most
+	writerLaneMax = writerBuffer / 4
+	writerBatch   = 512 // comments per store call at most
+	// spareLanes is how many emptied lanes the writer keeps for the
+	// crawlers to come, and spareLaneItems the most room a kept lane's
+	// items may have: a spawn with many subscribers empties a lane, and
+	// needs a new one, for nearly every comment.
+	spareLanes       = 1024
+	spareLaneItems   = 64
 	writerLinger     = 20 * time.Millisecond  // wait for more before a partial batch
 	writeRetryMin    = 100 * time.Millisecond // first retry after a failed write
 	writeRetryMax    = 5 * time.Second        // retries back off up to this
@@ -38,6 +45,10 @@ type pending struct {
 	userID   int64
 	instance uint64
 	leaseSeq uint64
+	// terms are the comment's terms for its analytics, extracted once
+	// for every subscriber's comment of the same item (withTerms); nil
+	// when analytics are off or not extracted yet.
+	terms *terms.Set
 }
 
 // lane is one crawler's comments waiting for the store. A lane whose write
@@ -72,6 +83,33 @@ type writer struct {
 	held    int           // comments held, in lanes and in store calls
 	failing int           // failing lanes
 	space   chan struct{} // closed (and replaced) when room is made
+	spare   []*lane       // emptied lanes, for newLaneLocked
+	// lingering is set while the writer waits for a batch to fill
+	// (linger): only a full batch need wake it then.
+	lingering bool
+}
+
+// newLaneLocked returns an empty lane, a spare one when there is one.
+func (w *writer) newLaneLocked() *lane {
+	if n := len(w.spare); n > 0 {
+		l := w.spare[n-1]
+		w.spare[n-1] = nil
+		w.spare = w.spare[:n-1]
+		return l
+	}
+	return &lane{retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+}
+
+// spareLocked keeps an emptied lane, not failing and holding nothing, for
+// newLaneLocked.
+func (w *writer) spareLocked(l *lane) {
+	if len(w.spare) >= spareLanes || cap(l.items) > spareLaneItems {
+		return
+	}
+	items := l.items[:cap(l.items)]
+	clear(items)
+	*l = lane{items: items[:0], retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+	w.spare = append(w.spare, l)
 }
 
 func newWriter(st store.Store, logger *slog.Logger, m *Metrics, assign func([]pending) []store.Intent, written func([]pending, []bool)) *writer {
@@ -87,7 +125,7 @@ func (w *writer) enqueue(ctx context.Context, p pending) error {
 		w.mu.Lock()
 		l := w.lanes[id]
 		if l == nil {
-			l = &lane{retry: backoff.Policy{Min: writeRetryMin, Max: writeRetryMax, NoJitter: true}}
+			l = w.newLaneLocked()
 			w.lanes[id] = l
 		}
 		if w.held < writerBuffer && l.held < writerLaneMax {
@@ -111,6 +149,55 @@ func (w *writer) enqueue(ctx context.Context, p pending) error {
 		case <-room:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// enqueueAll is enqueue for comments in order, taking the lock once for as
+// many as there is room for. It returns how many it enqueued: all of them,
+// or those before the one it was waiting room for when ctx ended.
+func (w *writer) enqueueAll(ctx context.Context, ps []pending) (int, error) {
+	done := 0
+	for {
+		w.mu.Lock()
+		added := 0
+		for ; done < len(ps); done++ {
+			id := ps[done].comment.CrawlerID
+			l := w.lanes[id]
+			if l == nil {
+				l = w.newLaneLocked()
+				w.lanes[id] = l
+			}
+			if w.held >= writerBuffer || l.held >= writerLaneMax {
+				break
+			}
+			if len(l.items) == 0 && !l.failing {
+				w.order = append(w.order, id)
+			}
+			l.items = append(l.items, ps[done])
+			l.held++
+			w.held++
+			added++
+		}
+		if added > 0 {
+			w.metrics.storeQueueDepth.Set(float64(w.held))
+		}
+		wake := added > 0 && (!w.lingering || w.held >= writerBatch)
+		room := w.space
+		w.mu.Unlock()
+		if wake {
+			select {
+			case w.work <- struct{}{}:
+			default:
+			}
+		}
+		if done == len(ps) {
+			return done, nil
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return done, ctx.Err()
 		}
 	}
 }
@@ -194,9 +281,15 @@ func (w *writer) run(ctx, drainCtx context.Context) {
 func (w *writer) linger() {
 	timer := time.NewTimer(writerLinger)
 	defer timer.Stop()
+	defer func() {
+		w.mu.Lock()
+		w.lingering = false
+		w.mu.Unlock()
+	}()
 	for {
 		w.mu.Lock()
 		full := w.held >= writerBatch
+		w.lingering = !full
 		w.mu.Unlock()
 		if full {
 			return
@@ -231,6 +324,9 @@ func (w *writer) takeLocked(now time.Time) (batch []pending, solo bool, wait tim
 		batch = slices.Clone(l.items[:k])
 		l.items = slices.Delete(l.items, 0, k)
 		return batch, true, 0
+	}
+	if len(w.order) > 0 {
+		batch = make([]pending, 0, min(w.held, writerBatch))
 	}
 	for len(batch) < writerBatch && len(w.order) > 0 {
 		id := w.order[0]
@@ -351,6 +447,7 @@ func (w *writer) done(batch []pending, fresh []bool) {
 			l.held--
 			if l.held <= 0 && !l.failing {
 				delete(w.lanes, id)
+				w.spareLocked(l)
 			}
 		}
 	}

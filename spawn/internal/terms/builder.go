@@ -48,115 +48,237 @@ func Engagement(reposts, likes int64, known bool) float64 {
 // safe for concurrent use.
 type Builder struct {
 	minutes map[time.Time]*minute
-	hours   map[time.Time]map[string]*tally
-	cands   map[string]*candidate
+	last    *minute   // the minute of the last comment added, at lastAt
+	lastAt  time.Time // (comments come in batches fetched together)
+	hours   []*hour   // few: a batch's comments are fetched within minutes
+	cands   map[string]int32
+	cand    []candidate // indexed by cands, in order of first sighting
 	tk      tokenizer
-	seq     int // the comment being added, to count each term once in it
-	spare   []map[string]*tally
+	seq     int32 // the comment being added, to count each term once in it
+	spare   []*hour
+	// small holds the comments of an increment added with AddSet while
+	// they are few, not yet counted: Build counts them without maps
+	// (buildSmall). Most increments of a spawn with many subscribers hold
+	// a comment or two of a store batch.
+	small []sighting
+	lists []sortedList        // buildSmall's scratch
+	ents  []entry             // buildSmall's scratch
+	pos   [smallIncrement]int // buildSmall's scratch
+	top   []termq.Item        // Build's scratch
 }
+
+// sighting is a comment as the builder counts it.
+type sighting struct {
+	at      time.Time // when fetched, UTC
+	author  string
+	matched []string
+	score   float64
+	set     *Set
+}
+
+// smallIncrement is how many comments an increment may have for Build to
+// count them by merging their sorted terms rather than in maps.
+const smallIncrement = 8
 
 type minute struct {
 	comments int64
 	authors  *hyperloglog.Sketch
 }
 
+// hour is the term counts of one hour: tallies indexed by index, so
+// counting a term seen before allocates nothing and building the
+// increment walks a slice rather than a map.
+type hour struct {
+	at      time.Time
+	index   map[string]int32
+	tallies []tally
+}
+
 // tally is a term's count in an hour and the last comment that counted it.
 type tally struct {
+	term string
 	n    int64
-	last int
+	last int32
 }
 
 type candidate struct {
 	termq.Item
-	last int
+	last int32
 }
-
-// builderTerms sizes a builder's maps for a store batch's vocabulary, so
-// they do not grow while counting.
-const builderTerms = 512
 
 // NewBuilder returns an empty builder.
 func NewBuilder() *Builder {
-	return &Builder{minutes: map[time.Time]*minute{}, hours: map[time.Time]map[string]*tally{}, cands: make(map[string]*candidate, builderTerms/4)}
+	return &Builder{minutes: map[time.Time]*minute{}, cands: map[string]int32{}}
 }
 
 // Reset empties the builder for another increment, keeping its maps'
-// room: a builder reused batch after batch does not grow them again.
+// and slices' room: a builder reused batch after batch does not grow them
+// again.
 func (b *Builder) Reset() {
 	clear(b.minutes)
-	for _, counts := range b.hours {
-		clear(counts)
-		b.spare = append(b.spare, counts)
+	b.last, b.lastAt = nil, time.Time{}
+	for _, h := range b.hours {
+		clear(h.index)
+		clear(h.tallies) // drop the terms' strings
+		h.tallies = h.tallies[:0]
+		b.spare = append(b.spare, h)
 	}
 	clear(b.hours)
+	b.hours = b.hours[:0]
 	clear(b.cands)
+	clear(b.cand)
+	b.cand = b.cand[:0]
+	b.seq = 0
+	clear(b.small)
+	b.small = b.small[:0]
 }
 
 // Add counts one comment, at its fetch time (now when it has none). Its
 // terms count once each; its hashtags and phrases that are not among the
 // query terms it matched become query candidates.
 func (b *Builder) Add(c *api.Comment, now time.Time) {
+	b.flush()
+	sg := sightingOf(c, nil, now)
+	h := b.begin(sg)
+	seq, score := b.seq, sg.score
+	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind) bool {
+		i, ok := h.index[string(term)] // no allocation for a term seen before
+		if !ok {
+			i = int32(len(h.tallies))
+			h.tallies = append(h.tallies, tally{term: string(term)})
+			h.index[h.tallies[i].term] = i
+		} else if h.tallies[i].last == seq {
+			return false
+		}
+		t := &h.tallies[i]
+		t.n++
+		t.last = seq
+		if kind == Hashtag || kind == Phrase {
+			b.sight(c.Matched, t.term, score)
+		}
+		return true
+	})
+}
+
+// AddSet is Add for a comment whose terms were extracted beforehand
+// (Extract of its text and language, shared by every comment made of one
+// item): it counts exactly what Add would, without reading the text.
+func (b *Builder) AddSet(c *api.Comment, set *Set, now time.Time) {
+	sg := sightingOf(c, set, now)
+	if b.seq == 0 && len(b.small) < smallIncrement {
+		b.small = append(b.small, sg)
+		return
+	}
+	b.flush()
+	b.count(sg)
+}
+
+// sightingOf is a comment to count, with the terms set.
+func sightingOf(c *api.Comment, set *Set, now time.Time) sighting {
 	at := c.FetchedAt
 	if at.IsZero() {
 		at = now
 	}
-	at = at.UTC()
-	m := b.minutes[at.Truncate(time.Minute)]
-	if m == nil {
-		m = &minute{}
-		b.minutes[at.Truncate(time.Minute)] = m
+	return sighting{at: at.UTC(), author: c.Author, matched: c.Matched, score: Engagement(c.Engagement.Counts()), set: set}
+}
+
+// flush counts the comments held in small into the maps.
+func (b *Builder) flush() {
+	for _, sg := range b.small {
+		b.count(sg)
+	}
+	clear(b.small)
+	b.small = b.small[:0]
+}
+
+// count counts a comment whose terms were extracted.
+func (b *Builder) count(sg sighting) {
+	sg.set.Extract()
+	h := b.begin(sg)
+	seq := b.seq
+	set := sg.set
+	for _, sp := range set.terms {
+		term := set.textOf(sp)
+		i, ok := h.index[term]
+		if !ok {
+			i = int32(len(h.tallies))
+			h.tallies = append(h.tallies, tally{term: term})
+			h.index[term] = i
+		}
+		t := &h.tallies[i]
+		t.n++
+		t.last = seq
+		if sp.kind == Hashtag || sp.kind == Phrase {
+			b.sight(sg.matched, term, sg.score)
+		}
+	}
+}
+
+// begin counts a comment in its minute and returns the term counts of its
+// hour, the comment numbered in b.seq.
+func (b *Builder) begin(sg sighting) *hour {
+	at := sg.at
+	key := at.Truncate(time.Minute)
+	m := b.last
+	if m == nil || b.lastAt != key { // the map's own comparison
+		m = b.minutes[key]
+		if m == nil {
+			m = &minute{}
+			b.minutes[key] = m
+		}
+		b.last, b.lastAt = m, key
 	}
 	m.comments++
-	if c.Author != "" {
+	if sg.author != "" {
 		if m.authors == nil {
 			m.authors, _ = hyperloglog.NewSketch(SketchPrecision, true)
 		}
-		m.authors.Insert([]byte(c.Author))
-	}
-	hour := at.Truncate(time.Hour)
-	counts := b.hours[hour]
-	if counts == nil {
-		if n := len(b.spare); n > 0 {
-			counts, b.spare = b.spare[n-1], b.spare[:n-1]
-		} else {
-			counts = make(map[string]*tally, builderTerms)
-		}
-		b.hours[hour] = counts
+		m.authors.Insert([]byte(sg.author))
 	}
 	b.seq++
-	seq := b.seq
-	score := Engagement(c.Engagement.Counts())
-	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind) bool {
-		t := counts[string(term)] // no allocation for a term seen before
-		if t == nil {
-			t = &tally{}
-			counts[string(term)] = t
-		} else if t.last == seq {
-			return false
+	return b.hour(at.Truncate(time.Hour))
+}
+
+// hour returns the term counts of the hour at.
+func (b *Builder) hour(at time.Time) *hour {
+	for _, h := range b.hours {
+		if h.at.Equal(at) {
+			return h
 		}
-		t.n++
-		t.last = seq
-		if kind != Hashtag && kind != Phrase {
-			return true
+	}
+	var h *hour
+	if n := len(b.spare); n > 0 {
+		h, b.spare = b.spare[n-1], b.spare[:n-1]
+	} else {
+		h = &hour{index: map[string]int32{}}
+	}
+	h.at = at
+	b.hours = append(b.hours, h)
+	return h
+}
+
+// sight counts a hashtag or phrase of the comment being added as a query
+// candidate, unless it contains a query term the comment matched.
+func (b *Builder) sight(matchedTerms []string, term string, score float64) {
+	i, ok := b.cands[term]
+	if !ok {
+		if len(matchedTerms) > 0 && matched(matchedTerms, term) {
+			return
 		}
-		cd := b.cands[string(term)]
-		if cd == nil {
-			if len(c.Matched) > 0 && matched(c.Matched, string(term)) {
-				return true
-			}
-			cd = &candidate{Item: termq.Item{Term: string(term)}}
-			b.cands[cd.Term] = cd
-		} else if cd.last == seq {
-			return true
-		}
-		if cd.Count > 0 && len(c.Matched) > 0 && matched(c.Matched, cd.Term) {
-			return true
-		}
-		cd.last = seq
-		cd.Score += score
-		cd.Count++
-		return true
-	})
+		i = int32(len(b.cand))
+		b.cand = append(b.cand, candidate{Item: termq.Item{Term: term}})
+		b.cands[term] = i
+	}
+	cd := &b.cand[i]
+	if cd.last == b.seq {
+		return
+	}
+	if cd.Count > 0 && len(matchedTerms) > 0 && matched(matchedTerms, cd.Term) {
+		return
+	}
+	cd.last = b.seq
+	cd.Score += score
+	cd.Count++
 }
 
 // matched reports whether a candidate adds nothing to the query: it
@@ -178,6 +300,9 @@ func matched(matched []string, term string) bool {
 // minutes and hours in time order, each hour's top terms (the rest summed
 // in Other) and the best candidates.
 func (b *Builder) Build() *api.IncrementAnalytics {
+	if len(b.small) > 0 {
+		return b.buildSmall()
+	}
 	if len(b.minutes) == 0 {
 		return nil
 	}
@@ -190,30 +315,97 @@ func (b *Builder) Build() *api.IncrementAnalytics {
 		out.Minutes = append(out.Minutes, ma)
 	}
 	slices.SortFunc(out.Minutes, func(a, b api.MinuteActivity) int { return a.At.Compare(b.At) })
-	for at, counts := range b.hours {
-		ht := api.HourTerms{At: at}
-		q := termq.New(TopTermsPerIncrement)
-		for term, t := range counts {
-			if d, ok := q.Add(term, float64(t.n), t.n); ok {
-				ht.Other += d.Count
-			}
+	top := b.top[:0]
+	for _, h := range b.hours {
+		ht := api.HourTerms{At: h.at}
+		top = top[:0]
+		for _, t := range h.tallies {
+			var other int64
+			top, other = best(top, TopTermsPerIncrement, termq.Item{Term: t.term, Score: float64(t.n), Count: t.n})
+			ht.Other += other
 		}
-		for _, it := range q.Items() {
-			ht.Terms = append(ht.Terms, api.TermCount{Term: it.Term, Count: it.Count})
+		sortBest(top)
+		if len(top) > 0 {
+			ht.Terms = make([]api.TermCount, len(top))
+			for i, it := range top {
+				ht.Terms[i] = api.TermCount{Term: it.Term, Count: it.Count}
+			}
 		}
 		if len(ht.Terms) > 0 || ht.Other > 0 {
 			out.Terms = append(out.Terms, ht)
 		}
 	}
 	slices.SortFunc(out.Terms, func(a, b api.HourTerms) int { return a.At.Compare(b.At) })
-	if len(b.cands) > 0 {
-		q := termq.New(CandidatesPerIncrement)
-		for _, it := range b.cands {
-			q.Add(it.Term, it.Score, it.Count)
+	if len(b.cand) > 0 {
+		top = top[:0]
+		for _, cd := range b.cand {
+			top, _ = best(top, CandidatesPerIncrement, cd.Item)
 		}
-		for _, it := range q.Items() {
-			out.Candidates = append(out.Candidates, api.Suggestion{Term: it.Term, Score: it.Score, Count: it.Count})
+		sortBest(top)
+		out.Candidates = make([]api.Suggestion, len(top))
+		for i, it := range top {
+			out.Candidates[i] = api.Suggestion{Term: it.Term, Score: it.Score, Count: it.Count}
 		}
 	}
+	clear(top)
+	b.top = top[:0]
 	return out
+}
+
+// best keeps in h at most k items of distinct terms, the k highest ranked
+// (termq.Compare) of those offered: it offers it, and returns the count
+// of the item that left or was refused (0 when none did). An item whose
+// score is not a finite number is refused. h is a min-heap once full, so
+// an increment with fewer terms than k never orders them but once. This
+// is termq.Queue's choice for terms known to be distinct, without its
+// index.
+func best(h []termq.Item, k int, it termq.Item) ([]termq.Item, int64) {
+	if math.IsNaN(it.Score) || math.IsInf(it.Score, 0) {
+		return h, it.Count
+	}
+	if len(h) < k {
+		h = append(h, it)
+		if len(h) < k {
+			return h, 0 // not a heap until full: see heapify
+		}
+		heapify(h)
+		return h, 0
+	}
+	if termq.Compare(it, h[0]) <= 0 {
+		return h, it.Count
+	}
+	left := h[0].Count
+	h[0] = it
+	down(h, 0)
+	return h, left
+}
+
+// heapify orders h as a min-heap by termq.Compare.
+func heapify(h []termq.Item) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(h, i)
+	}
+}
+
+// down moves h[i] down the min-heap h to its place.
+func down(h []termq.Item, i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && termq.Compare(h[l], h[m]) < 0 {
+			m = l
+		}
+		if r := l + 1; r < len(h) && termq.Compare(h[r], h[m]) < 0 {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// sortBest orders items highest ranked first, as termq.Queue.Items does.
+func sortBest(items []termq.Item) {
+	slices.SortFunc(items, func(a, b termq.Item) int { return termq.Compare(b, a) })
 }

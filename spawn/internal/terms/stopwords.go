@@ -56,8 +56,26 @@ func words(list string) map[string]bool {
 	return m
 }
 
+// longestStop is the length in bytes of the longest stop-word of any
+// language: a longer word is no stop-word, without a lookup.
+var longestStop = func() int {
+	n := 0
+	for w := range stopEnglish {
+		n = max(n, len(w))
+	}
+	for _, m := range stopByLang {
+		for w := range m {
+			n = max(n, len(w))
+		}
+	}
+	return n
+}()
+
 // isStop reports whether word is a stop-word of English or of lang.
 func isStop(word []byte, lang string) bool {
+	if len(word) > longestStop {
+		return false
+	}
 	if stopEnglish[string(word)] {
 		return true
 	}

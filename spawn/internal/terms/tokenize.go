@@ -5,6 +5,7 @@
 package terms
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -154,24 +155,25 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind) b
 // lowercase returns text lowercased in tk's buffer: ASCII in place,
 // anything else through strings.ToLower.
 func (tk *tokenizer) lowercase(text string) []byte {
-	for i := 0; i < len(text); i++ {
-		if text[i] >= utf8.RuneSelf {
+	b := slices.Grow(tk.lower[:0], len(text))[:len(text)]
+	for i := 0; i < len(text); i++ { // one pass for ASCII, the common case
+		c := text[i]
+		if c >= utf8.RuneSelf {
 			tk.lower = append(tk.lower[:0], strings.ToLower(text)...)
 			return tk.lower
 		}
-	}
-	tk.lower = append(tk.lower[:0], text...)
-	for i, c := range tk.lower {
 		if 'A' <= c && c <= 'Z' {
-			tk.lower[i] = c + 'a' - 'A'
+			c += 'a' - 'A'
 		}
+		b[i] = c
 	}
-	return tk.lower
+	tk.lower = b
+	return b
 }
 
 // significant reports whether a word is worth counting.
 func significant(word []byte, lang string) bool {
-	if utf8.RuneCount(word) < minWordRunes || isStop(word, lang) {
+	if len(word) < minWordRunes || utf8.RuneCount(word) < minWordRunes || isStop(word, lang) {
 		return false
 	}
 	for _, c := range word {

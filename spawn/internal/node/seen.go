@@ -1,0 +1,74 @@
+package node
+
+import "hash/maphash"
+
+// seenIDs are the ids of the items a subscriber counted, so it never counts
+// one twice: the latest seenPerSubscriber of them. They are kept by a hash
+// of the id, computed once per item for all the subscribers it reaches
+// (idHash), so the many lookups an item costs a spawn with many
+// subscribers hash nothing and compare an id only when its hash is known.
+// An id whose hash a remembered id already has is kept apart, in more.
+type seenIDs struct {
+	byHash map[uint64]string
+	more   map[string]struct{}
+	order  []seenID // oldest first
+}
+
+// seenID is a remembered id and its hash.
+type seenID struct {
+	id string
+	h  uint64
+}
+
+func newSeenIDs() seenIDs { return seenIDs{byHash: map[uint64]string{}} }
+
+// idSeed seeds idHash for the life of the process.
+var idSeed = maphash.MakeSeed()
+
+// idHash is the hash seenIDs keeps an item id by.
+func idHash(id string) uint64 { return maphash.String(idSeed, id) }
+
+// has reports whether id, of hash h, is remembered.
+func (s *seenIDs) has(id string, h uint64) bool {
+	if v, ok := s.byHash[h]; ok && v == id {
+		return true
+	}
+	if len(s.more) > 0 {
+		_, ok := s.more[id]
+		return ok
+	}
+	return false
+}
+
+// add remembers id, of hash h, which it does not hold, forgetting the
+// oldest beyond seenPerSubscriber. They are forgotten a quarter of the
+// bound at a time (it holds up to 1.25 times the bound), so each id costs
+// O(1) amortized rather than a copy of the whole list, which under garbage
+// collection dominated a busy subscriber's time.
+func (s *seenIDs) add(id string, h uint64) {
+	if v, ok := s.byHash[h]; ok && v != id {
+		if s.more == nil {
+			s.more = map[string]struct{}{}
+		}
+		s.more[id] = struct{}{}
+	} else {
+		s.byHash[h] = id
+	}
+	s.order = append(s.order, seenID{id, h})
+	if len(s.order) > seenPerSubscriber+seenPerSubscriber/4 {
+		drop := len(s.order) - seenPerSubscriber
+		for _, old := range s.order[:drop] {
+			s.forget(old.id, old.h)
+		}
+		s.order = append(s.order[:0], s.order[drop:]...)
+	}
+}
+
+// forget drops a remembered id, of hash h.
+func (s *seenIDs) forget(id string, h uint64) {
+	if v, ok := s.byHash[h]; ok && v == id {
+		delete(s.byHash, h)
+		return
+	}
+	delete(s.more, id)
+}
