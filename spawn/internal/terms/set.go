@@ -13,7 +13,7 @@ import (
 // set for an item when the item first becomes a comment, every
 // subscriber's comment made of the item shares it (Builder.AddSet), and a
 // goroutine beside the store writer extracts it ahead of the writer
-// (Extract); the writer extracts what is not extracted yet itself.
+// (Extract); the analysis of a written batch extracts any it gets to first.
 type Set struct {
 	text, lang string
 	extracted  sync.Once
@@ -60,7 +60,7 @@ func (s *Set) Len() int {
 	return len(s.terms)
 }
 
-// text is a term's text.
+// textOf is a term's text.
 func (s *Set) textOf(sp span) string { return s.all[sp.start:sp.end] }
 
 // Extract finds the set's terms unless done; it may be called from any
