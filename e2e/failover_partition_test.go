@@ -69,15 +69,9 @@ func TestFailover_LeaderCutOffFromSpawnsStandbyLeads(t *testing.T) {
 	leaderLink := faultproxy.Start(t, urls[0], 1)
 	hubs := make([]*proc, 2)
 	hubs[0] = startProc(t, env, filepath.Join(bin, "hub"), "--listen", addrs[0], "--advertise", leaderLink.URL(), "--db", dsn)
-	testkit.WaitFor(t, failoverWait, "the first hub leads", func() bool {
-		h, ok := hubHealth(urls[0])
-		return ok && h.Role == api.RoleLeader
-	})
+	waitRole(t, "the first hub leads", urls[0], api.RoleLeader, "")
 	hubs[1] = startProc(t, env, filepath.Join(bin, "hub"), "--listen", addrs[1], "--db", dsn)
-	testkit.WaitFor(t, failoverWait, "the second hub stands by", func() bool {
-		h, ok := hubHealth(urls[1])
-		return ok && h.Role == api.RoleStandby && h.Leader == leaderLink.URL()
-	})
+	waitRole(t, "the second hub stands by", urls[1], api.RoleStandby, leaderLink.URL())
 	var spawns []*proc
 	var spawnLinks []*faultproxy.Proxy
 	for i := range 3 {
@@ -107,10 +101,7 @@ func TestFailover_LeaderCutOffFromSpawnsStandbyLeads(t *testing.T) {
 		l.Sever(func(r *http.Request, body []byte) bool { return epochTermOf(body) == cutTerm.Load() })
 	}
 	load.publish("b", 10, 100) // comments arrive while the spawns are cut off
-	leads := testkit.WaitFor(t, failoverWait, "the standby leads", func() bool {
-		h, ok := hubHealth(urls[1])
-		return ok && h.Role == api.RoleLeader
-	})
+	leads := waitRole(t, "the standby leads", urls[1], api.RoleLeader, "")
 	back := testkit.WaitFor(t, failoverWait, "every crawler running again under the new leader", func() bool {
 		h, ok := hubHealth(urls[1])
 		return ok && len(h.Nodes) == 3 && load.allRunning()
@@ -132,10 +123,7 @@ func TestFailover_LeaderCutOffFromSpawnsStandbyLeads(t *testing.T) {
 	for _, l := range spawnLinks {
 		l.Sever(nil)
 	}
-	testkit.WaitFor(t, failoverWait, "the old leader stands by", func() bool {
-		h, ok := hubHealth(urls[0])
-		return ok && h.Role == api.RoleStandby && h.Leader == urls[1]
-	})
+	waitRole(t, "the old leader stands by", urls[0], api.RoleStandby, urls[1])
 
 	load.expectExactLimit("c", 200)
 	expectIncreasingTerms(t, spawns, oldTerm)
@@ -263,15 +251,9 @@ func TestFailover_LeaderCutOffFromDatabaseStandbyLeads(t *testing.T) {
 	urls := []string{"http://" + addrs[0], "http://" + addrs[1]}
 	hubs := make([]*proc, 2)
 	hubs[0] = startProc(t, env, filepath.Join(bin, "hub"), "--listen", addrs[0], "--db", u0.String())
-	testkit.WaitFor(t, failoverWait, "the first hub leads", func() bool {
-		h, ok := hubHealth(urls[0])
-		return ok && h.Role == api.RoleLeader
-	})
+	waitRole(t, "the first hub leads", urls[0], api.RoleLeader, "")
 	hubs[1] = startProc(t, env, filepath.Join(bin, "hub"), "--listen", addrs[1], "--db", dsn)
-	testkit.WaitFor(t, failoverWait, "the second hub stands by", func() bool {
-		h, ok := hubHealth(urls[1])
-		return ok && h.Role == api.RoleStandby && h.Leader == urls[0]
-	})
+	waitRole(t, "the second hub stands by", urls[1], api.RoleStandby, urls[0])
 	var spawns []*proc
 	for range 3 {
 		spawns = append(spawns, startProc(t, env, filepath.Join(bin, "spawn"), "--hub", strings.Join(urls, ","),
@@ -291,10 +273,7 @@ func TestFailover_LeaderCutOffFromDatabaseStandbyLeads(t *testing.T) {
 		h, ok := hubHealth(urls[0])
 		return !ok || h.Role != api.RoleLeader
 	})
-	leads := testkit.WaitFor(t, failoverWait, "the standby leads", func() bool {
-		h, ok := hubHealth(urls[1])
-		return ok && h.Role == api.RoleLeader
-	}) + stopped
+	leads := waitRole(t, "the standby leads", urls[1], api.RoleLeader, "") + stopped
 	back := testkit.WaitFor(t, failoverWait, "every crawler running again under the new leader", func() bool {
 		h, ok := hubHealth(urls[1])
 		return ok && len(h.Nodes) == 3 && load.allRunning()
@@ -309,10 +288,7 @@ func TestFailover_LeaderCutOffFromDatabaseStandbyLeads(t *testing.T) {
 	}
 
 	dbLink.setCut(false)
-	testkit.WaitFor(t, failoverWait, "the old leader stands by", func() bool {
-		h, ok := hubHealth(urls[0])
-		return ok && h.Role == api.RoleStandby && h.Leader == urls[1]
-	})
+	waitRole(t, "the old leader stands by", urls[0], api.RoleStandby, urls[1])
 	load.expectExactLimit("c", 200)
 	expectIncreasingTerms(t, spawns, 0)
 }

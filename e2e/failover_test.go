@@ -121,15 +121,9 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 		hubs[i] = startProc(t, env, filepath.Join(bin, "hub"), "--listen", addrs[i], "--db", dsn)
 	}
 	startHub(0)
-	testkit.WaitFor(t, failoverWait, "the first hub leads", func() bool {
-		h, ok := hubHealth(urls[0])
-		return ok && h.Role == api.RoleLeader
-	})
+	waitRole(t, "the first hub leads", urls[0], api.RoleLeader, "")
 	startHub(1)
-	testkit.WaitFor(t, failoverWait, "the second hub stands by and names the leader", func() bool {
-		h, ok := hubHealth(urls[1])
-		return ok && h.Role == api.RoleStandby && h.Leader == urls[0]
-	})
+	waitRole(t, "the second hub stands by and names the leader", urls[1], api.RoleStandby, urls[0])
 	spawnArgs := []string{"--hub", strings.Join(urls, ","), "--store", "file://" + filepath.Join(dir, "data"),
 		"--allow-targets", "127.0.0.0/8", "--feed-interval", "500ms"}
 	var spawns []*proc
@@ -150,10 +144,7 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 	if err := hubs[0].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	leads := testkit.WaitFor(t, failoverWait, "the standby leads", func() bool {
-		h, ok := hubHealth(urls[1])
-		return ok && h.Role == api.RoleLeader
-	})
+	leads := waitRole(t, "the standby leads", urls[1], api.RoleLeader, "")
 	back := testkit.WaitFor(t, failoverWait, "every crawler running again under the new leader", func() bool {
 		h, ok := hubHealth(urls[1])
 		return ok && len(h.Nodes) == 3 && load.allRunning()
@@ -165,10 +156,7 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 
 	// The old leader comes back: it stands by.
 	startHub(0)
-	testkit.WaitFor(t, failoverWait, "the restarted hub stands by", func() bool {
-		h, ok := hubHealth(urls[0])
-		return ok && h.Role == api.RoleStandby && h.Leader == urls[1]
-	})
+	waitRole(t, "the restarted hub stands by", urls[0], api.RoleStandby, urls[1])
 
 	// SIGKILL the spawn running the limited crawler: connection refused.
 	lc, err := client.GetCrawler(ctx, load.limited.ID)
@@ -215,6 +203,16 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 	// stored, at the limit, the killed spawn's unreported usage included.
 	load.expectExactLimit("b", 100)
 	expectIncreasingTerms(t, spawns, 0)
+}
+
+// waitRole waits until the hub at url reports role (naming leader as the
+// leader, when leader is set) and returns how long that took.
+func waitRole(t *testing.T, what, url, role, leader string) time.Duration {
+	t.Helper()
+	return testkit.WaitFor(t, failoverWait, what, func() bool {
+		h, ok := hubHealth(url)
+		return ok && h.Role == role && (leader == "" || h.Leader == leader)
+	})
 }
 
 // failoverLimit is the limit of the limited crawler of failoverLoad.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -230,15 +229,10 @@ func (s *Store) addTermsTx(tx *gorm.DB, terms map[termKey]int64) error {
 	}
 	// The crawler hours are named as row values, so both databases look
 	// each one up by the primary key's prefix, whatever else an hour holds.
-	row := "(" + s.param("BIGINT") + ", " + s.param("TIMESTAMPTZ") + ")"
 	for chunk := range slices.Chunk(buckets, rowsPerStatement) {
-		var values strings.Builder
+		values := s.valuesRows(len(chunk), "BIGINT", "TIMESTAMPTZ")
 		args := make([]any, 0, 2*len(chunk))
-		for j, b := range chunk {
-			if j > 0 {
-				values.WriteString(", ")
-			}
-			values.WriteString(row)
+		for _, b := range chunk {
 			args = append(args, b.crawler, b.at)
 		}
 		var counts []struct {
@@ -246,7 +240,7 @@ func (s *Store) addTermsTx(tx *gorm.DB, terms map[termKey]int64) error {
 			Bucket    time.Time
 			N         int64
 		}
-		err := tx.Raw("SELECT crawler_id, bucket, COUNT(*) AS n FROM term_counts WHERE (crawler_id, bucket) IN (VALUES "+values.String()+") GROUP BY crawler_id, bucket", args...).
+		err := tx.Raw("SELECT crawler_id, bucket, COUNT(*) AS n FROM term_counts WHERE (crawler_id, bucket) IN (VALUES "+values+") GROUP BY crawler_id, bucket", args...).
 			Scan(&counts).Error
 		if err != nil {
 			return fmt.Errorf("count terms of %d crawler hours: %w", len(chunk), err)

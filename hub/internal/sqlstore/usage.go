@@ -264,15 +264,10 @@ func (s *Store) addCrawlerUsageTx(tx *gorm.DB, ids []int64, deltas map[int64]*us
 			todo = append(todo, id)
 		}
 	}
-	row := "(" + s.param("BIGINT") + ", " + s.param("BIGINT") + ", " + s.param("TIMESTAMPTZ") + ", " + s.param("BIGINT") + ")"
 	for chunk := range slices.Chunk(todo, rowsPerStatement) {
-		var values strings.Builder
+		values := s.valuesRows(len(chunk), "BIGINT", "BIGINT", "TIMESTAMPTZ", "BIGINT")
 		args := make([]any, 0, 4*len(chunk))
-		for j, id := range chunk {
-			if j > 0 {
-				values.WriteString(", ")
-			}
-			values.WriteString(row)
+		for _, id := range chunk {
 			d := deltas[id]
 			var at any // NULL: no cursor time
 			if !d.newest.IsZero() {
@@ -283,7 +278,7 @@ func (s *Store) addCrawlerUsageTx(tx *gorm.DB, ids []int64, deltas map[int64]*us
 		if err := s.lockRowsTx(tx, "crawlers", chunk); err != nil {
 			return err
 		}
-		sql := "WITH v(id, n, at, pos) AS (VALUES " + values.String() + ") " +
+		sql := "WITH v(id, n, at, pos) AS (VALUES " + values + ") " +
 			"UPDATE crawlers SET usage = crawlers.usage + v.n, " +
 			"cursor_at = CASE WHEN v.at IS NOT NULL AND (crawlers.cursor_at IS NULL OR crawlers.cursor_at < v.at) THEN v.at ELSE crawlers.cursor_at END, " +
 			"cursor_pos = CASE WHEN crawlers.cursor_pos < v.pos THEN v.pos ELSE crawlers.cursor_pos END " +
@@ -306,21 +301,16 @@ func (s *Store) addUserUsageTx(tx *gorm.DB, byUser map[int64]int64) error {
 		}
 	}
 	slices.Sort(ids)
-	row := "(" + s.param("BIGINT") + ", " + s.param("BIGINT") + ")"
 	for chunk := range slices.Chunk(ids, rowsPerStatement) {
-		var values strings.Builder
+		values := s.valuesRows(len(chunk), "BIGINT", "BIGINT")
 		args := make([]any, 0, 2*len(chunk))
-		for j, id := range chunk {
-			if j > 0 {
-				values.WriteString(", ")
-			}
-			values.WriteString(row)
+		for _, id := range chunk {
 			args = append(args, id, byUser[id])
 		}
 		if err := s.lockRowsTx(tx, "users", chunk); err != nil {
 			return err
 		}
-		res := tx.Exec("WITH v(id, n) AS (VALUES "+values.String()+") UPDATE users SET usage = users.usage + v.n FROM v WHERE users.id = v.id", args...)
+		res := tx.Exec("WITH v(id, n) AS (VALUES "+values+") UPDATE users SET usage = users.usage + v.n FROM v WHERE users.id = v.id", args...)
 		if res.Error != nil {
 			return fmt.Errorf("add usage to %d users: %w", len(chunk), res.Error)
 		}
@@ -348,6 +338,18 @@ func (s *Store) param(pgType string) string {
 		return "CAST(? AS " + pgType + ")"
 	}
 	return "?"
+}
+
+// valuesRows is the row list of a VALUES of n rows whose columns have the
+// given PostgreSQL types: "(?, ?), (?, ?)", each parameter cast as param
+// casts it.
+func (s *Store) valuesRows(n int, pgTypes ...string) string {
+	cols := make([]string, len(pgTypes))
+	for i, t := range pgTypes {
+		cols[i] = s.param(t)
+	}
+	row := "(" + strings.Join(cols, ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 
 // lockRowsTx locks rows of table by id in id order on PostgreSQL, before a

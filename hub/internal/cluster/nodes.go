@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// Spawn membership: registration, a node coming back, a node lost, and
+// waking the nodes a previous hub knew.
+
+// Register adds a spawn, or renews one that registers again after a detach,
+// and triggers a hard reload.
+func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
+	if req.NodeID == "" || len(req.NodeID) > 64 {
+		return api.RegisterResponse{}, fmt.Errorf("%w: node_id must be 1 to 64 characters", ErrInvalid)
+	}
+	if err := validNodeURL(req.URL); err != nil {
+		return api.RegisterResponse{}, err
+	}
+	if len(req.Detached) > maxDetachReason {
+		return api.RegisterResponse{}, fmt.Errorf("%w: detached must be at most %d characters", ErrInvalid, maxDetachReason)
+	}
+	now := time.Now()
+	h.mu.Lock()
+	n := &node{
+		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), fleet: fleetSources(req.FleetSources), registeredAt: now, lastPoll: now,
+		want: map[int64]*crawler{}, sent: map[int64]*crawler{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
+		leased: map[int64]bool{},
+	}
+	// Crawlers that may hold lease accounts on the node: those of its
+	// previous registration, live or lost. The hub keeps them per node, so
+	// a registration costs what the node ran, not a pass over every
+	// crawler: ten thousand spawns registering again after a hub restart
+	// must not each walk a million crawlers under the lock.
+	before := h.lostLeased[req.NodeID]
+	delete(h.lostLeased, req.NodeID)
+	if old, ok := h.nodes[req.NodeID]; ok {
+		old.removed = true
+		before = old.leased
+		// Whatever the spawn ran before registering again is gone.
+		for _, c := range old.sent {
+			h.sentToLocked(c, nil)
+			c.needSend = true
+		}
+		// Routed to the node still: wanted on its new registration.
+		for _, c := range old.want {
+			h.wantLocked(c, n)
+		}
+	}
+	h.nodes[req.NodeID] = n
+	// Its lease accounts from before settle on this node's answers
+	// (answerLocked), whether or not the crawler runs here again.
+	for id := range before {
+		if c, ok := h.crawlers[id]; ok && c.leases.onNode(req.NodeID) {
+			n.leased[id] = true
+		}
+	}
+	h.nodeBackLocked(n)
+	if req.Detached != "" {
+		h.eventLocked("node_detached", fmt.Sprintf("node %s detached (%s), dropping its subscribers, and registered again", short(req.NodeID), req.Detached))
+	}
+	h.eventLocked("node_joined", fmt.Sprintf("node %s joined from %s", short(req.NodeID), req.URL))
+	ctx := ctxOrBackground(h.ctx)
+	h.mu.Unlock()
+	if err := h.cfg.Store.RememberNode(ctx, req.NodeID, req.URL); err != nil {
+		h.logger.Warn("unable to remember node", "node_id", req.NodeID, "err", err)
+	}
+	h.metrics.registrations.Inc()
+	h.logger.Info("node registered", "node_id", req.NodeID, "url", req.URL)
+	h.RequestReload(true)
+	return api.RegisterResponse{
+		Epoch:        h.epoch,
+		NodeID:       req.NodeID,
+		PollInterval: api.Duration(h.cfg.PollInterval),
+		OrphanAfter:  api.Duration(h.cfg.OrphanAfter),
+		DetachAfter:  api.Duration(h.cfg.DetachAfter),
+	}, nil
+}
+
+// nodeBackLocked handles a lost node registering again under its id: it is
+// the same process (a spawn's id lives as long as it does), so it still
+// holds every increment it counted and reports them itself. Reading its
+// usage back from the store is then not needed, and would be wrong: the
+// store would show its new batches half written. Its accounts from before
+// settle like those of any instance it no longer runs.
+func (h *Hub) nodeBackLocked(n *node) {
+	cancelled := false
+	h.recoveries = slices.DeleteFunc(h.recoveries, func(r recovery) bool {
+		if r.nodeID != n.id {
+			return false
+		}
+		n.maxSeq = max(n.maxSeq, r.afterSeq)
+		cancelled = true
+		return true
+	})
+	if !cancelled {
+		return
+	}
+	for id := range n.leased {
+		if c, ok := h.crawlers[id]; ok {
+			c.leases.nodeBack(n.id)
+		}
+	}
+	// Its accounts count again: totals summed without them are too low.
+	clear(h.userTotals)
+	h.logger.Info("lost node is back: it reports its own usage, no recovery needed", "node_id", n.id)
+}
+
+// offeredSources keeps the known source kinds a spawn offers, sorted; a
+// spawn that names none offers every kind. Kinds this hub does not know are
+// ignored: no crawler can ask for them.
+func offeredSources(kinds []string) []string {
+	var out []string
+	for _, k := range api.Sources {
+		if len(kinds) == 0 || slices.Contains(kinds, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// fleetSources keeps the known kinds a spawn holds fleet-wide; unlike
+// offeredSources, none named means none.
+func fleetSources(kinds []string) []string {
+	if len(kinds) == 0 {
+		return nil
+	}
+	return offeredSources(kinds)
+}
+
+// routeTablesLocked builds a routing table per source kind over the nodes
+// (sorted ids) that offer it.
+func (h *Hub) routeTablesLocked(ids []string) map[string]RouteTable {
+	tables := make(map[string]RouteTable, len(api.Sources))
+	for _, kind := range api.Sources {
+		offering := make([]string, 0, len(ids))
+		for _, id := range ids {
+			if slices.Contains(h.nodes[id].sources, kind) {
+				offering = append(offering, id)
+			}
+		}
+		if holder, ok := h.fleetHolderLocked(kind, offering); ok {
+			offering = []string{holder}
+		}
+		tables[kind] = h.cfg.Router.Table(offering)
+	}
+	return tables
+}
+
+// removeNodeLocked forgets a node whose polls keep failing.
+func (h *Hub) removeNodeLocked(n *node, reason string) {
+	if n.removed {
+		return
+	}
+	n.removed = true
+	delete(h.nodes, n.id)
+	for _, c := range n.sent {
+		h.sentToLocked(c, nil)
+	}
+	for _, c := range n.want {
+		c.node, c.needSend, c.state = "", true, api.StatePending
+		h.wantLocked(c, nil)
+	}
+	for id := range n.leased {
+		if c, ok := h.crawlers[id]; ok {
+			c.leases.nodeLost(n.id)
+		}
+	}
+	// Kept for the node's recovery and for its registering again.
+	h.lostLeased[n.id] = n.leased
+	h.metrics.nodesLost.Inc()
+	// The node may have stored comments it never reported. Once its leases
+	// have run out and it can no longer be writing, a live spawn reads them
+	// back from the store; until then its leases count as spent. The node
+	// stays in known_nodes until then, so a hub restart does not forget it.
+	h.recoveries = append(h.recoveries, recovery{nodeID: n.id, afterSeq: n.maxSeq, due: time.Now().Add(h.recoveryDelay())})
+	h.eventLocked("node_lost", fmt.Sprintf("node %s lost: %s", short(n.id), reason))
+	h.logger.Warn("node removed", "node_id", n.id, "reason", reason)
+}
+
+// sortedNodeIDsLocked lists live nodes sorted by id, the order routing uses.
+func (h *Hub) sortedNodeIDsLocked() []string {
+	ids := make([]string, 0, len(h.nodes))
+	for id := range h.nodes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// wakeKnownNodes contacts the nodes a previous hub run knew. Each answers a
+// request from a new epoch by dropping what it runs and registering at once,
+// so a hub restart recovers in about a poll interval instead of the spawns'
+// detach_after. The request has sequence 0, which a spawn already attached
+// to this epoch ignores as stale.
+func (h *Hub) wakeKnownNodes(ctx context.Context) {
+	known, err := h.cfg.Store.KnownNodes(ctx)
+	if err != nil {
+		h.logger.Warn("unable to read known nodes", "err", err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, k := range known {
+		h.mu.Lock()
+		_, live := h.nodes[k.ID]
+		h.mu.Unlock()
+		if live {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := h.nodeAPI(&node{id: k.ID, url: k.URL}).Poll(ctx, api.PollRequest{Epoch: h.epoch, NodeID: k.ID})
+			var answered *api.StatusError
+			if err != nil && !errors.As(err, &answered) {
+				// Nobody there any more: it registers anew if it comes back,
+				// and what it stored unreported is read back from the store.
+				h.logger.Info("node known before the restart is gone", "node_id", k.ID, "url", k.URL, "err", err)
+				after, err := h.cfg.Store.MaxAppliedSeq(ctx, k.ID)
+				if err != nil {
+					h.logger.Warn("unable to read the last increment of a gone node", "node_id", k.ID, "err", err)
+					return
+				}
+				h.mu.Lock()
+				h.recoveries = append(h.recoveries, recovery{nodeID: k.ID, afterSeq: after, due: time.Now().Add(h.recoveryDelay())})
+				h.mu.Unlock()
+				return
+			}
+			h.logger.Info("woke a node known before the restart", "node_id", k.ID, "url", k.URL)
+		}()
+	}
+	wg.Wait()
+}
