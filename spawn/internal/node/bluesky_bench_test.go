@@ -170,7 +170,7 @@ func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics bool) *bs
 		b.Fatal(err)
 	}
 	st := &countStore{}
-	n := attachNode(b, Config{Store: st, Sources: source.Registry{api.SourceBluesky: kind}, NoAnalytics: noAnalytics})
+	n := attachNode(b, Config{Store: st, Sources: source.Registry{api.SourceBluesky: kind}, NoAnalytics: noAnalytics, StoreLinger: benchLinger})
 
 	r := rand.New(rand.NewPCG(7, 8))
 	specs := make([]api.SubscriberSpec, subs)

@@ -68,6 +68,9 @@ type Config struct {
 	// NoAnalytics turns off term counting, activity and query candidates
 	// (api.IncrementAnalytics); usage is counted either way.
 	NoAnalytics bool
+	// StoreLinger is how long the store writer waits for a partial batch
+	// to fill before it writes it; zero picks 20 ms.
+	StoreLinger time.Duration
 }
 
 // ErrStale marks a hub request older than one the spawn has already seen.
@@ -219,6 +222,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.extractQ = newTermsQueue()
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
+	if cfg.StoreLinger > 0 {
+		n.writer.lingerFor = cfg.StoreLinger
+	}
 	// Unchecked (it describes nothing up front), so it always registers.
 	n.metrics.Registry.MustRegister(sourceCollector{n})
 	return n, nil

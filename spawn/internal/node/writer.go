@@ -32,7 +32,7 @@ const (
 	// needs a new one, for nearly every comment.
 	spareLanes       = 1024
 	spareLaneItems   = 64
-	writerLinger     = 20 * time.Millisecond  // wait for more before a partial batch
+	writerLinger     = 20 * time.Millisecond  // wait for more before a partial batch, by default
 	writeRetryMin    = 100 * time.Millisecond // first retry after a failed write
 	writeRetryMax    = 5 * time.Second        // retries back off up to this
 	writeCallTimeout = 30 * time.Second       // one store call at most
@@ -87,6 +87,7 @@ type writer struct {
 	// lingering is set while the writer waits for a batch to fill
 	// (linger): only a full batch need wake it then.
 	lingering bool
+	lingerFor time.Duration // how long linger waits at most
 }
 
 // newLaneLocked returns an empty lane, a spare one when there is one.
@@ -114,7 +115,7 @@ func (w *writer) spareLocked(l *lane) {
 
 func newWriter(st store.Store, logger *slog.Logger, m *Metrics, assign func([]pending) []store.Intent, written func([]pending, []bool)) *writer {
 	return &writer{store: st, logger: logger, metrics: m, assign: assign, written: written,
-		work: make(chan struct{}, 1), lanes: map[int64]*lane{}, space: make(chan struct{})}
+		work: make(chan struct{}, 1), lanes: map[int64]*lane{}, space: make(chan struct{}), lingerFor: writerLinger}
 }
 
 // enqueue blocks while the buffer, or the crawler's share of it, is full:
@@ -279,7 +280,7 @@ func (w *writer) run(ctx, drainCtx context.Context) {
 // linger waits a little for more comments, so a trickle is written in
 // batches rather than one store call each.
 func (w *writer) linger() {
-	timer := time.NewTimer(writerLinger)
+	timer := time.NewTimer(w.lingerFor)
 	defer timer.Stop()
 	defer func() {
 		w.mu.Lock()

@@ -51,7 +51,7 @@ type Builder struct {
 	last    *minute   // the minute of the last comment added, at lastAt
 	lastAt  time.Time // (comments come in batches fetched together)
 	hours   []*hour   // few: a batch's comments are fetched within minutes
-	cands   map[string]int32
+	cands   termTable
 	cand    []candidate // indexed by cands, in order of first sighting
 	tk      tokenizer
 	seq     int32 // the comment being added, to count each term once in it
@@ -90,7 +90,7 @@ type minute struct {
 // increment walks a slice rather than a map.
 type hour struct {
 	at      time.Time
-	index   map[string]int32
+	index   termTable
 	tallies []tally
 }
 
@@ -108,7 +108,7 @@ type candidate struct {
 
 // NewBuilder returns an empty builder.
 func NewBuilder() *Builder {
-	return &Builder{minutes: map[time.Time]*minute{}, cands: map[string]int32{}}
+	return &Builder{minutes: map[time.Time]*minute{}}
 }
 
 // Reset empties the builder for another increment, keeping its maps'
@@ -118,14 +118,14 @@ func (b *Builder) Reset() {
 	clear(b.minutes)
 	b.last, b.lastAt = nil, time.Time{}
 	for _, h := range b.hours {
-		clear(h.index)
+		h.index.reset()
 		clear(h.tallies) // drop the terms' strings
 		h.tallies = h.tallies[:0]
 		b.spare = append(b.spare, h)
 	}
 	clear(b.hours)
 	b.hours = b.hours[:0]
-	clear(b.cands)
+	b.cands.reset()
 	clear(b.cand)
 	b.cand = b.cand[:0]
 	b.seq = 0
@@ -141,12 +141,12 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 	sg := sightingOf(c, nil, now)
 	h := b.begin(sg)
 	seq, score := b.seq, sg.score
-	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind) bool {
-		i, ok := h.index[string(term)] // no allocation for a term seen before
+	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind, hash uint64) bool {
+		i, ok := h.index.getBytes(hash, term) // no allocation for a term seen before
 		if !ok {
 			i = int32(len(h.tallies))
 			h.tallies = append(h.tallies, tally{term: string(term)})
-			h.index[h.tallies[i].term] = i
+			h.index.put(hash, h.tallies[i].term, i)
 		} else if h.tallies[i].last == seq {
 			return false
 		}
@@ -154,7 +154,7 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 		t.n++
 		t.last = seq
 		if kind == Hashtag || kind == Phrase {
-			b.sight(c.Matched, t.term, score)
+			b.sight(c.Matched, t.term, hash, score)
 		}
 		return true
 	})
@@ -199,17 +199,17 @@ func (b *Builder) count(sg sighting) {
 	set := sg.set
 	for _, sp := range set.terms {
 		term := set.textOf(sp)
-		i, ok := h.index[term]
+		i, ok := h.index.get(sp.hash, term)
 		if !ok {
 			i = int32(len(h.tallies))
 			h.tallies = append(h.tallies, tally{term: term})
-			h.index[term] = i
+			h.index.put(sp.hash, term, i)
 		}
 		t := &h.tallies[i]
 		t.n++
 		t.last = seq
 		if sp.kind == Hashtag || sp.kind == Phrase {
-			b.sight(sg.matched, term, sg.score)
+			b.sight(sg.matched, term, sp.hash, sg.score)
 		}
 	}
 }
@@ -250,7 +250,7 @@ func (b *Builder) hour(at time.Time) *hour {
 	if n := len(b.spare); n > 0 {
 		h, b.spare = b.spare[n-1], b.spare[:n-1]
 	} else {
-		h = &hour{index: map[string]int32{}}
+		h = &hour{}
 	}
 	h.at = at
 	b.hours = append(b.hours, h)
@@ -259,15 +259,15 @@ func (b *Builder) hour(at time.Time) *hour {
 
 // sight counts a hashtag or phrase of the comment being added as a query
 // candidate, unless it contains a query term the comment matched.
-func (b *Builder) sight(matchedTerms []string, term string, score float64) {
-	i, ok := b.cands[term]
+func (b *Builder) sight(matchedTerms []string, term string, hash uint64, score float64) {
+	i, ok := b.cands.get(hash, term)
 	if !ok {
 		if len(matchedTerms) > 0 && matched(matchedTerms, term) {
 			return
 		}
 		i = int32(len(b.cand))
 		b.cand = append(b.cand, candidate{Item: termq.Item{Term: term}})
-		b.cands[term] = i
+		b.cands.put(hash, term, i)
 	}
 	cd := &b.cand[i]
 	if cd.last == b.seq {

@@ -177,7 +177,7 @@ func (b *refBuilder) Add(c *api.Comment, now time.Time) {
 	b.seq++
 	seq := b.seq
 	score := Engagement(c.Engagement.Counts())
-	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind) bool {
+	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind, _ uint64) bool {
 		t := counts[string(term)] // no allocation for a term seen before
 		if t == nil {
 			t = &refTally{}

@@ -25,8 +25,10 @@ type Set struct {
 	more   *sortedSet
 }
 
-// span is where a term's text is in its set's all, and its kind.
+// span is where a term's text is in its set's all, its kind and its hash
+// (hashOf).
 type span struct {
+	hash       uint64
 	start, end uint16 // a set's terms take at most 64 × 129 bytes
 	kind       Kind
 }
@@ -70,13 +72,13 @@ func (s *Set) Extract() {
 		e := extractors.Get().(*extractor)
 		defer extractors.Put(e)
 		e.text, e.spans = e.text[:0], e.spans[:0]
-		e.tk.scan(s.text, s.lang, func(term []byte, kind Kind) bool {
+		e.tk.scan(s.text, s.lang, func(term []byte, kind Kind, h uint64) bool {
 			for _, sp := range e.spans { // at most maxTermsPerComment
-				if int(sp.end-sp.start) == len(term) && bytes.Equal(e.text[sp.start:sp.end], term) {
+				if sp.hash == h && bytes.Equal(e.text[sp.start:sp.end], term) {
 					return false
 				}
 			}
-			e.spans = append(e.spans, span{start: uint16(len(e.text)), end: uint16(len(e.text) + len(term)), kind: kind})
+			e.spans = append(e.spans, span{hash: h, start: uint16(len(e.text)), end: uint16(len(e.text) + len(term)), kind: kind})
 			e.text = append(e.text, term...)
 			return true
 		})

@@ -1,6 +1,10 @@
 package terms
 
-import "strings"
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
 // stopEnglish are English words too common to be terms; every comment is
 // filtered by them, whatever its language, since mixed text is common.
@@ -17,7 +21,7 @@ wasn weren hasn haven hadn couldn shouldn wouldn let ll ve re`)
 
 // stopByLang are the stop-words of a few other languages, used for
 // comments that say their language (api.Comment.Lang).
-var stopByLang = map[string]map[string]bool{
+var stopByLang = map[string]*termTable{
 	"es": words(`de la que el en y a los del se las por un para con no una su al lo como más pero sus le ya o
 este sí porque esta entre cuando muy sin sobre también me hasta hay donde quien desde todo nos
 durante todos uno les ni contra otros ese eso ante ellos e esto mí antes algunos qué unos yo otro
@@ -38,13 +42,16 @@ come anche del della dei delle al alla ai alle nel nella sono è sei siamo ho ha
 questa quello quella mi ti ci si vi`),
 }
 
-func words(list string) map[string]bool {
-	m := map[string]bool{}
+func words(list string) *termTable {
+	t := &termTable{}
 	start := -1
 	for i := 0; i <= len(list); i++ {
 		if i == len(list) || list[i] == ' ' || list[i] == '\n' || list[i] == '\t' {
 			if start >= 0 {
-				m[list[start:i]] = true
+				w := list[start:i]
+				if h := hashOf([]byte(w)); !t.has(h, w) {
+					t.put(h, w, 0)
+				}
 				start = -1
 			}
 			continue
@@ -53,40 +60,54 @@ func words(list string) map[string]bool {
 			start = i
 		}
 	}
-	return m
+	return t
+}
+
+// has reports whether a table holds term, whose hash is h.
+func (t *termTable) has(h uint64, term string) bool {
+	_, ok := t.get(h, term)
+	return ok
 }
 
 // longestStop is the length in bytes of the longest stop-word of any
 // language: a longer word is no stop-word, without a lookup.
 var longestStop = func() int {
 	n := 0
-	for w := range stopEnglish {
-		n = max(n, len(w))
-	}
-	for _, m := range stopByLang {
-		for w := range m {
-			n = max(n, len(w))
+	for _, t := range append([]*termTable{stopEnglish}, slices.Collect(maps.Values(stopByLang))...) {
+		for _, s := range t.slots {
+			n = max(n, len(s.term))
 		}
 	}
 	return n
 }()
 
-// isStop reports whether word is a stop-word of English or of lang.
-func isStop(word []byte, lang string) bool {
+// stopsOf is the stop-words of lang besides English's: lang's own, or
+// those of its base language ("pt" for "pt-br"); nil for none.
+func stopsOf(lang string) *termTable {
+	if lang == "" {
+		return nil
+	}
+	if t, ok := stopByLang[lang]; ok {
+		return t
+	}
+	if i := strings.IndexByte(lang, '-'); i > 0 {
+		return stopByLang[lang[:i]]
+	}
+	return nil
+}
+
+// isStop reports whether word, whose hash is h, is a stop-word of English
+// or of the language whose stop-words are stops.
+func isStop(word []byte, h uint64, stops *termTable) bool {
 	if len(word) > longestStop {
 		return false
 	}
-	if stopEnglish[string(word)] {
+	if _, ok := stopEnglish.getBytes(h, word); ok {
 		return true
 	}
-	if lang == "" {
+	if stops == nil {
 		return false
 	}
-	if m, ok := stopByLang[lang]; ok {
-		return m[string(word)]
-	}
-	if i := strings.IndexByte(lang, '-'); i > 0 { // "pt-br"
-		return stopByLang[lang[:i]][string(word)]
-	}
-	return false
+	_, ok := stops.getBytes(h, word)
+	return ok
 }

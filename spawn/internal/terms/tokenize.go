@@ -55,7 +55,7 @@ type Term struct {
 func Terms(text, lang string) []Term {
 	var tk tokenizer
 	var out []Term
-	tk.scan(text, lang, func(term []byte, kind Kind) bool {
+	tk.scan(text, lang, func(term []byte, kind Kind, _ uint64) bool {
 		for _, o := range out {
 			if o.Text == string(term) {
 				return false
@@ -74,11 +74,11 @@ type tokenizer struct {
 	phrase []byte // a phrase whose words were apart by more than a space
 }
 
-// scan calls emit with each term of text, lowercased, and its kind; emit
-// reports whether the term was new to the comment. The term's bytes are
-// valid only during the call. Scanning stops after maxTermsPerComment new
-// terms.
-func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind) bool) {
+// scan calls emit with each term of text, lowercased, its kind and its
+// hash (hashOf); emit reports whether the term was new to the comment.
+// The term's bytes are valid only during the call. Scanning stops after
+// maxTermsPerComment new terms.
+func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h uint64) bool) {
 	if len(text) > maxTextBytes {
 		cut := maxTextBytes
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
@@ -86,25 +86,26 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind) b
 		}
 		text = text[:cut]
 	}
-	b := tk.lowercase(text)
+	b, ascii := tk.lowercase(text)
+	var stops *termTable
 	if lang != "" {
-		lang = strings.ToLower(lang)
+		stops = stopsOf(strings.ToLower(lang))
 	}
 	n := 0
-	add := func(term []byte, kind Kind) bool {
-		if emit(term, kind) {
+	add := func(term []byte, kind Kind, h uint64) bool {
+		if emit(term, kind, h) {
 			n++
 		}
 		return n < maxTermsPerComment
 	}
 	prevStart, prevEnd := -1, -1 // the previous significant word
 	for i := 0; i < len(b); {
-		if !query.IsWordByte(b[i]) {
+		if !wordBytes[b[i]] {
 			i++
 			continue
 		}
 		start := i
-		for i < len(b) && query.IsWordByte(b[i]) {
+		for i < len(b) && wordBytes[b[i]] {
 			i++
 		}
 		if i+2 < len(b) && b[i] == ':' && b[i+1] == '/' && b[i+2] == '/' {
@@ -125,13 +126,18 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind) b
 			if b[start-1] == '@' {
 				kind = Mention
 			}
-			if !add(b[start-1:i], kind) {
+			if !add(b[start-1:i], kind, hashOf(b[start-1:i])) {
 				return
 			}
 			continue
 		}
 		word := b[start:i]
-		if !significant(word, lang) {
+		if len(word) < minWordRunes || !ascii && utf8.RuneCount(word) < minWordRunes || isNumber(word) {
+			prevStart = -1
+			continue
+		}
+		h := hashOf(word)
+		if isStop(word, h, stops) {
 			prevStart = -1
 			continue
 		}
@@ -141,47 +147,55 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind) b
 				tk.phrase = append(append(append(tk.phrase[:0], b[prevStart:prevEnd]...), ' '), word...)
 				phrase = tk.phrase
 			}
-			if !add(phrase, Phrase) {
+			if !add(phrase, Phrase, hashOf(phrase)) {
 				return
 			}
 		}
-		if !add(word, Word) {
+		if !add(word, Word, h) {
 			return
 		}
 		prevStart, prevEnd = start, i
 	}
 }
 
-// lowercase returns text lowercased in tk's buffer: ASCII in place,
-// anything else through strings.ToLower.
-func (tk *tokenizer) lowercase(text string) []byte {
+// lowercase returns text lowercased in tk's buffer, and whether it is
+// ASCII: ASCII by a table, anything else through strings.ToLower.
+func (tk *tokenizer) lowercase(text string) ([]byte, bool) {
 	b := slices.Grow(tk.lower[:0], len(text))[:len(text)]
+	var high byte
 	for i := 0; i < len(text); i++ { // one pass for ASCII, the common case
 		c := text[i]
-		if c >= utf8.RuneSelf {
-			tk.lower = append(tk.lower[:0], strings.ToLower(text)...)
-			return tk.lower
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
+		high |= c
+		b[i] = lowerBytes[c]
+	}
+	if high >= utf8.RuneSelf {
+		b = append(b[:0], strings.ToLower(text)...)
 	}
 	tk.lower = b
-	return b
+	return b, high < utf8.RuneSelf
 }
 
-// significant reports whether a word is worth counting.
-func significant(word []byte, lang string) bool {
-	if len(word) < minWordRunes || utf8.RuneCount(word) < minWordRunes || isStop(word, lang) {
-		return false
-	}
-	for _, c := range word {
-		if (c < '0' || c > '9') && c != '_' {
-			return true
+// wordBytes is query.IsWordByte as a table, and lowerBytes lowercases
+// ASCII letters (other bytes stay).
+var wordBytes, lowerBytes = func() (w [256]bool, l [256]byte) {
+	for c := range 256 {
+		w[c] = query.IsWordByte(byte(c))
+		l[c] = byte(c)
+		if 'A' <= c && c <= 'Z' {
+			l[c] = byte(c + 'a' - 'A')
 		}
 	}
-	return false // a number
+	return w, l
+}()
+
+// isNumber reports whether a word is digits (and underscores) only.
+func isNumber(word []byte) bool {
+	for _, c := range word {
+		if (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 func onlySpaces(s []byte) bool {

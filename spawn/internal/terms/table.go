@@ -1,0 +1,103 @@
+package terms
+
+import "hash/maphash"
+
+// termSeed seeds the hashes of terms. They never leave the process: what
+// travels is the terms' text.
+var termSeed = maphash.MakeSeed()
+
+// hashOf is a term's hash, computed once when the term is found and used
+// by every lookup of it after.
+func hashOf(term []byte) uint64 { return maphash.Bytes(termSeed, term) }
+
+// termTable maps terms to positions (in a slice of tallies, candidates),
+// each looked up by its hash computed beforehand: open addressing with
+// linear probing, at most half full. A term costs a probe or two and one
+// comparison of its text, against a Go map's hashing of it on every
+// lookup.
+type termTable struct {
+	slots []termSlot // a power of two of them, or none
+	n     int        // terms held
+}
+
+type termSlot struct {
+	hash uint64
+	term string
+	pos  int32 // the position plus one; 0 marks an empty slot
+}
+
+// maxKeptSlots bounds the room reset keeps for the next use: a table
+// grown by one huge increment does not make every later reset costly.
+const maxKeptSlots = 1 << 14
+
+// get returns the position of term, whose hash is h.
+func (t *termTable) get(h uint64, term string) (int32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.pos == 0 {
+			return 0, false
+		}
+		if s.hash == h && s.term == term {
+			return s.pos - 1, true
+		}
+	}
+}
+
+// getBytes is get for a term in bytes.
+func (t *termTable) getBytes(h uint64, term []byte) (int32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.pos == 0 {
+			return 0, false
+		}
+		if s.hash == h && s.term == string(term) {
+			return s.pos - 1, true
+		}
+	}
+}
+
+// put adds term, not held yet, at position pos.
+func (t *termTable) put(h uint64, term string, pos int32) {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	t.insert(termSlot{hash: h, term: term, pos: pos + 1})
+	t.n++
+}
+
+func (t *termTable) insert(s termSlot) {
+	mask := uint64(len(t.slots) - 1)
+	i := s.hash & mask
+	for t.slots[i].pos != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = s
+}
+
+func (t *termTable) grow() {
+	old := t.slots
+	t.slots = make([]termSlot, max(16, 2*len(old)))
+	for _, s := range old {
+		if s.pos != 0 {
+			t.insert(s)
+		}
+	}
+}
+
+// reset empties the table, keeping its room unless it is large.
+func (t *termTable) reset() {
+	if len(t.slots) > maxKeptSlots {
+		t.slots = nil
+	} else if t.n > 0 {
+		clear(t.slots)
+	}
+	t.n = 0
+}
