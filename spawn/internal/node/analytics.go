@@ -13,40 +13,75 @@ import (
 // analyze gathers the analytics of a written batch's fresh comments (all
 // of them for fresh nil) per increment they count under: every comment of
 // an increment is in the one batch it was assigned in (assignIncrements),
-// so each increment's analytics is complete here.
+// so each increment's analytics is complete here. A batch holds the
+// comments of an increment together (a lane at a time); an increment of
+// one comment, most of them on a spawn with many subscribers, is built
+// without a builder.
 func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementAnalytics {
 	if n.cfg.NoAnalytics {
 		return nil
 	}
 	now := time.Now()
-	builders := map[uint64]*terms.Builder{}
+	out := make(map[uint64]*api.IncrementAnalytics)
+	var builders map[uint64]*terms.Builder // increments of several comments
 	defer func() {
 		for _, b := range builders {
 			b.Reset()
 			builderPool.Put(b)
 		}
 	}()
-	for j := range batch {
-		if fresh != nil && !fresh[j] {
+	isFresh := func(j int) bool { return fresh == nil || fresh[j] }
+	for i := 0; i < len(batch); {
+		seq := batch[i].comment.IncSeq
+		j := i + 1
+		for j < len(batch) && batch[j].comment.IncSeq == seq {
+			j++
+		}
+		if _, apart := builders[seq]; !apart && j-i == 1 && out[seq] == nil {
+			if isFresh(i) {
+				out[seq] = terms.One(&batch[i].comment, batch[i].terms, now)
+			}
+			i = j
 			continue
 		}
-		c := &batch[j].comment
-		b := builders[c.IncSeq]
+		b := builders[seq]
 		if b == nil {
 			b = builderPool.Get().(*terms.Builder)
-			builders[c.IncSeq] = b
+			if builders == nil {
+				builders = map[uint64]*terms.Builder{}
+			}
+			builders[seq] = b
+			if one := out[seq]; one != nil { // a run of it before: count it again
+				delete(out, seq)
+				for k := range i {
+					if batch[k].comment.IncSeq == seq && isFresh(k) {
+						addTo(b, &batch[k], now)
+					}
+				}
+			}
 		}
-		if t := batch[j].terms; t != nil {
-			b.AddSet(c, t, now)
-		} else {
-			b.Add(c, now)
+		for k := i; k < j; k++ {
+			if isFresh(k) {
+				addTo(b, &batch[k], now)
+			}
 		}
+		i = j
 	}
-	out := make(map[uint64]*api.IncrementAnalytics, len(builders))
 	for seq, b := range builders {
-		out[seq] = b.Build()
+		if a := b.Build(); a != nil {
+			out[seq] = a
+		}
 	}
 	return out
+}
+
+// addTo counts a comment into a builder.
+func addTo(b *terms.Builder, p *pending, now time.Time) {
+	if p.terms != nil {
+		b.AddSet(&p.comment, p.terms, now)
+	} else {
+		b.Add(&p.comment, now)
+	}
 }
 
 // withTerms gives counted comments the set of terms their analytics

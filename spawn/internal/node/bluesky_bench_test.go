@@ -200,7 +200,8 @@ func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics bool) *bs
 }
 
 // round publishes a batch of posts and waits until the spawn has stored
-// every comment they make; it returns how long that took. Between rounds,
+// every comment they make and recorded it as usage (settled); it returns
+// how long that took. Between rounds,
 // outside the timing, it acknowledges usage as the hub would.
 func (bn *bskyNode) round(b *testing.B) time.Duration {
 	for j := range bskyBatch {
@@ -212,7 +213,7 @@ func (bn *bskyNode) round(b *testing.B) time.Duration {
 	}
 	bn.published += bskyBatch
 	deadline := start.Add(time.Minute)
-	for bn.st.n.Load() < bn.want || bn.src.Stats().Items < int64(bn.published) {
+	for bn.st.n.Load() < bn.want || bn.src.Stats().Items < int64(bn.published) || !settled(bn.n) {
 		if time.Now().After(deadline) {
 			b.Fatalf("stored %d of %d comments, %d of %d posts handed over", bn.st.n.Load(), bn.want, bn.src.Stats().Items, bn.published)
 		}
@@ -234,8 +235,8 @@ func (bn *bskyNode) round(b *testing.B) time.Duration {
 // which stores them in a store that counts them. The subscribers' queries
 // mix words, phrases, #tags, @mentions, from:, negations and lang: over
 // post-length texts in several languages. A round publishes 1,000 posts
-// (so that the writer's linger, 20 ms before a partial batch is written,
-// weighs little) and ends when every comment they make is stored. The
+// and ends when every comment they make is stored and recorded as usage
+// (the store writer lingers benchLinger for a partial batch). The
 // spawn's analytics (term counts and activity per written comment,
 // Config.NoAnalytics) are on in one run and off in the other, which
 // leaves decoding, matching and storing alone. Each run has a spawn with

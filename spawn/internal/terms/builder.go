@@ -1,6 +1,7 @@
 package terms
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -56,15 +57,14 @@ type Builder struct {
 	tk      tokenizer
 	seq     int32 // the comment being added, to count each term once in it
 	spare   []*hour
-	// small holds the comments of an increment added with AddSet while
-	// they are few, not yet counted: Build counts them without maps
-	// (buildSmall). Most increments of a spawn with many subscribers hold
-	// a comment or two of a store batch.
-	small []sighting
-	lists []sortedList        // buildSmall's scratch
-	ents  []entry             // buildSmall's scratch
-	pos   [smallIncrement]int // buildSmall's scratch
-	top   []termq.Item        // Build's scratch
+	// first holds the comment of an increment added with AddSet while it
+	// is the only one, not yet counted (hasFirst): Build makes its
+	// analytics from what the comment's item shares (buildOne). Most
+	// increments of a spawn with many subscribers hold one comment.
+	first    sighting
+	hasFirst bool
+	top      []termq.Item // Build's scratch
+	order    []int32      // topTerms' scratch
 }
 
 // sighting is a comment as the builder counts it.
@@ -75,10 +75,6 @@ type sighting struct {
 	score   float64
 	set     *Set
 }
-
-// smallIncrement is how many comments an increment may have for Build to
-// count them by merging their sorted terms rather than in maps.
-const smallIncrement = 8
 
 type minute struct {
 	comments int64
@@ -97,6 +93,7 @@ type hour struct {
 // tally is a term's count in an hour and the last comment that counted it.
 type tally struct {
 	term string
+	key  uint64 // prefixKey(term)
 	n    int64
 	last int32
 }
@@ -129,8 +126,7 @@ func (b *Builder) Reset() {
 	clear(b.cand)
 	b.cand = b.cand[:0]
 	b.seq = 0
-	clear(b.small)
-	b.small = b.small[:0]
+	b.first, b.hasFirst = sighting{}, false
 }
 
 // Add counts one comment, at its fetch time (now when it has none). Its
@@ -145,7 +141,7 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 		i, ok := h.index.getBytes(hash, term) // no allocation for a term seen before
 		if !ok {
 			i = int32(len(h.tallies))
-			h.tallies = append(h.tallies, tally{term: string(term)})
+			h.tallies = append(h.tallies, tally{term: string(term), key: prefixKey(string(term))})
 			h.index.put(hash, h.tallies[i].term, i)
 		} else if h.tallies[i].last == seq {
 			return false
@@ -165,8 +161,8 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 // item): it counts exactly what Add would, without reading the text.
 func (b *Builder) AddSet(c *api.Comment, set *Set, now time.Time) {
 	sg := sightingOf(c, set, now)
-	if b.seq == 0 && len(b.small) < smallIncrement {
-		b.small = append(b.small, sg)
+	if b.seq == 0 && !b.hasFirst {
+		b.first, b.hasFirst = sg, true
 		return
 	}
 	b.flush()
@@ -182,13 +178,13 @@ func sightingOf(c *api.Comment, set *Set, now time.Time) sighting {
 	return sighting{at: at.UTC(), author: c.Author, matched: c.Matched, score: Engagement(c.Engagement.Counts()), set: set}
 }
 
-// flush counts the comments held in small into the maps.
+// flush counts the comment held in first into the maps.
 func (b *Builder) flush() {
-	for _, sg := range b.small {
-		b.count(sg)
+	if b.hasFirst {
+		b.hasFirst = false
+		b.count(b.first)
+		b.first = sighting{}
 	}
-	clear(b.small)
-	b.small = b.small[:0]
 }
 
 // count counts a comment whose terms were extracted.
@@ -202,7 +198,7 @@ func (b *Builder) count(sg sighting) {
 		i, ok := h.index.get(sp.hash, term)
 		if !ok {
 			i = int32(len(h.tallies))
-			h.tallies = append(h.tallies, tally{term: term})
+			h.tallies = append(h.tallies, tally{term: term, key: prefixKey(term)})
 			h.index.put(sp.hash, term, i)
 		}
 		t := &h.tallies[i]
@@ -300,8 +296,8 @@ func matched(matched []string, term string) bool {
 // minutes and hours in time order, each hour's top terms (the rest summed
 // in Other) and the best candidates.
 func (b *Builder) Build() *api.IncrementAnalytics {
-	if len(b.small) > 0 {
-		return b.buildSmall()
+	if b.hasFirst {
+		return buildOne(b.first)
 	}
 	if len(b.minutes) == 0 {
 		return nil
@@ -318,19 +314,7 @@ func (b *Builder) Build() *api.IncrementAnalytics {
 	top := b.top[:0]
 	for _, h := range b.hours {
 		ht := api.HourTerms{At: h.at}
-		top = top[:0]
-		for _, t := range h.tallies {
-			var other int64
-			top, other = best(top, TopTermsPerIncrement, termq.Item{Term: t.term, Score: float64(t.n), Count: t.n})
-			ht.Other += other
-		}
-		sortBest(top)
-		if len(top) > 0 {
-			ht.Terms = make([]api.TermCount, len(top))
-			for i, it := range top {
-				ht.Terms[i] = api.TermCount{Term: it.Term, Count: it.Count}
-			}
-		}
+		ht.Terms, ht.Other = b.topTerms(h.tallies)
 		if len(ht.Terms) > 0 || ht.Other > 0 {
 			out.Terms = append(out.Terms, ht)
 		}
@@ -408,4 +392,106 @@ func down(h []termq.Item, i int) {
 // sortBest orders items highest ranked first, as termq.Queue.Items does.
 func sortBest(items []termq.Item) {
 	slices.SortFunc(items, func(a, b termq.Item) int { return termq.Compare(b, a) })
+}
+
+// topTerms returns the TopTermsPerIncrement most counted of an hour's
+// tallies, most counted first and of equal counts the smaller term first
+// (termq.Compare's order for a score that is the count), and the sum of
+// the others' counts. Terms compare by their first eight bytes before
+// their text, so that ordering the mostly equal counts of a few comments
+// rarely reads the texts.
+func (b *Builder) topTerms(tallies []tally) ([]api.TermCount, int64) {
+	if len(tallies) == 0 {
+		return nil, 0
+	}
+	before := func(i, j int32) int {
+		a, c := &tallies[i], &tallies[j]
+		if a.n != c.n {
+			return cmp.Compare(c.n, a.n)
+		}
+		if a.key != c.key {
+			return cmp.Compare(a.key, c.key)
+		}
+		return strings.Compare(a.term, c.term)
+	}
+	order := b.order[:0]
+	k := TopTermsPerIncrement
+	if len(tallies) <= 4*k {
+		for i := range tallies {
+			order = append(order, int32(i))
+		}
+		slices.SortFunc(order, before)
+	} else {
+		// The k best in a heap whose root is the worst kept.
+		worse := func(i, j int32) bool { return before(i, j) > 0 }
+		for i := range tallies {
+			if len(order) < k {
+				order = append(order, int32(i))
+				if len(order) == k {
+					for r := k/2 - 1; r >= 0; r-- {
+						siftDown(order, r, worse)
+					}
+				}
+				continue
+			}
+			if before(int32(i), order[0]) < 0 {
+				order[0] = int32(i)
+				siftDown(order, 0, worse)
+			}
+		}
+		slices.SortFunc(order, before)
+	}
+	var other int64
+	if len(order) > k {
+		for _, i := range order[k:] {
+			other += tallies[i].n
+		}
+		order = order[:k]
+	}
+	if len(tallies) > 4*k {
+		for _, t := range tallies {
+			other += t.n
+		}
+		for _, i := range order {
+			other -= tallies[i].n
+		}
+	}
+	out := make([]api.TermCount, len(order))
+	for j, i := range order {
+		out[j] = api.TermCount{Term: tallies[i].term, Count: tallies[i].n}
+	}
+	b.order = order[:0]
+	return out, other
+}
+
+// siftDown moves h[i] down the heap h ordered by worse (the root is the
+// worst) to its place.
+func siftDown(h []int32, i int, worse func(a, b int32) bool) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && worse(h[l], h[m]) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && worse(h[r], h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// prefixKey is a term's first eight bytes as a number that orders as the
+// bytes do (shorter terms padded with zeros, which no term holds).
+func prefixKey(term string) uint64 {
+	var k uint64
+	for i := range 8 {
+		k <<= 8
+		if i < len(term) {
+			k |= uint64(term[i])
+		}
+	}
+	return k
 }

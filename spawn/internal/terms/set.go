@@ -5,8 +5,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/axiomhq/hyperloglog"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
 // Set is the distinct terms of one text, extracted once: a spawn makes a
@@ -19,8 +22,8 @@ type Set struct {
 	extracted  sync.Once
 	all        string // the terms' texts, one after another
 	terms      []span // in order of first appearance, at most maxTermsPerComment
-	// sorted is done once more is set: only increments of few comments
-	// need it (buildSmall), so it is made when first asked for.
+	// sorted is done once more is set: only increments of one comment
+	// need it (buildOne), so it is made when first asked for.
 	sorted sync.Once
 	more   *sortedSet
 }
@@ -33,7 +36,7 @@ type span struct {
 	kind       Kind
 }
 
-// sortedSet is what increments of few comments read of a set.
+// sortedSet is what increments of one comment read of a set.
 type sortedSet struct {
 	byText []span // the terms in order of their text
 	cands  []span // the hashtags and phrases in order of their text
@@ -41,6 +44,21 @@ type sortedSet struct {
 	mu     sync.Mutex
 	author string // whose sketch is in sketch
 	sketch []byte // the author sketch of a minute of one comment by author
+	// What every increment of one comment made of the set holds (oneTerms,
+	// oneCandidates), made once and shared read-only.
+	oneOnce  sync.Once
+	one      []api.TermCount
+	oneOther int64
+	cands1   []api.Suggestion // the first candidates, all of score score1
+	score1   float64
+	hasCands bool // cands1 is made
+	// shared is the whole analytics of an increment of one comment whose
+	// matched terms filter none of the candidates, for a comment fetched
+	// in sharedAt's minute, by sharedBy, of score sharedScore.
+	shared      *api.IncrementAnalytics
+	sharedAt    time.Time
+	sharedBy    string
+	sharedScore float64
 }
 
 // NewSet returns the set of terms of a text in the language lang, not
@@ -122,7 +140,8 @@ func (s *Set) sort() *sortedSet {
 }
 
 // authors is the marshalled author sketch of a minute holding one comment,
-// by author (nil for none), made once for the comments of one item.
+// by author (nil for none), made once for the comments of one item and
+// shared, read-only, by their increments.
 func (s *Set) authors(author string) []byte {
 	if author == "" {
 		return nil
@@ -136,7 +155,88 @@ func (s *Set) authors(author string) []byte {
 		m.sketch, _ = sk.MarshalBinary()
 		m.author = author
 	}
-	return slices.Clone(m.sketch)
+	return m.sketch
+}
+
+// oneTerms is the hour's terms of an increment of one comment made of the
+// set: each counts once, so the best are the first by text; other counts
+// the rest. Made once per item and shared, read-only.
+func (s *Set) oneTerms() ([]api.TermCount, int64) {
+	m := s.sort()
+	m.oneOnce.Do(func() {
+		n := len(m.byText)
+		if n == 0 {
+			return
+		}
+		k := min(n, TopTermsPerIncrement)
+		m.one = make([]api.TermCount, k)
+		for i, sp := range m.byText[:k] {
+			m.one[i] = api.TermCount{Term: s.textOf(sp), Count: 1}
+		}
+		m.oneOther = int64(n - k)
+	})
+	return m.one, m.oneOther
+}
+
+// filters reports whether a comment's matched query terms filter any of
+// the set's candidates out (matched).
+func (s *Set) filters(matchedTerms []string) bool {
+	if len(matchedTerms) == 0 {
+		return false
+	}
+	for _, sp := range s.sort().cands {
+		if matched(matchedTerms, s.textOf(sp)) {
+			return true
+		}
+	}
+	return false
+}
+
+// oneCandidates is the candidates of an increment of one comment made of
+// the set, all of the comment's score, without those holding a query term
+// the comment matched: the first by text. Those of a comment that filters
+// none are made once per item and shared, read-only.
+func (s *Set) oneCandidates(matchedTerms []string, score float64) []api.Suggestion {
+	m := s.sort()
+	if len(m.cands) == 0 {
+		return nil
+	}
+	if s.filters(matchedTerms) {
+		return s.firstCandidates(matchedTerms, score)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return s.unfilteredLocked(score)
+}
+
+// unfilteredLocked is the first candidates of a comment that filters
+// none, each of score; m.mu is held.
+func (s *Set) unfilteredLocked(score float64) []api.Suggestion {
+	m := s.more
+	if !m.hasCands || m.score1 != score {
+		m.cands1, m.score1, m.hasCands = s.firstCandidates(nil, score), score, true
+	}
+	return m.cands1
+}
+
+// firstCandidates is the first CandidatesPerIncrement candidates by text
+// that hold none of matchedTerms, each of score.
+func (s *Set) firstCandidates(matchedTerms []string, score float64) []api.Suggestion {
+	var out []api.Suggestion
+	for _, sp := range s.more.cands {
+		if len(out) == CandidatesPerIncrement {
+			break
+		}
+		term := s.textOf(sp)
+		if len(matchedTerms) > 0 && matched(matchedTerms, term) {
+			continue
+		}
+		if out == nil {
+			out = make([]api.Suggestion, 0, min(len(s.more.cands), CandidatesPerIncrement))
+		}
+		out = append(out, api.Suggestion{Term: term, Score: score, Count: 1})
+	}
+	return out
 }
 
 // extractor keeps a tokenizer's buffers, and the terms of the text being
