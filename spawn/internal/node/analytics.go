@@ -112,7 +112,7 @@ const (
 	// extractBunch is how many sets extractTerms is woken for: waking
 	// it for each item would cost the data source more than the
 	// extraction saves. Fewer sets wait for the writer's analysis.
-	extractBunch = 64
+	extractBunch = 256
 	// extractQueue is how many sets may wait for extractTerms; beyond it
 	// the writer's analysis extracts them.
 	extractQueue = 4096

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -267,7 +266,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []str
 	}
 	s.reserved++
 	s.seen.add(it.ID, h)
-	s.rate.add(time.Now(), 1)
+	s.rate.add(now, 1)
 	return pending{
 		comment: api.Comment{
 			ID:          it.ID,

@@ -94,7 +94,7 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 		State:      api.StateRunning,
 		DataSource: strings.Join(s.keys, ","),
 		Stored:     s.stored,
-		RatePerSec: s.rate.perSecond(now),
+		RatePerSec: s.rate.perSecond(clock),
 		Instance:   s.instance,
 		Reserved:   s.reserved,
 		LeaseSeq:   s.leaseSeq,
