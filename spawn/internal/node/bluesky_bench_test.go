@@ -1,7 +1,6 @@
 package node
 
 import (
-	"os"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -263,10 +262,6 @@ func BenchmarkBlueskyPath(b *testing.B) {
 			rounds := 0
 			for b.Loop() {
 				for k, bn := range nodes {
-					if k == 0 && os.Getenv("BWONLY") != "" {
-						took[k] += time.Second
-						continue
-					}
 					took[k] += bn.round(b)
 				}
 				rounds++
