@@ -88,6 +88,7 @@ type writer struct {
 	// (linger): only a full batch need wake it then.
 	lingering bool
 	lingerFor time.Duration // how long linger waits at most
+	comments  []api.Comment // attempt's, kept between store calls
 }
 
 // newLaneLocked returns an empty lane, a spare one when there is one.
@@ -393,10 +394,16 @@ func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error
 		intents = w.assign(batch)
 	}
 	journal, _ := w.store.(store.UsageJournal)
-	comments := make([]api.Comment, len(batch))
-	for i, p := range batch {
-		comments[i] = p.comment
+	// The comments of a store call: the store keeps none of them past the
+	// call (store.Store), so the writer reuses the room.
+	comments := slices.Grow(w.comments[:0], len(batch))[:len(batch)]
+	for i := range batch {
+		comments[i] = batch[i].comment
 	}
+	defer func() {
+		clear(comments) // keep no comment alive between calls
+		w.comments = comments[:0]
+	}()
 	// fresh marks the comments the store did not hold before; after a
 	// failed call, those it stored all the same.
 	fresh := make([]bool, len(batch))

@@ -16,7 +16,8 @@ type Store interface {
 	// Write stores every comment durably, or returns an error after which
 	// the caller retries the whole batch. Writing a comment whose
 	// (crawler id, comment id) is already stored overwrites it, so retries
-	// never make a second copy.
+	// never make a second copy. The slice is the caller's again once Write
+	// returns: a store keeps copies, never the slice.
 	Write(ctx context.Context, comments []api.Comment) error
 	// Recent returns up to n of a crawler's comments, newest published first.
 	Recent(ctx context.Context, crawlerID int64, n int) ([]api.Comment, error)

@@ -192,25 +192,9 @@ func (s *Set) filters(matchedTerms []string) bool {
 	return false
 }
 
-// oneCandidates is the candidates of an increment of one comment made of
-// the set, all of the comment's score, without those holding a query term
-// the comment matched: the first by text. Those of a comment that filters
-// none are made once per item and shared, read-only.
-func (s *Set) oneCandidates(matchedTerms []string, score float64) []api.Suggestion {
-	m := s.sort()
-	if len(m.cands) == 0 {
-		return nil
-	}
-	if s.filters(matchedTerms) {
-		return s.firstCandidates(matchedTerms, score)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return s.unfilteredLocked(score)
-}
-
 // unfilteredLocked is the first candidates of a comment that filters
-// none, each of score; m.mu is held.
+// none, each of score, made once per item and shared, read-only; m.mu is
+// held.
 func (s *Set) unfilteredLocked(score float64) []api.Suggestion {
 	m := s.more
 	if !m.hasCands || m.score1 != score {

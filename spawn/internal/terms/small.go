@@ -15,7 +15,7 @@ import (
 func buildOne(sg sighting) *api.IncrementAnalytics {
 	set := sg.set
 	if set.filters(sg.matched) {
-		return makeOne(sg)
+		return makeOne(sg, set.firstCandidates(sg.matched, sg.score))
 	}
 	// The same for every subscriber's comment of the item, or nearly.
 	m := set.sort()
@@ -25,16 +25,18 @@ func buildOne(sg sighting) *api.IncrementAnalytics {
 		m.mu.Unlock()
 		return a
 	}
+	cands := set.unfilteredLocked(sg.score)
 	m.mu.Unlock()
-	a := makeOne(sg)
+	a := makeOne(sg, cands)
 	m.mu.Lock()
 	m.shared, m.sharedAt, m.sharedBy, m.sharedScore = a, at, sg.author, sg.score
 	m.mu.Unlock()
 	return a
 }
 
-// makeOne builds the analytics of an increment of one comment.
-func makeOne(sg sighting) *api.IncrementAnalytics {
+// makeOne builds the analytics of an increment of one comment, whose
+// candidates are cands.
+func makeOne(sg sighting, cands []api.Suggestion) *api.IncrementAnalytics {
 	set := sg.set
 	one := &struct { // one allocation for the analytics and its minute and hour
 		a api.IncrementAnalytics
@@ -48,7 +50,7 @@ func makeOne(sg sighting) *api.IncrementAnalytics {
 		one.h[0] = api.HourTerms{At: sg.at.Truncate(time.Hour), Terms: terms, Other: other}
 		out.Terms = one.h[:]
 	}
-	out.Candidates = set.oneCandidates(sg.matched, sg.score)
+	out.Candidates = cands
 	return out
 }
 
