@@ -79,9 +79,11 @@ bench:
 	scripts/cassandra-cluster.sh up
 	scripts/bench-store.sh --cluster
 	$(GO) test -run '^$$' -bench Route -benchtime 2s ./hub/internal/cluster/
-	$(GO) test -run '^$$' -bench Throughput -benchtime 200000x -count 3 ./spawn/internal/node/
+	$(GO) test -run '^$$' -bench 'Throughput$$' -benchtime 200000x -count 3 ./spawn/internal/node/
+	$(GO) test -run '^$$' -bench 'ThroughputTerms$$' -benchtime 400000x -count 3 ./spawn/internal/node/
+	eval "$$(scripts/services.sh env)" && $(GO) test -run '^$$' -bench ThroughputTermsCassandra -benchtime 100000x -count 3 ./spawn/internal/node/
 	$(GO) test -run '^$$' -bench 'QueryIndex' -count 3 ./spawn/internal/match/
-	$(GO) test -run '^$$' -bench BlueskyPath -benchtime 8x -count 3 ./spawn/internal/node/
+	$(GO) test -run '^$$' -bench BlueskyPath -benchtime 40x -count 5 ./spawn/internal/node/
 
 # The hub against 1,000 simulated spawns and 100,000 crawlers (several minutes).
 bench-hub:

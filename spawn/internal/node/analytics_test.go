@@ -95,7 +95,8 @@ type termsNode struct {
 }
 
 // round sends termsRound social-post items in batches of 100 and waits
-// until they are stored; the items are made before the clock starts.
+// until they are stored and recorded as usage, with their analytics
+// (settled); the items are made before the clock starts.
 // Between rounds, outside the timing, usage is acknowledged as the hub
 // would and the store is emptied, so that the comments kept in memory do
 // not make the garbage collector's work grow round after round (a real
