@@ -51,14 +51,14 @@ test: build fmt-check vet
 # (scripts/cassandra-cluster.sh on 127.0.0.2-4, 2-3 minutes to start on two
 # cores) while the tests kill and stop nodes; about 6 minutes in all, so it
 # is its own step (.ci/run runs it after `make test`); it stops the cluster
-# when done. The NATS cluster test starts its own three servers (seconds), so
+# when done, and when it could not start. The NATS cluster test starts its own three servers (seconds), so
 # `make test` runs it too.
 test-cluster:
 	scripts/services.sh up >/dev/null
-	scripts/cassandra-cluster.sh up
-	rc=0; eval "$$(scripts/services.sh env)" && eval "$$(scripts/cassandra-cluster.sh env)" && \
+	rc=0; scripts/cassandra-cluster.sh up || rc=$$?; \
+	if [ $$rc = 0 ]; then eval "$$(scripts/services.sh env)" && eval "$$(scripts/cassandra-cluster.sh env)" && \
 		BW_REQUIRE_SERVICES=1 BW_REQUIRE_CLUSTER=1 $(GO) test -race -count=1 -timeout 15m \
-		-run '^Test(CassandraCluster|NatsCluster)_' ./e2e/ || rc=$$?; \
+		-run '^Test(CassandraCluster|NatsCluster)_' ./e2e/ || rc=$$?; fi; \
 	scripts/cassandra-cluster.sh down; exit $$rc
 
 # Tests that need no external server.

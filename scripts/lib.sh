@@ -103,10 +103,13 @@ start_cassandra() {
 		"-Dlogback.configurationFile=$STATE/logback.xml"
 		-Dcassandra-foreground=yes
 		# Loopback nodes: gossip reaches every node at once, so the waits
-		# sized for real networks are cut.
+		# sized for real networks are cut. The schema wait is a bound, not
+		# a pause (a joining node goes on as soon as it has the seed's
+		# schema): one second was too short for a node joining a seed that
+		# had just started on two busy cores.
 		-Dcassandra.skip_wait_for_gossip_to_settle=0
 		-Dcassandra.ring_delay_ms=1000
-		-Dcassandra.schema_delay_ms=1000
+		-Dcassandra.schema_delay_ms=30000
 		"$@"
 	)
 	[ -f "$LOG" ] && mv -f "$LOG" "$LOG.1"
