@@ -89,6 +89,8 @@ type writer struct {
 	lingering bool
 	lingerFor time.Duration // how long linger waits at most
 	comments  []api.Comment // attempt's, kept between store calls
+	// spareBatch is a written batch's room, for takeLocked (recycle).
+	spareBatch []pending
 }
 
 // newLaneLocked returns an empty lane, a spare one when there is one.
@@ -328,7 +330,11 @@ func (w *writer) takeLocked(now time.Time) (batch []pending, solo bool, wait tim
 		return batch, true, 0
 	}
 	if len(w.order) > 0 {
-		batch = make([]pending, 0, min(w.held, writerBatch))
+		if batch = w.spareBatch; batch != nil {
+			w.spareBatch = nil
+		} else {
+			batch = make([]pending, 0, min(w.held, writerBatch))
+		}
 	}
 	for len(batch) < writerBatch && len(w.order) > 0 {
 		id := w.order[0]
@@ -352,10 +358,11 @@ func (w *writer) takeLocked(now time.Time) (batch []pending, solo bool, wait tim
 // succeed are stored now; a crawler whose write still fails gets its
 // comments back at the head of its lane, to be retried alone with backoff.
 func (w *writer) write(ctx context.Context, batch []pending, solo bool) {
+	first := batch[0].comment.CrawlerID // attempt may recycle the batch
 	rest, err := w.attempt(ctx, batch)
 	if err == nil || len(rest) == 0 {
 		if solo {
-			w.recovered(batch[0].comment.CrawlerID)
+			w.recovered(first)
 		}
 		return
 	}
@@ -422,6 +429,7 @@ func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error
 	w.metrics.storeWriteSeconds.Observe(time.Since(began).Seconds())
 	if err == nil {
 		w.done(batch, fresh)
+		w.recycle(batch)
 		return nil, nil
 	}
 	w.metrics.storeWriteErrors.Inc()
@@ -441,6 +449,20 @@ func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error
 		w.done(stored, all)
 	}
 	return rest, err
+}
+
+// recycle keeps a batch written whole, and reported (so nothing reads it
+// any more: its analytics were taken), for the next batch of several
+// crawlers (takeLocked): a batch is hundreds of comments. The caller of
+// attempt must not read the batch after it succeeded.
+func (w *writer) recycle(batch []pending) {
+	if cap(batch) < writerBatch {
+		return
+	}
+	clear(batch) // keep no comment alive
+	w.mu.Lock()
+	w.spareBatch = batch[:0]
+	w.mu.Unlock()
 }
 
 // done reports written comments as usage and frees their room.

@@ -3,7 +3,6 @@ package terms
 import (
 	"bytes"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -115,24 +114,37 @@ func (s *Set) sort() *sortedSet {
 	s.sorted.Do(func() {
 		m := &sortedSet{}
 		s.more = m
-		if len(s.terms) == 0 {
-			return
-		}
-		m.byText = slices.Clone(s.terms)
-		slices.SortFunc(m.byText, func(a, b span) int { return strings.Compare(s.textOf(a), s.textOf(b)) })
-		n := 0
-		for _, t := range m.byText {
-			if t.kind == Hashtag || t.kind == Phrase {
-				n++
-			}
-		}
+		n := len(s.terms)
 		if n == 0 {
 			return
 		}
-		m.cands = make([]span, 0, n)
-		for _, t := range m.byText {
+		cands := 0
+		for _, t := range s.terms {
 			if t.kind == Hashtag || t.kind == Phrase {
-				m.cands = append(m.cands, t)
+				cands++
+			}
+		}
+		// One allocation for both lists; the terms (at most
+		// maxTermsPerComment) are put in order by insertion, comparing
+		// their first eight bytes as numbers and their text only when
+		// those are equal.
+		buf := make([]span, n, n+cands)
+		var keys [maxTermsPerComment]uint64
+		for i, t := range s.terms {
+			k := prefixKey(s.textOf(t))
+			j := i
+			for ; j > 0 && (keys[j-1] > k || keys[j-1] == k && s.textOf(buf[j-1]) > s.textOf(t)); j-- {
+				keys[j], buf[j] = keys[j-1], buf[j-1]
+			}
+			keys[j], buf[j] = k, t
+		}
+		m.byText = buf[:n:n]
+		if cands > 0 {
+			m.cands = buf[n:n]
+			for _, t := range buf[:n] {
+				if t.kind == Hashtag || t.kind == Phrase {
+					m.cands = append(m.cands, t)
+				}
 			}
 		}
 	})
