@@ -18,6 +18,7 @@ func hashOf(term []byte) uint64 { return maphash.Bytes(termSeed, term) }
 type termTable struct {
 	slots []termSlot // a power of two of them, or none
 	n     int        // terms held
+	used  []int32    // the slots holding them, for reset
 }
 
 type termSlot struct {
@@ -69,35 +70,46 @@ func (t *termTable) put(h uint64, term string, pos int32) {
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
-	t.insert(termSlot{hash: h, term: term, pos: pos + 1})
+	t.used = append(t.used, t.insert(termSlot{hash: h, term: term, pos: pos + 1}))
 	t.n++
 }
 
-func (t *termTable) insert(s termSlot) {
+// insert puts s in its slot, which it returns.
+func (t *termTable) insert(s termSlot) int32 {
 	mask := uint64(len(t.slots) - 1)
 	i := s.hash & mask
 	for t.slots[i].pos != 0 {
 		i = (i + 1) & mask
 	}
 	t.slots[i] = s
+	return int32(i)
 }
 
 func (t *termTable) grow() {
 	old := t.slots
 	t.slots = make([]termSlot, max(16, 2*len(old)))
+	t.used = t.used[:0]
 	for _, s := range old {
 		if s.pos != 0 {
-			t.insert(s)
+			t.used = append(t.used, t.insert(s))
 		}
 	}
 }
 
-// reset empties the table, keeping its room unless it is large.
+// reset empties the table, keeping its room unless it is large. It clears
+// only the slots in use when they are few: a table grown by one big
+// increment and reused for small ones costs them nothing.
 func (t *termTable) reset() {
-	if len(t.slots) > maxKeptSlots {
-		t.slots = nil
-	} else if t.n > 0 {
+	switch {
+	case len(t.slots) > maxKeptSlots:
+		t.slots, t.used = nil, nil
+	case 4*len(t.used) < len(t.slots):
+		for _, i := range t.used {
+			t.slots[i] = termSlot{}
+		}
+	case t.n > 0:
 		clear(t.slots)
 	}
+	t.used = t.used[:0]
 	t.n = 0
 }
