@@ -58,64 +58,20 @@ func BenchmarkThroughputTermsCassandra(b *testing.B) {
 		}
 	})
 
-	type node struct {
-		n    *Node
-		kind *chanKind
-		sent int
-		took time.Duration
-		acks []uint64
-	}
-	var nodes [2]*node // analytics off, on
+	var nodes [2]*termsNode // analytics off, on
 	for k, off := range []bool{true, false} {
 		n, kind := attachedNodeConfig(b, Config{Store: st, NoAnalytics: off, StoreLinger: benchLinger})
 		// Each spawn has a crawler of its own: they write to partitions
 		// of their own.
-		if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(int64(k+1), 1, "f")}}); err != nil {
+		crawler := int64(k + 1)
+		if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(crawler, 1, "f")}}); err != nil {
 			b.Fatal(err)
 		}
-		nodes[k] = &node{n: n, kind: kind}
+		nodes[k] = &termsNode{n: n, kind: kind, crawler: crawler, size: cassandraRound,
+			item: func(i int, now time.Time) source.Item {
+				return source.Item{ID: fmt.Sprintf("%s-%d-%d", keyspace, k, i), Author: fmt.Sprint("author", i%97), Text: tweetLike(i),
+					PublishedAt: now.Add(-time.Duration(i%cassandraRound) * time.Millisecond), FetchedAt: now}
+			}}
 	}
-	round := func(k int, nd *node) {
-		items := make([]source.Item, cassandraRound)
-		now := time.Now()
-		for j := range items {
-			i := nd.sent + j
-			items[j] = source.Item{ID: fmt.Sprintf("%s-%d-%d", keyspace, k, i), Author: fmt.Sprint("author", i%97), Text: tweetLike(i),
-				PublishedAt: now.Add(-time.Duration(j) * time.Millisecond), FetchedAt: now}
-		}
-		start := time.Now()
-		for j := 0; j < len(items); j += 100 {
-			nd.kind.send("f", items[j:j+100]...)
-		}
-		nd.sent += cassandraRound
-		deadline := start.Add(2 * time.Minute)
-		for stored(nd.n, int64(k+1)) < int64(nd.sent) || !settled(nd.n) {
-			if time.Now().After(deadline) {
-				b.Fatalf("stored %d of %d comments", stored(nd.n, int64(k+1)), nd.sent)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-		nd.took += time.Since(start)
-		nd.acks = ackUsage(b, nd.n, nd.acks)
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i += cassandraRound {
-		for k, nd := range nodes {
-			round(k, nd)
-		}
-	}
-	perSec := func(nd *node) float64 { return float64(nd.sent) / nd.took.Seconds() }
-	b.ReportMetric(perSec(nodes[0]), "comments/s(off)")
-	b.ReportMetric(perSec(nodes[1]), "comments/s(on)")
-	b.ReportMetric(perSec(nodes[1])/perSec(nodes[0]), "ratio")
-}
-
-// stored is how many comments a node's subscriber has stored.
-func stored(n *Node, crawlerID int64) int64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if s, ok := n.subs[crawlerID]; ok {
-		return s.stored
-	}
-	return 0
+	termsRatio(b, nodes)
 }

@@ -373,20 +373,7 @@ func heapify(h []termq.Item) {
 
 // down moves h[i] down the min-heap h to its place.
 func down(h []termq.Item, i int) {
-	for {
-		l, m := 2*i+1, i
-		if l < len(h) && termq.Compare(h[l], h[m]) < 0 {
-			m = l
-		}
-		if r := l + 1; r < len(h) && termq.Compare(h[r], h[m]) < 0 {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
+	siftDown(h, i, func(a, b termq.Item) bool { return termq.Compare(a, b) < 0 })
 }
 
 // sortBest orders items highest ranked first, as termq.Queue.Items does.
@@ -464,9 +451,9 @@ func (b *Builder) topTerms(tallies []tally) ([]api.TermCount, int64) {
 	return out, other
 }
 
-// siftDown moves h[i] down the heap h ordered by worse (the root is the
-// worst) to its place.
-func siftDown(h []int32, i int, worse func(a, b int32) bool) {
+// siftDown moves h[i] down the heap h whose root is the worst by worse
+// to its place.
+func siftDown[T any](h []T, i int, worse func(a, b T) bool) {
 	for {
 		l, m := 2*i+1, i
 		if l < len(h) && worse(h[l], h[m]) {

@@ -43,14 +43,11 @@ type sortedSet struct {
 	mu     sync.Mutex
 	author string // whose sketch is in sketch
 	sketch []byte // the author sketch of a minute of one comment by author
-	// What every increment of one comment made of the set holds (oneTerms,
-	// oneCandidates), made once and shared read-only.
+	// The hour's terms of every increment of one comment made of the set
+	// (oneTerms), made once and shared read-only.
 	oneOnce  sync.Once
 	one      []api.TermCount
 	oneOther int64
-	cands1   []api.Suggestion // the first candidates, all of score score1
-	score1   float64
-	hasCands bool // cands1 is made
 	// shared is the whole analytics of an increment of one comment whose
 	// matched terms filter none of the candidates, for a comment fetched
 	// in sharedAt's minute, by sharedBy, of score sharedScore.
@@ -202,17 +199,6 @@ func (s *Set) filters(matchedTerms []string) bool {
 		}
 	}
 	return false
-}
-
-// unfilteredLocked is the first candidates of a comment that filters
-// none, each of score, made once per item and shared, read-only; m.mu is
-// held.
-func (s *Set) unfilteredLocked(score float64) []api.Suggestion {
-	m := s.more
-	if !m.hasCands || m.score1 != score {
-		m.cands1, m.score1, m.hasCands = s.firstCandidates(nil, score), score, true
-	}
-	return m.cands1
 }
 
 // firstCandidates is the first CandidatesPerIncrement candidates by text

@@ -25,9 +25,8 @@ func buildOne(sg sighting) *api.IncrementAnalytics {
 		m.mu.Unlock()
 		return a
 	}
-	cands := set.unfilteredLocked(sg.score)
 	m.mu.Unlock()
-	a := makeOne(sg, cands)
+	a := makeOne(sg, set.firstCandidates(nil, sg.score))
 	m.mu.Lock()
 	m.shared, m.sharedAt, m.sharedBy, m.sharedScore = a, at, sg.author, sg.score
 	m.mu.Unlock()

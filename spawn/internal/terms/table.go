@@ -32,24 +32,14 @@ type termSlot struct {
 const maxKeptSlots = 1 << 14
 
 // get returns the position of term, whose hash is h.
-func (t *termTable) get(h uint64, term string) (int32, bool) {
-	if len(t.slots) == 0 {
-		return 0, false
-	}
-	mask := uint64(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.pos == 0 {
-			return 0, false
-		}
-		if s.hash == h && s.term == term {
-			return s.pos - 1, true
-		}
-	}
-}
+func (t *termTable) get(h uint64, term string) (int32, bool) { return lookup(t, h, term) }
 
 // getBytes is get for a term in bytes.
-func (t *termTable) getBytes(h uint64, term []byte) (int32, bool) {
+func (t *termTable) getBytes(h uint64, term []byte) (int32, bool) { return lookup(t, h, term) }
+
+// lookup is get for a term as text or bytes (comparing them converts
+// nothing).
+func lookup[T string | []byte](t *termTable, h uint64, term T) (int32, bool) {
 	if len(t.slots) == 0 {
 		return 0, false
 	}
