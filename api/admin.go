@@ -106,10 +106,15 @@ type ReloadResponse struct {
 
 // Comment is one stored comment, as the store keeps it and the API shows it.
 type Comment struct {
-	ID          string    `json:"id"`
-	CrawlerID   int64     `json:"crawler_id"`
-	Source      string    `json:"source"`
+	ID        string `json:"id"`
+	CrawlerID int64  `json:"crawler_id"`
+	Source    string `json:"source"`
+	// Author is the name people know the author by (a handle, a screen
+	// name, an account address); AuthorID is the service's stable id of
+	// the account (a Bluesky DID, an X user id, a Mastodon account URI)
+	// when the source has one.
 	Author      string    `json:"author,omitempty"`
+	AuthorID    string    `json:"author_id,omitempty"`
 	Text        string    `json:"text"`
 	URL         string    `json:"url,omitempty"`
 	PublishedAt time.Time `json:"published_at"`
@@ -121,6 +126,14 @@ type Comment struct {
 	// comment of its conversation (comment ids of the same source).
 	ReplyTo  string `json:"reply_to,omitempty"`
 	ThreadID string `json:"thread_id,omitempty"`
+	// Links lists every URL the post carries in full (link facets,
+	// expanded short links, link cards, attachments), in order of
+	// appearance, without repeats.
+	Links []string `json:"links,omitempty"`
+	// RepostOf is the comment id of the post a repost shares (X's
+	// retweets: "tw:<original id>"); the repost's Text is the original's
+	// whole text.
+	RepostOf string `json:"repost_of,omitempty"`
 	// Engagement is the reposts and likes its source reported when the
 	// comment was fetched; nil when the source gives none (rss, stream,
 	// bluesky), which is not the same as a post nobody shared.

@@ -25,7 +25,7 @@ var exportFormats = []string{"jsonl", "csv"}
 // csvHeader names the columns of comments export --format csv. Columns
 // added later go at the end, so a reader that counts columns keeps working.
 var csvHeader = []string{"id", "crawler_id", "source", "author", "published_at", "fetched_at", "url", "lang",
-	"reply_to", "thread_id", "matched", "text", "reposts", "likes"}
+	"reply_to", "thread_id", "matched", "text", "reposts", "likes", "author_id", "links", "repost_of"}
 
 // commentsExport streams every stored comment of a crawler to stdout, page
 // by page: bwctl never holds more than one page, so an export of millions
@@ -157,7 +157,8 @@ func (c *csvWriter) write(comments []api.Comment) error {
 			reposts, likes = itoa(e.Reposts), itoa(e.Likes)
 		}
 		rec := []string{cm.ID, itoa(cm.CrawlerID), cm.Source, cm.Author, csvTime(cm.PublishedAt), csvTime(cm.FetchedAt),
-			cm.URL, cm.Lang, cm.ReplyTo, cm.ThreadID, strings.Join(cm.Matched, " "), cm.Text, reposts, likes}
+			cm.URL, cm.Lang, cm.ReplyTo, cm.ThreadID, strings.Join(cm.Matched, " "), cm.Text, reposts, likes,
+			cm.AuthorID, strings.Join(cm.Links, " "), cm.RepostOf}
 		if err := c.w.Write(rec); err != nil {
 			return err
 		}

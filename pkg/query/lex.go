@@ -127,7 +127,7 @@ func word(raw string) (Atom, string) {
 		return Atom{Kind: Mention, Value: v}, ""
 	case strings.HasPrefix(lw, "from:"):
 		v := strings.TrimPrefix(lw[len("from:"):], "@")
-		if !validUser(v) {
+		if !validAuthor(v) {
 			return Atom{}, "bad user " + quote(raw)
 		}
 		return Atom{Kind: From, Value: v}, ""
@@ -176,6 +176,24 @@ func validUser(v string) bool {
 	}
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; !IsWordByte(c) && c != '.' && c != '-' && c != '@' {
+			return false
+		}
+	}
+	return true
+}
+
+// validAuthor accepts what from: may name: a user name as validUser does,
+// or an account id (a DID such as did:plc:…, an X user id, a Mastodon
+// account URI), which also carry ':', '/', '%', '~' and '_' inside.
+func validAuthor(v string) bool {
+	if validUser(v) {
+		return true
+	}
+	if v == "" || len(v) > maxUserBytes || !IsWordByte(v[0]) || !IsWordByte(v[len(v)-1]) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !IsWordByte(c) && !strings.ContainsRune(".-@:/%~", rune(c)) {
 			return false
 		}
 	}

@@ -12,7 +12,10 @@ import (
 type Item struct {
 	Text   string
 	Author string // the author's handle; a leading '@' and case are ignored
-	Lang   string // a language tag ("en", "pt-BR"); case is ignored
+	// AuthorID is the author's account id (a DID, a user id) when the
+	// source has one; from: matches it as it matches Author.
+	AuthorID string
+	Lang     string // a language tag ("en", "pt-BR"); case is ignored
 }
 
 // QueryHit is one subscriber whose query an item matched.

@@ -105,13 +105,22 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 		s.lower(it.Text)
 		s.occur = ix.auto.find(s.occur, &s.tokenizer)
 	}
-	author := int32(-1)
-	if it.Author != "" && len(ix.authors.names) > 0 {
-		author = ix.authors.lookup(s.normalName(strings.TrimPrefix(it.Author, "@")))
+	author, authorID := int32(-1), int32(-1)
+	if len(ix.authors.names) > 0 {
+		// from: names the author by handle or by account id: either
+		// may be the one a query wrote.
+		if it.Author != "" {
+			author = ix.authors.lookup(s.normalName(strings.TrimPrefix(it.Author, "@")))
+		}
+		if it.AuthorID != "" && it.AuthorID != it.Author {
+			if authorID = ix.authors.lookup(s.normalName(it.AuthorID)); authorID == author {
+				authorID = -1
+			}
+		}
 	}
 	// Stamp what occurred: the patterns, then the author, then (when a
 	// query asks) the language's codes.
-	s.begin(len(s.occur) + 2 + len(it.Lang))
+	s.begin(len(s.occur) + 3 + len(it.Lang))
 	s.found = s.found[:0]
 	for _, p := range s.occur {
 		if s.stamp[p] <= s.base {
@@ -119,9 +128,11 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 			s.found = append(s.found, p)
 		}
 	}
-	if author >= 0 {
-		s.mark(ix.authorBase + author)
-		s.found = append(s.found, ix.authorBase+author)
+	for _, a := range [2]int32{author, authorID} {
+		if a >= 0 {
+			s.mark(ix.authorBase + a)
+			s.found = append(s.found, ix.authorBase+a)
+		}
 	}
 	s.lang, s.langsDone = it.Lang, false
 	// Decide the subscribers of each found atom; a hit with one term
@@ -255,11 +266,11 @@ func LangMatches(lang, code string) bool {
 // evaluates q directly, for a subscriber that is not worth an index.
 func MatchQuery(q *query.Query, it Item) ([]string, bool) {
 	lower := strings.ToLower(it.Text)
-	author, lang := normalAuthor(it.Author), strings.ToLower(it.Lang)
+	author, authorID, lang := normalAuthor(it.Author), strings.ToLower(it.AuthorID), strings.ToLower(it.Lang)
 	occurs := func(a query.Atom) bool {
 		switch a.Kind {
 		case query.From:
-			return author == a.Value
+			return author == a.Value || authorID != "" && authorID == a.Value
 		case query.Lang:
 			return LangMatches(lang, a.Value)
 		}

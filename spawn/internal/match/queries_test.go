@@ -76,6 +76,12 @@ func TestQueryIndex_Match(t *testing.T) {
 			want: map[int64][]string{1: {"@alice"}, 3: {"from:bob"}},
 		},
 		{
+			name: "from matches the handle or the account id",
+			subs: map[int64]string{1: "from:alice.bsky.social", 2: "from:did:plc:abc123", 3: "from:bob", 4: "from:did:plc:abc123 OR from:alice.bsky.social"},
+			item: Item{Text: "hello", Author: "alice.bsky.social", AuthorID: "did:plc:ABC123"},
+			want: map[int64][]string{1: {"from:alice.bsky.social"}, 2: {"from:did:plc:abc123"}, 4: {"from:alice.bsky.social", "from:did:plc:abc123"}},
+		},
+		{
 			name: "lang filters",
 			subs: map[int64]string{1: "golang lang:en", 2: "golang lang:fr", 3: "golang lang:en-gb", 4: "golang -lang:en"},
 			item: Item{Text: "golang", Lang: "en-GB"},

@@ -273,6 +273,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []str
 			CrawlerID:   s.spec.CrawlerID,
 			Source:      s.spec.Source,
 			Author:      it.Author,
+			AuthorID:    it.AuthorID,
 			Text:        it.Text,
 			URL:         it.URL,
 			PublishedAt: it.PublishedAt.UTC(),
@@ -281,6 +282,8 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []str
 			Lang:        it.Lang,
 			ReplyTo:     it.ReplyTo,
 			ThreadID:    it.ThreadID,
+			Links:       it.Links,
+			RepostOf:    it.RepostOf,
 			Engagement:  it.Engagement,
 			Position:    it.Position,
 		},
@@ -304,7 +307,7 @@ func behindCursor(it source.Item, c *api.Cursor) bool {
 
 // matchItem is what a query is evaluated on.
 func matchItem(it source.Item) match.Item {
-	return match.Item{Text: it.Text, Author: it.Author, Lang: it.Lang}
+	return match.Item{Text: it.Text, Author: it.Author, AuthorID: it.AuthorID, Lang: it.Lang}
 }
 
 // matchFilter reports the query terms an item contains, and whether it

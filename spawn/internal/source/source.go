@@ -44,8 +44,12 @@ var ErrUnsupported = errors.New("source: unsupported source kind")
 type Item struct {
 	// ID is stable for the same upstream item (feed GUID or link hash, tweet
 	// id), so a re-fetched item is recognised.
-	ID          string
+	ID string
+	// Author is the name people know the author by (handle, screen
+	// name); AuthorID the service's stable account id (DID, user id,
+	// account URI) when it has one. A from: query matches either.
 	Author      string
+	AuthorID    string
 	Text        string
 	URL         string
 	PublishedAt time.Time
@@ -58,6 +62,11 @@ type Item struct {
 	// that starts a conversation or a source without threads.
 	ReplyTo  string
 	ThreadID string
+	// Links are the item's URLs in full, in order, without repeats.
+	Links []string
+	// RepostOf is the id (in the space of ID) of the post a repost
+	// shares.
+	RepostOf string
 	// Engagement is the item's reposts and likes when its source reports
 	// them; nil when it does not.
 	Engagement *api.Engagement

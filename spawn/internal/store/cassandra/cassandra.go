@@ -158,9 +158,8 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 		log:      logger,
 		mode:     writeBatches,
 		inFlight: maxInFlight,
-		insertComment: `INSERT INTO ` + ks + `.comments (crawler_id, day, published_at, comment_id,
-			source, author, text, url, fetched_at, matched, node_id, inc_seq, lang, reply_to, thread_id, reposts, likes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		insertComment: `INSERT INTO ` + ks + `.comments (crawler_id, day, published_at, comment_id, thread_id, node_id, inc_seq,
+			` + bodyCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ` + placeholders(bodyCols) + `)`,
 		insertIntent: `INSERT INTO ` + ks + `.usage_intents (node_id, seq, crawler_id, user_id, instance, lease_seq, days)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		selectIntents: `SELECT seq, crawler_id, user_id, instance, lease_seq, days FROM ` + ks + `.usage_intents
@@ -169,8 +168,8 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 			WHERE crawler_id = ? AND day = ? AND node_id = ? AND inc_seq = ? ALLOW FILTERING`,
 		insertDay:  `INSERT INTO ` + ks + `.crawler_days (crawler_id, day) VALUES (?, ?)`,
 		selectDays: `SELECT day FROM ` + ks + `.crawler_days WHERE crawler_id = ?`,
-		selectDay: `SELECT comment_id, source, author, text, url, published_at, fetched_at, matched,
-			lang, reply_to, thread_id, reposts, likes FROM ` + ks + `.comments WHERE crawler_id = ? AND day = ? LIMIT ?`,
+		selectDay: `SELECT comment_id, published_at, thread_id, ` + bodyCols + ` FROM ` + ks + `.comments
+			WHERE crawler_id = ? AND day = ? LIMIT ?`,
 		selectHeld: `SELECT published_at, comment_id FROM ` + ks + `.comments
 			WHERE crawler_id = ? AND day = ? AND published_at IN ?`,
 		knownDays: make(map[partKey]struct{}),
@@ -227,16 +226,11 @@ func (s *Store) createSchema(ctx context.Context) error {
 			inc_seq bigint,
 			PRIMARY KEY ((crawler_id, day), published_at, comment_id)
 		) WITH CLUSTERING ORDER BY (published_at DESC, comment_id ASC)`,
-		// Keyspaces created before comments carried their increment.
+		// Keyspaces created before comments carried their increment and
+		// thread.
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS node_id text`,
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS inc_seq bigint`,
-		// Keyspaces created before comments carried language and threads.
-		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS lang text`,
-		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS reply_to text`,
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS thread_id text`,
-		// Keyspaces created before comments carried their engagement.
-		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS reposts bigint`,
-		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS likes bigint`,
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.usage_intents (
 			node_id text,
 			seq bigint,
@@ -253,6 +247,7 @@ func (s *Store) createSchema(ctx context.Context) error {
 			PRIMARY KEY (crawler_id, day)
 		) WITH CLUSTERING ORDER BY (day DESC)`,
 	}
+	stmts = append(stmts, addColumns(ks+".comments")...)
 	stmts = append(stmts, s.threadSchema()...)
 	for _, stmt := range stmts {
 		// gocql waits for schema agreement after each change.

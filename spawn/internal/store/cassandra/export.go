@@ -92,8 +92,7 @@ func (s *Store) Export(ctx context.Context, crawlerID int64, r store.Range, cur 
 		}
 	}
 	ks := s.cfg.Keyspace
-	selectPage := `SELECT comment_id, source, author, text, url, published_at, fetched_at, matched,
-		lang, reply_to, thread_id, reposts, likes FROM ` + ks + `.comments
+	selectPage := `SELECT comment_id, published_at, thread_id, ` + bodyCols + ` FROM ` + ks + `.comments
 		WHERE crawler_id = ? AND day = ? AND published_at >= ? AND published_at < ?`
 	page := store.Page{Comments: make([]api.Comment, 0, min(limit, 1024))}
 	for {
@@ -103,15 +102,8 @@ func (s *Store) Export(ctx context.Context, crawlerID int64, r store.Range, cur 
 		next := it.PageState()
 		for {
 			c := api.Comment{CrawlerID: crawlerID}
-			var reposts, likes *int64
-			if !it.Scan(&c.ID, &c.Source, &c.Author, &c.Text, &c.URL, &c.PublishedAt, &c.FetchedAt, &c.Matched,
-				&c.Lang, &c.ReplyTo, &c.ThreadID, &reposts, &likes) {
+			if !scanComment(it, &c, true) {
 				break
-			}
-			c.Engagement = engagementOf(reposts, likes)
-			c.PublishedAt, c.FetchedAt = c.PublishedAt.UTC(), c.FetchedAt.UTC()
-			if len(c.Matched) == 0 {
-				c.Matched = nil
 			}
 			page.Comments = append(page.Comments, c)
 		}

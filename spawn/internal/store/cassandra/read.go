@@ -37,16 +37,8 @@ func (s *Store) readDay(ctx context.Context, crawlerID int64, day time.Time, lim
 	it := q.Iter()
 	for {
 		c := api.Comment{CrawlerID: crawlerID}
-		var reposts, likes *int64
-		if !it.Scan(&c.ID, &c.Source, &c.Author, &c.Text, &c.URL, &c.PublishedAt, &c.FetchedAt, &c.Matched,
-			&c.Lang, &c.ReplyTo, &c.ThreadID, &reposts, &likes) {
+		if !scanComment(it, &c, true) {
 			break
-		}
-		c.Engagement = engagementOf(reposts, likes)
-		c.PublishedAt = c.PublishedAt.UTC()
-		c.FetchedAt = c.FetchedAt.UTC()
-		if len(c.Matched) == 0 {
-			c.Matched = nil
 		}
 		out = append(out, c)
 	}

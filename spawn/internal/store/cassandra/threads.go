@@ -23,7 +23,7 @@ import (
 // threadSchema is the idempotent CQL of the conversation tables.
 func (s *Store) threadSchema() []string {
 	ks := s.cfg.Keyspace
-	return []string{
+	return append([]string{
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.comments_by_thread (
 			crawler_id bigint,
 			thread_id text,
@@ -41,16 +41,13 @@ func (s *Store) threadSchema() []string {
 			likes bigint,
 			PRIMARY KEY ((crawler_id, thread_id), published_at, comment_id)
 		) WITH CLUSTERING ORDER BY (published_at ASC, comment_id ASC)`,
-		// Keyspaces created before comments carried their engagement.
-		`ALTER TABLE ` + ks + `.comments_by_thread ADD IF NOT EXISTS reposts bigint`,
-		`ALTER TABLE ` + ks + `.comments_by_thread ADD IF NOT EXISTS likes bigint`,
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.thread_of_comment (
 			crawler_id bigint,
 			comment_id text,
 			thread_id text,
 			PRIMARY KEY ((crawler_id, comment_id))
 		)`,
-	}
+	}, addColumns(ks+".comments_by_thread")...)
 }
 
 type threadKey struct {
@@ -64,7 +61,7 @@ type threadKey struct {
 func (s *Store) writeThreads(ctx context.Context, parts []*part) error {
 	ks := s.cfg.Keyspace
 	insertThread := `INSERT INTO ` + ks + `.comments_by_thread (crawler_id, thread_id, published_at, comment_id,
-		source, author, text, url, fetched_at, matched, lang, reply_to, reposts, likes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		` + bodyCols + `) VALUES (?, ?, ?, ?, ` + placeholders(bodyCols) + `)`
 	insertOf := `INSERT INTO ` + ks + `.thread_of_comment (crawler_id, comment_id, thread_id) VALUES (?, ?, ?)`
 	threads := map[threadKey][]*api.Comment{}
 	var order []threadKey
@@ -84,15 +81,8 @@ func (s *Store) writeThreads(ctx context.Context, parts []*part) error {
 		g.Go(func() error {
 			b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
 			for _, c := range rows {
-				matched := c.Matched
-				if matched == nil {
-					matched = []string{}
-				}
-				reposts, likes := engagementArgs(c.Engagement)
-				b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: insertThread, Idempotent: true, Args: []any{
-					c.CrawlerID, k.thread, ms(c.PublishedAt), c.ID, c.Source, c.Author, c.Text, c.URL, ms(c.FetchedAt), matched, c.Lang, c.ReplyTo,
-					reposts, likes,
-				}})
+				b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: insertThread, Idempotent: true,
+					Args: append([]any{c.CrawlerID, k.thread, ms(c.PublishedAt), c.ID}, bodyArgs(c)...)})
 			}
 			return s.session.ExecuteBatch(b)
 		})
@@ -129,21 +119,13 @@ func (s *Store) Thread(ctx context.Context, crawlerID int64, commentID string) (
 	case err != gocql.ErrNotFound:
 		return "", nil, fmt.Errorf("cassandra: thread of comment %q: %w", commentID, err)
 	}
-	it := s.session.Query(`SELECT comment_id, source, author, text, url, published_at, fetched_at, matched, lang, reply_to,
-		reposts, likes FROM `+ks+`.comments_by_thread WHERE crawler_id = ? AND thread_id = ? LIMIT ?`, crawlerID, threadID, store.MaxThread).
+	it := s.session.Query(`SELECT comment_id, published_at, `+bodyCols+` FROM `+ks+`.comments_by_thread WHERE crawler_id = ? AND thread_id = ? LIMIT ?`, crawlerID, threadID, store.MaxThread).
 		WithContext(ctx).Idempotent(true).PageSize(500).Iter()
 	var out []api.Comment
 	for {
 		c := api.Comment{CrawlerID: crawlerID}
-		var reposts, likes *int64
-		if !it.Scan(&c.ID, &c.Source, &c.Author, &c.Text, &c.URL, &c.PublishedAt, &c.FetchedAt, &c.Matched, &c.Lang, &c.ReplyTo,
-			&reposts, &likes) {
+		if !scanComment(it, &c, false) {
 			break
-		}
-		c.Engagement = engagementOf(reposts, likes)
-		c.PublishedAt, c.FetchedAt = c.PublishedAt.UTC(), c.FetchedAt.UTC()
-		if len(c.Matched) == 0 {
-			c.Matched = nil
 		}
 		if c.ID != threadID {
 			c.ThreadID = threadID

@@ -297,21 +297,13 @@ func (s *Store) writeDays(ctx context.Context, parts []*part) error {
 }
 
 func (s *Store) commentArgs(c *api.Comment, day time.Time) []any {
-	matched := c.Matched
-	if matched == nil {
-		// An empty frozen list, not a null: a null is a tombstone.
-		matched = []string{}
-	}
 	var node *string
 	var seq *int64
 	if c.NodeID != "" {
 		n, q := c.NodeID, int64(c.IncSeq)
 		node, seq = &n, &q
 	}
-	reposts, likes := engagementArgs(c.Engagement)
-	return []any{c.CrawlerID, day, ms(c.PublishedAt), c.ID,
-		c.Source, c.Author, c.Text, c.URL, ms(c.FetchedAt), matched, node, seq,
-		c.Lang, c.ReplyTo, c.ThreadID, reposts, likes}
+	return append([]any{c.CrawlerID, day, ms(c.PublishedAt), c.ID, c.ThreadID, node, seq}, bodyArgs(c)...)
 }
 
 // engagementArgs binds a comment's reposts and likes: unset when its
