@@ -1,49 +1,54 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
+// windowNames are the analytics windows the hub serves, shortest first.
+func windowNames() []string {
+	names := slices.Collect(maps.Keys(api.Windows))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(api.Windows[a], api.Windows[b]) })
+	return names
+}
+
 // terms prints a crawler's or a user's most frequent terms.
-func terms(c *cli, args []string, l line) error {
-	window := l.flags["window"]
-	if l.has("window") {
-		if _, ok := api.Windows[window]; !ok {
-			return usagef("--window must be 1h, 24h or 7d, got %s", quote(window))
-		}
-	}
+func terms(c *cli, in *input) error {
+	window := in.value("window") // one of windowNames: the parser checked
 	n := 0
-	if l.has("n") {
-		v, err := strconv.Atoi(l.flags["n"])
+	if in.has("n") {
+		v, err := strconv.Atoi(in.value("n"))
 		if err != nil || v <= 0 {
-			return usagef("--n must be a positive integer, got %s", quote(l.flags["n"]))
+			return usagef("--n must be a positive integer, got %s", quote(in.value("n")))
 		}
 		n = v
 	}
 	var out api.Terms
 	switch {
-	case len(args) == 1 && !l.has("user"):
-		id, err := parseID("crawler ID", args[0])
+	case len(in.args) == 1 && !in.has("user"):
+		id, err := parseID("crawler ID", in.args[0])
 		if err != nil {
 			return err
 		}
 		if out, err = c.client.CrawlerTerms(c.ctx, id, window, n); err != nil {
 			return err
 		}
-	case len(args) == 0 && l.has("user"):
-		id, err := parseID("user ID", l.flags["user"])
+	case len(in.args) == 0 && in.has("user"):
+		id, err := parseID("user ID", in.value("user"))
 		if err != nil {
 			return err
 		}
 		if out, err = c.client.UserTerms(c.ctx, id, window, n); err != nil {
 			return err
 		}
-	default:
-		return usagef("usage: bwctl terms CRAWLER|--user ID [--window 1h|24h|7d] [--n N]")
+	default: // a crawler or --user, not both
+		return in.usage()
 	}
 	if c.json {
 		return printJSON(c.out, out)
@@ -56,8 +61,8 @@ func terms(c *cli, args []string, l line) error {
 }
 
 // crawlerSuggest prints a crawler's candidate query terms.
-func crawlerSuggest(c *cli, args []string, _ line) error {
-	id, err := parseID("crawler ID", args[0])
+func crawlerSuggest(c *cli, in *input) error {
+	id, err := parseID("crawler ID", in.args[0])
 	if err != nil {
 		return err
 	}
@@ -77,8 +82,8 @@ func crawlerSuggest(c *cli, args []string, _ line) error {
 
 // crawlerExpand ORs terms into a crawler's query: a normal update, which
 // the hub validates and canonicalizes.
-func crawlerExpand(c *cli, args []string, _ line) error {
-	id, err := parseID("crawler ID", args[0])
+func crawlerExpand(c *cli, in *input) error {
+	id, err := parseID("crawler ID", in.args[0])
 	if err != nil {
 		return err
 	}
@@ -89,7 +94,7 @@ func crawlerExpand(c *cli, args []string, _ line) error {
 	if cr.Source == api.SourceRSS {
 		return usagef("crawler %d reads rss feeds: change its filter with crawler update --keywords", id)
 	}
-	q, err := expandQuery(cr.QueryCanonical, args[1:])
+	q, err := expandQuery(cr.QueryCanonical, in.args[1:])
 	if err != nil {
 		return err
 	}
@@ -120,12 +125,12 @@ func expandQuery(canonical string, terms []string) (string, error) {
 }
 
 // commentsThread prints a comment's conversation, oldest first.
-func commentsThread(c *cli, args []string, _ line) error {
-	id, err := parseID("crawler ID", args[0])
+func commentsThread(c *cli, in *input) error {
+	id, err := parseID("crawler ID", in.args[0])
 	if err != nil {
 		return err
 	}
-	th, err := c.client.Thread(c.ctx, id, args[1])
+	th, err := c.client.Thread(c.ctx, id, in.args[1])
 	if err != nil {
 		return err
 	}
@@ -135,7 +140,7 @@ func commentsThread(c *cli, args []string, _ line) error {
 	rows := make([][]string, 0, len(th.Comments))
 	for _, cm := range th.Comments {
 		mark := " "
-		if cm.ID == args[1] {
+		if cm.ID == in.args[1] {
 			mark = "*"
 		}
 		rows = append(rows, []string{mark, timeText(cm.PublishedAt), truncate(cm.ID, maxIDColumn), truncate(orDash(cm.Author), maxAuthorColumn),

@@ -515,31 +515,33 @@ func TestRun_ConfigFile(t *testing.T) {
 	checkFailure(t, bwctlEnv(t, nil, "status", "--config", bad), 1, `unknown setting "hubb"`)
 }
 
-func TestParseLine(t *testing.T) {
+func TestScan_SplitsWordsFromFlagsAnywhere(t *testing.T) {
 	cases := []struct {
 		args  []string
 		words string
-		flags string
+		flags string // name=value, in the order given
 	}{
-		{[]string{"crawler", "add", "--user", "1", "-source=rss", "--json"}, "crawler add", "json=true source=rss user=1"},
+		{[]string{"crawler", "add", "--user", "1", "-source=rss", "--json"}, "crawler add", "user=1 source=rss json=true"},
 		{[]string{"--json=false", "user", "set-limit", "3", "-5"}, "user set-limit 3 -5", "json=false"},
 		{[]string{"user", "add", "--", "--limit"}, "user add --limit", ""},
 		{[]string{"user", "add", "-"}, "user add -", ""},
 		{[]string{"--limit", "-1", "x"}, "x", "limit=-1"},
+		{[]string{"terms", "--window", "1h", "1"}, "terms 1", "window=1h"},
+		{[]string{"crawler", "--source", "rss", "add"}, "crawler add", "source=rss"},
+		{[]string{"-h"}, "", "help=true"},
+		{[]string{"crawler", "update", "1", "--keywords", ""}, "crawler update 1", "keywords="},
 	}
 	for _, tc := range cases {
-		l, err := parseLine(tc.args)
+		words, given, err := scan(tc.args)
 		if err != nil {
-			t.Fatalf("parseLine(%q): %v", tc.args, err)
+			t.Fatalf("scan(%q): %v", tc.args, err)
 		}
 		var flags []string
-		for _, name := range []string{"hub", "json", "limit", "source", "user"} {
-			if v, ok := l.flags[name]; ok {
-				flags = append(flags, name+"="+v)
-			}
+		for _, g := range given {
+			flags = append(flags, g.name+"="+g.value)
 		}
-		if got := strings.Join(l.words, " "); got != tc.words || strings.Join(flags, " ") != tc.flags {
-			t.Fatalf("parseLine(%q) = %q %v, want %q %q", tc.args, got, flags, tc.words, tc.flags)
+		if got := strings.Join(words, " "); got != tc.words || strings.Join(flags, " ") != tc.flags {
+			t.Fatalf("scan(%q) = %q %q, want %q %q", tc.args, got, flags, tc.words, tc.flags)
 		}
 	}
 }

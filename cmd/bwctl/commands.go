@@ -11,87 +11,71 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
-// command is one bwctl verb.
-type command struct {
-	words []string // e.g. {"crawler", "add"}
-	args  []string // positional arguments, e.g. {"ID"}
-	opts  string   // flag synopsis, e.g. "[--limit N]"
-	flags []string // command flags accepted
-	help  string
-	// stream commands run until done: the timeout bounds each request,
-	// not the whole command.
-	stream bool
-	// varArgs commands take minArgs arguments or more (TERM…, an
-	// optional [CRAWLER]) and check them themselves; others take args
-	// exactly.
-	minArgs int
-	varArgs bool
-	run     func(c *cli, args []string, l line) error
-}
-
-func (cmd *command) name() string { return strings.Join(cmd.words, " ") }
-
-func (cmd *command) synopsis() string {
-	return strings.Join(slices.Concat(cmd.words, cmd.args, strings.Fields(cmd.opts)), " ")
-}
-
 // commands lists every verb, in the order bwctl help shows them (DESIGN.md
-// section 8).
-var commands = []*command{
-	{words: []string{"user", "add"}, args: []string{"NAME"}, opts: "[--limit N]", flags: []string{"limit"},
-		help: "add a user; N is its comment limit (0 = none)", run: userAdd},
-	{words: []string{"user", "list"}, help: "list users", run: userList},
-	{words: []string{"user", "show"}, args: []string{"ID"}, help: "show a user", run: userShow},
-	{words: []string{"user", "set-limit"}, args: []string{"ID", "N"}, help: "set a user's comment limit (0 = none)", run: userSetLimit},
-	{words: []string{"user", "delete"}, args: []string{"ID"}, help: "delete a user who has no crawlers left", run: deleteByID("user", func(c *cli, id int64) error { return c.client.DeleteUser(c.ctx, id) })},
-	{words: []string{"crawler", "add"}, opts: "--user ID --source rss|twitter|stream|bluesky|mastodon --query Q [--keywords K1,K2] [--limit N] [--disabled]",
-		flags: []string{"user", "source", "query", "keywords", "limit", "disabled"},
-		help:  "add a crawler; Q is feed URLs (rss) or a query in the query language (a comma list is an OR); K is an rss filter in the language", run: crawlerAdd},
-	{words: []string{"crawler", "show"}, args: []string{"ID"}, help: "show a crawler and its live state", run: crawlerShow},
-	{words: []string{"crawler", "list"}, help: "list crawlers", run: crawlerList},
-	{words: []string{"crawler", "update"}, args: []string{"ID"}, opts: "[--query Q] [--keywords K1,K2] [--limit N]",
-		flags: []string{"query", "keywords", "limit"}, help: "change a crawler (--keywords \"\" clears the filter)", run: crawlerUpdate},
-	{words: []string{"crawler", "enable"}, args: []string{"ID"}, help: "enable a crawler", run: crawlerEnable(true)},
-	{words: []string{"crawler", "disable"}, args: []string{"ID"}, help: "disable a crawler", run: crawlerEnable(false)},
-	{words: []string{"crawler", "delete"}, args: []string{"ID"}, help: "delete a crawler", run: deleteByID("crawler", func(c *cli, id int64) error { return c.client.DeleteCrawler(c.ctx, id) })},
-	{words: []string{"node", "list"}, help: "list live spawn nodes", run: nodeList},
-	{words: []string{"reload"}, opts: "--hard|--soft", flags: []string{"hard", "soft"},
-		help: "reload: hard recomputes every assignment, soft only what changed", run: reload},
-	{words: []string{"comments", "recent"}, args: []string{"CRAWLER"}, opts: "[--n N]", flags: []string{"n"},
-		help: "show a crawler's latest comments (default 20)", run: commentsRecent},
-	{words: []string{"comments", "export"}, args: []string{"CRAWLER"}, opts: "[--since T] [--until T] [--format jsonl|csv]",
-		flags: []string{"since", "until", "format"}, stream: true,
-		help: "write all of a crawler's stored comments to stdout (published in [since, until); RFC 3339 times)", run: commentsExport},
-	{words: []string{"comments", "thread"}, args: []string{"CRAWLER", "COMMENT_ID"},
-		help: "show the conversation a comment belongs to, by published time", run: commentsThread},
-	{words: []string{"terms"}, args: []string{"[CRAWLER]"}, opts: "[--user ID] [--window 1h|24h|7d] [--n N]", varArgs: true,
-		flags: []string{"user", "window", "n"}, help: "a crawler's (or a user's) most frequent terms (default 24h, 20)", run: terms},
-	{words: []string{"crawler", "suggest"}, args: []string{"ID"}, help: "candidate query terms co-occurring with a crawler's matches, best first", run: crawlerSuggest},
-	{words: []string{"crawler", "expand"}, args: []string{"ID", "TERM…"}, minArgs: 2, varArgs: true,
-		help: "OR terms into a crawler's query: (query) OR TERM…", run: crawlerExpand},
-	{words: []string{"status"}, help: "one-screen summary: hub, nodes, crawlers by state", run: status},
-	{words: []string{"scaling"}, help: "autoscaling signal: live nodes, wanted subscribers and the spawn count they need", run: scaling},
-}
+// sections 8 and 10). It is filled in init, since help and completion read
+// it.
+var commands []*command
 
-// lookup finds the command named by the first words and returns the words
-// left for its arguments.
-func lookup(words []string) (*command, []string, error) {
-	var group []string
-	for _, cmd := range commands {
-		if len(words) >= len(cmd.words) && slices.Equal(words[:len(cmd.words)], cmd.words) {
-			return cmd, words[len(cmd.words):], nil
-		}
-		if len(cmd.words) > 1 && cmd.words[0] == words[0] {
-			group = append(group, cmd.words[1])
-		}
-	}
-	switch {
-	case len(group) > 0 && len(words) == 1:
-		return nil, nil, usagef("%s needs a subcommand: %s", words[0], strings.Join(group, ", "))
-	case len(group) > 0:
-		return nil, nil, usagef("unknown %s command %s (want one of %s)", words[0], quote(words[1]), strings.Join(group, ", "))
-	default:
-		return nil, nil, usagef("unknown command %s (run 'bwctl help')", quote(words[0]))
+func init() {
+	commands = []*command{
+		{name: "user add", args: []string{"NAME"}, help: "add a user; N is its comment limit (0 = none)", run: userAdd,
+			flags: []flagSpec{{name: "limit", arg: "N", usage: "the user's comment limit (0: none)", def: "0"}}},
+		{name: "user list", help: "list users", run: userList},
+		{name: "user show", args: []string{"ID"}, help: "show a user", run: userShow},
+		{name: "user set-limit", args: []string{"ID", "N"}, help: "set a user's comment limit (0 = none)", run: userSetLimit},
+		{name: "user delete", args: []string{"ID"}, help: "delete a user who has no crawlers left",
+			run: deleteByID("user", func(c *cli, id int64) error { return c.client.DeleteUser(c.ctx, id) })},
+		{name: "crawler add", help: "add a crawler; Q is feed URLs (rss) or a query in the query language (a comma list is an OR); K is an rss filter in the language",
+			run: crawlerAdd, flags: []flagSpec{
+				{name: "user", arg: "ID", required: true, usage: "the user the crawler belongs to"},
+				{name: "source", choices: api.Sources, required: true, usage: "what the crawler reads"},
+				{name: "query", arg: "Q", required: true, usage: "feed URLs (rss), comma-separated, or a query in the query language"},
+				{name: "keywords", arg: "K1,K2", usage: "an rss crawler's filter, in the query language (a comma list is an OR)"},
+				{name: "limit", arg: "N", usage: "the crawler's comment limit (0: none)", def: "0"},
+				{name: "disabled", usage: "add the crawler disabled"},
+			}},
+		{name: "crawler show", args: []string{"ID"}, help: "show a crawler and its live state", run: crawlerShow},
+		{name: "crawler list", help: "list crawlers", run: crawlerList},
+		{name: "crawler update", args: []string{"ID"}, help: "change a crawler (--keywords \"\" clears the filter)", run: crawlerUpdate,
+			flags: []flagSpec{
+				{name: "query", arg: "Q", usage: "the new query"},
+				{name: "keywords", arg: "K1,K2", usage: "the new rss filter; \"\" clears it"},
+				{name: "limit", arg: "N", usage: "the new comment limit (0: none)"},
+			}},
+		{name: "crawler enable", args: []string{"ID"}, help: "enable a crawler", run: crawlerEnable(true)},
+		{name: "crawler disable", args: []string{"ID"}, help: "disable a crawler", run: crawlerEnable(false)},
+		{name: "crawler delete", args: []string{"ID"}, help: "delete a crawler",
+			run: deleteByID("crawler", func(c *cli, id int64) error { return c.client.DeleteCrawler(c.ctx, id) })},
+		{name: "node list", help: "list live spawn nodes", run: nodeList},
+		{name: "reload", help: "reload: hard recomputes every assignment, soft only what changed", run: reload,
+			flags: []flagSpec{
+				{name: "hard", group: "kind", required: true, usage: "recompute every assignment and poll every node at once"},
+				{name: "soft", group: "kind", required: true, usage: "send only what changed"},
+			}},
+		{name: "comments recent", args: []string{"CRAWLER"}, help: "show a crawler's latest comments (default 20)", run: commentsRecent,
+			flags: []flagSpec{{name: "n", arg: "N", usage: "how many comments, newest first", def: "20"}}},
+		{name: "comments export", args: []string{"CRAWLER"}, stream: true, run: commentsExport,
+			help: "write all of a crawler's stored comments to stdout (published in [since, until); RFC 3339 times)",
+			flags: []flagSpec{
+				{name: "since", arg: "T", usage: "comments published at or after T: an RFC 3339 time or a UTC day, 2024-05-01"},
+				{name: "until", arg: "T", usage: "comments published before T"},
+				{name: "format", choices: exportFormats, usage: "JSON Lines, or CSV with a header row", def: "jsonl"},
+			}},
+		{name: "comments thread", args: []string{"CRAWLER", "COMMENT_ID"}, help: "show the conversation a comment belongs to, by published time", run: commentsThread},
+		{name: "terms", args: []string{"[CRAWLER]"}, help: "a crawler's (or, with --user, a user's) most frequent terms (default 24h, 20)", run: terms,
+			flags: []flagSpec{
+				{name: "user", arg: "ID", usage: "a user's terms, over all of its crawlers, instead of a crawler's"},
+				{name: "window", choices: windowNames(), usage: "the time the terms are counted over", def: "24h"},
+				{name: "n", arg: "N", usage: "how many terms, most frequent first", def: "20"},
+			}},
+		{name: "crawler suggest", args: []string{"ID"}, help: "candidate query terms co-occurring with a crawler's matches, best first", run: crawlerSuggest},
+		{name: "crawler expand", args: []string{"ID", "TERM…"}, help: "OR terms into a crawler's query: (query) OR TERM…", run: crawlerExpand},
+		{name: "status", help: "one-screen summary: hub, nodes, crawlers by state", run: status},
+		{name: "scaling", help: "autoscaling signal: live nodes, wanted subscribers and the spawn count they need", run: scaling},
+		{name: "completion", args: []string{"SHELL"}, standalone: true, run: completion,
+			help: "print a shell completion script (bash): source <(bwctl completion bash)"},
+		// run answers help (and --help) before it looks a verb up.
+		{name: "help", args: []string{"[COMMAND…]"}, standalone: true, help: "show this help, or a command's with its flags"},
 	}
 }
 
@@ -126,26 +110,26 @@ func splitList(s string) []string {
 
 // Users.
 
-func userAdd(c *cli, args []string, l line) error {
-	in := api.UserCreate{Name: args[0]}
-	if strings.TrimSpace(in.Name) == "" {
+func userAdd(c *cli, in *input) error {
+	req := api.UserCreate{Name: in.args[0]}
+	if strings.TrimSpace(req.Name) == "" {
 		return usagef("user name is empty")
 	}
-	if l.has("limit") {
-		n, err := parseLimit("--limit", l.flags["limit"])
+	if in.has("limit") {
+		n, err := parseLimit("--limit", in.value("limit"))
 		if err != nil {
 			return err
 		}
-		in.CommentLimit = n
+		req.CommentLimit = n
 	}
-	u, err := c.client.CreateUser(c.ctx, in)
+	u, err := c.client.CreateUser(c.ctx, req)
 	if err != nil {
 		return err
 	}
 	return c.showUser(u)
 }
 
-func userList(c *cli, _ []string, _ line) error {
+func userList(c *cli, _ *input) error {
 	users, err := c.client.ListUsers(c.ctx)
 	if err != nil {
 		return err
@@ -160,8 +144,8 @@ func userList(c *cli, _ []string, _ line) error {
 	return printTable(c.out, []string{"ID", "NAME", "LIMIT", "USAGE", "STATE", "CREATED"}, rows)
 }
 
-func userShow(c *cli, args []string, _ line) error {
-	id, err := parseID("user ID", args[0])
+func userShow(c *cli, in *input) error {
+	id, err := parseID("user ID", in.args[0])
 	if err != nil {
 		return err
 	}
@@ -172,12 +156,12 @@ func userShow(c *cli, args []string, _ line) error {
 	return c.showUser(u)
 }
 
-func userSetLimit(c *cli, args []string, _ line) error {
-	id, err := parseID("user ID", args[0])
+func userSetLimit(c *cli, in *input) error {
+	id, err := parseID("user ID", in.args[0])
 	if err != nil {
 		return err
 	}
-	n, err := parseLimit("limit N", args[1])
+	n, err := parseLimit("limit N", in.args[1])
 	if err != nil {
 		return err
 	}
@@ -204,42 +188,36 @@ func (c *cli) showUser(u api.User) error {
 
 // Crawlers.
 
-func crawlerAdd(c *cli, _ []string, l line) error {
-	for _, name := range []string{"user", "source", "query"} {
-		if !l.has(name) {
-			return usagef("crawler add needs --%s", name)
-		}
-	}
-	userID, err := parseID("--user", l.flags["user"])
+func crawlerAdd(c *cli, in *input) error {
+	userID, err := parseID("--user", in.value("user"))
 	if err != nil {
 		return err
 	}
-	in := api.CrawlerCreate{UserID: userID, Source: strings.ToLower(strings.TrimSpace(l.flags["source"]))}
-	if !slices.Contains(api.Sources, in.Source) {
-		return usagef("--source must be one of %s, got %s", strings.Join(api.Sources, ", "), quote(l.flags["source"]))
-	}
-	if in.Query = splitList(l.flags["query"]); len(in.Query) == 0 {
+	// --user, --source and --query are required, and --source is one of
+	// its choices: the parser checked.
+	req := api.CrawlerCreate{UserID: userID, Source: in.value("source")}
+	if req.Query = splitList(in.value("query")); len(req.Query) == 0 {
 		return usagef("--query is empty")
 	}
-	if l.has("keywords") {
-		in.Keywords = splitList(l.flags["keywords"])
+	if in.has("keywords") {
+		req.Keywords = splitList(in.value("keywords"))
 	}
-	if l.has("limit") {
-		if in.CommentLimit, err = parseLimit("--limit", l.flags["limit"]); err != nil {
+	if in.has("limit") {
+		if req.CommentLimit, err = parseLimit("--limit", in.value("limit")); err != nil {
 			return err
 		}
 	}
-	enabled := !l.on("disabled")
-	in.Enabled = &enabled
-	cr, err := c.client.CreateCrawler(c.ctx, in)
+	enabled := !in.on("disabled")
+	req.Enabled = &enabled
+	cr, err := c.client.CreateCrawler(c.ctx, req)
 	if err != nil {
 		return err
 	}
 	return c.showCrawler(cr)
 }
 
-func crawlerShow(c *cli, args []string, _ line) error {
-	id, err := parseID("crawler ID", args[0])
+func crawlerShow(c *cli, in *input) error {
+	id, err := parseID("crawler ID", in.args[0])
 	if err != nil {
 		return err
 	}
@@ -250,7 +228,7 @@ func crawlerShow(c *cli, args []string, _ line) error {
 	return c.showCrawler(cr)
 }
 
-func crawlerList(c *cli, _ []string, _ line) error {
+func crawlerList(c *cli, _ *input) error {
 	crawlers, err := c.client.ListCrawlers(c.ctx)
 	if err != nil {
 		return err
@@ -268,40 +246,40 @@ func crawlerList(c *cli, _ []string, _ line) error {
 	return printTable(c.out, []string{"ID", "USER", "SOURCE", "STATE", "NODE", "USAGE", "LIMIT", "QUERY"}, rows)
 }
 
-func crawlerUpdate(c *cli, args []string, l line) error {
-	id, err := parseID("crawler ID", args[0])
+func crawlerUpdate(c *cli, in *input) error {
+	id, err := parseID("crawler ID", in.args[0])
 	if err != nil {
 		return err
 	}
-	var in api.CrawlerUpdate
-	if l.has("query") {
-		if in.Query = splitList(l.flags["query"]); len(in.Query) == 0 {
+	var req api.CrawlerUpdate
+	if in.has("query") {
+		if req.Query = splitList(in.value("query")); len(req.Query) == 0 {
 			return usagef("--query is empty")
 		}
 	}
-	if l.has("keywords") {
-		in.Keywords = splitList(l.flags["keywords"]) // empty: clear the filter
+	if in.has("keywords") {
+		req.Keywords = splitList(in.value("keywords")) // empty: clear the filter
 	}
-	if l.has("limit") {
-		n, err := parseLimit("--limit", l.flags["limit"])
+	if in.has("limit") {
+		n, err := parseLimit("--limit", in.value("limit"))
 		if err != nil {
 			return err
 		}
-		in.CommentLimit = &n
+		req.CommentLimit = &n
 	}
-	if in.Query == nil && in.Keywords == nil && in.CommentLimit == nil {
+	if req.Query == nil && req.Keywords == nil && req.CommentLimit == nil {
 		return usagef("nothing to update: give --query, --keywords or --limit")
 	}
-	cr, err := c.client.UpdateCrawler(c.ctx, id, in)
+	cr, err := c.client.UpdateCrawler(c.ctx, id, req)
 	if err != nil {
 		return err
 	}
 	return c.showCrawler(cr)
 }
 
-func crawlerEnable(enabled bool) func(c *cli, args []string, l line) error {
-	return func(c *cli, args []string, _ line) error {
-		id, err := parseID("crawler ID", args[0])
+func crawlerEnable(enabled bool) func(c *cli, in *input) error {
+	return func(c *cli, in *input) error {
+		id, err := parseID("crawler ID", in.args[0])
 		if err != nil {
 			return err
 		}
@@ -315,9 +293,9 @@ func crawlerEnable(enabled bool) func(c *cli, args []string, l line) error {
 
 // deleteByID runs a delete verb: what names the object ("crawler",
 // "user"), del removes it.
-func deleteByID(what string, del func(c *cli, id int64) error) func(c *cli, args []string, _ line) error {
-	return func(c *cli, args []string, _ line) error {
-		id, err := parseID(what+" ID", args[0])
+func deleteByID(what string, del func(c *cli, id int64) error) func(c *cli, in *input) error {
+	return func(c *cli, in *input) error {
+		id, err := parseID(what+" ID", in.args[0])
 		if err != nil {
 			return err
 		}
@@ -363,7 +341,7 @@ func (c *cli) showCrawler(cr api.Crawler) error {
 
 // Nodes, reloads, comments, status.
 
-func nodeList(c *cli, _ []string, _ line) error {
+func nodeList(c *cli, _ *input) error {
 	nodes, err := c.client.ListNodes(c.ctx)
 	if err != nil {
 		return err
@@ -379,13 +357,9 @@ func nodeList(c *cli, _ []string, _ line) error {
 	return printTable(c.out, []string{"ID", "URL", "STATE", "SUBSCRIBERS", "FAILURES", "LAST POLL", "STORE", "SOURCES"}, rows)
 }
 
-func reload(c *cli, _ []string, l line) error {
-	hard, soft := l.on("hard"), l.on("soft")
-	if hard == soft {
-		return usagef("reload needs exactly one of --hard or --soft")
-	}
-	kind := "soft"
-	if hard {
+func reload(c *cli, in *input) error {
+	kind := "soft" // the parser saw exactly one of --hard and --soft
+	if in.on("hard") {
 		kind = "hard"
 	}
 	r, err := c.client.Reload(c.ctx, kind)
@@ -404,16 +378,16 @@ func reload(c *cli, _ []string, l line) error {
 	})
 }
 
-func commentsRecent(c *cli, args []string, l line) error {
-	id, err := parseID("crawler ID", args[0])
+func commentsRecent(c *cli, in *input) error {
+	id, err := parseID("crawler ID", in.args[0])
 	if err != nil {
 		return err
 	}
 	n := 0
-	if l.has("n") {
-		v, err := strconv.Atoi(l.flags["n"])
+	if in.has("n") {
+		v, err := strconv.Atoi(in.value("n"))
 		if err != nil || v <= 0 {
-			return usagef("--n must be a positive integer, got %s", quote(l.flags["n"]))
+			return usagef("--n must be a positive integer, got %s", quote(in.value("n")))
 		}
 		n = v
 	}
@@ -443,7 +417,7 @@ var stateOrder = []string{
 	api.StateDisabled, api.StateFailed, api.StateMissing,
 }
 
-func status(c *cli, _ []string, _ line) error {
+func status(c *cli, _ *input) error {
 	h, err := c.client.Health(c.ctx)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ const progressEvery = time.Second
 // exportPageSize is how many comments one export request asks for.
 var exportPageSize = api.DefaultExportLimit
 
-// exportFormats are the formats comments export writes.
+// exportFormats are the formats comments export writes, the default first.
 var exportFormats = []string{"jsonl", "csv"}
 
 // csvHeader names the columns of comments export --format csv. Columns
@@ -31,24 +31,24 @@ var csvHeader = []string{"id", "crawler_id", "source", "author", "published_at",
 // by page: bwctl never holds more than one page, so an export of millions
 // of comments runs in constant memory. Each page gets the command timeout
 // of its own; the export as a whole runs until done or interrupted.
-func commentsExport(c *cli, args []string, l line) error {
-	id, err := parseID("crawler ID", args[0])
+func commentsExport(c *cli, in *input) error {
+	id, err := parseID("crawler ID", in.args[0])
 	if err != nil {
 		return err
 	}
 	q := api.ExportQuery{Limit: exportPageSize}
-	if q.Since, err = parseTimeFlag(l, "since"); err != nil {
+	if q.Since, err = parseTimeFlag(in, "since"); err != nil {
 		return err
 	}
-	if q.Until, err = parseTimeFlag(l, "until"); err != nil {
+	if q.Until, err = parseTimeFlag(in, "until"); err != nil {
 		return err
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
 		return usagef("--since must be before --until")
 	}
-	format := "jsonl"
-	if l.has("format") {
-		format = l.flags["format"]
+	format := exportFormats[0]
+	if in.has("format") {
+		format = in.value("format")
 	}
 	var w pageWriter
 	out := bufio.NewWriterSize(c.out, 64<<10)
@@ -97,11 +97,11 @@ func (c *cli) exportPage(id int64, q api.ExportQuery) (api.CommentPage, error) {
 }
 
 // parseTimeFlag reads an RFC 3339 time (or a UTC day, YYYY-MM-DD) flag.
-func parseTimeFlag(l line, name string) (time.Time, error) {
-	if !l.has(name) {
+func parseTimeFlag(in *input, name string) (time.Time, error) {
+	if !in.has(name) {
 		return time.Time{}, nil
 	}
-	s := l.flags[name]
+	s := in.value(name)
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}

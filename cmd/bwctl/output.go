@@ -127,28 +127,3 @@ func ageText(t time.Time) string {
 	}
 	return d.String() + " ago"
 }
-
-// printUsage writes the help text.
-func printUsage(w io.Writer) {
-	var b strings.Builder
-	b.WriteString("bwctl — admin CLI of the Black Widow hub\n\nCommands:\n")
-	for _, cmd := range commands {
-		fmt.Fprintf(&b, "  bwctl %s\n        %s\n", cmd.synopsis(), cmd.help)
-	}
-	b.WriteString("  bwctl help\n        show this help\n")
-	b.WriteString(`
-Global flags (anywhere on the line):
-  --hub URL[,URL]   hub admin API; several hubs sharing a database: the leader is found
-                    (env BW_HUB_URL, default ` + defaultHubURL + `)
-  --ca FILE         PEM CA of the hubs' HTTPS certificates (env BW_CA)
-  --token TOKEN     admin token (env BW_ADMIN_TOKEN, or a file named by BW_ADMIN_TOKEN_FILE)
-  --json            print the API object(s) as JSON
-  --timeout DUR     give up after DUR (env BW_TIMEOUT, default ` + defaultTimeout.String() + `)
-  --config FILE     YAML file with any of the keys hub, token, timeout, json, ca (env BW_CONFIG);
-                    flags override the environment, which overrides the file
-
-Exit status: 0 on success, 1 when the hub refuses or cannot be reached,
-2 for a usage error; the reason is one line on stderr.
-`)
-	io.WriteString(w, b.String())
-}

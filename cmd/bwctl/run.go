@@ -8,7 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,73 +44,19 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// flagSpecs lists every flag bwctl knows and whether it takes a value. A
-// flag means the same in every command, so the command line is parsed in one
-// pass, flags anywhere, before the command is known.
-var flagSpecs = map[string]bool{
-	// global
-	"hub": true, "token": true, "timeout": true, "json": false, "help": false, "h": false, "config": true, "ca": true,
-	// per command
-	"limit": true, "user": true, "source": true, "query": true, "keywords": true,
-	"disabled": false, "n": true, "hard": false, "soft": false,
-	"since": true, "until": true, "format": true,
-}
-
-// globalFlags are accepted by every command.
-var globalFlags = []string{"hub", "token", "timeout", "json", "help", "h", "config", "ca"}
-
-// line is a parsed command line: positional words and flags.
-type line struct {
-	words []string
-	flags map[string]string // name → value; "true"/"false" for switches
-}
-
-func (l line) has(name string) bool { _, ok := l.flags[name]; return ok }
-
-func (l line) on(name string) bool { return l.flags[name] == "true" }
-
-var negativeNumber = regexp.MustCompile(`^-[0-9]+$`)
-
-// parseLine splits args into words and flags. Flags may come anywhere, as
-// -name or --name, with their value as the next argument or after "=". "--"
-// ends the flags. A negative number is a word, not a flag.
-func parseLine(args []string) (line, error) {
-	l := line{flags: map[string]string{}}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			l.words = append(l.words, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' || negativeNumber.MatchString(a) {
-			l.words = append(l.words, a)
-			continue
-		}
-		name := strings.TrimPrefix(a[1:], "-")
-		name, val, hasVal := strings.Cut(name, "=")
-		takesValue, known := flagSpecs[name]
-		if !known {
-			return line{}, usagef("unknown flag %s (run 'bwctl help')", quote(a))
-		}
-		switch {
-		case takesValue && !hasVal:
-			if i+1 >= len(args) {
-				return line{}, usagef("flag --%s needs a value", name)
-			}
-			i++
-			val = args[i]
-		case !takesValue && hasVal:
-			b, err := strconv.ParseBool(val)
-			if err != nil {
-				return line{}, usagef("flag --%s is a switch: give it alone or as --%s=true|false", name, name)
-			}
-			val = strconv.FormatBool(b)
-		case !takesValue:
-			val = "true"
-		}
-		l.flags[name] = val
-	}
-	return l, nil
+// globalFlags are accepted by every command, anywhere on the line. All but
+// help and config are settings (the settings struct), read through the
+// loader every binary uses: flags, then the environment, then the
+// --config file, then the defaults.
+var globalFlags = []flagSpec{
+	{name: "hub", arg: "URL[,URL]", usage: "the hub's admin API; several hubs sharing a database: the leader is found", def: defaultHubURL},
+	{name: "ca", arg: "FILE", usage: "PEM CA of the hubs' HTTPS certificates", def: "the system's roots"},
+	{name: "token", arg: "TOKEN", usage: "admin token; BW_ADMIN_TOKEN_FILE may name a file that holds it"},
+	{name: "json", usage: "print the API object(s) as JSON"},
+	{name: "timeout", arg: "DUR", usage: "give up after DUR, a duration like 10s or seconds", def: defaultTimeout.String()},
+	{name: "config", arg: "FILE", usage: "YAML file with any of the keys " + strings.Join(settingNames(), ", ") +
+		"; flags override the environment, which overrides the file"},
+	{name: "help", short: "h", usage: "show the help, or a command's"},
 }
 
 // cli is one bwctl invocation.
@@ -138,19 +84,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 	if env == nil {
 		env = func(string) string { return "" }
 	}
-	c, cmd, words, l, err := setup(ctx, args, stdout, env)
+	c, cmd, in, err := setup(ctx, args, stdout, stderr, env)
 	if err == nil && cmd == nil {
-		printUsage(stdout)
-		return exitOK
+		return exitOK // help was printed
 	}
 	if err == nil {
-		c.errOut = stderr
 		if !cmd.stream {
 			var cancel context.CancelFunc
 			c.ctx, cancel = context.WithTimeout(ctx, c.timeout)
 			defer cancel()
 		}
-		err = cmd.run(c, words, l)
+		err = cmd.run(c, in)
 	}
 	if err == nil {
 		return exitOK
@@ -165,72 +109,96 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 }
 
 // setup parses the command line and the environment. A nil command with a
-// nil error means help was asked for.
-func setup(ctx context.Context, args []string, stdout io.Writer, env func(string) string) (*cli, *command, []string, line, error) {
-	l, err := parseLine(args)
+// nil error means help was asked for and printed.
+func setup(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) (*cli, *command, *input, error) {
+	words, given, err := scan(args)
 	if err != nil {
-		return nil, nil, nil, line{}, err
+		return nil, nil, nil, err
 	}
-	if l.on("help") || l.on("h") || (len(l.words) > 0 && l.words[0] == "help") {
-		return nil, nil, nil, l, nil
+	if slices.ContainsFunc(given, func(g givenFlag) bool { return g.name == "help" && g.value == "true" }) {
+		printHelp(stdout, words)
+		return nil, nil, nil, nil
 	}
-	if len(l.words) == 0 {
-		return nil, nil, nil, l, usagef("no command given (run 'bwctl help')")
+	if len(words) > 0 && words[0] == "help" {
+		printHelp(stdout, words[1:])
+		return nil, nil, nil, nil
 	}
-	cmd, rest, err := lookup(l.words)
+	if len(words) == 0 {
+		return nil, nil, nil, usagef("no command given (run 'bwctl help')")
+	}
+	cmd, rest, err := lookup(words)
 	if err != nil {
-		return nil, nil, nil, l, err
+		return nil, nil, nil, err
 	}
-	for name := range l.flags {
-		if !slices.Contains(globalFlags, name) && !slices.Contains(cmd.flags, name) {
-			return nil, nil, nil, l, usagef("%s does not take --%s (usage: bwctl %s)", cmd.name(), name, cmd.synopsis())
-		}
+	in, globals, err := bind(cmd, rest, given)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if (!cmd.varArgs && len(rest) != len(cmd.args)) || (cmd.varArgs && len(rest) < cmd.minArgs) {
-		return nil, nil, nil, l, usagef("usage: bwctl %s", cmd.synopsis())
+	c := &cli{ctx: ctx, out: stdout, errOut: stderr, timeout: defaultTimeout}
+	if cmd.standalone {
+		return c, cmd, in, nil
 	}
-	// Settings: flags, then the environment, then the --config file, then
-	// the defaults, through the loader every binary uses.
 	st := settings{Hub: defaultHubURL}
-	var globals []string
-	for _, name := range globalFlags {
-		if v, ok := l.flags[name]; ok && name != "help" && name != "h" {
-			globals = append(globals, "--"+name+"="+v)
-		}
+	lookupEnv := func(k string) (string, bool) { v := env(k); return v, v != "" }
+	if err := config.Load("bwctl", &st, globals, lookupEnv, io.Discard); err != nil {
+		return nil, nil, nil, err
 	}
-	lookup := func(k string) (string, bool) { v := env(k); return v, v != "" }
-	if err := config.Load("bwctl", &st, globals, lookup, io.Discard); err != nil {
-		return nil, nil, nil, l, err
-	}
-	c := &cli{ctx: ctx, out: stdout, json: st.JSON, token: st.Token, timeout: defaultTimeout}
+	c.json, c.token = st.JSON, st.Token
 	if c.hubURL, err = hubURL(st.Hub); err != nil {
-		return nil, nil, nil, l, err
+		return nil, nil, nil, err
 	}
 	if st.Timeout != "" {
 		if c.timeout, err = parseTimeout(st.Timeout); err != nil {
-			return nil, nil, nil, l, err
+			return nil, nil, nil, err
 		}
 	}
 	httpClient := &http.Client{}
 	if st.CA != "" {
 		tlsCfg, err := httpx.ClientTLS(httpx.TLSFiles{CA: st.CA})
 		if err != nil {
-			return nil, nil, nil, l, usagef("--ca: %v", err)
+			return nil, nil, nil, usagef("--ca: %v", err)
 		}
 		httpClient.Transport = &http.Transport{TLSClientConfig: tlsCfg, Proxy: http.ProxyFromEnvironment}
 	}
 	c.client = api.NewClient(c.hubURL, c.token, httpClient)
-	return c, cmd, rest, l, nil
+	return c, cmd, in, nil
 }
 
 // settings are bwctl's global settings; a --config YAML file sets them by
-// flag name.
+// flag name. Their help is globalFlags'.
 type settings struct {
-	Hub     string `flag:"hub" env:"BW_HUB_URL" usage:"the hub's URL, or several hubs' comma-separated"`
-	CA      string `flag:"ca" usage:"PEM CA that signs the hubs' HTTPS certificates (default: the system's roots)"`
-	Token   string `flag:"token" env:"BW_ADMIN_TOKEN" usage:"the admin token (or BW_ADMIN_TOKEN_FILE)"`
-	Timeout string `flag:"timeout" usage:"how long one command may take: a duration like 10s or seconds"`
-	JSON    bool   `flag:"json" usage:"print JSON documents instead of tables"`
+	Hub     string `flag:"hub" env:"BW_HUB_URL"`
+	CA      string `flag:"ca"`
+	Token   string `flag:"token" env:"BW_ADMIN_TOKEN"`
+	JSON    bool   `flag:"json"`
+	Timeout string `flag:"timeout"`
+}
+
+// settingNames are the names of the settings, the keys of a --config file.
+func settingNames() []string {
+	t := reflect.TypeFor[settings]()
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		names = append(names, t.Field(i).Tag.Get("flag"))
+	}
+	return names
+}
+
+// settingEnv is the environment variable a global flag reads, or "".
+func settingEnv(name string) string {
+	if name == "config" {
+		return config.EnvPrefix + "CONFIG"
+	}
+	t := reflect.TypeFor[settings]()
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("flag") == name {
+			if env := f.Tag.Get("env"); env != "" {
+				return env
+			}
+			return config.EnvName(name)
+		}
+	}
+	return ""
 }
 
 // hubURL checks --hub: one URL or several, comma-separated (hubs sharing

@@ -7,7 +7,7 @@ import (
 )
 
 // scaling prints the hub's autoscaling signal (GET /v1/scaling).
-func scaling(c *cli, _ []string, _ line) error {
+func scaling(c *cli, _ *input) error {
 	s, err := c.client.Scaling(c.ctx)
 	if err != nil {
 		return err

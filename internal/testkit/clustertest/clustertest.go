@@ -8,6 +8,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
@@ -58,6 +60,9 @@ type Options struct {
 	Store string
 	// Hub, when not nil, changes the hub's settings before it starts.
 	Hub func(*hubapp.Settings)
+	// CA, when set, is the PEM CA that signs the certificate a Hub edit
+	// gave the hub (--tls-cert): the admin client and the spawns trust it.
+	CA string
 }
 
 // Cluster is a running hub, its spawns, a feed server and an admin client.
@@ -66,6 +71,7 @@ type Options struct {
 type Cluster struct {
 	tb      testing.TB
 	timings Timings
+	ca      string
 
 	// Ctx ends when the test does.
 	Ctx context.Context
@@ -99,7 +105,7 @@ func New(tb testing.TB, o Options) *Cluster {
 	tb.Cleanup(cancel)
 	dir := tb.TempDir()
 	feeds, feedBase := feedserver.Start(tb, feedserver.Options{})
-	c := &Cluster{tb: tb, timings: o.Timings, Ctx: ctx, Feeds: feeds, FeedBase: feedBase,
+	c := &Cluster{tb: tb, timings: o.Timings, ca: o.CA, Ctx: ctx, Feeds: feeds, FeedBase: feedBase,
 		StoreURI: o.Store, StoreDir: filepath.Join(dir, "data")}
 	if c.StoreURI == "" {
 		c.StoreURI = "file://" + c.StoreDir
@@ -117,7 +123,15 @@ func New(tb testing.TB, o Options) *Cluster {
 	}
 	c.HubSettings = cfg
 	c.StartHub()
-	c.Client = api.NewClient(c.Hub.URL(), AdminToken, nil)
+	var httpClient *http.Client
+	if o.CA != "" {
+		tlsCfg, err := httpx.ClientTLS(httpx.TLSFiles{CA: o.CA})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		httpClient = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	}
+	c.Client = api.NewClient(c.Hub.URL(), AdminToken, httpClient)
 	for range o.Spawns {
 		c.AddSpawn(nil)
 	}
@@ -155,6 +169,7 @@ func (c *Cluster) SpawnSettings() spawnapp.Settings {
 	cfg.FeedInterval = c.timings.FeedInterval
 	cfg.OrphanAfter = c.timings.OrphanAfter
 	cfg.DetachAfter = c.timings.DetachAfter
+	cfg.HubCA = c.ca
 	return cfg
 }
 
