@@ -352,3 +352,37 @@ func TestSource_RefusedTokenIsReported(t *testing.T) {
 		t.Fatalf("stream error %v, want a lasting refusal naming the flag", err)
 	}
 }
+
+// TestSource_InStreamErrorIsReportedAndSurvived: X's operational-disconnect
+// document arrives inside the stream, which X then ends; the source
+// reports it (its detail in the error it shows while it waits to
+// reconnect), reconnects, and posts flow again.
+func TestSource_InStreamErrorIsReportedAndSurvived(t *testing.T) {
+	srv, url := fakex.Start(t, fakex.Options{BearerToken: token})
+	s, rec, d := run(t, testOptions(t, url), spec(1, "golang"))
+	var mu sync.Mutex
+	var shown []error // the errors Err showed during each back-off
+	s.sleep = func(ctx context.Context, w time.Duration) bool {
+		mu.Lock()
+		shown = append(shown, s.Err())
+		mu.Unlock()
+		return d.sleep(ctx, w)
+	}
+	waitRules(t, srv, "golang")
+	testkit.WaitFor(t, wait, "the stream", srv.Connected)
+	if !srv.EndStream(fakex.OperationalDisconnect) {
+		t.Fatal("no stream open")
+	}
+	testkit.WaitFor(t, wait, "a new connection", func() bool { return s.Stats().Connects >= 2 && srv.Connected() })
+	mu.Lock()
+	got := slices.Clone(shown)
+	mu.Unlock()
+	if len(got) == 0 || !errors.Is(got[0], ErrDisconnected) || !strings.Contains(got[0].Error(), "disconnected upstream for operational reasons") {
+		t.Fatalf("errors shown while reconnecting %v, want the operational disconnect", got)
+	}
+	if st := s.Stats(); st.Notices != 1 || st.Malformed != 0 {
+		t.Errorf("stats %+v, want 1 notice and nothing malformed", st)
+	}
+	p, _ := srv.Publish(fakex.Post{Text: "golang is back"})
+	testkit.WaitFor(t, wait, "a post after the reconnect", func() bool { return rec.Has("tw:" + p.ID) })
+}
