@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // handleSearch serves search/tweets.json: the published tweets matching q,
@@ -125,7 +124,8 @@ type tweetDoc struct {
 }
 
 type extendedDoc struct {
-	FullText string `json:"full_text"`
+	FullText string         `json:"full_text"`
+	Entities map[string]any `json:"entities,omitempty"`
 }
 
 type userDoc struct {
@@ -151,37 +151,29 @@ func userOf(screenName string) userDoc {
 }
 
 // streamJSON shapes a tweet as the filter stream sends it: compatibility
-// mode, text cut at 140 characters and the whole text in
-// extended_tweet.full_text when longer.
+// mode (render.go).
 func streamJSON(t Tweet) tweetDoc {
-	d := baseDoc(t)
+	d := tweetJSON(t, false)
 	d.TimestampMs = strconv.FormatInt(t.CreatedAt.UnixMilli(), 10)
-	if t.RetweetOf != "" {
-		orig := originalDoc(t)
-		orig.Text, orig.Truncated, orig.ExtendedTweet = compat(t.Text)
-		d.RetweetedStatus = &orig
-		d.Text, d.Truncated, _ = compat("RT @" + t.RetweetOf + ": " + t.Text)
-		return d
-	}
-	d.Text, d.Truncated, d.ExtendedTweet = compat(t.Text)
 	return d
 }
 
 // searchJSON shapes a tweet as search sends it: with tweet_mode=extended
 // the whole text in full_text, otherwise compatibility mode.
 func searchJSON(t Tweet, extended bool) tweetDoc {
-	if !extended {
-		return streamJSON(t)
-	}
+	return tweetJSON(t, extended)
+}
+
+func tweetJSON(t Tweet, extended bool) tweetDoc {
 	d := baseDoc(t)
 	if t.RetweetOf != "" {
 		orig := originalDoc(t)
-		orig.FullText = t.Text
+		renderText(&orig, orig.ID, t.Text, extended)
 		d.RetweetedStatus = &orig
-		d.FullText = "RT @" + t.RetweetOf + ": " + t.Text
+		renderRetweetText(&d, orig.ID, t.RetweetOf, t.Text, extended)
 		return d
 	}
-	d.FullText = t.Text
+	renderText(&d, t.ID, t.Text, extended)
 	return d
 }
 
@@ -207,13 +199,4 @@ func baseDoc(t Tweet) tweetDoc {
 // originalDoc is the tweet a retweet shares, with its counts.
 func originalDoc(t Tweet) tweetDoc {
 	return baseDoc(Tweet{ID: t.ID - 1, ScreenName: t.RetweetOf, Text: t.Text, CreatedAt: t.CreatedAt, Retweets: t.Retweets, Likes: t.Likes})
-}
-
-// compat returns the compatibility-mode text of a tweet.
-func compat(text string) (string, bool, *extendedDoc) {
-	if utf8.RuneCountInString(text) <= shortTextRunes {
-		return text, false, nil
-	}
-	runes := []rune(text)
-	return string(runes[:shortTextRunes-1]) + "…", true, &extendedDoc{FullText: text}
 }
