@@ -149,9 +149,14 @@ func TestTracker_StallReconnectsAndBackfills(t *testing.T) {
 
 func TestTracker_KeepAlivesAreNotStalls(t *testing.T) {
 	srv, base := newServer(t)
-	tr, _ := start(t, testOptions(base), spec(1, "idle"))
+	// The stall timeout is 25 keep-alive intervals (500 ms): with the
+	// shared 200 ms, a loaded machine's scheduling pause under -race
+	// showed up as a stall.
+	opts := testOptions(base)
+	opts.StallTimeout = 25 * testKeepAlive
+	tr, _ := start(t, opts, spec(1, "idle"))
 	// Keep-alives every 20 ms for over three stall timeouts.
-	want := int64(3 * testStall / testKeepAlive)
+	want := int64(3 * opts.StallTimeout / testKeepAlive)
 	testkit.WaitFor(t, waitDeadline, "keep-alives", func() bool { return tr.stats.keepAlives.Load() >= want })
 	if n := tr.stats.stalls.Load(); n != 0 {
 		t.Errorf("%d stalls on a stream sending keep-alives", n)
