@@ -58,9 +58,15 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, 25, "Query parameters are missing.")
 		return
 	}
+	// include_entities=false leaves the entities out, as Twitter does.
+	entities := r.Form.Get("include_entities") != "false"
 	doc := searchDoc{Statuses: make([]tweetDoc, 0, len(found))}
 	for _, t := range found {
-		doc.Statuses = append(doc.Statuses, searchJSON(t, extended))
+		d := searchJSON(t, extended)
+		if !entities {
+			withoutEntities(&d)
+		}
+		doc.Statuses = append(doc.Statuses, d)
 	}
 	doc.Metadata = searchMetadata{Count: count, SinceID: sinceID, SinceIDStr: strconv.FormatInt(sinceID, 10), Query: q}
 	if len(found) > 0 {
@@ -118,7 +124,7 @@ type tweetDoc struct {
 	RetweetedStatus *tweetDoc      `json:"retweeted_status,omitempty"`
 	RetweetCount    int            `json:"retweet_count"`
 	FavoriteCount   int            `json:"favorite_count"`
-	Entities        map[string]any `json:"entities"`
+	Entities        map[string]any `json:"entities,omitempty"`
 	Lang            string         `json:"lang"`
 	TimestampMs     string         `json:"timestamp_ms,omitempty"`
 }
@@ -175,6 +181,18 @@ func tweetJSON(t Tweet, extended bool) tweetDoc {
 	}
 	renderText(&d, t.ID, t.Text, extended)
 	return d
+}
+
+// withoutEntities drops a tweet's entities (and those of the tweet it
+// retweets).
+func withoutEntities(d *tweetDoc) {
+	d.Entities = nil
+	if d.ExtendedTweet != nil {
+		d.ExtendedTweet.Entities = nil
+	}
+	if d.RetweetedStatus != nil {
+		withoutEntities(d.RetweetedStatus)
+	}
 }
 
 // baseDoc is the tweet's own document. A retweet shares the retweeted

@@ -149,7 +149,9 @@ func (b *backfiller) once(ctx context.Context, req backfillReq) (int, error) {
 				MaxID:           maxID,
 				ResultType:      "recent",
 				TweetMode:       "extended",
-				IncludeEntities: gotwitter.Bool(false),
+				// The entities carry the addresses the t.co links stand
+				// for.
+				IncludeEntities: gotwitter.Bool(true),
 			})
 			if err := searchError(resp, err); err != nil {
 				return 0, err
