@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // handleSearch serves search/tweets.json: the published tweets matching q,
@@ -59,9 +58,15 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, 25, "Query parameters are missing.")
 		return
 	}
+	// include_entities=false leaves the entities out, as Twitter does.
+	entities := r.Form.Get("include_entities") != "false"
 	doc := searchDoc{Statuses: make([]tweetDoc, 0, len(found))}
 	for _, t := range found {
-		doc.Statuses = append(doc.Statuses, searchJSON(t, extended))
+		d := searchJSON(t, extended)
+		if !entities {
+			withoutEntities(&d)
+		}
+		doc.Statuses = append(doc.Statuses, d)
 	}
 	doc.Metadata = searchMetadata{Count: count, SinceID: sinceID, SinceIDStr: strconv.FormatInt(sinceID, 10), Query: q}
 	if len(found) > 0 {
@@ -119,13 +124,14 @@ type tweetDoc struct {
 	RetweetedStatus *tweetDoc      `json:"retweeted_status,omitempty"`
 	RetweetCount    int            `json:"retweet_count"`
 	FavoriteCount   int            `json:"favorite_count"`
-	Entities        map[string]any `json:"entities"`
+	Entities        map[string]any `json:"entities,omitempty"`
 	Lang            string         `json:"lang"`
 	TimestampMs     string         `json:"timestamp_ms,omitempty"`
 }
 
 type extendedDoc struct {
-	FullText string `json:"full_text"`
+	FullText string         `json:"full_text"`
+	Entities map[string]any `json:"entities,omitempty"`
 }
 
 type userDoc struct {
@@ -151,38 +157,42 @@ func userOf(screenName string) userDoc {
 }
 
 // streamJSON shapes a tweet as the filter stream sends it: compatibility
-// mode, text cut at 140 characters and the whole text in
-// extended_tweet.full_text when longer.
+// mode (render.go).
 func streamJSON(t Tweet) tweetDoc {
-	d := baseDoc(t)
+	d := tweetJSON(t, false)
 	d.TimestampMs = strconv.FormatInt(t.CreatedAt.UnixMilli(), 10)
-	if t.RetweetOf != "" {
-		orig := originalDoc(t)
-		orig.Text, orig.Truncated, orig.ExtendedTweet = compat(t.Text)
-		d.RetweetedStatus = &orig
-		d.Text, d.Truncated, _ = compat("RT @" + t.RetweetOf + ": " + t.Text)
-		return d
-	}
-	d.Text, d.Truncated, d.ExtendedTweet = compat(t.Text)
 	return d
 }
 
 // searchJSON shapes a tweet as search sends it: with tweet_mode=extended
 // the whole text in full_text, otherwise compatibility mode.
 func searchJSON(t Tweet, extended bool) tweetDoc {
-	if !extended {
-		return streamJSON(t)
-	}
+	return tweetJSON(t, extended)
+}
+
+func tweetJSON(t Tweet, extended bool) tweetDoc {
 	d := baseDoc(t)
 	if t.RetweetOf != "" {
 		orig := originalDoc(t)
-		orig.FullText = t.Text
+		renderText(&orig, orig.ID, t.Text, extended)
 		d.RetweetedStatus = &orig
-		d.FullText = "RT @" + t.RetweetOf + ": " + t.Text
+		renderRetweetText(&d, orig.ID, t.RetweetOf, t.Text, extended)
 		return d
 	}
-	d.FullText = t.Text
+	renderText(&d, t.ID, t.Text, extended)
 	return d
+}
+
+// withoutEntities drops a tweet's entities (and those of the tweet it
+// retweets).
+func withoutEntities(d *tweetDoc) {
+	d.Entities = nil
+	if d.ExtendedTweet != nil {
+		d.ExtendedTweet.Entities = nil
+	}
+	if d.RetweetedStatus != nil {
+		withoutEntities(d.RetweetedStatus)
+	}
 }
 
 // baseDoc is the tweet's own document. A retweet shares the retweeted
@@ -207,13 +217,4 @@ func baseDoc(t Tweet) tweetDoc {
 // originalDoc is the tweet a retweet shares, with its counts.
 func originalDoc(t Tweet) tweetDoc {
 	return baseDoc(Tweet{ID: t.ID - 1, ScreenName: t.RetweetOf, Text: t.Text, CreatedAt: t.CreatedAt, Retweets: t.Retweets, Likes: t.Likes})
-}
-
-// compat returns the compatibility-mode text of a tweet.
-func compat(text string) (string, bool, *extendedDoc) {
-	if utf8.RuneCountInString(text) <= shortTextRunes {
-		return text, false, nil
-	}
-	runes := []rune(text)
-	return string(runes[:shortTextRunes-1]) + "…", true, &extendedDoc{FullText: text}
 }

@@ -2,16 +2,13 @@ package xv2
 
 import (
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 )
 
 // streamConn is the one open stream.
 type streamConn struct {
-	users   bool // the client asked for expansions=author_id
-	metrics bool // the client asked for tweet.fields=…,public_metrics
+	fields  fields // what the client asked for
 	out     chan frame
 	cut     chan struct{}
 	cutOnce sync.Once
@@ -61,7 +58,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			Title:           "ConnectionException",
 			Detail:          "This stream is currently at the maximum allowed connection limit.",
 			ConnectionIssue: "TooManyConnections",
-			Type:            "https://api.twitter.com/2/problems/streaming-connection",
+			Type:            "https://api.x.com/2/problems/streaming-connection",
 		})
 		return
 	}
@@ -72,10 +69,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &streamConn{
-		users:   slices.Contains(strings.Split(r.URL.Query().Get("expansions"), ","), "author_id"),
-		metrics: slices.Contains(strings.Split(r.URL.Query().Get("tweet.fields"), ","), "public_metrics"),
-		out:     make(chan frame, s.opts.ConnBuffer),
-		cut:     make(chan struct{}),
+		fields: parseFields(r.URL.Query()),
+		out:    make(chan frame, s.opts.ConnBuffer),
+		cut:    make(chan struct{}),
 	}
 	s.conn = c
 	s.mu.Unlock()
@@ -133,83 +129,4 @@ func (s *Server) isStalled() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stalled
-}
-
-// Wire shapes of a stream message.
-type (
-	tweetJSON struct {
-		ID               string    `json:"id"`
-		Text             string    `json:"text"`
-		AuthorID         string    `json:"author_id"`
-		CreatedAt        string    `json:"created_at"`
-		Lang             string    `json:"lang,omitempty"`
-		ConversationID   string    `json:"conversation_id"`
-		ReferencedTweets []refJSON `json:"referenced_tweets,omitempty"`
-		EditHistory      []string  `json:"edit_history_tweet_ids"`
-		NoteTweet        *noteJSON `json:"note_tweet,omitempty"`
-		// PublicMetrics are sent only when tweet.fields asks for them, as
-		// X does.
-		PublicMetrics *Metrics `json:"public_metrics,omitempty"`
-	}
-	refJSON struct {
-		Type string `json:"type"`
-		ID   string `json:"id"`
-	}
-	noteJSON struct {
-		Text string `json:"text"`
-	}
-	userJSON struct {
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-		Username string `json:"username"`
-	}
-	matchJSON struct {
-		ID  string `json:"id"`
-		Tag string `json:"tag,omitempty"`
-	}
-	messageJSON struct {
-		Data     tweetJSON `json:"data"`
-		Includes *struct {
-			Users []userJSON `json:"users"`
-		} `json:"includes,omitempty"`
-		MatchingRules []matchJSON `json:"matching_rules"`
-	}
-)
-
-// shortTextRunes is the length past which X moves a post's whole text to
-// note_tweet.text and truncates text.
-const shortTextRunes = 280
-
-// streamMessage is a post as the stream delivers it: with its author when
-// users (expansions=author_id) and its public_metrics when metrics.
-func streamMessage(p Post, matched []Rule, users, metrics bool) messageJSON {
-	t := tweetJSON{
-		ID:             p.ID,
-		Text:           p.Text,
-		AuthorID:       p.AuthorID,
-		CreatedAt:      p.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"),
-		Lang:           p.Lang,
-		ConversationID: p.ConversationID,
-		EditHistory:    []string{p.ID},
-	}
-	if rs := []rune(p.Text); len(rs) > shortTextRunes {
-		t.Text = string(rs[:shortTextRunes-1]) + "…"
-		t.NoteTweet = &noteJSON{Text: p.Text}
-	}
-	if p.ReplyTo != "" {
-		t.ReferencedTweets = []refJSON{{Type: "replied_to", ID: p.ReplyTo}}
-	}
-	if metrics {
-		t.PublicMetrics = &p.Metrics
-	}
-	m := messageJSON{Data: t}
-	if users {
-		m.Includes = &struct {
-			Users []userJSON `json:"users"`
-		}{Users: []userJSON{{ID: p.AuthorID, Name: p.Username, Username: p.Username}}}
-	}
-	for _, r := range matched {
-		m.MatchingRules = append(m.MatchingRules, matchJSON{ID: r.ID, Tag: r.Tag})
-	}
-	return m
 }

@@ -6,13 +6,21 @@
 // syntax, and delivers each published post to the open stream with the
 // rules it matched. Tests can make it misbehave the way X does: refuse
 // connections (429, 503), hold the one connection elsewhere
-// (TooManyConnections), go silent, cut the stream, or send broken and
-// oversized lines.
+// (TooManyConnections), go silent, cut the stream, send broken and
+// oversized lines, or end the stream with X's in-stream error document.
+//
+// Posts are sent as X sends them (render.go): text HTML-escaped, links
+// t.co-shortened with entities.urls, reposts cut to "RT @user: …" with the
+// original in includes.tweets, quote posts, long posts in note_tweet, and
+// only the fields and expansions the request asked for. PublishMessage
+// sends a recorded stream message as it is.
 package xv2
 
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -61,7 +69,8 @@ type Options struct {
 }
 
 // Post is what a test publishes. ID and CreatedAt are filled in when zero;
-// AuthorID defaults to a number derived from Username.
+// AuthorID defaults to a number derived from Username. Text is what the
+// author wrote: the server escapes it and shortens its links as X does.
 type Post struct {
 	ID             string
 	Text           string
@@ -71,6 +80,11 @@ type Post struct {
 	CreatedAt      time.Time
 	ConversationID string
 	ReplyTo        string // id of the post this one replies to
+	// RepostOf makes the post a repost (a retweet) of a post published
+	// before; its Text and Lang are the original's.
+	RepostOf string
+	// QuoteOf makes the post quote a post published before.
+	QuoteOf string
 	// Metrics are the post's public_metrics; zero for a post just
 	// written.
 	Metrics Metrics
@@ -117,7 +131,8 @@ type Server struct {
 	mu         sync.Mutex
 	closed     bool
 	rules      []Rule
-	parsed     map[string]*node // rule id → parsed value
+	parsed     map[string]*node   // rule id → parsed value
+	posts      map[string]*stored // every post published, by id
 	nextRuleID int64
 	nextPostID int64
 	conn       *streamConn // the one open stream
@@ -150,6 +165,7 @@ func New(opts Options) *Server {
 		opts:       opts,
 		done:       make(chan struct{}),
 		parsed:     map[string]*node{},
+		posts:      map[string]*stored{},
 		nextRuleID: 1_500_000_000_000_000_000,
 		nextPostID: 1_700_000_000_000_000_000,
 	}
@@ -344,7 +360,8 @@ func (s *Server) SendRaw(data []byte, cut bool) bool {
 // Publish fills in the post's defaults, evaluates every rule on it and,
 // when some match and the stream is open, delivers it with the matching
 // rules. It returns the post as published and the ids of the rules it
-// matched (delivered or not).
+// matched (delivered or not). A repost or quote of a post never published
+// is a test's mistake and panics.
 func (s *Server) Publish(p Post) (Post, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -364,20 +381,92 @@ func (s *Server) Publish(p Post) (Post, []string) {
 	if p.ConversationID == "" {
 		p.ConversationID = p.ID
 	}
-	in := post{text: strings.ToLower(p.Text), username: strings.ToLower(p.Username), lang: strings.ToLower(p.Lang)}
+	for _, ref := range []string{p.RepostOf, p.QuoteOf} {
+		if ref != "" && s.posts[ref] == nil {
+			panic("xv2: post " + p.ID + " references post " + ref + ", never published")
+		}
+	}
+	if orig := s.posts[p.RepostOf]; orig != nil {
+		p.Text, p.Lang = "", orig.Lang
+	}
+	st := s.storeLocked(p)
+	matched := s.matchLocked(post{text: strings.ToLower(s.matchTextLocked(st)), username: strings.ToLower(p.Username), lang: strings.ToLower(p.Lang)})
+	if len(matched) > 0 && s.conn != nil {
+		data, inc := s.renderLocked(st, s.conn.fields)
+		line, _ := json.Marshal(messageJSON{Data: data, Includes: inc, MatchingRules: matchesJSON(matched)})
+		s.conn.send(frame{data: append(line, '\r', '\n')})
+	}
+	return p, ruleIDs(matched)
+}
+
+// matchLocked lists the rules that match in.
+func (s *Server) matchLocked(in post) []Rule {
 	var matched []Rule
 	for _, r := range s.rules {
 		if s.parsed[r.ID].matches(in) {
 			matched = append(matched, r)
 		}
 	}
-	ids := make([]string, len(matched))
-	for i, r := range matched {
+	return matched
+}
+
+func ruleIDs(rules []Rule) []string {
+	ids := make([]string, len(rules))
+	for i, r := range rules {
 		ids[i] = r.ID
 	}
+	return ids
+}
+
+func matchesJSON(rules []Rule) []matchJSON {
+	out := make([]matchJSON, len(rules))
+	for i, r := range rules {
+		out[i] = matchJSON{ID: r.ID, Tag: r.Tag}
+	}
+	return out
+}
+
+// PublishMessage evaluates every rule on a recorded stream message (a
+// post with its includes, as X's documentation shows them) and, when some
+// match and the stream is open, sends it as it is with their
+// matching_rules. Rules see what X's do: the unescaped text with its links
+// in full, a repost's whole original, a quoted post's text, the author's
+// user name. It returns the ids of the rules matched, or an error for a
+// document that is not a stream message with a post.
+func (s *Server) PublishMessage(doc []byte) ([]string, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &raw); err != nil {
+		return nil, fmt.Errorf("xv2: recorded message: %w", err)
+	}
+	var msg recordedMessage
+	if err := json.Unmarshal(doc, &msg); err != nil {
+		return nil, fmt.Errorf("xv2: recorded message: %w", err)
+	}
+	if msg.Data == nil || msg.Data.ID == "" {
+		return nil, errors.New("xv2: recorded message has no post")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	matched := s.matchLocked(msg.matchInput())
 	if len(matched) > 0 && s.conn != nil {
-		line, _ := json.Marshal(streamMessage(p, matched, s.conn.users, s.conn.metrics))
+		rules, _ := json.Marshal(matchesJSON(matched))
+		raw["matching_rules"] = rules
+		line, _ := json.Marshal(raw)
 		s.conn.send(frame{data: append(line, '\r', '\n')})
 	}
-	return p, ids
+	return ruleIDs(matched), nil
+}
+
+// Problem documents X sends inside a stream before it ends it.
+var (
+	// OperationalDisconnect is the in-stream error of X's "Handling
+	// disconnections" guide: X ends the stream for operational reasons.
+	OperationalDisconnect = []byte(`{"errors":[{"title":"operational-disconnect","disconnect_type":"UpstreamOperationalDisconnect","detail":"This stream has been disconnected upstream for operational reasons.","type":"https://api.x.com/2/problems/operational-disconnect"}]}`)
+)
+
+// EndStream sends an in-stream error document (OperationalDisconnect)
+// and drops the open stream, as X does. It reports whether a stream was
+// open.
+func (s *Server) EndStream(doc []byte) bool {
+	return s.SendRaw(append(slices.Clone(doc), '\r', '\n'), true)
 }

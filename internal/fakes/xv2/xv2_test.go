@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -173,16 +174,17 @@ func TestServer_StreamDeliversMatchesToOneConnection(t *testing.T) {
 	}
 }
 
-// TestStreamMessage_PublicMetricsOnlyWhenAsked: X sends a post's
-// public_metrics only when tweet.fields names them.
-func TestStreamMessage_PublicMetricsOnlyWhenAsked(t *testing.T) {
-	p := Post{ID: "1", Text: "x", Metrics: Metrics{RetweetCount: 4, LikeCount: 20, ImpressionCount: 300}}
-	if m := streamMessage(p, nil, false, false); m.Data.PublicMetrics != nil {
-		t.Fatalf("metrics sent unasked: %+v", m.Data.PublicMetrics)
+// TestRender_PublicMetricsOnlyWhenAsked: X sends a post's public_metrics
+// only when tweet.fields names them.
+func TestRender_PublicMetricsOnlyWhenAsked(t *testing.T) {
+	s := New(Options{})
+	st := s.storeLocked(Post{ID: "1", Text: "x", Metrics: Metrics{RetweetCount: 4, LikeCount: 20, ImpressionCount: 300}})
+	if d, _ := s.renderLocked(st, fields{}); d.PublicMetrics != nil {
+		t.Fatalf("metrics sent unasked: %+v", d.PublicMetrics)
 	}
-	m := streamMessage(p, nil, false, true)
-	b, _ := json.Marshal(m.Data)
-	if m.Data.PublicMetrics == nil || !bytes.Contains(b, []byte(`"public_metrics":{"retweet_count":4,"reply_count":0,"like_count":20,"quote_count":0,"bookmark_count":0,"impression_count":300}`)) {
+	d, _ := s.renderLocked(st, parseFields(url.Values{"tweet.fields": {"public_metrics"}}))
+	b, _ := json.Marshal(d)
+	if d.PublicMetrics == nil || !bytes.Contains(b, []byte(`"public_metrics":{"retweet_count":4,"reply_count":0,"like_count":20,"quote_count":0,"bookmark_count":0,"impression_count":300}`)) {
 		t.Fatalf("post %s", b)
 	}
 }

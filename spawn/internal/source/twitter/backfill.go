@@ -143,13 +143,15 @@ func (b *backfiller) once(ctx context.Context, req backfillReq) (int, error) {
 		var maxID int64
 		for page := 0; page < maxBackfillPages; page++ {
 			res, resp, err := b.api.Search.Tweets(&gotwitter.SearchTweetParams{
-				Query:           q,
-				Count:           searchPageSize,
-				SinceID:         req.since,
-				MaxID:           maxID,
-				ResultType:      "recent",
-				TweetMode:       "extended",
-				IncludeEntities: gotwitter.Bool(false),
+				Query:      q,
+				Count:      searchPageSize,
+				SinceID:    req.since,
+				MaxID:      maxID,
+				ResultType: "recent",
+				TweetMode:  "extended",
+				// The entities carry the addresses the t.co links stand
+				// for.
+				IncludeEntities: gotwitter.Bool(true),
 			})
 			if err := searchError(resp, err); err != nil {
 				return 0, err

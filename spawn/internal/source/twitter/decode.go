@@ -3,8 +3,8 @@ package twitter
 import (
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,47 +219,232 @@ func isWordByte(b byte) bool {
 }
 
 // tweetItem turns a tweet into an item carrying the tracked terms it
-// contains and its engagement (nil when unknown). It fails for a tweet
-// without an id.
+// contains and its engagement (nil when unknown). A retweet carries the
+// whole text of the tweet it shares and repost_of naming it, never the
+// cut "RT @user: …" text; a quote tweet carries the quoted tweet's text
+// after its own and the quoted tweet's address among its links. Text is
+// HTML-unescaped once and its t.co links are replaced by the addresses
+// they stand for. It fails for a tweet without an id.
 func tweetItem(tw *gotwitter.Tweet, eng *api.Engagement, m *matcher, now time.Time) (source.Item, error) {
-	id := tw.IDStr
-	if id == "" && tw.ID > 0 {
-		id = strconv.FormatInt(tw.ID, 10)
+	id := tweetIDOf(tw)
+	if id == "" {
+		return source.Item{}, fmt.Errorf("%w: tweet id %q is not a number", ErrMalformed, tw.IDStr)
 	}
-	if _, err := strconv.ParseUint(id, 10, 63); err != nil {
-		return source.Item{}, fmt.Errorf("%w: tweet id %q is not a number", ErrMalformed, id)
-	}
-	author := ""
+	author, authorID := "", ""
 	if tw.User != nil {
 		author = tw.User.ScreenName
+		if numeric(tw.User.IDStr) {
+			authorID = tw.User.IDStr
+		}
 	}
 	link := "https://twitter.com/i/web/status/" + id
 	if validScreenName(author) {
 		link = "https://twitter.com/" + author + "/status/" + id
 	}
-	text := fullText(tw)
+	body, repostOf := tw, ""
 	if rt := tw.RetweetedStatus; rt != nil {
-		orig := ""
-		if rt.User != nil {
-			orig = rt.User.ScreenName
+		if rid := tweetIDOf(rt); rid != "" {
+			body, repostOf = rt, "tw:"+rid
 		}
-		text = "RT @" + orig + ": " + fullText(rt)
 	}
-	text = source.CapText(html.UnescapeString(text), maxTextBytes)
+	text, links := content(body)
+	text = source.CapText(text, maxTextBytes)
 	published := now
 	if t, err := tw.CreatedAtTime(); err == nil && !t.IsZero() && !t.After(now) {
 		published = t
 	}
-	return source.Item{
+	it := source.Item{
 		ID:          "tw:" + id,
 		Author:      author,
+		AuthorID:    authorID,
 		Text:        text,
 		URL:         link,
 		PublishedAt: published.UTC(),
 		FetchedAt:   now.UTC(),
+		Lang:        lang(tw.Lang),
+		Links:       links,
+		RepostOf:    repostOf,
 		Terms:       m.match(text),
 		Engagement:  eng,
-	}, nil
+	}
+	if numeric(tw.InReplyToStatusIDStr) {
+		it.ReplyTo = "tw:" + tw.InReplyToStatusIDStr
+	}
+	return it, nil
+}
+
+// tweetIDOf is a tweet's id, "" when it has none that is a number.
+func tweetIDOf(tw *gotwitter.Tweet) string {
+	id := tw.IDStr
+	if id == "" && tw.ID > 0 {
+		id = strconv.FormatInt(tw.ID, 10)
+	}
+	if !numeric(id) {
+		return ""
+	}
+	return id
+}
+
+// maxIDDigits is the most digits a tweet or user id (a 63-bit number)
+// has.
+const maxIDDigits = 19
+
+func numeric(s string) bool {
+	if s == "" || len(s) > maxIDDigits {
+		return false
+	}
+	_, err := strconv.ParseUint(s, 10, 63)
+	return err == nil
+}
+
+// maxLinks caps the links one item carries.
+const maxLinks = 64
+
+// content is a tweet's whole text as its author wrote it, with its links;
+// for a quote tweet, the quoted tweet's text follows, and its address is
+// among the links.
+func content(tw *gotwitter.Tweet) (string, []string) {
+	text, links := expandedText(tw)
+	q := tw.QuotedStatus
+	if q == nil {
+		return text, links
+	}
+	qid := tweetIDOf(q)
+	if qid == "" {
+		return text, links
+	}
+	if !slices.ContainsFunc(links, func(l string) bool { return isStatusOf(l, qid) }) {
+		name := ""
+		if q.User != nil && validScreenName(q.User.ScreenName) {
+			name = q.User.ScreenName
+		}
+		addr := "https://twitter.com/i/web/status/" + qid
+		if name != "" {
+			addr = "https://twitter.com/" + name + "/status/" + qid
+		}
+		links = appendLinks(links, addr)
+	}
+	qtext, qlinks := expandedText(q)
+	if qtext != "" {
+		text += "\n\n" + qtext
+	}
+	return text, appendLinks(links, qlinks...)
+}
+
+// expandedText is a tweet's own whole text, unescaped once, with every
+// t.co address of its entities (links and media) replaced by the address
+// it stands for, and those addresses in order. The t.co address itself is
+// matched, not the entity's indices (which count the escaped text's
+// characters differently in places).
+func expandedText(tw *gotwitter.Tweet) (string, []string) {
+	text := unescape(fullText(tw))
+	ents, ext := tw.Entities, tw.ExtendedEntities
+	if e := tw.ExtendedTweet; e != nil && e.FullText != "" {
+		ents, ext = e.Entities, e.ExtendedEntities
+	}
+	var urls []gotwitter.URLEntity
+	if ents != nil {
+		urls = append(urls, ents.Urls...)
+		for _, m := range ents.Media {
+			urls = append(urls, m.URLEntity)
+		}
+	}
+	if ext != nil {
+		for _, m := range ext.Media {
+			urls = append(urls, m.URLEntity)
+		}
+	}
+	var links, pairs []string
+	for _, u := range urls {
+		full := source.WebURL(u.ExpandedURL)
+		if full == "" {
+			full = source.WebURL(u.URL)
+		}
+		if full == "" {
+			continue
+		}
+		links = appendLinks(links, full)
+		if u.URL != "" && u.URL != full && !slices.Contains(pairs, u.URL) {
+			pairs = append(pairs, u.URL, full)
+		}
+	}
+	if len(pairs) > 0 {
+		text = strings.NewReplacer(longestFirst(pairs)...).Replace(text)
+	}
+	return text, links
+}
+
+// longestFirst orders old/new pairs so that a short address that is the
+// start of a longer one never replaces part of it.
+func longestFirst(pairs []string) []string {
+	type pair struct{ old, new string }
+	ps := make([]pair, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ps = append(ps, pair{pairs[i], pairs[i+1]})
+	}
+	slices.SortStableFunc(ps, func(a, b pair) int { return len(b.old) - len(a.old) })
+	out := make([]string, 0, len(pairs))
+	for _, p := range ps {
+		out = append(out, p.old, p.new)
+	}
+	return out
+}
+
+// appendLinks adds links not yet present, up to maxLinks.
+func appendLinks(links []string, more ...string) []string {
+	for _, l := range more {
+		if len(links) >= maxLinks {
+			break
+		}
+		if l != "" && !slices.Contains(links, l) {
+			links = append(links, l)
+		}
+	}
+	return links
+}
+
+// unescaper undoes the HTML escaping Twitter applies to a tweet's text:
+// "&", "<" and ">" arrive as "&amp;", "&lt;" and "&gt;", and nothing else
+// is escaped. Each is undone once, left to right: "&amp;lt;" is "&lt;".
+var unescaper = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
+
+func unescape(s string) string { return unescaper.Replace(s) }
+
+// isStatusOf reports whether link is the address of tweet id on X
+// (twitter.com or x.com, any author path).
+func isStatusOf(link, id string) bool {
+	u, err := url.Parse(link)
+	if err != nil {
+		return false
+	}
+	host := strings.TrimPrefix(strings.ToLower(u.Host), "www.")
+	if host != "twitter.com" && host != "x.com" && host != "mobile.twitter.com" {
+		return false
+	}
+	_, rest, ok := strings.Cut(u.Path, "/status/")
+	if !ok {
+		return false
+	}
+	rest, _, _ = strings.Cut(rest, "/")
+	return rest == id
+}
+
+// maxLangBytes caps a language tag.
+const maxLangBytes = 16
+
+// lang is the tweet's language as an item carries it: lowercased, empty
+// for Twitter's "und" (undetermined) and for anything that is not a tag.
+func lang(s string) string {
+	s = strings.ToLower(s)
+	if s == "" || s == "und" || len(s) > maxLangBytes || s[0] < 'a' || s[0] > 'z' {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return ""
+		}
+	}
+	return s
 }
 
 // fullText is a tweet's whole text: extended_tweet.full_text in

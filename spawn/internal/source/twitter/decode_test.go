@@ -1,6 +1,7 @@
 package twitter
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -84,5 +85,49 @@ func TestTracker_CarriesEngagement(t *testing.T) {
 		if !sameEngagement(it.Engagement, &tc.want) {
 			t.Errorf("%q: engagement %+v, want %+v", it.Text, it.Engagement, tc.want)
 		}
+	}
+}
+
+// TestTweetItem_TextAsTheAuthorWroteIt: a v1.1 tweet's text is unescaped
+// once, its t.co links (urls and media, of extended_tweet when present)
+// are replaced by the addresses they stand for and listed in links, a
+// retweet is the whole tweet it shares with repost_of, and author_id is
+// the user's id_str.
+func TestTweetItem_TextAsTheAuthorWroteIt(t *testing.T) {
+	user := `"user":{"id_str":"42","screen_name":"gopher"}`
+	cases := []struct {
+		name, line       string
+		text, repostOf   string
+		links            []string
+		authorID, author string
+	}{
+		{"entities unescaped once",
+			`{"id_str":"1","text":"a &amp;lt;b&amp;gt; &lt;i&gt; AT&amp;T &copy;",` + user + `}`,
+			"a &lt;b&gt; <i> AT&T &copy;", "", nil, "42", "gopher"},
+		{"compatibility text cut: extended_tweet's text and entities",
+			`{"id_str":"2","text":"cut… https://t.co/self","truncated":true,"entities":{"urls":[{"url":"https://t.co/self","expanded_url":"https://twitter.com/i/web/status/2"}]},` +
+				`"extended_tweet":{"full_text":"whole https://t.co/a and https://t.co/m","entities":{"urls":[{"url":"https://t.co/a","expanded_url":"https://go.dev/?a=1&b=2"}],"media":[{"url":"https://t.co/m","expanded_url":"https://x.com/gopher/status/2/photo/1"}]}},` + user + `}`,
+			"whole https://go.dev/?a=1&b=2 and https://x.com/gopher/status/2/photo/1", "", []string{"https://go.dev/?a=1&b=2", "https://x.com/gopher/status/2/photo/1"}, "42", "gopher"},
+		{"a retweet is the tweet it shares",
+			`{"id_str":"4","text":"RT @golang: cut…",` + user + `,"retweeted_status":{"id_str":"3","text":"whole &amp; uncut","user":{"id_str":"7","screen_name":"golang"}}}`,
+			"whole & uncut", "tw:3", nil, "42", "gopher"},
+		{"a user id that is not a number is left out",
+			`{"id_str":"5","text":"x","user":{"id_str":"x1","screen_name":"gopher"}}`,
+			"x", "", nil, "", "gopher"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, err := decodeLine([]byte(tc.line))
+			if err != nil || msg.kind != kindTweet {
+				t.Fatalf("decode: kind %v, err %v", msg.kind, err)
+			}
+			it, err := tweetItem(msg.tweet, msg.engagement, nil, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it.Text != tc.text || it.RepostOf != tc.repostOf || !slices.Equal(it.Links, tc.links) || it.AuthorID != tc.authorID || it.Author != tc.author {
+				t.Fatalf("item text %q repost_of %q links %q author %q/%q", it.Text, it.RepostOf, it.Links, it.Author, it.AuthorID)
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
 // FuzzDecodeLine feeds arbitrary bytes through the path a stream body
@@ -27,6 +29,7 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"limit":null}` + "\r\n" + `null` + "\r\n" + `[1,2]` + "\r\n",
 		`{"id_str":"7","text":"half a tw`,
 		"\r\n\r\n\n",
+		`{"id_str":"9","text":"q https://t.co/a","entities":{"urls":[{"url":"https://t.co/a","expanded_url":"javascript:x"},{"url":"","expanded_url":"https://t.co/"}]},"quoted_status":{"id_str":"9","text":"self &amp;lt;","quoted_status":{"id_str":"1"}},"user":{"id_str":"-1"}}` + "\r\n",
 		`{"id_str":"8","text":"` + strings.Repeat("é", 3000) + `"}` + "\r\n",
 	}
 	for _, s := range seeds {
@@ -68,6 +71,17 @@ func FuzzDecodeLine(f *testing.F) {
 			id, ok := strings.CutPrefix(it.ID, "tw:")
 			if !ok || id == "" || strings.Trim(id, "0123456789") != "" {
 				t.Fatalf("item id %q", it.ID)
+			}
+			for _, ref := range []string{it.ReplyTo, it.RepostOf} {
+				if r, ok := strings.CutPrefix(ref, "tw:"); ref != "" && (!ok || !numeric(r)) {
+					t.Fatalf("reference %q", ref)
+				}
+			}
+			if it.AuthorID != "" && !numeric(it.AuthorID) {
+				t.Fatalf("author id %q", it.AuthorID)
+			}
+			if len(it.Links) > maxLinks || slices.ContainsFunc(it.Links, func(l string) bool { return source.WebURL(l) != l }) {
+				t.Fatalf("links %q", it.Links)
 			}
 			if len(it.Text) > maxTextBytes {
 				t.Fatalf("text of %d bytes", len(it.Text))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -149,9 +150,14 @@ func TestTracker_StallReconnectsAndBackfills(t *testing.T) {
 
 func TestTracker_KeepAlivesAreNotStalls(t *testing.T) {
 	srv, base := newServer(t)
-	tr, _ := start(t, testOptions(base), spec(1, "idle"))
+	// The stall timeout is 25 keep-alive intervals (500 ms): with the
+	// shared 200 ms, a loaded machine's scheduling pause under -race
+	// showed up as a stall.
+	opts := testOptions(base)
+	opts.StallTimeout = 25 * testKeepAlive
+	tr, _ := start(t, opts, spec(1, "idle"))
 	// Keep-alives every 20 ms for over three stall timeouts.
-	want := int64(3 * testStall / testKeepAlive)
+	want := int64(3 * opts.StallTimeout / testKeepAlive)
 	testkit.WaitFor(t, waitDeadline, "keep-alives", func() bool { return tr.stats.keepAlives.Load() >= want })
 	if n := tr.stats.stalls.Load(); n != 0 {
 		t.Errorf("%d stalls on a stream sending keep-alives", n)
@@ -251,3 +257,25 @@ func TestTracker_BackfillRetriesRateLimitedSearch(t *testing.T) {
 // sawErr reports whether one of the recent errors, cleared or not, wraps
 // target: a failure that a reconnect has already repaired still shows.
 func (t *tracker) sawErr(target error) bool { return t.errs.Saw(target) }
+
+// TestTracker_BackfilledTweetKeepsItsLinks: a tweet found by the
+// backfill's search is read as a streamed one is: the search asks for
+// entities, so its t.co link is replaced by the address it stands for and
+// listed in links, and its text is unescaped.
+func TestTracker_BackfilledTweetKeepsItsLinks(t *testing.T) {
+	srv, base := newServer(t)
+	tr, rec := start(t, testOptions(base), spec(1, "quiet"))
+	testkit.WaitFor(t, waitDeadline, "stream", func() bool { return srv.Open() == 1 })
+	q1 := srv.Publish(twitterserver.Tweet{Text: "quiet one"})
+	testkit.WaitFor(t, waitDeadline, "q1", func() bool { return rec.Has(tweetID(q1)) })
+
+	srv.Stall(true)
+	q2 := srv.Publish(twitterserver.Tweet{Text: "quiet <two> & a link: https://go.dev/doc"})
+	testkit.WaitFor(t, waitDeadline, "a stall to be detected", func() bool { return tr.stats.stalls.Load() >= 1 })
+	srv.Stall(false)
+	testkit.WaitFor(t, waitDeadline, "q2 through the backfill", func() bool { return rec.Has(tweetID(q2)) })
+	it, _ := rec.ByID(tweetID(q2))
+	if it.Text != "quiet <two> & a link: https://go.dev/doc" || !slices.Equal(it.Links, []string{"https://go.dev/doc"}) {
+		t.Fatalf("backfilled text %q links %q", it.Text, it.Links)
+	}
+}

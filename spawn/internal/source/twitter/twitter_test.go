@@ -131,7 +131,9 @@ func TestTracker_SharesOneConnectionAndFansOut(t *testing.T) {
 	})
 
 	created := time.Date(2024, 3, 4, 5, 6, 7, 0, time.UTC)
-	t1 := srv.Publish(twitterserver.Tweet{ScreenName: "gopher", Text: "I love #Golang &amp; friends", CreatedAt: created})
+	// The author writes "&"; the local Twitter sends "&amp;", as Twitter
+	// does.
+	t1 := srv.Publish(twitterserver.Tweet{ScreenName: "gopher", Text: "I love #Golang & friends", CreatedAt: created})
 	t2 := srv.Publish(twitterserver.Tweet{ScreenName: "ferris", Text: "Rust, and python too"})
 	t3 := srv.Publish(twitterserver.Tweet{ScreenName: "n", Text: "a release that is new: " + strings.Repeat("long text ", 20) + "the end"})
 	t4 := srv.Publish(twitterserver.Tweet{ScreenName: "rt", Text: "golang retweeted", RetweetOf: "orig"})
@@ -155,7 +157,10 @@ func TestTracker_SharesOneConnectionAndFansOut(t *testing.T) {
 	if it, _ := rec.ByID(tweetID(t3)); !strings.HasSuffix(it.Text, "the end") || !slices.Equal(it.Terms, []string{"new release"}) {
 		t.Errorf("long tweet: text %q terms %v, want the full text and [new release]", it.Text, it.Terms)
 	}
-	if it, _ := rec.ByID(tweetID(t4)); it.Text != "RT @orig: golang retweeted" || it.Author != "rt" {
+	// A retweet is the whole tweet it shares, not "RT @orig: …", with
+	// repost_of naming it (the local Twitter gives it the retweet's id
+	// minus one).
+	if it, _ := rec.ByID(tweetID(t4)); it.Text != "golang retweeted" || it.Author != "rt" || it.RepostOf != fmt.Sprintf("tw:%d", t4.ID-1) {
 		t.Errorf("retweet: %+v", it)
 	}
 	if it, _ := rec.ByID(tweetID(t2)); !slices.Equal(it.Terms, []string{"python", "rust"}) {

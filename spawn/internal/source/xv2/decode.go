@@ -3,8 +3,9 @@ package xv2
 import (
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,8 @@ type (
 	wireMessage struct {
 		Data     *wireTweet `json:"data"`
 		Includes struct {
-			Users []wireUser `json:"users"`
+			Users  []wireUser  `json:"users"`
+			Tweets []wireTweet `json:"tweets"`
 		} `json:"includes"`
 		MatchingRules []wireMatch   `json:"matching_rules"`
 		Errors        []wireProblem `json:"errors"`
@@ -54,24 +56,39 @@ type (
 		ConnectionIssue string `json:"connection_issue"`
 	}
 	wireTweet struct {
-		ID               string `json:"id"`
-		Text             string `json:"text"`
-		AuthorID         string `json:"author_id"`
-		CreatedAt        string `json:"created_at"`
-		Lang             string `json:"lang"`
-		ConversationID   string `json:"conversation_id"`
-		ReferencedTweets []struct {
-			Type string `json:"type"`
-			ID   string `json:"id"`
-		} `json:"referenced_tweets"`
+		ID               string        `json:"id"`
+		Text             string        `json:"text"`
+		AuthorID         string        `json:"author_id"`
+		CreatedAt        string        `json:"created_at"`
+		Lang             string        `json:"lang"`
+		ConversationID   string        `json:"conversation_id"`
+		ReferencedTweets []wireRef     `json:"referenced_tweets"`
+		Entities         *wireEntities `json:"entities"`
+		// NoteTweet holds the whole text of a post longer than 280
+		// characters (text is then cut), with its own entities.
 		NoteTweet *struct {
-			Text string `json:"text"`
+			Text     string        `json:"text"`
+			Entities *wireEntities `json:"entities"`
 		} `json:"note_tweet"`
 		// PublicMetrics come when tweet.fields asks for public_metrics.
 		PublicMetrics *struct {
 			RetweetCount source.Count `json:"retweet_count"`
 			LikeCount    source.Count `json:"like_count"`
 		} `json:"public_metrics"`
+	}
+	wireRef struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	}
+	wireEntities struct {
+		URLs []wireURL `json:"urls"`
+	}
+	// wireURL is a link of the text: url is the t.co address the text
+	// carries, expanded_url the address the author wrote (or, for media
+	// and quoted posts, the post's page).
+	wireURL struct {
+		URL         string `json:"url"`
+		ExpandedURL string `json:"expanded_url"`
 	}
 	wireUser struct {
 		ID       string `json:"id"`
@@ -89,6 +106,13 @@ type (
 	}
 )
 
+// Kinds of a referenced tweet.
+const (
+	refRetweeted = "retweeted"
+	refQuoted    = "quoted"
+	refRepliedTo = "replied_to"
+)
+
 // message is one decoded stream line: a post with the tags of the rules
 // it matched, or a notice from X (an announced disconnect).
 type message struct {
@@ -99,8 +123,9 @@ type message struct {
 }
 
 // decodeLine turns one non-empty stream line into a message. A line that is
-// not a JSON object, a post without a numeric id and a document with
-// neither a post nor errors wrap ErrMalformed.
+// not a JSON object, a post without a numeric id, a repost whose original
+// is missing from includes.tweets and a document with neither a post nor
+// errors wrap ErrMalformed.
 func decodeLine(line []byte, now time.Time) (message, error) {
 	var w wireMessage
 	if err := json.Unmarshal(line, &w); err != nil {
@@ -127,53 +152,219 @@ func decodeLine(line []byte, now time.Time) (message, error) {
 	return m, nil
 }
 
-// postItem turns a stream post into an item.
+// expansions are a message's included posts and users, by id.
+type expansions struct {
+	tweets map[string]*wireTweet
+	users  map[string]string // id → valid username
+}
+
+func newExpansions(w *wireMessage) expansions {
+	x := expansions{tweets: make(map[string]*wireTweet, len(w.Includes.Tweets)), users: make(map[string]string, len(w.Includes.Users))}
+	for i := range w.Includes.Tweets {
+		if t := &w.Includes.Tweets[i]; numericID(t.ID) {
+			x.tweets[t.ID] = t
+		}
+	}
+	for _, u := range w.Includes.Users {
+		if validUsername(u.Username) {
+			x.users[u.ID] = u.Username
+		}
+	}
+	return x
+}
+
+// postItem turns a stream post into an item. A repost (retweet) carries
+// the whole text of the post it shares, taken from includes.tweets, never
+// X's cut "RT @user: …" text; a quote post carries the quoted post's text
+// after its own (X's filtered stream matches a rule on both) and the
+// quoted post's address among its links.
 func postItem(w wireMessage, now time.Time) (source.Item, error) {
 	t := w.Data
 	if !numericID(t.ID) {
 		return source.Item{}, fmt.Errorf("%w: post id %q is not a number", ErrMalformed, clip(t.ID))
 	}
-	text := t.Text
-	if t.NoteTweet != nil && t.NoteTweet.Text != "" {
-		text = t.NoteTweet.Text // the whole text of a long post
-	}
-	author := ""
-	for _, u := range w.Includes.Users {
-		if u.ID == t.AuthorID && validUsername(u.Username) {
-			author = u.Username
-			break
-		}
-	}
-	link := "https://twitter.com/i/web/status/" + t.ID
-	if author != "" {
-		link = "https://twitter.com/" + author + "/status/" + t.ID
-	}
+	x := newExpansions(&w)
+	author := x.users[t.AuthorID]
 	it := source.Item{
 		ID:        source.ItemID(idPrefix + t.ID),
 		Author:    author,
-		Text:      source.CapText(html.UnescapeString(text), maxTextBytes),
-		URL:       source.WebURL(link),
+		URL:       source.WebURL(statusURL(author, t.ID)),
 		FetchedAt: now.UTC(),
 		Lang:      lang(t.Lang),
+	}
+	if numericID(t.AuthorID) {
+		it.AuthorID = t.AuthorID
 	}
 	var claimed time.Time
 	if ts, err := time.Parse(time.RFC3339, t.CreatedAt); err == nil {
 		claimed = ts
 	}
 	it.PublishedAt = source.PublishedAt(claimed, now)
-	if pm := t.PublicMetrics; pm != nil {
+	metrics := t
+	body := t
+	if id := refOf(t, refRetweeted); id != "" {
+		orig := x.tweets[id]
+		if orig == nil {
+			return source.Item{}, fmt.Errorf("%w: repost %s arrived without the post it shares (%s) in includes.tweets", ErrMalformed, t.ID, id)
+		}
+		it.RepostOf = idPrefix + id
+		body, metrics = orig, orig
+	}
+	var text string
+	text, it.Links = x.content(body)
+	it.Text = source.CapText(text, maxTextBytes)
+	if pm := metrics.PublicMetrics; pm != nil {
 		it.Engagement = source.EngagementOf(pm.RetweetCount, pm.LikeCount)
 	}
-	for _, r := range t.ReferencedTweets {
-		if r.Type == "replied_to" && numericID(r.ID) {
-			it.ReplyTo = idPrefix + r.ID
-			break
-		}
+	if id := refOf(t, refRepliedTo); id != "" {
+		it.ReplyTo = idPrefix + id
 	}
 	if t.ConversationID != t.ID && numericID(t.ConversationID) {
 		it.ThreadID = idPrefix + t.ConversationID
 	}
 	return it, nil
+}
+
+// refOf is the id of the post t references in the given way, "" if none.
+func refOf(t *wireTweet, kind string) string {
+	for _, r := range t.ReferencedTweets {
+		if r.Type == kind && numericID(r.ID) {
+			return r.ID
+		}
+	}
+	return ""
+}
+
+// maxLinks caps the links one item carries.
+const maxLinks = 64
+
+// content is the text of t as its author wrote it, with its links: the
+// whole text (note_tweet's for a long post), HTML-unescaped once, every
+// t.co address replaced by the one it stands for; then, for a quote post,
+// the quoted post's own text, and the quoted post's address among the
+// links.
+func (x expansions) content(t *wireTweet) (string, []string) {
+	text, links := expandText(t)
+	q := refOf(t, refQuoted)
+	if q == "" {
+		return text, links
+	}
+	if !slices.ContainsFunc(links, func(l string) bool { return isStatusOf(l, q) }) {
+		if u := source.WebURL(statusURL(x.users[authorOf(x.tweets[q])], q)); u != "" {
+			links = append(links, u)
+		}
+	}
+	if quoted := x.tweets[q]; quoted != nil {
+		qtext, qlinks := expandText(quoted)
+		if qtext != "" {
+			text += "\n\n" + qtext
+		}
+		links = appendLinks(links, qlinks...)
+	}
+	return text, links
+}
+
+func authorOf(t *wireTweet) string {
+	if t == nil {
+		return ""
+	}
+	return t.AuthorID
+}
+
+// expandText is t's own whole text, unescaped, with its t.co addresses
+// expanded, and the expanded addresses in order. The t.co address itself
+// is matched, not the entity's start and end: those count code points of
+// a text that X may have edited since (and that the unescaping shifts).
+func expandText(t *wireTweet) (string, []string) {
+	text, ents := t.Text, t.Entities
+	if n := t.NoteTweet; n != nil && n.Text != "" {
+		text, ents = n.Text, n.Entities
+	}
+	text = unescape(text)
+	if ents == nil || len(ents.URLs) == 0 {
+		return text, nil
+	}
+	var links, pairs []string
+	for _, u := range ents.URLs {
+		full := source.WebURL(u.ExpandedURL)
+		if full == "" {
+			full = source.WebURL(u.URL)
+		}
+		if full == "" {
+			continue
+		}
+		links = appendLinks(links, full)
+		if u.URL != "" && u.URL != full && !slices.Contains(pairs, u.URL) {
+			pairs = append(pairs, u.URL, full)
+		}
+	}
+	if len(pairs) > 0 {
+		text = strings.NewReplacer(longestFirst(pairs)...).Replace(text)
+	}
+	return text, links
+}
+
+// longestFirst orders old/new pairs so that a short address that is the
+// start of a longer one never replaces part of it.
+func longestFirst(pairs []string) []string {
+	type pair struct{ old, new string }
+	ps := make([]pair, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ps = append(ps, pair{pairs[i], pairs[i+1]})
+	}
+	slices.SortStableFunc(ps, func(a, b pair) int { return len(b.old) - len(a.old) })
+	out := make([]string, 0, len(pairs))
+	for _, p := range ps {
+		out = append(out, p.old, p.new)
+	}
+	return out
+}
+
+// appendLinks adds links not yet present, up to maxLinks.
+func appendLinks(links []string, more ...string) []string {
+	for _, l := range more {
+		if len(links) >= maxLinks {
+			break
+		}
+		if l != "" && !slices.Contains(links, l) {
+			links = append(links, l)
+		}
+	}
+	return links
+}
+
+// unescaper undoes the HTML escaping X applies to a post's text: "&", "<"
+// and ">" arrive as "&amp;", "&lt;" and "&gt;", and nothing else is
+// escaped. Each is undone once, left to right: "&amp;lt;" is "&lt;".
+var unescaper = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
+
+func unescape(s string) string { return unescaper.Replace(s) }
+
+// statusURL is the address of a post, with its author's name when known.
+func statusURL(username, id string) string {
+	if username == "" {
+		return "https://twitter.com/i/web/status/" + id
+	}
+	return "https://twitter.com/" + username + "/status/" + id
+}
+
+// isStatusOf reports whether link is the address of post id on X
+// (twitter.com or x.com, any author path).
+func isStatusOf(link, id string) bool {
+	u, err := url.Parse(link)
+	if err != nil {
+		return false
+	}
+	host := strings.TrimPrefix(strings.ToLower(u.Host), "www.")
+	if host != "twitter.com" && host != "x.com" && host != "mobile.twitter.com" {
+		return false
+	}
+	_, rest, ok := strings.Cut(u.Path, "/status/")
+	if !ok {
+		return false
+	}
+	rest, _, _ = strings.Cut(rest, "/")
+	return rest == id
 }
 
 func numericID(s string) bool {

@@ -142,3 +142,85 @@ func TestLineReader_SkipsOversizedAndGoesOn(t *testing.T) {
 		t.Fatalf("empty stream: %v, want io.EOF", err)
 	}
 }
+
+// TestDecodeLine_TextAsTheAuthorWroteIt: X's text is HTML-escaped once
+// and its links are t.co addresses; the item has the text unescaped once
+// and every link in full, matched on the t.co address itself.
+func TestDecodeLine_TextAsTheAuthorWroteIt(t *testing.T) {
+	cases := []struct {
+		name      string
+		data      string
+		wantText  string
+		wantLinks []string
+	}{
+		{"entities unescaped once",
+			`"text":"a &amp;lt;b&amp;gt; &lt;i&gt; AT&amp;T &amp;amp; &copy;"`,
+			"a &lt;b&gt; <i> AT&T &amp; &copy;", nil},
+		{"t.co replaced wherever it is, whatever the indices say",
+			`"text":"read https://t.co/abc and https://t.co/abcd, again https://t.co/abc","entities":{"urls":[` +
+				`{"start":0,"end":1,"url":"https://t.co/abc","expanded_url":"https://go.dev/doc?a=1&b=2"},` +
+				`{"start":99,"end":3,"url":"https://t.co/abcd","expanded_url":"https://example.com/&amp;"}]}`,
+			"read https://go.dev/doc?a=1&b=2 and https://example.com/&amp;, again https://go.dev/doc?a=1&b=2",
+			[]string{"https://go.dev/doc?a=1&b=2", "https://example.com/&amp;"}},
+		{"a link that is not a web address stays shortened",
+			`"text":"x https://t.co/js","entities":{"urls":[{"url":"https://t.co/js","expanded_url":"javascript:alert(1)"}]}`,
+			"x https://t.co/js", []string{"https://t.co/js"}},
+		{"a long post's whole text with its own entities",
+			`"text":"cut https://t.co/a…","entities":{"urls":[]},"note_tweet":{"text":"whole &amp; long https://t.co/a","entities":{"urls":[{"url":"https://t.co/a","expanded_url":"https://example.org/long"}]}}`,
+			"whole & long https://example.org/long", []string{"https://example.org/long"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := decodeLine([]byte(`{"data":{"id":"1",`+tc.data+`}}`), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.item.Text != tc.wantText || !slices.Equal(m.item.Links, tc.wantLinks) {
+				t.Fatalf("text %q links %q\nwant %q links %q", m.item.Text, m.item.Links, tc.wantText, tc.wantLinks)
+			}
+		})
+	}
+}
+
+// TestDecodeLine_RepostsAndQuotes: a repost is stored whole, from
+// includes.tweets, with repost_of and the original's engagement; a quote
+// post keeps the quoted post's text and address.
+func TestDecodeLine_RepostsAndQuotes(t *testing.T) {
+	users := `"users":[{"id":"42","username":"gopher"},{"id":"7","username":"golang"}]`
+	repost := `{"data":{"id":"300","text":"RT @golang: Go 1.24 &amp; more: swiss tab…","author_id":"42","lang":"en","conversation_id":"300",` +
+		`"referenced_tweets":[{"type":"retweeted","id":"200"}],"public_metrics":{"retweet_count":9,"like_count":0}},` +
+		`"includes":{` + users + `,"tweets":[{"id":"200","author_id":"7","text":"Go 1.24 &amp; more: swiss tables, weak pointers https://t.co/x1",` +
+		`"entities":{"urls":[{"url":"https://t.co/x1","expanded_url":"https://go.dev/blog/go1.24"}]},"public_metrics":{"retweet_count":9,"like_count":40}}]}}`
+	m, err := decodeLine([]byte(repost), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := m.item
+	if it.ID != "tw:300" || it.Author != "gopher" || it.AuthorID != "42" || it.RepostOf != "tw:200" || it.URL != "https://twitter.com/gopher/status/300" {
+		t.Errorf("repost %+v", it)
+	}
+	if it.Text != "Go 1.24 & more: swiss tables, weak pointers https://go.dev/blog/go1.24" || !slices.Equal(it.Links, []string{"https://go.dev/blog/go1.24"}) {
+		t.Errorf("repost text %q links %q", it.Text, it.Links)
+	}
+	if e := it.Engagement; e == nil || *e != (api.Engagement{Reposts: 9, Likes: 40}) {
+		t.Errorf("repost engagement %+v, want the original's", e)
+	}
+
+	if _, err := decodeLine([]byte(`{"data":{"id":"301","text":"RT @golang: cut…","referenced_tweets":[{"type":"retweeted","id":"200"}]}}`), time.Now()); !errors.Is(err, ErrMalformed) {
+		t.Errorf("repost without its original: %v, want ErrMalformed", err)
+	}
+
+	quote := `{"data":{"id":"400","text":"so good","author_id":"42","referenced_tweets":[{"type":"quoted","id":"200"}]},` +
+		`"includes":{` + users + `,"tweets":[{"id":"200","author_id":"7","text":"swiss &lt;tables&gt;"}]}}`
+	m, err = decodeLine([]byte(quote), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.item.Text != "so good\n\nswiss <tables>" || !slices.Equal(m.item.Links, []string{"https://twitter.com/golang/status/200"}) || m.item.RepostOf != "" {
+		t.Errorf("quote text %q links %q", m.item.Text, m.item.Links)
+	}
+	m, err = decodeLine([]byte(`{"data":{"id":"401","text":"hm","referenced_tweets":[{"type":"quoted","id":"9"}]}}`), time.Now())
+	if err != nil || m.item.Text != "hm" || !slices.Equal(m.item.Links, []string{"https://twitter.com/i/web/status/9"}) {
+		t.Errorf("quote without the quoted post: %q %q %v", m.item.Text, m.item.Links, err)
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
 // FuzzDecodeLine feeds arbitrary bytes through the path a stream body
@@ -24,6 +27,8 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"data":{"id":"9","text":"x"},"includes":{"users":[{"id":"","username":"javascript:alert(1)"}]}}` + "\r\n",
 		`{"data":{"id":"8","text":"half a po`,
 		"\r\n\r\n\n",
+		`{"data":{"id":"3","text":"RT @a: cut…","referenced_tweets":[{"type":"retweeted","id":"2"}]},"includes":{"tweets":[{"id":"2","text":"whole &amp;lt; https://t.co/a","entities":{"urls":[{"url":"https://t.co/a","expanded_url":"https://example.com/"}]},"referenced_tweets":[{"type":"quoted","id":"2"}]}]}}` + "\r\n",
+		`{"data":{"id":"4","text":"q https://t.co/","entities":{"urls":[{"url":"","expanded_url":"javascript:x"},{"url":"https://t.co/","expanded_url":"https://t.co/x"}]},"referenced_tweets":[{"type":"quoted","id":"4"}]},"includes":{"tweets":[{"id":"4","text":"self"}]}}` + "\r\n",
 		`{"data":{"id":"10","text":"` + strings.Repeat("é", 3000) + `"}}` + "\r\n",
 	}
 	for _, s := range seeds {
@@ -65,10 +70,13 @@ func FuzzDecodeLine(f *testing.F) {
 			if !ok || !numericID(id) {
 				t.Fatalf("item id %q", it.ID)
 			}
-			for _, ref := range []string{it.ReplyTo, it.ThreadID} {
+			for _, ref := range []string{it.ReplyTo, it.ThreadID, it.RepostOf} {
 				if r, ok := strings.CutPrefix(ref, idPrefix); ref != "" && (!ok || !numericID(r)) {
 					t.Fatalf("reference %q", ref)
 				}
+			}
+			if len(it.Links) > maxLinks || slices.ContainsFunc(it.Links, func(l string) bool { return source.WebURL(l) != l }) {
+				t.Fatalf("links %q", it.Links)
 			}
 			if len(it.Text) > maxTextBytes {
 				t.Fatalf("text of %d bytes", len(it.Text))

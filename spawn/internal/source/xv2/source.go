@@ -63,6 +63,7 @@ type counters struct {
 	networkErrors, httpErrors, rateLimited atomic.Uint64
 	tooManyConnections, stalls             atomic.Uint64
 	keepAlives, malformed, oversized       atomic.Uint64
+	notices                                atomic.Uint64
 	duplicates, read, emitted              atomic.Uint64
 	rulesRequests, reconciles              atomic.Uint64
 }
@@ -158,6 +159,9 @@ type Stats struct {
 	RateLimited, TooManyConnections uint64
 	Stalls, KeepAlives              uint64
 	Malformed, Oversized            uint64
+	// Notices counts the error documents X sent inside the stream (an
+	// operational disconnect).
+	Notices uint64
 	// Duplicates counts posts delivered again and not emitted twice.
 	Duplicates uint64
 	// Read counts posts delivered, Emitted those handed to the spawn.
@@ -177,7 +181,7 @@ func (s *Source) Stats() Stats {
 		NetworkErrors: c.networkErrors.Load(), HTTPErrors: c.httpErrors.Load(),
 		RateLimited: c.rateLimited.Load(), TooManyConnections: c.tooManyConnections.Load(),
 		Stalls: c.stalls.Load(), KeepAlives: c.keepAlives.Load(),
-		Malformed: c.malformed.Load(), Oversized: c.oversized.Load(),
+		Malformed: c.malformed.Load(), Oversized: c.oversized.Load(), Notices: c.notices.Load(),
 		Duplicates: c.duplicates.Load(), Read: c.read.Load(), Emitted: c.emitted.Load(),
 		RulesRequests: c.rulesRequests.Load(), Reconciles: c.reconciles.Load(),
 	}
@@ -283,6 +287,7 @@ func (s *Source) Report() []source.Stat {
 	out = append(out,
 		source.Stat{Name: "bw_spawn_xv2_posts_read_total", Help: "Posts X API v2 delivered (and bills).", Value: float64(st.Read)},
 		source.Stat{Name: "bw_spawn_xv2_rate_limited_total", Help: "Stream attempts X refused with 429 or TooManyConnections.", Value: float64(st.RateLimited + st.TooManyConnections)},
+		source.Stat{Name: "bw_spawn_xv2_stream_errors_total", Help: "Error documents X sent inside the stream (operational disconnects).", Value: float64(st.Notices)},
 	)
 	for _, r := range st.Rules {
 		labels := map[string]string{"rule": r.Tag}

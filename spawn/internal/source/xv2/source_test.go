@@ -352,3 +352,64 @@ func TestSource_RefusedTokenIsReported(t *testing.T) {
 		t.Fatalf("stream error %v, want a lasting refusal naming the flag", err)
 	}
 }
+
+// TestSource_InStreamErrorIsReportedAndSurvived: X's operational-disconnect
+// document arrives inside the stream, which X then ends; the source
+// reports it (its detail in the error it shows while it waits to
+// reconnect), reconnects, and posts flow again.
+func TestSource_InStreamErrorIsReportedAndSurvived(t *testing.T) {
+	srv, url := fakex.Start(t, fakex.Options{BearerToken: token})
+	s, rec, d := run(t, testOptions(t, url), spec(1, "golang"))
+	var mu sync.Mutex
+	var shown []error // the errors Err showed during each back-off
+	s.sleep = func(ctx context.Context, w time.Duration) bool {
+		mu.Lock()
+		shown = append(shown, s.Err())
+		mu.Unlock()
+		return d.sleep(ctx, w)
+	}
+	waitRules(t, srv, "golang")
+	testkit.WaitFor(t, wait, "the stream", srv.Connected)
+	if !srv.EndStream(fakex.OperationalDisconnect) {
+		t.Fatal("no stream open")
+	}
+	testkit.WaitFor(t, wait, "a new connection", func() bool { return s.Stats().Connects >= 2 && srv.Connected() })
+	mu.Lock()
+	got := slices.Clone(shown)
+	mu.Unlock()
+	if len(got) == 0 || !errors.Is(got[0], ErrDisconnected) || !strings.Contains(got[0].Error(), "disconnected upstream for operational reasons") {
+		t.Fatalf("errors shown while reconnecting %v, want the operational disconnect", got)
+	}
+	if st := s.Stats(); st.Notices != 1 || st.Malformed != 0 {
+		t.Errorf("stats %+v, want 1 notice and nothing malformed", st)
+	}
+	p, _ := srv.Publish(fakex.Post{Text: "golang is back"})
+	testkit.WaitFor(t, wait, "a post after the reconnect", func() bool { return rec.Has("tw:" + p.ID) })
+}
+
+// TestSource_RepostOfALongPostIsStoredWhole: the local X sends a repost of
+// a post past 280 characters as X does (the repost's text cut to
+// "RT @user: …", the original in includes.tweets with its whole text in
+// note_tweet, HTML-escaped, its link a t.co address); the item is the
+// whole original as written, its link in full, with repost_of.
+func TestSource_RepostOfALongPostIsStoredWhole(t *testing.T) {
+	srv, url := fakex.Start(t, fakex.Options{BearerToken: token})
+	_, rec, _ := run(t, testOptions(t, url), spec(1, "epilogue"))
+	long := "Release notes <draft> & more: " + strings.Repeat("a long paragraph on generics & iterators, ", 8) +
+		"see https://go.dev/doc/go1.24 and the epilogue"
+	orig, _ := srv.Publish(fakex.Post{Text: long, Username: "golang", AuthorID: "113419064", Lang: "en"})
+	waitRules(t, srv, "epilogue")
+	testkit.WaitFor(t, wait, "the stream", srv.Connected)
+	rp, matched := srv.Publish(fakex.Post{RepostOf: orig.ID, Username: "gopher", AuthorID: "42"})
+	if len(matched) == 0 {
+		t.Fatal("X's rule did not match the repost")
+	}
+	testkit.WaitFor(t, wait, "the repost", func() bool { return rec.Has("tw:" + rp.ID) })
+	it, _ := rec.ByID("tw:" + rp.ID)
+	if it.Text != long || it.RepostOf != "tw:"+orig.ID || it.Author != "gopher" || it.AuthorID != "42" || it.Lang != "en" {
+		t.Errorf("repost item %+v", it)
+	}
+	if !slices.Equal(it.Links, []string{"https://go.dev/doc/go1.24"}) {
+		t.Errorf("links %q", it.Links)
+	}
+}

@@ -15,11 +15,14 @@ import (
 )
 
 // streamQuery asks for what an item needs: the fields of the post (its
-// public_metrics for the engagement that weighs query suggestions) and
-// its author's user name.
+// entities, whose t.co links are expanded; note_tweet, the whole text of a
+// long post; its public_metrics for the engagement that weighs query
+// suggestions), the posts it references (a repost's original, whose whole
+// text the repost's own text cuts to "RT @user: …", and a quoted post),
+// with the same fields, and the user names of its author and of theirs.
 var streamQuery = url.Values{
-	"tweet.fields": {"author_id,conversation_id,created_at,lang,note_tweet,public_metrics,referenced_tweets"},
-	"expansions":   {"author_id"},
+	"tweet.fields": {"author_id,conversation_id,created_at,entities,lang,note_tweet,public_metrics,referenced_tweets"},
+	"expansions":   {"author_id,referenced_tweets.id,referenced_tweets.id.author_id"},
 	"user.fields":  {"username"},
 }.Encode()
 
@@ -58,12 +61,17 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 	o := s.opts
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// notice is the last in-stream error X sent (an operational
+	// disconnect); X ends the stream after it, and the failure names it.
+	notice := ""
 	classify := func(err error) (linestream.Class, error) {
 		if ctx.Err() != nil {
 			return linestream.ClassNone, ctx.Err()
 		}
 		s.stats.networkErrors.Add(1)
 		switch cause := context.Cause(sctx); {
+		case notice != "" && errors.Is(err, io.EOF):
+			return linestream.ClassNetwork, fmt.Errorf("%w: X ended the stream: %s", ErrDisconnected, notice)
 		case errors.Is(cause, linestream.ErrSilent):
 			s.stats.stalls.Add(1)
 			return linestream.ClassNetwork, fmt.Errorf("%w: nothing received for %v", ErrStalled, o.StallTimeout)
@@ -121,6 +129,8 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 			continue
 		}
 		if !msg.post {
+			s.stats.notices.Add(1)
+			notice = msg.notice
 			s.setErr(streamPart, fmt.Errorf("%w: %s", ErrDisconnected, msg.notice))
 			s.logger.Warn("twitter stream notice", "notice", msg.notice)
 			continue
