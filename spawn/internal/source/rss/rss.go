@@ -12,7 +12,6 @@
 package rss
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,8 +22,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mmcdole/gofeed"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -268,6 +265,7 @@ type feed struct {
 	current            []source.Item // the feed's items at the last fetch, oldest first
 	maxAge             time.Duration // the publisher's Cache-Control max-age (or Expires)
 	ttl                time.Duration // the feed's RSS <ttl>
+	charsetNote        string        // the last character set correction logged
 }
 
 func newFeed(u *url.URL, opts Options, hosts *hostLimiter) *feed {
@@ -371,18 +369,11 @@ func (f *feed) poll(ctx context.Context, emit source.Emit) (time.Duration, error
 	if fetched.notModified {
 		return 0, nil
 	}
-	p := gofeed.NewParser()
-	p.KeepOriginalFeed = true
-	body, skipped := trimItems(fetched.body, maxItemsPerFetch)
-	parsed, err := p.Parse(bytes.NewReader(body))
-	if err != nil && skipped > 0 {
-		// The cut went wrong (a start tag inside CDATA?): take it all.
-		body, skipped = fetched.body, 0
-		parsed, err = p.Parse(bytes.NewReader(body))
-	}
+	parsed, skipped, dec, err := parseDocument(fetched.body, fetched.contentType)
 	if err != nil {
 		return 0, fmt.Errorf("rss: unable to parse %s: %w", f.url, err)
 	}
+	f.noteCharset(dec)
 	f.skip(skipped, len(parsed.Items)+skipped)
 	f.ttl = feedTTL(parsed)
 	f.polls++
