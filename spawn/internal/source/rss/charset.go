@@ -74,10 +74,14 @@ func decodeDocument(body []byte, contentType string) decoded {
 	}
 	said := prologEncoding(body)
 	label, from := lookupLabel(said), fromProlog
-	headerSaid := headerCharset(contentType)
-	header := lookupLabel(headerSaid)
+	// The header is read only when the prolog does not settle it.
+	header := func() (string, string) {
+		h := headerCharset(contentType)
+		return lookupLabel(h), h
+	}
 	if label == "" {
-		label, from, said = header, fromHeader, headerSaid
+		label, said = header()
+		from = fromHeader
 	}
 	if label == "" {
 		label, from = nameUTF8, fromDetected
@@ -110,8 +114,8 @@ func decodeDocument(body []byte, contentType string) decoded {
 	}
 	// Mostly invalid: a legacy document, labelled UTF-8 or not at all.
 	legacy := nameFallback
-	if header != "" && header != nameUTF8 && header != nameUTF16LE && header != nameUTF16BE {
-		legacy = header
+	if h, _ := header(); h != "" && h != nameUTF8 && h != nameUTF16LE && h != nameUTF16BE {
+		legacy = h
 	}
 	if from != fromDetected {
 		corrected = from + " " + said

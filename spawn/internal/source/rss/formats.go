@@ -155,14 +155,18 @@ func universalSaid(gi *gofeed.Item) said {
 const maxLinks = 64
 
 // webLinks resolves an item's links against the feed's URL and keeps the
-// http(s) ones, in order, without repeats; nil when none is left.
-func (f *feed) webLinks(links []string) []string {
+// http(s) ones, in order, without repeats; nil when none is left. The
+// item's page, raw as the feed gives it, is already resolved as page.
+func (f *feed) webLinks(links []string, raw, page string) []string {
 	var out []string
 	for _, l := range links {
 		if len(out) == maxLinks {
 			break
 		}
-		u := source.WebURL(f.resolve(l))
+		u := page
+		if l != raw {
+			u = source.WebURL(f.resolve(l))
+		}
 		if u != "" && !slices.Contains(out, u) {
 			out = append(out, u)
 		}

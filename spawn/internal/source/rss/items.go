@@ -102,12 +102,13 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 		if d.lang != "" {
 			itemLang = d.lang
 		}
+		page := source.WebURL(f.resolve(d.url))
 		out = append(out, source.Item{
 			ID:          id,
 			Author:      author,
 			Text:        truncate(text, maxTextBytes),
-			URL:         source.WebURL(f.resolve(d.url)),
-			Links:       f.webLinks(d.links),
+			URL:         page,
+			Links:       f.webLinks(d.links, d.url, page),
 			Lang:        itemLang,
 			PublishedAt: source.PublishedAt(claimed, e.firstSeen),
 			FetchedAt:   now.UTC(),
