@@ -13,10 +13,10 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
-// said is what an item's own format says about it that the parser's
+// original is what an item's own format says about it that the parser's
 // universal item blurs: its page, its URLs in document order, and for
 // JSON Feed its plain text, author and language.
-type said struct {
+type original struct {
 	// url is the item's page: RSS's first <link>, Atom's first
 	// alternate link, JSON Feed's url (else external_url).
 	url string
@@ -46,34 +46,34 @@ const ianaRelPrefix = "http://www.iana.org/assignments/relation/"
 // originals returns, for the items of a parsed feed, what their own
 // format said (parsed with KeepOriginalFeed). The universal items are the
 // original ones translated one to one, in order.
-func originals(parsed *gofeed.Feed) func(*gofeed.Item) said {
+func originals(parsed *gofeed.Feed) func(*gofeed.Item) original {
 	index := make(map[*gofeed.Item]int, len(parsed.Items))
 	for i, gi := range parsed.Items {
 		index[gi] = i
 	}
-	orig := parsed.OriginalFeed()
-	return func(gi *gofeed.Item) said {
+	feedDoc := parsed.OriginalFeed()
+	return func(gi *gofeed.Item) original {
 		i, ok := index[gi]
-		switch of := orig.(type) {
+		switch of := feedDoc.(type) {
 		case *gofeedrss.Feed:
 			if ok && of != nil && len(of.Items) == len(parsed.Items) && of.Items[i] != nil {
-				return rssSaid(of.Items[i], gi)
+				return rssOriginal(of.Items[i], gi)
 			}
 		case *gofeedatom.Feed:
 			if ok && of != nil && len(of.Entries) == len(parsed.Items) && of.Entries[i] != nil {
-				return atomSaid(of.Entries[i], gi)
+				return atomOriginal(of.Entries[i], gi)
 			}
 		case *gofeedjson.Feed:
 			if ok && of != nil && len(of.Items) == len(parsed.Items) && of.Items[i] != nil {
-				return jsonSaid(of, of.Items[i])
+				return jsonOriginal(of, of.Items[i])
 			}
 		}
-		return universalSaid(gi)
+		return universalOriginal(gi)
 	}
 }
 
-func rssSaid(it *gofeedrss.Item, gi *gofeed.Item) said {
-	s := said{url: gi.Link, links: append([]string(nil), it.Links...)}
+func rssOriginal(it *gofeedrss.Item, gi *gofeed.Item) original {
+	s := original{url: gi.Link, links: append([]string(nil), it.Links...)}
 	if len(it.Links) > 0 {
 		// The parser keeps the last <link>; the first is the item's.
 		s.url = it.Links[0]
@@ -86,8 +86,8 @@ func rssSaid(it *gofeedrss.Item, gi *gofeed.Item) said {
 	return s
 }
 
-func atomSaid(e *gofeedatom.Entry, gi *gofeed.Item) said {
-	s := said{url: gi.Link}
+func atomOriginal(e *gofeedatom.Entry, gi *gofeed.Item) original {
+	s := original{url: gi.Link}
 	for _, l := range e.Links {
 		if l == nil {
 			continue
@@ -100,8 +100,8 @@ func atomSaid(e *gofeedatom.Entry, gi *gofeed.Item) said {
 	return s
 }
 
-func jsonSaid(feed *gofeedjson.Feed, it *gofeedjson.Item) said {
-	s := said{url: it.URL, links: []string{it.URL, it.ExternalURL}, plain: true}
+func jsonOriginal(doc *gofeedjson.Feed, it *gofeedjson.Item) original {
+	s := original{url: it.URL, links: []string{it.URL, it.ExternalURL}, plain: true}
 	if s.url == "" {
 		s.url = it.ExternalURL
 	}
@@ -122,7 +122,7 @@ func jsonSaid(feed *gofeedjson.Feed, it *gofeedjson.Item) said {
 	// has the feed's.
 	s.author = jsonAuthor(it.Authors, it.Author)
 	if s.author == "" {
-		s.author = jsonAuthor(feed.Authors, feed.Author)
+		s.author = jsonAuthor(doc.Authors, doc.Author)
 	}
 	s.lang = languageTag(it.Language)
 	return s
@@ -139,10 +139,10 @@ func jsonAuthor(authors []*gofeedjson.Author, author *gofeedjson.Author) string 
 	return ""
 }
 
-// universalSaid is what the universal item says, for a format not told
+// universalOriginal is what the universal item says, for a format not told
 // apart above.
-func universalSaid(gi *gofeed.Item) said {
-	s := said{url: gi.Link, links: append([]string{gi.Link}, gi.Links...)}
+func universalOriginal(gi *gofeed.Item) original {
+	s := original{url: gi.Link, links: append([]string{gi.Link}, gi.Links...)}
 	for _, e := range gi.Enclosures {
 		if e != nil {
 			s.links = append(s.links, e.URL)

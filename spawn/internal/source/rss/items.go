@@ -59,7 +59,7 @@ func (f *feed) skip(skipped, listed int) {
 func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 	feedAuthor := personName(parsed.Authors)
 	lang := languageTag(parsed.Language)
-	said := originals(parsed)
+	originalOf := originals(parsed)
 	kept, skipped := newest(parsed.Items, maxItemsPerFetch)
 	f.skip(skipped, len(parsed.Items))
 	out := make([]source.Item, 0, len(kept))
@@ -86,7 +86,7 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 		case gi.UpdatedParsed != nil && !gi.UpdatedParsed.IsZero():
 			claimed = *gi.UpdatedParsed
 		}
-		d := said(gi)
+		d := originalOf(gi)
 		author := d.author
 		if author == "" {
 			author = personName(gi.Authors)

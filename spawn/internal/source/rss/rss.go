@@ -6,9 +6,10 @@
 // publishers (one request at a time per host, a minimum delay between them,
 // never sooner than the feed's Cache-Control max-age or RSS <ttl> asks);
 // adapts its interval to how often the feed publishes; backs off with jitter
-// while the feed fails and reports its health; and hands each item to the
-// spawn once, oldest first, with an id that stays the same across fetches
-// and nodes.
+// while the feed fails and reports its health; reads RSS 2.0, RSS 1.0, Atom
+// and JSON Feed in whatever character set they come (charset.go) as clean
+// text; and hands each item to the spawn once, oldest first, with an id
+// that stays the same across fetches and nodes.
 package rss
 
 import (
