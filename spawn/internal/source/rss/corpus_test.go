@@ -60,6 +60,14 @@ var corpus = []struct {
 	{"gofeed-atom10_feed_entry_content_xhtml_escaped_markup.xml", formatAtom, []string{"application/atom+xml"}},
 	{"gofeed-atom10_feed_entry_summary_xhtml_inline_markup.xml", formatAtom, []string{"application/atom+xml"}},
 	{"gofeed-atom10_feed_entry_title_xhtml_inline_markup.xml", formatAtom, []string{"application/atom+xml"}},
+	// Links other than the page (only alternate, related, enclosure and
+	// via are kept), enclosures, and authors as the feed writes them.
+	{"gofeed-atom10_feed_entry_link_multiple.xml", formatAtom, []string{"application/atom+xml"}},
+	{"gofeed-atom10_feed_entry_link_rel_enclosure.xml", formatAtom, []string{"application/atom+xml"}},
+	{"gofeed-atom10_feed_entry_author_multiple.xml", formatAtom, []string{"application/atom+xml"}},
+	{"gofeed-rss_channel_item_enclosure.xml", formatRSS, []string{"application/rss+xml"}},
+	{"gofeed-rss_channel_item_author_emailAndName.xml", formatRSS, []string{"application/rss+xml"}},
+	{"gofeed-rss_channel_item_author_nameAndEmail.xml", formatRSS, []string{"application/rss+xml"}},
 	{"miniflux-rdf_UTF8.xml", formatRDF, []string{"application/rdf+xml; charset=utf-8", "application/rdf+xml; charset=iso-8859-1"}},
 	{"gofeed-rdf_item_description_naked_markup.xml", formatRDF, []string{"application/rdf+xml"}},
 	{"gofeed-rdf_item_links.xml", formatRDF, []string{"application/rdf+xml"}},

@@ -31,8 +31,9 @@ type original struct {
 	// content_html only), so they are not read as HTML.
 	plain bool
 	text  string
-	// author is JSON Feed's author name as written (the parser would
-	// split "Name (address)"); lang the item's own language.
+	// author is the item's own author as written (RSS's and JSON Feed's:
+	// the parser loses names it cannot split from an address); lang the
+	// item's own language.
 	author, lang string
 }
 
@@ -73,7 +74,7 @@ func originals(parsed *gofeed.Feed) func(*gofeed.Item) original {
 }
 
 func rssOriginal(it *gofeedrss.Item, gi *gofeed.Item) original {
-	s := original{url: gi.Link, links: append([]string(nil), it.Links...)}
+	s := original{url: gi.Link, links: append([]string(nil), it.Links...), author: rssItemAuthor(it)}
 	if len(it.Links) > 0 {
 		// The parser keeps the last <link>; the first is the item's.
 		s.url = it.Links[0]
@@ -137,6 +138,75 @@ func jsonAuthor(authors []*gofeedjson.Author, author *gofeedjson.Author) string 
 		}
 	}
 	return ""
+}
+
+// rssItemAuthor is an RSS item's author as written: <author> (an e-mail
+// address, by convention "address (Name)"), else dc:author, dc:creator,
+// itunes:author.
+func rssItemAuthor(it *gofeedrss.Item) string {
+	raw := it.Author
+	if raw == "" && it.DublinCoreExt != nil {
+		raw = firstNonEmpty(it.DublinCoreExt.Author, it.DublinCoreExt.Creator)
+	}
+	if raw == "" && it.ITunesExt != nil {
+		raw = it.ITunesExt.Author
+	}
+	return personText(raw)
+}
+
+// feedAuthor is the author a feed gives its items that name none: for
+// RSS the channel's managingEditor, webMaster, dc:author, dc:creator or
+// itunes:author as written; for Atom and JSON Feed the feed's author.
+func feedAuthor(parsed *gofeed.Feed) string {
+	rf, ok := parsed.OriginalFeed().(*gofeedrss.Feed)
+	if !ok || rf == nil {
+		return personName(parsed.Authors)
+	}
+	raw := firstNonEmpty([]string{rf.ManagingEditor, rf.WebMaster})
+	if raw == "" && rf.DublinCoreExt != nil {
+		raw = firstNonEmpty(rf.DublinCoreExt.Author, rf.DublinCoreExt.Creator)
+	}
+	if raw == "" && rf.ITunesExt != nil {
+		raw = rf.ITunesExt.Author
+	}
+	return personText(raw)
+}
+
+func firstNonEmpty(lists ...[]string) string {
+	for _, l := range lists {
+		for _, v := range l {
+			if v = strings.TrimSpace(v); v != "" {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// personText is the name in an RSS person ("address (Name)", "Name
+// (address)", "Name <address>"), else the text as written: "Jane Doe
+// (Reuters)" stays whole, and an address alone is the address.
+func personText(s string) string {
+	s = strings.TrimSpace(s)
+	if open := strings.LastIndexByte(s, '('); open > 0 && strings.HasSuffix(s, ")") {
+		before, inside := strings.TrimSpace(s[:open]), strings.TrimSpace(s[open+1:len(s)-1])
+		switch {
+		case isAddress(before) && inside != "":
+			return inside
+		case isAddress(inside) && before != "":
+			return before
+		}
+	}
+	if open := strings.LastIndexByte(s, '<'); open > 0 && strings.HasSuffix(s, ">") && isAddress(s[open+1:len(s)-1]) {
+		return strings.TrimSpace(s[:open])
+	}
+	return s
+}
+
+// isAddress reports whether s looks like an e-mail address.
+func isAddress(s string) bool {
+	at := strings.IndexByte(s, '@')
+	return at > 0 && at < len(s)-1 && !strings.ContainsAny(s, " \t()<>")
 }
 
 // universalOriginal is what the universal item says, for a format not told

@@ -57,7 +57,7 @@ func (f *feed) skip(skipped, listed int) {
 // items turns a parsed feed into source items, oldest first, one per id:
 // at most maxItemsPerFetch, the newest.
 func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
-	feedAuthor := personName(parsed.Authors)
+	byFeed := feedAuthor(parsed)
 	lang := languageTag(parsed.Language)
 	originalOf := originals(parsed)
 	kept, skipped := newest(parsed.Items, maxItemsPerFetch)
@@ -92,7 +92,7 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 			author = personName(gi.Authors)
 		}
 		if author == "" {
-			author = feedAuthor
+			author = byFeed
 		}
 		text := d.text
 		if !d.plain {

@@ -10,8 +10,9 @@ The rules applied are the product's, as the README states them:
   id        RSS guid, Atom id, JSON Feed id (trimmed; kept when at most 256
             bytes and printable), else the sha256 hex of the item's link,
             else of "title\\npublished\\nupdated"
-  author    the item's author name (RSS author "address (Name)" gives Name,
-            else the address; dc:creator), else the feed's
+  author    the item's author name (RSS author, dc:author, dc:creator,
+            itunes:author: the name of "address (Name)", "Name (address)" or
+            "Name <address>", else the text as written), else the feed's
   text      title and body (content, else description or summary) as text
             a reader sees: HTML tags dropped, entities decoded, blocks
             separating words, white space folded; JSON Feed's title,
@@ -54,6 +55,12 @@ SAMPLES = {
     "gofeed-atom10_feed_entry_content_xhtml_escaped_markup.xml": "utf-8",
     "gofeed-atom10_feed_entry_summary_xhtml_inline_markup.xml": "utf-8",
     "gofeed-atom10_feed_entry_title_xhtml_inline_markup.xml": "utf-8",
+    "gofeed-atom10_feed_entry_link_multiple.xml": "utf-8",
+    "gofeed-atom10_feed_entry_link_rel_enclosure.xml": "utf-8",
+    "gofeed-atom10_feed_entry_author_multiple.xml": "utf-8",
+    "gofeed-rss_channel_item_enclosure.xml": "utf-8",
+    "gofeed-rss_channel_item_author_emailAndName.xml": "utf-8",
+    "gofeed-rss_channel_item_author_nameAndEmail.xml": "utf-8",
     "gofeed-rdf_item_description_naked_markup.xml": "utf-8",
     "gofeed-rdf_item_links.xml": "utf-8",
     "gofeed-rdf_item_title_cdata_escaped_markup.xml": "utf-8",
@@ -65,6 +72,7 @@ SAMPLES = {
 ATOM = "{http://www.w3.org/2005/Atom}"
 DC = "{http://purl.org/dc/elements/1.1/}"
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}"
+ITUNES = "{http://www.itunes.com/dtds/podcast-1.0.dtd}"
 ATOM_LINK_RELS = {"alternate", "related", "enclosure", "via"}
 
 # Elements whose content a reader never sees, and elements that do not
@@ -175,11 +183,15 @@ def date(s):
 
 
 def name_address(s):
-    """The name in "address (Name)" or "Name <address>", else the text."""
+    """The name in "address (Name)", "Name (address)" or "Name <address>",
+    else the text as written."""
     s = (s or "").strip()
-    m = re.fullmatch(r"(\S+@\S+)\s*\((.+)\)", s) or re.fullmatch(r"(.+?)\s*<(\S+@\S+)>", s)
-    if m:
-        return m.group(2) if "@" in m.group(1) else m.group(1)
+    address = r"[^\s@()<>]+@[^\s@()<>]+"
+    for pattern, name in ((r"(%s)\s*\((.+)\)" % address, 2), (r"(.+?)\s*\((%s)\)" % address, 1),
+                          (r"(.+?)\s*<(%s)>" % address, 1)):
+        m = re.fullmatch(pattern, s)
+        if m:
+            return m.group(name).strip()
     return s
 
 
@@ -217,7 +229,7 @@ def rss_items(root, doc):
         items = channel.findall("item")
     lang = lang_tag(text_of(first(channel, ns + "language", DC + "language")))
     feed_author = ""
-    for tag in ("managingEditor", "webMaster", DC + "creator"):
+    for tag in ("managingEditor", "webMaster", DC + "author", DC + "creator", ITUNES + "author"):
         if first(channel, tag) is not None:
             feed_author = name_address(text_of(first(channel, tag)))
             break
@@ -241,7 +253,7 @@ def rss_items(root, doc):
             m = re.search(r"<description>(.*?)</description>", doc, re.S)
             iid = hash_id((m.group(1).strip() if m else "") + "\n")
         author = ""
-        for tag in ("author", DC + "creator"):
+        for tag in ("author", DC + "author", DC + "creator", ITUNES + "author"):
             if first(it, tag) is not None:
                 author = name_address(text_of(first(it, tag)))
                 break
