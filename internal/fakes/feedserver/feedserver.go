@@ -4,7 +4,11 @@
 // of every feed so a test can prove that subscribers sharing a data source
 // cause one fetch per poll. It answers conditional requests (ETag and
 // Last-Modified) with 304 like a well-behaved publisher, unless told to
-// answer everything in full.
+// answer everything in full. It also serves recorded real feeds (Record)
+// byte for byte with the Content-Type header a test gives, so that legacy
+// character sets, a charset only in the header, none at all, or a header
+// and an XML declaration that disagree reach a crawler as they do from
+// real publishers.
 package feedserver
 
 import (
@@ -86,10 +90,11 @@ type Server struct {
 	epoch int64            // makes generated GUIDs unique across restarts
 	now   func() time.Time // the clock; tests replace it
 
-	mu    sync.Mutex
-	feeds map[string]*feed
-	seq   uint64
-	start time.Time
+	mu       sync.Mutex
+	feeds    map[string]*feed
+	recorded map[string]*recorded // documents served as recorded, by name
+	seq      uint64
+	start    time.Time
 }
 
 // New returns an empty server: every valid feed name serves an empty feed
@@ -117,12 +122,14 @@ func Start(tb fakehttp.TB, opts Options) (*Server, string) {
 //
 //	GET /feeds/{name}.xml               RSS 2.0 (?format=atom for Atom)
 //	GET /feeds/{name}.atom              Atom
+//	GET /recorded/{name}                a recorded document (Record)
 //	GET /items/{feed}/{guid}            a small HTML page per item
 //	GET /healthz                        200 when alive
 //	GET /                               the list of feeds
 func (s *Server) Handler() http.Handler {
 	mux := fakehttp.NewMux()
 	mux.HandleFunc("GET /feeds/{file}", s.handleFeed)
+	mux.HandleFunc("GET /recorded/{name}", s.handleRecorded)
 	mux.HandleFunc("GET /items/{feed}/{guid}", s.handleItem)
 	mux.HandleFunc("GET /{$}", s.handleIndex)
 	return mux

@@ -24,6 +24,7 @@ type fetchResult struct {
 	at                 time.Time
 	notModified        bool
 	body               []byte
+	contentType        string // the response's Content-Type, charset and all
 	etag, lastModified string
 	retryAfter         time.Duration
 	// cacheHint says the response carried Cache-Control or Expires, and
@@ -92,6 +93,7 @@ func (f *feed) fetch(ctx context.Context) (fetchResult, error) {
 		return res, fmt.Errorf("rss: unable to fetch %s: %w: more than %d bytes", f.url, ErrTooLarge, limit)
 	}
 	res.body = body
+	res.contentType = resp.Header.Get("Content-Type")
 	res.etag = resp.Header.Get("ETag")
 	res.lastModified = resp.Header.Get("Last-Modified")
 	return res, nil

@@ -57,8 +57,9 @@ func (f *feed) skip(skipped, listed int) {
 // items turns a parsed feed into source items, oldest first, one per id:
 // at most maxItemsPerFetch, the newest.
 func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
-	feedAuthor := personName(parsed.Authors)
+	byFeed := feedAuthor(parsed)
 	lang := languageTag(parsed.Language)
+	originalOf := originals(parsed)
 	kept, skipped := newest(parsed.Items, maxItemsPerFetch)
 	f.skip(skipped, len(parsed.Items))
 	out := make([]source.Item, 0, len(kept))
@@ -85,16 +86,30 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 		case gi.UpdatedParsed != nil && !gi.UpdatedParsed.IsZero():
 			claimed = *gi.UpdatedParsed
 		}
-		author := personName(gi.Authors)
+		d := originalOf(gi)
+		author := d.author
 		if author == "" {
-			author = feedAuthor
+			author = personName(gi.Authors)
 		}
+		if author == "" {
+			author = byFeed
+		}
+		text := d.text
+		if !d.plain {
+			text = itemText(gi)
+		}
+		itemLang := lang
+		if d.lang != "" {
+			itemLang = d.lang
+		}
+		page := source.WebURL(f.resolve(d.url))
 		out = append(out, source.Item{
 			ID:          id,
 			Author:      author,
-			Text:        itemText(gi),
-			URL:         source.WebURL(f.resolve(gi.Link)),
-			Lang:        lang,
+			Text:        truncate(text, maxTextBytes),
+			URL:         page,
+			Links:       f.webLinks(d.links, d.url, page),
+			Lang:        itemLang,
 			PublishedAt: source.PublishedAt(claimed, e.firstSeen),
 			FetchedAt:   now.UTC(),
 		})
@@ -194,22 +209,26 @@ func personName(ps []*gofeed.Person) string {
 }
 
 // itemText is the title and the body (the full content when the feed has
-// it, else the description) as plain text, capped at maxTextBytes.
+// it, else the description) as plain text.
 func itemText(gi *gofeed.Item) string {
 	title := htmltext.Text(gi.Title)
 	body := htmltext.Text(gi.Content)
 	if body == "" {
 		body = htmltext.Text(gi.Description)
 	}
-	text := title
+	return joinText(title, body)
+}
+
+// joinText is an item's title and body, each on its own line; one of
+// them alone when the other is empty or says the same.
+func joinText(title, body string) string {
 	switch {
 	case body == "" || body == title:
+		return title
 	case title == "":
-		text = body
-	default:
-		text = title + "\n" + body
+		return body
 	}
-	return truncate(text, maxTextBytes)
+	return title + "\n" + body
 }
 
 // truncate cuts s to at most n bytes on a rune boundary.

@@ -113,10 +113,9 @@ func TestFeed_OversizeAnnouncedByContentLength(t *testing.T) {
 func TestFeed_FailedHandOverIsRetried(t *testing.T) {
 	fs := newFeedServer(t, rssDoc)
 	fs.set(func(fs *feedServer) { fs.etag = `"v1"` })
-	ds, rec := start(t, testOptions(), fs.URL)
-	rec.mu.Lock()
-	rec.fail = errors.New("store gone")
-	rec.mu.Unlock()
+	// The recorder fails from the first hand-over on.
+	rec := &recorder{fail: errors.New("store gone")}
+	ds := startWith(t, testOptions(), fs.URL, rec)
 	testkit.WaitFor(t, waitDeadline, "hand-over error", func() bool { return ds.Err() != nil })
 	if err := ds.Err(); !strings.Contains(err.Error(), "unable to hand over") {
 		t.Fatalf("Err() = %v", err)

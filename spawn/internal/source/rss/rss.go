@@ -6,13 +6,13 @@
 // publishers (one request at a time per host, a minimum delay between them,
 // never sooner than the feed's Cache-Control max-age or RSS <ttl> asks);
 // adapts its interval to how often the feed publishes; backs off with jitter
-// while the feed fails and reports its health; and hands each item to the
-// spawn once, oldest first, with an id that stays the same across fetches
-// and nodes.
+// while the feed fails and reports its health; reads RSS 2.0, RSS 1.0, Atom
+// and JSON Feed in whatever character set they come (charset.go) as clean
+// text; and hands each item to the spawn once, oldest first, with an id
+// that stays the same across fetches and nodes.
 package rss
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,8 +23,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mmcdole/gofeed"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -268,6 +266,7 @@ type feed struct {
 	current            []source.Item // the feed's items at the last fetch, oldest first
 	maxAge             time.Duration // the publisher's Cache-Control max-age (or Expires)
 	ttl                time.Duration // the feed's RSS <ttl>
+	charsetNote        string        // the last character set correction logged
 }
 
 func newFeed(u *url.URL, opts Options, hosts *hostLimiter) *feed {
@@ -371,18 +370,11 @@ func (f *feed) poll(ctx context.Context, emit source.Emit) (time.Duration, error
 	if fetched.notModified {
 		return 0, nil
 	}
-	p := gofeed.NewParser()
-	p.KeepOriginalFeed = true
-	body, skipped := trimItems(fetched.body, maxItemsPerFetch)
-	parsed, err := p.Parse(bytes.NewReader(body))
-	if err != nil && skipped > 0 {
-		// The cut went wrong (a start tag inside CDATA?): take it all.
-		body, skipped = fetched.body, 0
-		parsed, err = p.Parse(bytes.NewReader(body))
-	}
+	parsed, skipped, dec, err := parseDocument(fetched.body, fetched.contentType)
 	if err != nil {
 		return 0, fmt.Errorf("rss: unable to parse %s: %w", f.url, err)
 	}
+	f.noteCharset(dec)
 	f.skip(skipped, len(parsed.Items)+skipped)
 	f.ttl = feedTTL(parsed)
 	f.polls++

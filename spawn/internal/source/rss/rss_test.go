@@ -149,6 +149,14 @@ func testOptions() Options {
 // Run returns promptly once cancelled.
 func start(t *testing.T, opts Options, url string) (*feed, *recorder) {
 	t.Helper()
+	rec := &recorder{}
+	return startWith(t, opts, url, rec), rec
+}
+
+// startWith is start with a recorder the test has prepared (one that
+// fails from the first hand-over, say).
+func startWith(t *testing.T, opts Options, url string, rec *recorder) *feed {
+	t.Helper()
 	k := New(opts)
 	keys, err := k.Keys(api.SubscriberSpec{CrawlerID: 1, Source: api.SourceRSS, Query: []string{url}})
 	if err != nil {
@@ -158,9 +166,8 @@ func start(t *testing.T, opts Options, url string) (*feed, *recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
 	sourcetest.Run(t, ds, rec.emit)
-	return ds.(*feed), rec
+	return ds.(*feed)
 }
 
 const rssDoc = `<?xml version="1.0" encoding="UTF-8"?>

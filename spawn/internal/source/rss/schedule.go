@@ -63,7 +63,7 @@ type FeedError struct {
 }
 
 func (e *FeedError) Error() string {
-	plural := "s"
+	plural := "es"
 	if e.Failures == 1 {
 		plural = ""
 	}
