@@ -84,8 +84,8 @@ const (
 	// DefaultGapSlack is how much later than a cursor the first event
 	// after a resume may be before the posts between count as skipped.
 	DefaultGapSlack = 10 * time.Second
-	// DefaultHandleCacheSize bounds the handles remembered from identity
-	// events; the oldest learned are forgotten first.
+	// DefaultHandleCacheSize bounds the DIDs whose handles are
+	// remembered; the oldest learned are forgotten first.
 	DefaultHandleCacheSize = 200_000
 	// DefaultRecentLimit bounds the post URIs remembered for the resume
 	// overlap, whatever the post rate.
@@ -150,6 +150,24 @@ type Options struct {
 	GapSlack        time.Duration
 	HandleCacheSize int
 	RecentLimit     int
+
+	// AppViewURL is the AppView asked for handles
+	// (app.bsky.actor.getProfiles); the operator's configuration, like
+	// JetstreamURL.
+	AppViewURL string
+	// AppViewClient makes the getProfiles calls; nil means a client over
+	// http.DefaultTransport with LookupTimeout.
+	AppViewClient *http.Client
+	// HandleTTL, MissingTTL, LookupLinger and LookupTimeout tune the
+	// handle lookups; each defaults to the Default constant of the same
+	// name.
+	HandleTTL     time.Duration
+	MissingTTL    time.Duration
+	LookupLinger  time.Duration
+	LookupTimeout time.Duration
+	// Compress asks the service for zstd-compressed events (with
+	// Jetstream's dictionary): about a third of the bandwidth for some CPU.
+	Compress bool
 	// Logger receives connection changes and failures; nil discards.
 	Logger *slog.Logger
 }
@@ -170,6 +188,16 @@ func (o Options) withDefaults() Options {
 	source.SetDefault(&o.MaxMessageBytes, DefaultMaxMessageBytes)
 	source.SetDefault(&o.HandleCacheSize, DefaultHandleCacheSize)
 	source.SetDefault(&o.RecentLimit, DefaultRecentLimit)
+	if o.AppViewURL == "" {
+		o.AppViewURL = DefaultAppViewURL
+	}
+	source.SetDefault(&o.HandleTTL, DefaultHandleTTL)
+	source.SetDefault(&o.MissingTTL, DefaultMissingTTL)
+	source.SetDefault(&o.LookupLinger, DefaultLookupLinger)
+	source.SetDefault(&o.LookupTimeout, DefaultLookupTimeout)
+	if o.AppViewClient == nil {
+		o.AppViewClient = &http.Client{Timeout: o.LookupTimeout}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -189,6 +217,9 @@ func New(opts Options) (*Kind, error) {
 	opts = opts.withDefaults()
 	if _, ok := source.BaseURL(opts.JetstreamURL, "ws", "wss"); !ok {
 		return nil, fmt.Errorf("bluesky: Jetstream URL %q is not a ws(s) URL without a query", opts.JetstreamURL)
+	}
+	if _, ok := source.BaseURL(opts.AppViewURL, "http", "https"); !ok {
+		return nil, fmt.Errorf("bluesky: AppView URL %q is not an http(s) URL without a query", opts.AppViewURL)
 	}
 	return &Kind{opts: opts}, nil
 }
