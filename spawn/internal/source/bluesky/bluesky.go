@@ -4,10 +4,11 @@
 // node's bluesky subscribers ask for. The source emits every post it reads;
 // the node matches each against its subscribers' queries.
 //
-// The connection asks for app.bsky.feed.post commits only and never for
-// compression (Jetstream's zstd uses a custom dictionary; plain JSON keeps
-// the decoder small). Create events become items whose id is the post's
-// at:// URI; identity events teach the source the authors' handles.
+// The connection asks for app.bsky.feed.post commits only, compressed with
+// zstd and Jetstream's own dictionary when Options.Compress says so.
+// Create events become items whose id is the post's at:// URI, whose
+// author is the handle (resolver.go) and whose text shows what the post
+// shows (richtext.go).
 //
 // No gaps, no repeats. Every event carries time_us, its position in the
 // service's log (Item.Position), and the source keeps, per query uuid, the
@@ -166,7 +167,7 @@ type Options struct {
 	LookupLinger  time.Duration
 	LookupTimeout time.Duration
 	// Compress asks the service for zstd-compressed events (with
-	// Jetstream's dictionary): about a third of the bandwidth for some CPU.
+	// Jetstream's dictionary): under half the bandwidth, for some CPU.
 	Compress bool
 	// Logger receives connection changes and failures; nil discards.
 	Logger *slog.Logger
@@ -240,5 +241,5 @@ func (k *Kind) New(key string) (source.DataSource, error) {
 	if err := source.CheckKey("bluesky", key, Key); err != nil {
 		return nil, err
 	}
-	return newSource(k.opts), nil
+	return newSource(k.opts)
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -40,6 +42,7 @@ type Stats struct {
 	Stalls     int64 // connections ended by silence
 	Gaps       int64 // subscribers told that posts were skipped
 	Repeats    int64 // posts read again (resume overlap, replay) and not handed over
+	WireBytes  int64 // event bytes received, as sent (compressed or not)
 	Handles    int   // DIDs whose handle (or its absence) is remembered
 	// AppViewCalls are the getProfiles calls made, AppViewActors the
 	// actors asked for in them, AppViewFailures the calls that failed.
@@ -58,6 +61,7 @@ type Stats struct {
 // counters are Stats' live counters.
 type counters struct {
 	items, connects, rewinds, malformed, truncated, tooLarge, stalls, gaps, repeats atomic.Int64
+	wireBytes                                                                       atomic.Int64
 }
 
 // gap is a subscriber's notice that posts were skipped, shown until until.
@@ -77,8 +81,12 @@ type Source struct {
 	ws        *wsconn.Config
 	stats     counters
 	position  atomic.Int64 // time_us of the last event read
+	plain     []byte       // the read loop's room for a decompressed event
 
 	handles *resolver
+	// zstd decompresses events when Options.Compress asked for them;
+	// the read loop alone uses it.
+	zstd *zstd.Decoder
 
 	mu   sync.Mutex
 	cov  *coverage
@@ -95,7 +103,7 @@ var (
 // partHandles is the part of the source's errors about handle lookups.
 const partHandles = "handles"
 
-func newSource(opts Options) *Source {
+func newSource(opts Options) (*Source, error) {
 	overlap := opts.ResumeOverlap.Microseconds()
 	s := &Source{
 		opts:      opts,
@@ -106,6 +114,13 @@ func newSource(opts Options) *Source {
 		gaps:      map[string]gap{},
 	}
 	s.handles = newResolver(opts, s.logger, func(err error) { s.errs.Set(partHandles, source.Degraded(err)) })
+	if opts.Compress {
+		d, err := newDecoder(opts.MaxMessageBytes)
+		if err != nil {
+			return nil, err
+		}
+		s.zstd = d
+	}
 	s.ws = &wsconn.Config{
 		Client:          opts.HTTPClient,
 		Header:          http.Header{"User-Agent": {userAgent}},
@@ -116,7 +131,7 @@ func newSource(opts Options) *Source {
 		Errors:          wsconn.Errors{ConnectionLost: ErrConnectionLost, Stalled: ErrStalled, MessageTooLarge: ErrMessageTooLarge},
 		Counters:        wsconn.Counters{Stalls: &s.stats.stalls, TooLarge: &s.stats.tooLarge},
 	}
-	return s
+	return s, nil
 }
 
 // SetSubscribers records the node's bluesky subscribers. A query new to the
@@ -215,6 +230,7 @@ func (s *Source) Stats() Stats {
 		Stalls:    s.stats.stalls.Load(),
 		Gaps:      s.stats.gaps.Load(),
 		Repeats:   s.stats.repeats.Load(),
+		WireBytes: s.stats.wireBytes.Load(),
 		Position:  s.position.Load(),
 	}
 	st.Reconnects = max(st.Connects-1, 0)
@@ -246,6 +262,9 @@ func (s *Source) Run(ctx context.Context, emit source.Emit) {
 		Logger: s.logger,
 		Name:   "bluesky",
 	}
+	if s.zstd != nil {
+		defer s.zstd.Close()
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.handles.run(ctx) })
 	defer wg.Wait()
@@ -271,6 +290,9 @@ func (s *Source) connect(ctx context.Context, emit source.Emit) (connected bool,
 	u := s.opts.JetstreamURL + "?wantedCollections=" + url.QueryEscape(PostCollection)
 	if cursor > 0 {
 		u += "&cursor=" + strconv.FormatInt(cursor, 10)
+	}
+	if s.zstd != nil {
+		u += "&compress=true"
 	}
 	c, err := wsconn.Dial(ctx, u, s.ws)
 	if err != nil {
@@ -326,7 +348,18 @@ func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emi
 			}
 			return err
 		}
-		ev, err := decodeEvent(data)
+		s.stats.wireBytes.Add(int64(len(data)))
+		if s.zstd != nil {
+			if data, err = s.zstd.DecodeAll(data, s.plain[:0]); err != nil {
+				err = fmt.Errorf("%w: not a zstd frame of the dictionary: %v", ErrMalformed, err)
+			} else {
+				s.plain = data
+			}
+		}
+		var ev event
+		if err == nil {
+			ev, err = decodeEvent(data)
+		}
 		if err != nil {
 			if errors.Is(err, ErrTruncated) {
 				s.stats.truncated.Add(1)
@@ -428,6 +461,7 @@ func (s *Source) Report() []source.Stat {
 		source.Stat{Name: source.StatLag, Help: "How far a data source's log position is behind the clock.", Gauge: true, Value: st.Lag.Seconds()},
 		source.Stat{Name: "bw_spawn_bluesky_rewinds_total", Help: "Jetstream reconnects further back for a subscriber with an older cursor.", Value: float64(st.Rewinds)},
 		source.Stat{Name: "bw_spawn_bluesky_gaps_total", Help: "Subscribers told that posts beyond the replay window were skipped.", Value: float64(st.Gaps)},
+		source.Stat{Name: "bw_spawn_bluesky_received_bytes_total", Help: "Jetstream event bytes received, as sent (compressed or not).", Value: float64(st.WireBytes)},
 		source.Stat{Name: "bw_spawn_bluesky_appview_calls_total", Help: "getProfiles calls made to the AppView for handles.", Value: float64(st.AppViewCalls)},
 		source.Stat{Name: "bw_spawn_bluesky_appview_failures_total", Help: "getProfiles calls that failed.", Value: float64(st.AppViewFailures)},
 		source.Stat{Name: "bw_spawn_bluesky_handles", Help: "DIDs whose handle the bluesky source remembers.", Gauge: true, Value: float64(st.Handles)},
