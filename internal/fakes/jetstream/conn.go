@@ -38,11 +38,13 @@ type (
 		CID        string      `json:"cid,omitempty"`
 	}
 	recordJSON struct {
-		Type      string     `json:"$type"`
-		CreatedAt string     `json:"createdAt"`
-		Langs     []string   `json:"langs,omitempty"`
-		Reply     *replyJSON `json:"reply,omitempty"`
-		Text      string     `json:"text"`
+		Type      string          `json:"$type"`
+		CreatedAt string          `json:"createdAt"`
+		Embed     json.RawMessage `json:"embed,omitempty"`
+		Facets    json.RawMessage `json:"facets,omitempty"`
+		Langs     []string        `json:"langs,omitempty"`
+		Reply     *replyJSON      `json:"reply,omitempty"`
+		Text      string          `json:"text"`
 	}
 	replyJSON struct {
 		Parent refJSON `json:"parent"`

@@ -120,6 +120,11 @@ type Post struct {
 	// reply.
 	ReplyParent string
 	ReplyRoot   string
+	// Facets and Embed, when set, are the record's facets and embed as
+	// JSON in the lexicon's shapes (app.bsky.richtext.facet,
+	// app.bsky.embed.*).
+	Facets json.RawMessage
+	Embed  json.RawMessage
 }
 
 // Published says what Publish sent.
@@ -277,7 +282,8 @@ func (s *Server) Publish(p Post) Published {
 	}
 	c := commitJSON{Rev: tid(t, s.seq+1), Operation: p.Operation, Collection: p.Collection, RKey: p.RKey}
 	if p.Operation != "delete" {
-		rec := recordJSON{Type: p.Collection, Text: p.Text, CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339Nano), Langs: p.Langs}
+		rec := recordJSON{Type: p.Collection, Text: p.Text, CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339Nano), Langs: p.Langs,
+			Facets: p.Facets, Embed: p.Embed}
 		if p.ReplyParent != "" || p.ReplyRoot != "" {
 			rec.Reply = &replyJSON{Parent: refJSON{URI: p.ReplyParent, CID: fakeCID(p.ReplyParent)}, Root: refJSON{URI: p.ReplyRoot, CID: fakeCID(p.ReplyRoot)}}
 		}
