@@ -54,6 +54,7 @@ type Server struct {
 	byDID    map[string]Profile
 	byHandle map[string]string // lower-cased handle → DID
 	calls    int
+	didCalls int // calls asking for at least one DID
 	actors   int
 	refused  int
 	fail     int // calls still to answer with 502
@@ -129,6 +130,14 @@ func (s *Server) Calls() int {
 	return s.calls
 }
 
+// DIDCalls is how many calls asked for at least one DID (the others asked
+// for handles only).
+func (s *Server) DIDCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.didCalls
+}
+
 // Actors is how many actors the calls asked for in all.
 func (s *Server) Actors() int {
 	s.mu.Lock()
@@ -155,6 +164,12 @@ func (s *Server) getProfiles(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls++
 	s.actors += len(actors)
+	for _, a := range actors {
+		if strings.HasPrefix(a, "did:") {
+			s.didCalls++
+			break
+		}
+	}
 	if s.fail > 0 {
 		s.fail--
 		s.mu.Unlock()

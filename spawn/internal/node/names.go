@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
@@ -62,6 +63,9 @@ type unnamedComment struct {
 type authorNames struct {
 	logger *slog.Logger
 	wake   chan struct{}
+	// namers counts the data sources started that name authors late;
+	// without any, nothing is noted.
+	namers atomic.Int64
 
 	mu        sync.Mutex
 	known     map[string]learnedName // author id → name
@@ -166,6 +170,9 @@ func (a *authorNames) fill(batch []pending) {
 // note records the written comments whose Author is still their author id,
 // to amend when the name comes (at once when it came meanwhile).
 func (a *authorNames) note(batch []pending) {
+	if a.namers.Load() == 0 {
+		return
+	}
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -19,10 +19,11 @@ type namingSource struct {
 	tell func([]source.AuthorName)
 }
 
-func (s *namingSource) NameAuthors(fn func([]source.AuthorName)) {
+func (s *namingSource) NameAuthors(fn func([]source.AuthorName)) bool {
 	s.mu.Lock()
 	s.tell = fn
 	s.mu.Unlock()
+	return true
 }
 
 func (s *namingSource) name(id, name string) {

@@ -125,9 +125,10 @@ type AuthorName struct {
 // AuthorID. The spawn calls NameAuthors once, before Run, with the function
 // the source then calls with the names it learns; the function never
 // blocks, and the spawn fills the names into the comments it stores or has
-// stored.
+// stored. NameAuthors reports false when the source, as configured, never
+// names authors late (every item carries its final Author).
 type AuthorNamer interface {
-	NameAuthors(func([]AuthorName))
+	NameAuthors(func([]AuthorName)) bool
 }
 
 // Kind builds the data sources of one source kind.

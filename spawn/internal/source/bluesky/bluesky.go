@@ -166,6 +166,12 @@ type Options struct {
 	MissingTTL    time.Duration
 	LookupLinger  time.Duration
 	LookupTimeout time.Duration
+	// TextOnly hands each post over as its text alone, under the handle
+	// an identity event told, else its DID: no AppView lookups, no links,
+	// alt texts or quotes (what the source did before it had them). It is
+	// the baseline BenchmarkBlueskyPath measures them against, not a mode
+	// for users.
+	TextOnly bool
 	// Compress asks the service for zstd-compressed events (with
 	// Jetstream's dictionary): under half the bandwidth, for some CPU.
 	Compress bool

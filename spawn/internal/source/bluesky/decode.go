@@ -154,10 +154,20 @@ func postURI(did, rkey string) string {
 // its AuthorID always is. The web address names the DID, which outlives
 // any handle.
 func postItem(ev event, author string, now time.Time) source.Item {
+	text, links := postContent(&ev.post)
+	return itemOf(ev, author, text, links, now)
+}
+
+// plainItem is postItem for Options.TextOnly: the post's text as written.
+func plainItem(ev event, author string, now time.Time) source.Item {
+	return itemOf(ev, author, ev.post.Text, nil, now)
+}
+
+// itemOf builds a post's item.
+func itemOf(ev event, author, text string, links []string, now time.Time) source.Item {
 	if author == "" {
 		author = ev.did
 	}
-	text, links := postContent(&ev.post)
 	it := source.Item{
 		ID:          source.ItemID(postURI(ev.did, ev.rkey)),
 		Author:      author,

@@ -134,6 +134,13 @@ func (r *resolver) handle(did string, now time.Time) string {
 	return e.handle
 }
 
+// known returns did's handle when one is known, asking nobody.
+func (r *resolver) known(did string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cache[did].handle
+}
+
 func (r *resolver) ttlOf(e handleEntry) time.Duration {
 	if e.handle == "" {
 		return r.missTTL

@@ -163,12 +163,21 @@ func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
 	if behind > 0 {
 		source.Signal(s.rewind)
 	}
-	s.handles.watch(fromHandles(specs), time.Now())
+	if !s.opts.TextOnly {
+		s.handles.watch(fromHandles(specs), time.Now())
+	}
 }
 
 // NameAuthors takes the function told of the handles the source learns
-// for DIDs whose posts it may have handed over under the DID.
-func (s *Source) NameAuthors(fn func([]source.AuthorName)) { s.handles.setNames(fn) }
+// for DIDs whose posts it may have handed over under the DID; false when
+// the source looks up no handles (Options.TextOnly).
+func (s *Source) NameAuthors(fn func([]source.AuthorName)) bool {
+	if s.opts.TextOnly {
+		return false
+	}
+	s.handles.setNames(fn)
+	return true
+}
 
 // fromHandles collects the handles that the specs' from: atoms name (DIDs
 // match through AuthorID and need no lookup).
@@ -266,7 +275,9 @@ func (s *Source) Run(ctx context.Context, emit source.Emit) {
 		defer s.zstd.Close()
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { s.handles.run(ctx) })
+	if !s.opts.TextOnly {
+		wg.Go(func() { s.handles.run(ctx) })
+	}
 	defer wg.Wait()
 	loop.Run(ctx, func(ctx context.Context) (bool, error) { return s.connect(ctx, emit) })
 }
@@ -402,7 +413,12 @@ func (s *Source) deliver(ctx context.Context, ev event, emit source.Emit) error 
 		return nil
 	}
 	now := time.Now()
-	it := postItem(ev, s.handles.handle(ev.did, now), now)
+	var it source.Item
+	if s.opts.TextOnly {
+		it = plainItem(ev, s.handles.known(ev.did), now)
+	} else {
+		it = postItem(ev, s.handles.handle(ev.did, now), now)
+	}
 	items := []source.Item{it}
 	if !all {
 		items = make([]source.Item, len(uuids))
