@@ -111,6 +111,11 @@ func TestConformance_RecordedPostsAsAUserSeesThem(t *testing.T) {
 	for deadline := time.Now().Add(sourcetest.WaitTimeout); !settled() && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
+	if t.Failed() || len(got) != len(want) {
+		for _, c := range got {
+			t.Logf("line %s %s", c.ID, c.Author)
+		}
+	}
 	sourcetest.CompareSeen(t, got, want)
 	t.Logf("%d recorded events read, %d posts stored, %d fields checked; %d AppView calls for %d DIDs",
 		events, len(want), 10*len(want), av.Calls(), len(dids))

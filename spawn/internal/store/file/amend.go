@@ -17,9 +17,13 @@ import (
 
 var _ store.Amender = (*Store)(nil)
 
-// tmpPrefix starts the name of a day file being rewritten; day file
-// listings never match it, and Open removes what a crash left.
-const tmpPrefix = ".amend-"
+// tmpPrefix starts, and tmpSuffix ends, the name of a day file being
+// rewritten: neither the store's listings nor a reader's *.jsonl glob match
+// it, and Open removes what a crash left.
+const (
+	tmpPrefix = ".amend-"
+	tmpSuffix = ".tmp"
+)
 
 // beforeRename, when set (by tests), runs between writing a rewritten day
 // file and renaming it over the old one; an error stands for a crash there.
@@ -144,7 +148,7 @@ func amendFile(path string, byID map[string]store.Amendment) (int64, bool, error
 	if !changed {
 		return 0, false, nil
 	}
-	tmp := filepath.Join(filepath.Dir(path), tmpPrefix+filepath.Base(path))
+	tmp := filepath.Join(filepath.Dir(path), tmpPrefix+filepath.Base(path)+tmpSuffix)
 	if err := writeSynced(tmp, out.Bytes()); err != nil {
 		return 0, false, err
 	}
@@ -217,7 +221,7 @@ func removeTemps(dir string) error {
 		return fmt.Errorf("file: unable to read %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tmpPrefix) {
+		if strings.HasPrefix(e.Name(), tmpPrefix) && strings.HasSuffix(e.Name(), tmpSuffix) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("file: unable to remove %s: %w", e.Name(), err)
 			}

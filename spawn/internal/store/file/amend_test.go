@@ -109,6 +109,10 @@ func TestAmend_CrashBeforeRenameLeavesTheOldFileWhole(t *testing.T) {
 		if _, err := os.Stat(tmp); err != nil {
 			t.Errorf("the new content was not written before the rename: %v", err)
 		}
+		// A reader listing day files as operators do never sees it.
+		if m, _ := filepath.Glob(filepath.Join(dir, "7", "*.jsonl")); len(m) != 2 {
+			t.Errorf("*.jsonl matches %v during the rewrite, want the two day files", m)
+		}
 		return crash
 	}
 	t.Cleanup(func() { beforeRename = nil })
