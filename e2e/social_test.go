@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/appview"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	mastodonfake "github.com/blackwidow-crawl/blackwidow/internal/fakes/mastodon"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
@@ -27,9 +28,10 @@ import (
 // stored exactly once, nothing lost, nothing repeated.
 func TestBluesky_CrawlerMovedResumesFromItsCursor(t *testing.T) {
 	js := jetstream.Start(t, jetstream.Options{ReplayWindow: time.Hour})
+	av := appview.Start(t)
 	c := newCluster(t, clusterOpts{})
 	for range 2 {
-		c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.BlueskyJetstreamURL = js.URL() })
+		c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.BlueskyJetstreamURL, cfg.BlueskyAppViewURL = js.URL(), av.URL() })
 	}
 	c.WaitNodes(2)
 	u := c.user(0)

@@ -57,7 +57,7 @@ wait_http "http://$HUB_ADDR/healthz"
 
 for i in 1 2 3; do
 	"$BIN/spawn" --hub "http://$HUB_ADDR" --store "file://$RUN/data" --allow-targets 127.0.0.0/8 \
-		--feed-interval 2s --bluesky-jetstream-url "ws://$FEED_ADDR/subscribe" >"$RUN/logs/spawn$i.log" 2>&1 &
+		--feed-interval 2s --bluesky-jetstream-url "ws://$FEED_ADDR/subscribe" --bluesky-appview-url "http://$FEED_ADDR" >"$RUN/logs/spawn$i.log" 2>&1 &
 	pids+=($!)
 done
 
@@ -103,7 +103,8 @@ spread || echo "demo: warning: a spawn runs no crawler; see $RUN/logs" >&2
 
 # --- Bluesky: a crawler against the local Jetstream server ------------------
 # The feed server also serves Jetstream at /subscribe, posting every 500 ms;
-# the spawns read it instead of the public one (--bluesky-jetstream-url).
+# the spawns read it instead of the public one (--bluesky-jetstream-url) and
+# ask it, as their AppView, for the authors' handles (--bluesky-appview-url).
 bw crawler add --user 2 --source bluesky --query 'golang OR cassandra OR #weather' >/dev/null
 # -----------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/appview"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/pkg/config"
@@ -96,8 +97,15 @@ func run() error {
 	logger.Info("feed server listening", "addr", ln.Addr().String(), "feeds", strings.Join(feeds, ","), "every", cfg.Every, "post_every", cfg.PostEvery)
 	js := jetstream.New(jetstream.Options{Logger: logger})
 	defer js.Close()
+	// The accounts' handles, for spawns given this server as their
+	// --bluesky-appview-url (Jetstream names authors by DID only).
+	av := appview.New()
+	for i := range demoAccounts {
+		av.Set(fmt.Sprintf("did:plc:demo%d", i), fmt.Sprintf("demo%d.bsky.social", i))
+	}
 	mux := http.NewServeMux()
 	mux.Handle(jetstream.SubscribePath, js.Handler())
+	mux.Handle(appview.ProfilesPath, av.Handler())
 	mux.Handle("/", srv.Handler())
 
 	var wg sync.WaitGroup
@@ -121,6 +129,9 @@ func run() error {
 	return err
 }
 
+// demoAccounts is how many accounts generated posts come from.
+const demoAccounts = 5
+
 // postLangs are the languages generated posts declare, in turn.
 var postLangs = []string{"en", "en", "de", "en", "fr"}
 
@@ -139,7 +150,7 @@ func generatePosts(ctx context.Context, js *jetstream.Server, every time.Duratio
 		}
 		it := feedserver.GenerateItem(n)
 		p := jetstream.Post{
-			DID:   fmt.Sprintf("did:plc:demo%d", n%5),
+			DID:   fmt.Sprintf("did:plc:demo%d", n%demoAccounts),
 			Text:  it.Title + " #" + feedserver.Topics[n%len(feedserver.Topics)],
 			Langs: []string{postLangs[n%len(postLangs)]},
 		}

@@ -78,6 +78,8 @@ type Settings struct {
 
 	Bluesky             bool     `flag:"bluesky" usage:"offer the bluesky source (Jetstream needs no credentials)"`
 	BlueskyJetstreamURL string   `flag:"bluesky-jetstream-url" usage:"Jetstream subscribe URL (ws:// or wss://) the bluesky source reads"`
+	BlueskyAppViewURL   string   `flag:"bluesky-appview-url" usage:"AppView (http:// or https://) the bluesky source asks for authors' handles (app.bsky.actor.getProfiles)"`
+	BlueskyCompress     bool     `flag:"bluesky-compress" usage:"ask Jetstream for zstd-compressed events (less bandwidth, more CPU)"`
 	MastodonURL         []string `flag:"mastodon-url" usage:"base URLs of the Mastodon instances the mastodon source streams from; empty disables it"`
 	MastodonToken       string   `flag:"mastodon-token" usage:"Mastodon access token with read:statuses (prefer BW_MASTODON_TOKEN_FILE)"`
 
@@ -105,6 +107,7 @@ func DefaultSettings() Settings {
 
 		Bluesky:             true,
 		BlueskyJetstreamURL: bluesky.DefaultJetstreamURL,
+		BlueskyAppViewURL:   bluesky.DefaultAppViewURL,
 	}
 }
 

@@ -30,9 +30,11 @@ func sourceKinds(cfg Settings, guard netguard.Options, logger *slog.Logger) (sou
 		api.SourceMastodon: mastodon.Unconfigured(),
 	}
 	if cfg.Bluesky {
-		// The Jetstream URL is the operator's, not crawl input: it is not
-		// held to the crawl-target guard (the demo's is on loopback).
-		k, err := bluesky.New(bluesky.Options{JetstreamURL: cfg.BlueskyJetstreamURL, Logger: logger})
+		// The Jetstream and AppView URLs are the operator's, not crawl
+		// input: they are not held to the crawl-target guard (the demo's
+		// are on loopback).
+		k, err := bluesky.New(bluesky.Options{JetstreamURL: cfg.BlueskyJetstreamURL, AppViewURL: cfg.BlueskyAppViewURL,
+			Compress: cfg.BlueskyCompress, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("spawn: %w", err)
 		}

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -23,7 +24,6 @@ type (
 	frameJSON struct {
 		DID      string        `json:"did"`
 		TimeUS   int64         `json:"time_us"`
-		Cursor   int64         `json:"cursor"`
 		Kind     string        `json:"kind"`
 		Commit   *commitJSON   `json:"commit,omitempty"`
 		Identity *identityJSON `json:"identity,omitempty"`
@@ -38,11 +38,13 @@ type (
 		CID        string      `json:"cid,omitempty"`
 	}
 	recordJSON struct {
-		Type      string     `json:"$type"`
-		CreatedAt string     `json:"createdAt"`
-		Langs     []string   `json:"langs,omitempty"`
-		Reply     *replyJSON `json:"reply,omitempty"`
-		Text      string     `json:"text"`
+		Type      string          `json:"$type"`
+		CreatedAt string          `json:"createdAt"`
+		Embed     json.RawMessage `json:"embed,omitempty"`
+		Facets    json.RawMessage `json:"facets,omitempty"`
+		Langs     []string        `json:"langs,omitempty"`
+		Reply     *replyJSON      `json:"reply,omitempty"`
+		Text      string          `json:"text"`
 	}
 	replyJSON struct {
 		Parent refJSON `json:"parent"`
@@ -90,10 +92,11 @@ func (f filter) wants(ev event) bool {
 
 // conn is one client connection.
 type conn struct {
-	filter  filter
-	out     chan []byte
-	cut     chan struct{}
-	cutOnce sync.Once
+	filter   filter
+	compress bool // binary frames compressed with the dictionary
+	out      chan []byte
+	cut      chan struct{}
+	cutOnce  sync.Once
 }
 
 func (c *conn) close() { c.cutOnce.Do(func() { close(c.cut) }) }
@@ -121,8 +124,6 @@ func (s *Server) handleSubscribe(w http.ResponseWriter, r *http.Request) {
 		refuse = "server closed"
 	case time.Now().Before(s.refuseUntil):
 		refuse = "service unavailable"
-	case q.Get("compress") == "true":
-		refuse, status = "compression is not offered by this server", http.StatusBadRequest
 	}
 	if refuse != "" {
 		s.refused++
@@ -139,6 +140,8 @@ func (s *Server) handleSubscribe(w http.ResponseWriter, r *http.Request) {
 		f.collections = append(f.collections, strings.TrimSuffix(c, "*"))
 	}
 	cursor, _ := strconv.ParseInt(q.Get("cursor"), 10, 64)
+	// As the real server: ?compress=true or the Socket-Encoding header.
+	compress := q.Get("compress") == "true" || r.Header.Get("Socket-Encoding") == "zstd"
 
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
@@ -147,13 +150,13 @@ func (s *Server) handleSubscribe(w http.ResponseWriter, r *http.Request) {
 	defer ws.CloseNow()
 	ctx := ws.CloseRead(r.Context()) // the client sends nothing but control frames
 
-	c := &conn{filter: f, out: make(chan []byte, s.opts.ConnBuffer), cut: make(chan struct{})}
+	c := &conn{filter: f, compress: compress, out: make(chan []byte, s.opts.ConnBuffer), cut: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	s.infos = append(s.infos, ConnInfo{Cursor: cursor, Collections: slices.Clone(q["wantedCollections"]), DIDs: f.dids})
+	s.infos = append(s.infos, ConnInfo{Cursor: cursor, Collections: slices.Clone(q["wantedCollections"]), DIDs: f.dids, Compress: compress})
 	backlog := s.backlogLocked(f, cursor)
 	s.conns[c] = true
 	s.mu.Unlock()
@@ -185,7 +188,9 @@ func (s *Server) handleSubscribe(w http.ResponseWriter, r *http.Request) {
 
 // backlogLocked is the kept events a connection replays: those from cursor
 // on (from the oldest kept when cursor is older), none without a cursor or
-// with one in the future.
+// with one in the future. As the real service reads its store keyed by
+// time_us, a replay comes in time_us order, not in the order the events
+// were first sent.
 func (s *Server) backlogLocked(f filter, cursor int64) [][]byte {
 	if cursor <= 0 {
 		return nil
@@ -194,20 +199,16 @@ func (s *Server) backlogLocked(f filter, cursor int64) [][]byte {
 	if cursor < cursorTimeMin {
 		cursor = 0
 	}
-	i, _ := slices.BinarySearchFunc(s.history, cursor, func(ev event, t int64) int {
-		switch {
-		case ev.timeUS < t:
-			return -1
-		case ev.timeUS > t:
-			return 1
+	var kept []event
+	for _, ev := range s.history {
+		if ev.timeUS >= cursor && f.wants(ev) {
+			kept = append(kept, ev)
 		}
-		return 0
-	})
-	var out [][]byte
-	for _, ev := range s.history[i:] {
-		if f.wants(ev) {
-			out = append(out, ev.data)
-		}
+	}
+	slices.SortStableFunc(kept, func(a, b event) int { return cmp.Compare(a.timeUS, b.timeUS) })
+	out := make([][]byte, len(kept))
+	for i, ev := range kept {
+		out[i] = ev.data
 	}
 	return out
 }
@@ -228,5 +229,8 @@ func (s *Server) write(ctx context.Context, c *conn, ws *websocket.Conn, data []
 	}
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
+	if c.compress {
+		return ws.Write(wctx, websocket.MessageBinary, compressFrame(data)) == nil
+	}
 	return ws.Write(wctx, websocket.MessageText, data) == nil
 }

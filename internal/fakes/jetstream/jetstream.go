@@ -1,36 +1,44 @@
 // Package jetstream is a local Bluesky Jetstream for tests and the demo: it
 // speaks the service's JSON WebSocket protocol on /subscribe (the one
-// Jetstream v1 defined and v2 keeps for existing consumers), so a client
-// written against it works against the real service.
+// Jetstream v1 defined and v2 keeps for existing consumers) as production
+// sends it, quirks included (see internal/corpus/testdata/expected_v1.jsonl
+// in bluesky-social/jetstream), so a client written against it works
+// against the real service.
 //
 // Protocol, as served here:
 //
-//	GET /subscribe?wantedCollections=app.bsky.feed.post&wantedDids=did:…&cursor=<time_us>
+//	GET /subscribe?wantedCollections=app.bsky.feed.post&wantedDids=did:…&cursor=<time_us>&compress=true
 //
-// upgrades to a WebSocket on which the server pushes one JSON text message
-// per event and reads nothing but control frames:
+// upgrades to a WebSocket on which the server pushes one JSON message per
+// event and reads nothing but control frames:
 //
-//	{"did":"did:plc:…","time_us":1725911162329308,"cursor":7,"kind":"commit",
+//	{"did":"did:plc:…","time_us":1725911162329308,"kind":"commit",
 //	 "commit":{"rev":"…","operation":"create","collection":"app.bsky.feed.post","rkey":"…",
 //	           "record":{"$type":"app.bsky.feed.post","text":"…","createdAt":"…","langs":["en"],
 //	                     "reply":{"root":{"uri":"at://…","cid":"…"},"parent":{"uri":"at://…","cid":"…"}}},
 //	           "cid":"…"}}
-//	{"did":"did:plc:…","time_us":…,"kind":"identity","identity":{"did":"did:plc:…","handle":"alice.test","seq":…,"time":"…"}}
-//	{"did":"did:plc:…","time_us":…,"kind":"account","account":{"active":true,"did":"did:plc:…","seq":…,"time":"…"}}
+//	{"did":"did:plc:…","time_us":…,"kind":"commit","commit":{"rev":"…","operation":"delete","collection":"app.bsky.feed.post","rkey":"…"}}
+//	{"did":"did:plc:…","time_us":…,"kind":"identity","identity":{"did":"did:plc:…","seq":…,"time":"…"}}
+//	{"did":"did:plc:…","time_us":…,"kind":"account","account":{"active":false,"did":"did:plc:…","seq":…,"status":"deleted","time":"…"}}
 //
-// Every event gets a time_us (unix microseconds) strictly greater than the
-// one before. wantedCollections (repeatable, "prefix.*" allowed) filters
-// commit events only: identity and account events reach every connection,
-// as on the real service; wantedDids filters all kinds. cursor replays the
-// kept history from that time_us (inclusive) before the live events; a
+// As in production: v1 events carry no "cursor" field; an identity event
+// carries the handle only when the test gives one (production's mostly
+// carry none); time_us is the server's clock when it took the event, so it
+// steps back by up to Options.StepBack (tens of milliseconds, as recorded)
+// between events sent in a row; an update commit carries the new record, a
+// delete none. wantedCollections (repeatable, "prefix.*" allowed) filters
+// commit events only: identity and account events reach every connection;
+// wantedDids filters all kinds. cursor replays the kept history with
+// time_us at or after it, in time_us order, before the live events; a
 // cursor older than the replay window starts silently at the oldest event
-// still inside it, and a cursor in the future means the live tail, both as
-// the real /subscribe does. Compression (compress=true, zstd with the
-// service's dictionary) is not offered: such a request is refused with 400.
+// still inside it, and a cursor in the future means the live tail.
+// compress=true (or the Socket-Encoding: zstd header) makes every message
+// a binary frame compressed with zstd and the service's dictionary
+// (Dictionary), as the real server does.
 //
 // A test can also drop every connection and refuse new ones for a while
-// (Cut), accept connections and send nothing (Stall), and send arbitrary
-// frames (SendRaw) to exercise a client's error paths.
+// (Cut), accept connections and send nothing (Stall), send arbitrary
+// frames (SendRaw), and replay recorded events verbatim (Replay).
 package jetstream
 
 import (
@@ -39,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -55,6 +64,12 @@ const (
 	DefaultReplayWindow = 36 * time.Hour
 	// DefaultHistoryLimit bounds the events kept for replay.
 	DefaultHistoryLimit = 100_000
+	// DefaultStepBack is how far production's time_us step back between
+	// events sent in a row: up to 32 ms in the recorded corpus.
+	DefaultStepBack = 30 * time.Millisecond
+	// stepBackOneIn is how often an event steps back: 42 of the 152
+	// recorded ones did.
+	stepBackOneIn = 4
 	// DefaultConnBuffer is how many events may wait for a slow reader
 	// before its connection is dropped, as the real service drops
 	// consumers that fall behind.
@@ -81,6 +96,10 @@ type Options struct {
 	HistoryLimit int
 	// ConnBuffer bounds the events queued per connection.
 	ConnBuffer int
+	// StepBack is how far an event's time_us may fall behind the one sent
+	// before it; 0 means DefaultStepBack, a negative value strictly
+	// increasing times.
+	StepBack time.Duration
 	// Logger receives a line per connection at debug level; nil discards.
 	Logger *slog.Logger
 }
@@ -101,6 +120,11 @@ type Post struct {
 	// reply.
 	ReplyParent string
 	ReplyRoot   string
+	// Facets and Embed, when set, are the record's facets and embed as
+	// JSON in the lexicon's shapes (app.bsky.richtext.facet,
+	// app.bsky.embed.*).
+	Facets json.RawMessage
+	Embed  json.RawMessage
 }
 
 // Published says what Publish sent.
@@ -114,6 +138,7 @@ type ConnInfo struct {
 	Cursor      int64 // 0 for the live tail
 	Collections []string
 	DIDs        []string
+	Compress    bool // asked for zstd frames
 }
 
 // event is one kept event, encoded once.
@@ -134,6 +159,7 @@ type Server struct {
 	httpSrv     *http.Server
 	history     []event // oldest first
 	lastTimeUS  int64
+	used        map[int64]bool // time_us given out (kept with the history)
 	seq         int64
 	conns       map[*conn]bool
 	infos       []ConnInfo
@@ -155,10 +181,13 @@ func New(opts Options) *Server {
 	if opts.ConnBuffer <= 0 {
 		opts.ConnBuffer = DefaultConnBuffer
 	}
+	if opts.StepBack == 0 {
+		opts.StepBack = DefaultStepBack
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{opts: opts, conns: map[*conn]bool{}}
+	return &Server{opts: opts, conns: map[*conn]bool{}, used: map[int64]bool{}}
 }
 
 // Start runs a new server on a free loopback port until the test ends; its
@@ -253,7 +282,8 @@ func (s *Server) Publish(p Post) Published {
 	}
 	c := commitJSON{Rev: tid(t, s.seq+1), Operation: p.Operation, Collection: p.Collection, RKey: p.RKey}
 	if p.Operation != "delete" {
-		rec := recordJSON{Type: p.Collection, Text: p.Text, CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339Nano), Langs: p.Langs}
+		rec := recordJSON{Type: p.Collection, Text: p.Text, CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339Nano), Langs: p.Langs,
+			Facets: p.Facets, Embed: p.Embed}
 		if p.ReplyParent != "" || p.ReplyRoot != "" {
 			rec.Reply = &replyJSON{Parent: refJSON{URI: p.ReplyParent, CID: fakeCID(p.ReplyParent)}, Root: refJSON{URI: p.ReplyRoot, CID: fakeCID(p.ReplyRoot)}}
 		}
@@ -285,18 +315,29 @@ func (s *Server) PublishAccount(did string, active bool, status string) int64 {
 	return t
 }
 
-// nextTimeLocked is the next event's time_us: now, but always after the
-// previous one.
+// nextTimeLocked is the next event's time_us: the clock, now and then set
+// back by up to StepBack (as production's, taken by parallel workers), and
+// never one already used.
 func (s *Server) nextTimeLocked() int64 {
-	s.lastTimeUS = max(time.Now().UnixMicro(), s.lastTimeUS+1)
 	s.seq++
-	return s.lastTimeUS
+	t := time.Now().UnixMicro()
+	if s.opts.StepBack < 0 {
+		t = max(t, s.lastTimeUS+1)
+	} else if rand.N(stepBackOneIn) == 0 {
+		t -= rand.Int64N(s.opts.StepBack.Microseconds() + 1)
+	}
+	for s.used[t] {
+		t++
+	}
+	s.used[t] = true
+	s.lastTimeUS = max(s.lastTimeUS, t)
+	return t
 }
 
 // appendLocked encodes an event, keeps it and sends it to the connections
 // that want it.
 func (s *Server) appendLocked(ev event, f frameJSON) {
-	f.TimeUS, f.Cursor = ev.timeUS, s.seq
+	f.TimeUS = ev.timeUS
 	switch {
 	case f.Commit != nil:
 		f.Kind = "commit"
@@ -324,6 +365,9 @@ func (s *Server) pruneLocked() {
 	}
 	// Reslicing keeps this O(1); the next growth of the slice copies only
 	// the kept events.
+	for _, ev := range s.history[:drop] {
+		delete(s.used, ev.timeUS)
+	}
 	s.history = s.history[drop:]
 }
 
@@ -364,6 +408,46 @@ func (s *Server) Unstall() {
 	s.stalled = false
 }
 
+// Replay appends recorded v1 events (one JSON object each, as production
+// sent them) to the history verbatim, with their own time_us, and sends
+// them to the connections that want them. An event that is not one fails
+// the whole call before anything is sent.
+func (s *Server) Replay(lines [][]byte) error {
+	evs := make([]event, 0, len(lines))
+	for i, l := range lines {
+		var head struct {
+			DID    string `json:"did"`
+			TimeUS int64  `json:"time_us"`
+			Kind   string `json:"kind"`
+			Commit *struct {
+				Collection string `json:"collection"`
+			} `json:"commit"`
+		}
+		if err := json.Unmarshal(l, &head); err != nil || head.DID == "" || head.TimeUS <= 0 {
+			return fmt.Errorf("jetstream: recorded event %d is not a v1 event: %v", i, err)
+		}
+		ev := event{timeUS: head.TimeUS, did: head.DID, data: append([]byte(nil), l...)}
+		if head.Kind == "commit" && head.Commit != nil {
+			ev.collection = head.Commit.Collection
+		}
+		evs = append(evs, ev)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ev := range evs {
+		s.seq++
+		s.used[ev.timeUS] = true
+		s.lastTimeUS = max(s.lastTimeUS, ev.timeUS)
+		s.history = append(s.history, ev)
+		for c := range s.conns {
+			if c.filter.wants(ev) {
+				s.sendLocked(c, ev.data)
+			}
+		}
+	}
+	return nil
+}
+
 // SendRaw sends frame as one text message to every connection, as it is: a
 // test's way to deliver malformed, truncated or oversized messages.
 func (s *Server) SendRaw(frame []byte) {
@@ -388,8 +472,7 @@ func (s *Server) Accepted() []ConnInfo {
 	return append([]ConnInfo(nil), s.infos...)
 }
 
-// Refused is how many handshakes were refused (during a Cut, or asking for
-// compression).
+// Refused is how many handshakes were refused (during a Cut).
 func (s *Server) Refused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

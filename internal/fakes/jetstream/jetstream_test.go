@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
@@ -66,7 +69,8 @@ func read(t *testing.T, c *websocket.Conn, n int) []received {
 }
 
 func TestServer_FiltersCollectionsAndReplaysFromCursor(t *testing.T) {
-	s := Start(t, Options{})
+	s := Start(t, Options{StepBack: -1}) // strictly increasing times: cursors between events
+
 	first := s.Publish(Post{DID: "did:plc:a", Text: "one"})
 	s.Publish(Post{DID: "did:plc:a", Collection: "app.bsky.feed.like"})
 	s.PublishIdentity("did:plc:a", "alice.test")
@@ -182,13 +186,149 @@ func TestServer_StallSendsNothingAndRawFramesPass(t *testing.T) {
 	}
 }
 
-func TestServer_RefusesCompression(t *testing.T) {
+func TestServer_CompressesWithTheDictionaryWhenAsked(t *testing.T) {
 	s := Start(t, Options{})
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(Dictionary()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for _, how := range []struct {
+		name, query string
+		header      http.Header
+	}{
+		{"query", "?compress=true", nil},
+		{"header", "", http.Header{"Socket-Encoding": {"zstd"}}},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			c, _, err := websocket.Dial(ctx, s.URL()+how.query, &websocket.DialOptions{HTTPHeader: how.header})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseNow()
+			testkit.WaitFor(t, waitTimeout, "the connection", func() bool { return s.Conns() == 1 })
+			s.Publish(Post{DID: "did:plc:a", Text: "squeezed"})
+			typ, data, err := c.Read(ctx)
+			if err != nil || typ != websocket.MessageBinary {
+				t.Fatalf("message type %v, %v: want a binary frame", typ, err)
+			}
+			plain, err := dec.DecodeAll(data, nil)
+			if err != nil {
+				t.Fatalf("not zstd with the dictionary: %v", err)
+			}
+			var ev received
+			if err := json.Unmarshal(plain, &ev); err != nil || ev.Commit.Record.Text != "squeezed" {
+				t.Fatalf("decoded %q: %v", plain, err)
+			}
+			if a := s.Accepted(); !a[len(a)-1].Compress {
+				t.Errorf("accepted %+v", a[len(a)-1])
+			}
+			c.Close(websocket.StatusNormalClosure, "")
+			testkit.WaitFor(t, waitTimeout, "the close", func() bool { return s.Conns() == 0 })
+		})
+	}
+}
+
+func TestServer_TimesStepBackAsProductionsDo(t *testing.T) {
+	s := Start(t, Options{})
+	start := time.Now().UnixMicro()
+	var times []int64
+	for i := range 200 {
+		times = append(times, s.Publish(Post{DID: "did:plc:a", Text: fmt.Sprint(i)}).TimeUS)
+	}
+	backs, most := 0, int64(0)
+	for i := 1; i < len(times); i++ {
+		if d := times[i-1] - times[i]; d > 0 {
+			backs++
+			most = max(most, d)
+		}
+	}
+	if backs == 0 || most > DefaultStepBack.Microseconds()+int64(time.Since(time.UnixMicro(start))/time.Microsecond) {
+		t.Errorf("%d step-backs, the largest %d µs: want some, none beyond the step-back and the time taken", backs, most)
+	}
+	// A replay comes in time_us order, from the cursor on.
+	c := dial(t, fmt.Sprintf("%s?cursor=%d", s.URL(), times[0]))
+	from := 0
+	for _, tu := range times {
+		if tu >= times[0] {
+			from++
+		}
+	}
+	var last int64
+	for _, ev := range read(t, c, from) {
+		if ev.TimeUS < last || ev.TimeUS < times[0] {
+			t.Errorf("replayed time_us %d after %d", ev.TimeUS, last)
+		}
+		last = ev.TimeUS
+	}
+}
+
+func TestServer_EventsHaveProductionsShapes(t *testing.T) {
+	s := Start(t, Options{})
+	c := dial(t, s.URL())
+	testkit.WaitFor(t, waitTimeout, "the connection", func() bool { return s.Conns() == 1 })
+	s.Publish(Post{DID: "did:plc:a", Text: "hi"})
+	s.Publish(Post{DID: "did:plc:a", RKey: "3kabc", Text: "edited", Operation: "update"})
+	s.Publish(Post{DID: "did:plc:a", RKey: "3kabc", Operation: "delete"})
+	s.PublishIdentity("did:plc:a", "")
+	s.PublishAccount("did:plc:a", false, "deleted")
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	_, resp, err := websocket.Dial(ctx, s.URL()+"?compress=true", nil)
-	if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("compressed dial: %v %v", resp, err)
+	// The keys production sends (expected_v1.jsonl), and only those.
+	want := []string{
+		"commit:{cid,collection,operation,record,rev,rkey}",
+		"commit:{cid,collection,operation,record,rev,rkey}",
+		"commit:{collection,operation,rev,rkey}",
+		"identity:{did,seq,time}",
+		"account:{active,did,seq,status,time}",
+	}
+	for i, w := range want {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(data, &top); err != nil {
+			t.Fatal(err)
+		}
+		wantTop := []string{"did", "kind", "time_us", strings.Split(w, ":")[0]}
+		slices.Sort(wantTop)
+		if got := strings.Join(slices.Sorted(maps.Keys(top)), ","); got != strings.Join(wantTop, ",") {
+			t.Errorf("event %d: keys %s (a v1 event has no cursor)", i, got)
+		}
+		var kind string
+		_ = json.Unmarshal(top["kind"], &kind)
+		var inner map[string]json.RawMessage
+		_ = json.Unmarshal(top[kind], &inner)
+		if got := kind + ":{" + strings.Join(slices.Sorted(maps.Keys(inner)), ",") + "}"; got != w {
+			t.Errorf("event %d: %s, want %s", i, got, w)
+		}
+	}
+}
+
+func TestServer_ReplaysRecordedEventsVerbatim(t *testing.T) {
+	// Two events production sent (jetstream's internal/corpus/testdata/expected_v1.jsonl).
+	recorded := [][]byte{
+		[]byte(`{"did":"did:plc:hqvhxrowqbemo5e4wjnj6zao","time_us":1783175888384849,"kind":"identity","identity":{"did":"did:plc:hqvhxrowqbemo5e4wjnj6zao","seq":31527015470,"time":"2026-07-04T14:38:07.877Z"}}`),
+		[]byte(`{"did":"did:plc:ux2eeflheratfrvp3xfbp4zi","time_us":1783175888112407,"kind":"commit","commit":{"rev":"3mptbyp63ih2m","operation":"delete","collection":"app.bsky.graph.follow","rkey":"3m3q3ut7jsm2m"}}`),
+	}
+	s := Start(t, Options{ReplayWindow: 100 * 365 * 24 * time.Hour})
+	c := dial(t, s.URL())
+	testkit.WaitFor(t, waitTimeout, "the connection", func() bool { return s.Conns() == 1 })
+	if err := s.Replay(recorded); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	for i, want := range recorded {
+		if _, got, err := c.Read(ctx); err != nil || string(got) != string(want) {
+			t.Errorf("event %d: %s %v, want it verbatim", i, got, err)
+		}
+	}
+	if err := s.Replay([][]byte{[]byte(`{"kind":"commit"}`)}); err == nil {
+		t.Error("an event without did and time_us was replayed")
 	}
 }
 

@@ -1,13 +1,16 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/appview"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -69,27 +72,33 @@ func bskyHandle(a int) string { return fmt.Sprintf("user%d.bsky.social", a) }
 // bskyDID is the DID of author a.
 func bskyDID(a int) string { return fmt.Sprintf("did:plc:bench%019d", a) }
 
-// bskyPost is a post to publish and the item the spawn makes of it.
+// bskyPost is a post to publish and the item the spawn makes of it: rich
+// (links in full, alt texts, card titles, the author's handle) or, with
+// bluesky.Options.TextOnly, plain (the text as written, under the DID).
 type bskyPost struct {
-	post jetstream.Post
-	item match.Item
+	post        jetstream.Post
+	rich, plain match.Item
 }
 
 // newBskyPost is a post-length text: filler with up to two followed
 // words or phrases (some as #tags or capitalised), sometimes a mention,
-// a link or an emoji, and punctuation. Most posts of the firehose
-// interest few crawlers: with 10,000 subscribers a post makes a few
-// comments.
+// a link (shortened in the text as the app does, in full in its facet) or
+// an emoji, and punctuation; one post in five carries an image with alt
+// text, one in ten a link card. Most posts of the firehose interest few
+// crawlers: with 10,000 subscribers a post makes a few comments.
 func newBskyPost(r *rand.Rand) bskyPost {
-	var b strings.Builder
+	var b, full strings.Builder // as written; with the links in full
+	var facets []map[string]any
 	words := 8 + r.IntN(35)
 	topics := map[int]bool{}
 	for range []int{0, 0, 0, 1, 1, 1, 1, 1, 2, 2}[r.IntN(10)] {
 		topics[r.IntN(words)] = true
 	}
+	write := func(s string) { b.WriteString(s); full.WriteString(s) }
+	var links []string
 	for w := range words {
 		if w > 0 {
-			b.WriteByte(' ')
+			write(" ")
 		}
 		switch {
 		case topics[w]:
@@ -102,24 +111,64 @@ func newBskyPost(r *rand.Rand) bskyPost {
 			case 2:
 				t = bskyPhrase(r)
 			}
-			b.WriteString(t)
+			write(t)
 		case r.IntN(40) == 0:
-			b.WriteString("@" + bskyHandle(r.IntN(bskyAuthors)))
+			write("@" + bskyHandle(r.IntN(bskyAuthors)))
 		case r.IntN(60) == 0:
-			fmt.Fprintf(&b, "https://example.com/%d", r.IntN(1000))
+			n := r.IntN(1000)
+			uri := fmt.Sprintf("https://example.com/%d/%s-%s", n, bskyFiller[r.IntN(len(bskyFiller))], bskyFiller[r.IntN(len(bskyFiller))])
+			shown := fmt.Sprintf("example.com/%d/a-...", n)
+			facets = append(facets, map[string]any{
+				"index":    map[string]int{"byteStart": b.Len(), "byteEnd": b.Len() + len(shown)},
+				"features": []map[string]string{{"$type": "app.bsky.richtext.facet#link", "uri": uri}},
+			})
+			b.WriteString(shown)
+			full.WriteString(uri)
+			if !slices.Contains(links, uri) {
+				links = append(links, uri)
+			}
 		case r.IntN(50) == 0:
-			b.WriteString("🚀")
+			write("🚀")
 		default:
-			b.WriteString(bskyFiller[r.IntN(len(bskyFiller))])
+			write(bskyFiller[r.IntN(len(bskyFiller))])
 		}
 		if r.IntN(7) == 0 {
-			b.WriteString([]string{",", ".", "!", "?", ":", "…"}[r.IntN(6)])
+			write([]string{",", ".", "!", "?", ":", "…"}[r.IntN(6)])
 		}
 	}
+	var embed any
+	var extra []string
+	switch r.IntN(10) {
+	case 0, 1:
+		alt := "a photo " + bskyFiller[r.IntN(len(bskyFiller))] + " " + bskyFiller[r.IntN(len(bskyFiller))]
+		embed = map[string]any{"$type": "app.bsky.embed.images", "images": []map[string]any{{"alt": alt,
+			"image": map[string]any{"$type": "blob", "ref": map[string]string{"$link": "bafkreibabalobzn6cd366ukcsjycp4yymjymgfxcv6xczmlgpemzkz3cfa"}, "mimeType": "image/jpeg", "size": 760898}}}}
+		extra = append(extra, alt)
+	case 2:
+		uri := fmt.Sprintf("https://news.example/%d", r.IntN(1000))
+		title := "why " + bskyFiller[r.IntN(len(bskyFiller))] + " " + bskyFiller[r.IntN(len(bskyFiller))]
+		embed = map[string]any{"$type": "app.bsky.embed.external", "external": map[string]string{"uri": uri, "title": title, "description": "a story"}}
+		extra = append(extra, title, uri)
+		if !slices.Contains(links, uri) {
+			links = append(links, uri)
+		}
+	}
+	rich := full.String()
+	if len(extra) > 0 {
+		rich += "\n\n" + strings.Join(extra, "\n")
+	}
 	a, lang := r.IntN(bskyAuthors), bskyLangs[r.IntN(len(bskyLangs))]
+	p := jetstream.Post{DID: bskyDID(a), Text: b.String(), Langs: []string{lang}}
+	if len(facets) > 0 {
+		p.Facets, _ = json.Marshal(facets)
+	}
+	if embed != nil {
+		p.Embed, _ = json.Marshal(embed)
+	}
 	return bskyPost{
-		post: jetstream.Post{DID: bskyDID(a), Text: b.String(), Langs: []string{lang}},
-		item: match.Item{Text: b.String(), Author: bskyHandle(a), Lang: lang},
+		post:  p,
+		rich:  match.Item{Text: rich, Author: bskyHandle(a), AuthorID: bskyDID(a), Lang: lang},
+		plain: match.Item{Text: b.String(), Author: bskyHandle(a), AuthorID: bskyDID(a), Lang: lang},
 	}
 }
 
@@ -148,24 +197,31 @@ func bskyQuery(r *rand.Rand) string {
 }
 
 // bskyNode is a node reading a local Jetstream through the bluesky source
-// kind, with subs subscribers on its one bluesky data source, storing into
-// a counting store.
+// kind, which asks a local AppView for handles, with subs subscribers on
+// its one bluesky data source, storing into a counting store.
 type bskyNode struct {
 	n         *Node
 	js        *jetstream.Server
+	av        *appview.Server
 	src       *bluesky.Source
 	st        *countStore
 	index     *match.QueryIndex // the subscribers' queries, to know how many comments a post makes
 	posts     []bskyPost
+	textOnly  bool
 	published int   // posts published
-	want      int64 // comments they make
+	base      int64 // comments the warm-up posts made
+	want      int64 // comments stored, by the end of the last round
 	acks      []uint64
 }
 
-func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics bool) *bskyNode {
+func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics, textOnly bool) *bskyNode {
 	b.Helper()
 	js := jetstream.Start(b, jetstream.Options{ConnBuffer: 4 * bskyBatch})
-	kind, err := bluesky.New(bluesky.Options{JetstreamURL: js.URL()})
+	av := appview.Start(b)
+	for a := range bskyAuthors {
+		av.Set(bskyDID(a), bskyHandle(a))
+	}
+	kind, err := bluesky.New(bluesky.Options{JetstreamURL: js.URL(), AppViewURL: av.URL(), TextOnly: textOnly})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -192,11 +248,25 @@ func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics bool) *bs
 	src := n.sources[bluesky.Key].ds.(*bluesky.Source)
 	n.mu.Unlock()
 	testkit.WaitFor(b, time.Minute, "the Jetstream connection", func() bool { return js.Conns() == 1 })
+	bn := &bskyNode{n: n, js: js, av: av, src: src, st: st, index: match.NewQueries(byID), posts: posts, textOnly: textOnly}
+	// Every author posts once before the timing: the source learns the
+	// handles from the AppView (in calls of 25), as a running spawn has,
+	// production's identity events carrying none. Without the lookups
+	// (textOnly, the source before them), identity events tell them, as
+	// this benchmark's Jetstream used to.
 	for a := range bskyAuthors {
-		js.PublishIdentity(bskyDID(a), bskyHandle(a))
+		if textOnly {
+			js.PublishIdentity(bskyDID(a), bskyHandle(a))
+		}
+		js.Publish(jetstream.Post{DID: bskyDID(a), Text: "warming up"})
 	}
-	testkit.WaitFor(b, time.Minute, "the handles", func() bool { return src.Stats().Handles == bskyAuthors })
-	return &bskyNode{n: n, js: js, src: src, st: st, index: match.NewQueries(byID), posts: posts}
+	testkit.WaitFor(b, time.Minute, "the handles", func() bool { return src.Stats().Handles >= bskyAuthors })
+	testkit.WaitFor(b, time.Minute, "the warm-up posts", func() bool { return src.Stats().Items >= bskyAuthors && settled(n) })
+	bn.published = 0
+	bn.base = st.n.Load()
+	bn.want = bn.base
+	bn.acks = ackUsage(b, n, bn.acks)
+	return bn
 }
 
 // round publishes a batch of posts and waits until the spawn has stored
@@ -205,7 +275,12 @@ func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics bool) *bs
 // outside the timing, it acknowledges usage as the hub would.
 func (bn *bskyNode) round(b *testing.B) time.Duration {
 	for j := range bskyBatch {
-		bn.want += int64(len(bn.index.Match(bn.posts[(bn.published+j)%len(bn.posts)].item)))
+		p := bn.posts[(bn.published+j)%len(bn.posts)]
+		it := p.rich
+		if bn.textOnly {
+			it = p.plain
+		}
+		bn.want += int64(len(bn.index.Match(it)))
 	}
 	start := time.Now()
 	for j := range bskyBatch {
@@ -213,9 +288,9 @@ func (bn *bskyNode) round(b *testing.B) time.Duration {
 	}
 	bn.published += bskyBatch
 	deadline := start.Add(time.Minute)
-	for bn.st.n.Load() < bn.want || bn.src.Stats().Items < int64(bn.published) || !settled(bn.n) {
+	for bn.st.n.Load() < bn.want || bn.src.Stats().Items < int64(bn.published+bskyAuthors) || !settled(bn.n) {
 		if time.Now().After(deadline) {
-			b.Fatalf("stored %d of %d comments, %d of %d posts handed over", bn.st.n.Load(), bn.want, bn.src.Stats().Items, bn.published)
+			b.Fatalf("stored %d of %d comments, %d of %d posts handed over", bn.st.n.Load(), bn.want, bn.src.Stats().Items, bn.published+bskyAuthors)
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
@@ -237,12 +312,20 @@ func (bn *bskyNode) round(b *testing.B) time.Duration {
 // post-length texts in several languages. A round publishes 1,000 posts
 // and ends when every comment they make is stored and recorded as usage
 // (the store writer lingers benchLinger for a partial batch). The
+// source asks a local AppView for the authors' handles (every author posts
+// once before the timing), shows links in full, alt texts and link-card
+// titles (one post in five has an image, one in ten a card; their words
+// are filler, so they make no extra comments). The
 // spawn's analytics (term counts and activity per written comment,
 // Config.NoAnalytics) are on in one run and off in the other, which
 // leaves decoding, matching and storing alone. Each run has a spawn with
 // one subscriber and one with 10,000 in alternating rounds, so that a
 // busy machine slows both alike, and reports the ratio of their
-// throughputs (10,000 subscribers / 1):
+// throughputs (10,000 subscribers / 1). A third run alternates two spawns
+// of 10,000 subscribers, one as above and one with bluesky.Options.TextOnly
+// (no AppView lookups, the text as written, handles from identity events:
+// the source before it showed posts as they are shown), and reports the
+// ratio of their throughputs (on / off):
 //
 //	go test -run '^$' -bench BlueskyPath -count 3 ./spawn/internal/node/
 func BenchmarkBlueskyPath(b *testing.B) {
@@ -257,7 +340,7 @@ func BenchmarkBlueskyPath(b *testing.B) {
 			name = "analytics=off/interleaved"
 		}
 		b.Run(name, func(b *testing.B) {
-			nodes := []*bskyNode{newBskyNode(b, 1, posts, noAnalytics), newBskyNode(b, 10000, posts, noAnalytics)}
+			nodes := []*bskyNode{newBskyNode(b, 1, posts, noAnalytics, false), newBskyNode(b, 10000, posts, noAnalytics, false)}
 			var took [2]time.Duration
 			rounds := 0
 			for b.Loop() {
@@ -270,7 +353,32 @@ func BenchmarkBlueskyPath(b *testing.B) {
 			b.ReportMetric(perSec(took[0]), "posts/s(1)")
 			b.ReportMetric(perSec(took[1]), "posts/s(10000)")
 			b.ReportMetric(perSec(took[1])/perSec(took[0]), "ratio")
-			b.ReportMetric(float64(nodes[1].want)/float64(nodes[1].published), "comments/post(10000)")
+			b.ReportMetric(float64(nodes[1].want-nodes[1].base)/float64(nodes[1].published), "comments/post(10000)")
+			// The spawn with one subscriber learns nearly every handle
+			// from its DID (few from: atoms to learn them from).
+			b.ReportMetric(float64(nodes[0].av.DIDCalls())/bskyAuthors, "appview-calls/new-did(1)")
 		})
 	}
+	// What showing a post as it is shown costs: handles from the AppView,
+	// links in full, alt texts and card titles (the product) against the
+	// text alone under the DID (bluesky.Options.TextOnly), 10,000
+	// subscribers each, analytics on, in alternating rounds.
+	b.Run("richtext=on-vs-off/interleaved", func(b *testing.B) {
+		nodes := []*bskyNode{newBskyNode(b, 10000, posts, false, false), newBskyNode(b, 10000, posts, false, true)}
+		var took [2]time.Duration
+		rounds := 0
+		for b.Loop() {
+			for k, bn := range nodes {
+				took[k] += bn.round(b)
+			}
+			rounds++
+		}
+		perSec := func(d time.Duration) float64 { return float64(rounds*bskyBatch) / d.Seconds() }
+		b.ReportMetric(perSec(took[0]), "posts/s(on)")
+		b.ReportMetric(perSec(took[1]), "posts/s(off)")
+		b.ReportMetric(perSec(took[0])/perSec(took[1]), "ratio")
+		b.ReportMetric(float64(nodes[0].want-nodes[0].base)/float64(nodes[0].published), "comments/post(on)")
+		b.ReportMetric(float64(nodes[1].want-nodes[1].base)/float64(nodes[1].published), "comments/post(off)")
+		b.ReportMetric(float64(nodes[0].av.DIDCalls())/bskyAuthors, "appview-calls/new-did")
+	})
 }

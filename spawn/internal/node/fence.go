@@ -197,3 +197,13 @@ func (f *FencedStore) Thread(ctx context.Context, crawlerID int64, commentID str
 
 // Close closes the inner store.
 func (f *FencedStore) Close() error { return f.inner.Close() }
+
+// Amend passes amendments to the inner store when it can make them. They
+// count as no usage and make no comment, so the write fence does not hold
+// them back.
+func (f *FencedStore) Amend(ctx context.Context, amendments []store.Amendment) error {
+	if a, ok := f.inner.(store.Amender); ok {
+		return a.Amend(ctx, amendments)
+	}
+	return nil
+}

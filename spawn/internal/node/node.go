@@ -97,6 +97,8 @@ type Node struct {
 	writer  *writer
 	// extractQ holds the term sets of counted items for extractTerms.
 	extractQ *termsQueue
+	// names are the authors' names sources learn late (names.go).
+	names *authorNames
 	// analysis is the batch being written's (startAnalysis); the store
 	// writer's goroutine alone uses it.
 	analysis *analysis
@@ -221,7 +223,9 @@ func New(cfg Config) (*Node, error) {
 		indexBuilder: buildIndex,
 	}
 	n.extractQ = newTermsQueue()
+	n.names = newAuthorNames(n.logger)
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
+	n.writer.names = n.names
 	if cfg.StoreLinger > 0 {
 		n.writer.lingerFor = cfg.StoreLinger
 	}
@@ -249,12 +253,13 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	drainCtx, cancelDrain := context.WithCancel(context.Background())
 	defer cancelDrain()
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	writerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(writerDone); n.writer.run(ctx, drainCtx) }()
 	go func() { defer wg.Done(); n.extractTerms(ctx) }()
 	go func() { defer wg.Done(); n.attachLoop(ctx) }()
 	go func() { defer wg.Done(); n.watch(ctx) }()
+	go func() { defer wg.Done(); n.names.run(ctx, n.cfg.Store) }()
 
 	<-ctx.Done()
 	n.mu.Lock()

@@ -156,6 +156,9 @@ func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, err
 	if n.runCtx == nil {
 		return nil, errors.New("node: not running")
 	}
+	if namer, ok := impl.(source.AuthorNamer); ok && namer.NameAuthors(n.names.learn) {
+		n.names.namers.Add(1)
+	}
 	ctx, cancel := context.WithCancel(n.runCtx)
 	ds := &dataSource{key: key, ds: impl, subs: map[int64]*subscriber{}, cancel: cancel, deferred: n.deferred}
 	n.sources[key] = ds

@@ -75,7 +75,10 @@ type writer struct {
 	// assign gives a batch's comments the increments they will count
 	// under, before each write attempt, and returns their intents.
 	assign func(batch []pending) []store.Intent
-	work   chan struct{} // a comment arrived (capacity 1)
+	// names fills in authors' names that arrived after the match and
+	// notes the comments written without one (names.go); nil: none.
+	names *authorNames
+	work  chan struct{} // a comment arrived (capacity 1)
 
 	mu      sync.Mutex
 	lanes   map[int64]*lane
@@ -396,6 +399,10 @@ func (w *writer) write(ctx context.Context, batch []pending, solo bool) {
 // (which would then escape a recovery reading back usage after the
 // highest number it applied).
 func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error) {
+	if w.names != nil {
+		// Before assign, which starts the batch's analysis.
+		w.names.fill(batch)
+	}
 	var intents []store.Intent
 	if w.assign != nil {
 		intents = w.assign(batch)
@@ -467,6 +474,9 @@ func (w *writer) recycle(batch []pending) {
 
 // done reports written comments as usage and frees their room.
 func (w *writer) done(batch []pending, fresh []bool) {
+	if w.names != nil {
+		w.names.note(batch)
+	}
 	w.written(batch, fresh)
 	w.metrics.storeWrites.Add(float64(len(batch)))
 	w.mu.Lock()

@@ -172,3 +172,12 @@ func (d *decorated) Recent(ctx context.Context, crawlerID int64, n int) ([]api.C
 func (d *decorated) Close() error {
 	return errors.Join(d.inner.Close(), d.pub.Close())
 }
+
+// Amend passes amendments to the inner store when it can make them; the
+// queue carries comments as they were first written.
+func (d *decorated) Amend(ctx context.Context, amendments []store.Amendment) error {
+	if a, ok := d.inner.(store.Amender); ok {
+		return a.Amend(ctx, amendments)
+	}
+	return nil
+}

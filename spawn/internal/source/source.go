@@ -112,6 +112,25 @@ type SubscriberErrors interface {
 	ErrFor(spec api.SubscriberSpec) error
 }
 
+// AuthorName is the name of an author a data source learned after it
+// may have handed over items of theirs under their account id.
+type AuthorName struct {
+	AuthorID string
+	Author   string
+}
+
+// AuthorNamer is implemented by a data source that hands an item over at
+// once even when it does not know its author's name yet (Bluesky, whose
+// events name the author by DID only): such an item's Author is its
+// AuthorID. The spawn calls NameAuthors once, before Run, with the function
+// the source then calls with the names it learns; the function never
+// blocks, and the spawn fills the names into the comments it stores or has
+// stored. NameAuthors reports false when the source, as configured, never
+// names authors late (every item carries its final Author).
+type AuthorNamer interface {
+	NameAuthors(func([]AuthorName)) bool
+}
+
 // Kind builds the data sources of one source kind.
 type Kind interface {
 	// Keys names the data sources a subscriber needs, for example one per

@@ -96,3 +96,24 @@ type Exporter interface {
 // ErrCursor is wrapped by the error an Exporter returns for a cursor it did
 // not make.
 var ErrCursor = errors.New("store: invalid cursor")
+
+// Amendment changes a stored comment in place with what its source learned
+// after it was stored (for now its author's name). CrawlerID, CommentID,
+// PublishedAt (its day) and ThreadID (its conversation; "" when it starts
+// one) find the comment.
+type Amendment struct {
+	CrawlerID   int64
+	CommentID   string
+	PublishedAt time.Time
+	ThreadID    string
+	// Author, when not empty, replaces the comment's author.
+	Author string
+}
+
+// Amender is a Store that can change stored comments in place. Amending a
+// comment the store does not hold (never written, or removed since)
+// changes nothing and is no error: an amendment never makes a comment.
+// Amendments are not new comments, so they are never counted as usage.
+type Amender interface {
+	Amend(ctx context.Context, amendments []Amendment) error
+}

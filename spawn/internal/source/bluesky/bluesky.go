@@ -4,10 +4,11 @@
 // node's bluesky subscribers ask for. The source emits every post it reads;
 // the node matches each against its subscribers' queries.
 //
-// The connection asks for app.bsky.feed.post commits only and never for
-// compression (Jetstream's zstd uses a custom dictionary; plain JSON keeps
-// the decoder small). Create events become items whose id is the post's
-// at:// URI; identity events teach the source the authors' handles.
+// The connection asks for app.bsky.feed.post commits only, compressed with
+// zstd and Jetstream's own dictionary when Options.Compress says so.
+// Create events become items whose id is the post's at:// URI, whose
+// author is the handle (resolver.go) and whose text shows what the post
+// shows (richtext.go).
 //
 // No gaps, no repeats. Every event carries time_us, its position in the
 // service's log (Item.Position), and the source keeps, per query uuid, the
@@ -84,8 +85,8 @@ const (
 	// DefaultGapSlack is how much later than a cursor the first event
 	// after a resume may be before the posts between count as skipped.
 	DefaultGapSlack = 10 * time.Second
-	// DefaultHandleCacheSize bounds the handles remembered from identity
-	// events; the oldest learned are forgotten first.
+	// DefaultHandleCacheSize bounds the DIDs whose handles are
+	// remembered; the oldest learned are forgotten first.
 	DefaultHandleCacheSize = 200_000
 	// DefaultRecentLimit bounds the post URIs remembered for the resume
 	// overlap, whatever the post rate.
@@ -150,6 +151,30 @@ type Options struct {
 	GapSlack        time.Duration
 	HandleCacheSize int
 	RecentLimit     int
+
+	// AppViewURL is the AppView asked for handles
+	// (app.bsky.actor.getProfiles); the operator's configuration, like
+	// JetstreamURL.
+	AppViewURL string
+	// AppViewClient makes the getProfiles calls; nil means a client over
+	// http.DefaultTransport with LookupTimeout.
+	AppViewClient *http.Client
+	// HandleTTL, MissingTTL, LookupLinger and LookupTimeout tune the
+	// handle lookups; each defaults to the Default constant of the same
+	// name.
+	HandleTTL     time.Duration
+	MissingTTL    time.Duration
+	LookupLinger  time.Duration
+	LookupTimeout time.Duration
+	// TextOnly hands each post over as its text alone, under the handle
+	// an identity event told, else its DID: no AppView lookups, no links,
+	// alt texts or quotes (what the source did before it had them). It is
+	// the baseline BenchmarkBlueskyPath measures them against, not a mode
+	// for users.
+	TextOnly bool
+	// Compress asks the service for zstd-compressed events (with
+	// Jetstream's dictionary): under half the bandwidth, for some CPU.
+	Compress bool
 	// Logger receives connection changes and failures; nil discards.
 	Logger *slog.Logger
 }
@@ -170,6 +195,16 @@ func (o Options) withDefaults() Options {
 	source.SetDefault(&o.MaxMessageBytes, DefaultMaxMessageBytes)
 	source.SetDefault(&o.HandleCacheSize, DefaultHandleCacheSize)
 	source.SetDefault(&o.RecentLimit, DefaultRecentLimit)
+	if o.AppViewURL == "" {
+		o.AppViewURL = DefaultAppViewURL
+	}
+	source.SetDefault(&o.HandleTTL, DefaultHandleTTL)
+	source.SetDefault(&o.MissingTTL, DefaultMissingTTL)
+	source.SetDefault(&o.LookupLinger, DefaultLookupLinger)
+	source.SetDefault(&o.LookupTimeout, DefaultLookupTimeout)
+	if o.AppViewClient == nil {
+		o.AppViewClient = &http.Client{Timeout: o.LookupTimeout}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -190,6 +225,9 @@ func New(opts Options) (*Kind, error) {
 	if _, ok := source.BaseURL(opts.JetstreamURL, "ws", "wss"); !ok {
 		return nil, fmt.Errorf("bluesky: Jetstream URL %q is not a ws(s) URL without a query", opts.JetstreamURL)
 	}
+	if _, ok := source.BaseURL(opts.AppViewURL, "http", "https"); !ok {
+		return nil, fmt.Errorf("bluesky: AppView URL %q is not an http(s) URL without a query", opts.AppViewURL)
+	}
 	return &Kind{opts: opts}, nil
 }
 
@@ -209,5 +247,5 @@ func (k *Kind) New(key string) (source.DataSource, error) {
 	if err := source.CheckKey("bluesky", key, Key); err != nil {
 		return nil, err
 	}
-	return newSource(k.opts), nil
+	return newSource(k.opts)
 }

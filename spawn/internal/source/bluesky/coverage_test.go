@@ -142,15 +142,3 @@ func TestCoverage_RecentIsBounded(t *testing.T) {
 		t.Errorf("recent %v", c.order)
 	}
 }
-
-func TestHandleCache_Bounded(t *testing.T) {
-	h := handleCache{m: map[string]string{}, limit: 3}
-	for i := range 10 {
-		h.set(fmt.Sprint("did:plc:", i), fmt.Sprint("h", i, ".test"))
-		h.set(fmt.Sprint("did:plc:", i), "") // handles come and go
-		h.set(fmt.Sprint("did:plc:", i), fmt.Sprint("h", i, ".test"))
-	}
-	if len(h.m) != 3 || len(h.order) > 6 || h.m["did:plc:9"] != "h9.test" {
-		t.Errorf("cache %v order %v", h.m, h.order)
-	}
-}

@@ -67,6 +67,8 @@ type postRecord struct {
 			URI string `json:"uri"`
 		} `json:"root"`
 	} `json:"reply"`
+	Facets []facet `json:"facets"`
+	Embed  *embed  `json:"embed"`
 }
 
 // wireEvent is an event as the service sends it.
@@ -147,17 +149,32 @@ func postURI(did, rkey string) string {
 	return atPrefix + did + "/" + PostCollection + "/" + rkey
 }
 
-// postItem turns a post event into an item; author is the handle known
-// for its DID, "" when none is.
+// postItem turns a post event into an item. author is the handle known
+// for its DID, "" when none is yet: the item's Author is then the DID, as
+// its AuthorID always is. The web address names the DID, which outlives
+// any handle.
 func postItem(ev event, author string, now time.Time) source.Item {
+	text, links := postContent(&ev.post)
+	return itemOf(ev, author, text, links, now)
+}
+
+// plainItem is postItem for Options.TextOnly: the post's text as written.
+func plainItem(ev event, author string, now time.Time) source.Item {
+	return itemOf(ev, author, ev.post.Text, nil, now)
+}
+
+// itemOf builds a post's item.
+func itemOf(ev event, author, text string, links []string, now time.Time) source.Item {
 	if author == "" {
 		author = ev.did
 	}
 	it := source.Item{
 		ID:          source.ItemID(postURI(ev.did, ev.rkey)),
 		Author:      author,
-		Text:        capText(ev.post.Text),
-		URL:         source.WebURL(fmt.Sprintf(profileURL, author, ev.rkey)),
+		AuthorID:    ev.did,
+		Text:        capText(text),
+		URL:         source.WebURL(fmt.Sprintf(profileURL, ev.did, ev.rkey)),
+		Links:       links,
 		FetchedAt:   now.UTC(),
 		Position:    ev.timeUS,
 		PublishedAt: now.UTC(),

@@ -90,7 +90,7 @@ func TestPostItem(t *testing.T) {
 	cases := []struct {
 		name, author, wantAuthor, wantURL string
 	}{
-		{"handle known", "alice.bsky.social", "alice.bsky.social", "https://bsky.app/profile/alice.bsky.social/post/3l3qo2vuowo2b"},
+		{"handle known", "alice.bsky.social", "alice.bsky.social", "https://bsky.app/profile/" + testDID + "/post/3l3qo2vuowo2b"},
 		{"handle unknown", "", testDID, "https://bsky.app/profile/" + testDID + "/post/3l3qo2vuowo2b"},
 	}
 	for _, tc := range cases {
@@ -99,8 +99,8 @@ func TestPostItem(t *testing.T) {
 			if it.ID != "at://"+testDID+"/app.bsky.feed.post/3l3qo2vuowo2b" {
 				t.Errorf("id %q", it.ID)
 			}
-			if it.Author != tc.wantAuthor || it.URL != tc.wantURL {
-				t.Errorf("author %q url %q", it.Author, it.URL)
+			if it.Author != tc.wantAuthor || it.AuthorID != testDID || it.URL != tc.wantURL {
+				t.Errorf("author %q author id %q url %q", it.Author, it.AuthorID, it.URL)
 			}
 			if it.Text != "Hello #golang" || it.Lang != "en" || it.Position != 1725911162329308 {
 				t.Errorf("text %q lang %q position %d", it.Text, it.Lang, it.Position)

@@ -13,8 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
 )
@@ -39,7 +42,13 @@ type Stats struct {
 	Stalls     int64 // connections ended by silence
 	Gaps       int64 // subscribers told that posts were skipped
 	Repeats    int64 // posts read again (resume overlap, replay) and not handed over
-	Handles    int   // handles remembered
+	WireBytes  int64 // event bytes received, as sent (compressed or not)
+	Handles    int   // DIDs whose handle (or its absence) is remembered
+	// AppViewCalls are the getProfiles calls made, AppViewActors the
+	// actors asked for in them, AppViewFailures the calls that failed.
+	AppViewCalls    int64
+	AppViewActors   int64
+	AppViewFailures int64
 	// Position is the time_us of the last event read; 0 before the
 	// first.
 	Position int64
@@ -52,6 +61,7 @@ type Stats struct {
 // counters are Stats' live counters.
 type counters struct {
 	items, connects, rewinds, malformed, truncated, tooLarge, stalls, gaps, repeats atomic.Int64
+	wireBytes                                                                       atomic.Int64
 }
 
 // gap is a subscriber's notice that posts were skipped, shown until until.
@@ -71,20 +81,29 @@ type Source struct {
 	ws        *wsconn.Config
 	stats     counters
 	position  atomic.Int64 // time_us of the last event read
+	plain     []byte       // the read loop's room for a decompressed event
 
-	mu      sync.Mutex
-	cov     *coverage
-	handles handleCache
-	gaps    map[string]gap // query uuid → its notice
-	errs    source.ErrorSet
+	handles *resolver
+	// zstd decompresses events when Options.Compress asked for them;
+	// the read loop alone uses it.
+	zstd *zstd.Decoder
+
+	mu   sync.Mutex
+	cov  *coverage
+	gaps map[string]gap // query uuid → its notice
+	errs source.ErrorSet
 }
 
 var (
 	_ source.DataSource       = (*Source)(nil)
 	_ source.SubscriberErrors = (*Source)(nil)
+	_ source.AuthorNamer      = (*Source)(nil)
 )
 
-func newSource(opts Options) *Source {
+// partHandles is the part of the source's errors about handle lookups.
+const partHandles = "handles"
+
+func newSource(opts Options) (*Source, error) {
 	overlap := opts.ResumeOverlap.Microseconds()
 	s := &Source{
 		opts:      opts,
@@ -92,8 +111,15 @@ func newSource(opts Options) *Source {
 		overlapUS: overlap,
 		rewind:    make(chan struct{}, 1),
 		cov:       newCoverage(overlap, opts.RecentLimit),
-		handles:   handleCache{m: map[string]string{}, limit: opts.HandleCacheSize},
 		gaps:      map[string]gap{},
+	}
+	s.handles = newResolver(opts, s.logger, func(err error) { s.errs.Set(partHandles, source.Degraded(err)) })
+	if opts.Compress {
+		d, err := newDecoder(opts.MaxMessageBytes)
+		if err != nil {
+			return nil, err
+		}
+		s.zstd = d
 	}
 	s.ws = &wsconn.Config{
 		Client:          opts.HTTPClient,
@@ -105,7 +131,7 @@ func newSource(opts Options) *Source {
 		Errors:          wsconn.Errors{ConnectionLost: ErrConnectionLost, Stalled: ErrStalled, MessageTooLarge: ErrMessageTooLarge},
 		Counters:        wsconn.Counters{Stalls: &s.stats.stalls, TooLarge: &s.stats.tooLarge},
 	}
-	return s
+	return s, nil
 }
 
 // SetSubscribers records the node's bluesky subscribers. A query new to the
@@ -137,6 +163,41 @@ func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
 	if behind > 0 {
 		source.Signal(s.rewind)
 	}
+	if !s.opts.TextOnly {
+		s.handles.watch(fromHandles(specs), time.Now())
+	}
+}
+
+// NameAuthors takes the function told of the handles the source learns
+// for DIDs whose posts it may have handed over under the DID; false when
+// the source looks up no handles (Options.TextOnly).
+func (s *Source) NameAuthors(fn func([]source.AuthorName)) bool {
+	if s.opts.TextOnly {
+		return false
+	}
+	s.handles.setNames(fn)
+	return true
+}
+
+// fromHandles collects the handles that the specs' from: atoms name (DIDs
+// match through AuthorID and need no lookup).
+func fromHandles(specs []api.SubscriberSpec) map[string]bool {
+	out := map[string]bool{}
+	for _, sp := range specs {
+		q, err := query.ParseList(sp.Query)
+		if err != nil {
+			continue
+		}
+		for _, a := range q.Atoms() {
+			if a.Kind != query.From {
+				continue
+			}
+			if h := normalHandle(a.Value); h != "" {
+				out[h] = true
+			}
+		}
+	}
+	return out
 }
 
 // Err joins the connection's, the messages' and every subscriber's
@@ -178,15 +239,17 @@ func (s *Source) Stats() Stats {
 		Stalls:    s.stats.stalls.Load(),
 		Gaps:      s.stats.gaps.Load(),
 		Repeats:   s.stats.repeats.Load(),
+		WireBytes: s.stats.wireBytes.Load(),
 		Position:  s.position.Load(),
 	}
 	st.Reconnects = max(st.Connects-1, 0)
 	if st.Position > 0 {
 		st.Lag = max(time.Since(time.UnixMicro(st.Position)), 0)
 	}
-	s.mu.Lock()
-	st.Handles = len(s.handles.m)
-	s.mu.Unlock()
+	st.Handles = s.handles.size()
+	st.AppViewCalls = s.handles.calls.Load()
+	st.AppViewActors = s.handles.asked.Load()
+	st.AppViewFailures = s.handles.fails.Load()
 	return st
 }
 
@@ -208,6 +271,14 @@ func (s *Source) Run(ctx context.Context, emit source.Emit) {
 		Logger: s.logger,
 		Name:   "bluesky",
 	}
+	if s.zstd != nil {
+		defer s.zstd.Close()
+	}
+	var wg sync.WaitGroup
+	if !s.opts.TextOnly {
+		wg.Go(func() { s.handles.run(ctx) })
+	}
+	defer wg.Wait()
 	loop.Run(ctx, func(ctx context.Context) (bool, error) { return s.connect(ctx, emit) })
 }
 
@@ -230,6 +301,9 @@ func (s *Source) connect(ctx context.Context, emit source.Emit) (connected bool,
 	u := s.opts.JetstreamURL + "?wantedCollections=" + url.QueryEscape(PostCollection)
 	if cursor > 0 {
 		u += "&cursor=" + strconv.FormatInt(cursor, 10)
+	}
+	if s.zstd != nil {
+		u += "&compress=true"
 	}
 	c, err := wsconn.Dial(ctx, u, s.ws)
 	if err != nil {
@@ -285,7 +359,18 @@ func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emi
 			}
 			return err
 		}
-		ev, err := decodeEvent(data)
+		s.stats.wireBytes.Add(int64(len(data)))
+		if s.zstd != nil {
+			if data, err = s.zstd.DecodeAll(data, s.plain[:0]); err != nil {
+				err = fmt.Errorf("%w: not a zstd frame of the dictionary: %v", ErrMalformed, err)
+			} else {
+				s.plain = data
+			}
+		}
+		var ev event
+		if err == nil {
+			ev, err = decodeEvent(data)
+		}
 		if err != nil {
 			if errors.Is(err, ErrTruncated) {
 				s.stats.truncated.Add(1)
@@ -308,9 +393,7 @@ func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emi
 		}
 		switch ev.kind {
 		case kindIdentity:
-			s.mu.Lock()
-			s.handles.set(ev.did, ev.handle)
-			s.mu.Unlock()
+			s.handles.identity(ev.did, ev.handle, time.Now())
 		case kindPost:
 			if err := s.deliver(ctx, ev, emit); err != nil {
 				return err
@@ -324,13 +407,18 @@ func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emi
 func (s *Source) deliver(ctx context.Context, ev event, emit source.Emit) error {
 	s.mu.Lock()
 	all, uuids := s.cov.route(postURI(ev.did, ev.rkey), ev.timeUS)
-	author := s.handles.m[ev.did]
 	s.mu.Unlock()
 	if !all && len(uuids) == 0 {
 		s.stats.repeats.Add(1)
 		return nil
 	}
-	it := postItem(ev, author, time.Now())
+	now := time.Now()
+	var it source.Item
+	if s.opts.TextOnly {
+		it = plainItem(ev, s.handles.known(ev.did), now)
+	} else {
+		it = postItem(ev, s.handles.handle(ev.did, now), now)
+	}
 	items := []source.Item{it}
 	if !all {
 		items = make([]source.Item, len(uuids))
@@ -379,44 +467,6 @@ func usTime(us int64) string {
 	return time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
 }
 
-// handleCache remembers handles by DID, forgetting the oldest learned
-// beyond limit. Its user guards it.
-type handleCache struct {
-	m     map[string]string
-	order []string // DIDs in the order learned; may hold forgotten ones
-	limit int
-}
-
-// set records did's handle; "" forgets it (the account has no valid
-// handle now).
-func (h *handleCache) set(did, handle string) {
-	if handle == "" {
-		delete(h.m, did)
-		return
-	}
-	if _, ok := h.m[did]; !ok {
-		h.order = append(h.order, did)
-	}
-	h.m[did] = handle
-	for len(h.m) > h.limit && len(h.order) > 0 {
-		delete(h.m, h.order[0])
-		h.order = h.order[1:]
-	}
-	if len(h.order) > 2*h.limit {
-		// Forgotten DIDs pile up when handles come and go: keep the
-		// live ones, in order.
-		kept := make([]string, 0, len(h.m))
-		seen := make(map[string]bool, len(h.m))
-		for _, d := range h.order {
-			if _, ok := h.m[d]; ok && !seen[d] {
-				seen[d] = true
-				kept = append(kept, d)
-			}
-		}
-		h.order = kept
-	}
-}
-
 // Report gives the source's counters and its lag to the spawn's metrics.
 func (s *Source) Report() []source.Stat {
 	st := s.Stats()
@@ -427,5 +477,9 @@ func (s *Source) Report() []source.Stat {
 		source.Stat{Name: source.StatLag, Help: "How far a data source's log position is behind the clock.", Gauge: true, Value: st.Lag.Seconds()},
 		source.Stat{Name: "bw_spawn_bluesky_rewinds_total", Help: "Jetstream reconnects further back for a subscriber with an older cursor.", Value: float64(st.Rewinds)},
 		source.Stat{Name: "bw_spawn_bluesky_gaps_total", Help: "Subscribers told that posts beyond the replay window were skipped.", Value: float64(st.Gaps)},
+		source.Stat{Name: "bw_spawn_bluesky_received_bytes_total", Help: "Jetstream event bytes received, as sent (compressed or not).", Value: float64(st.WireBytes)},
+		source.Stat{Name: "bw_spawn_bluesky_appview_calls_total", Help: "getProfiles calls made to the AppView for handles.", Value: float64(st.AppViewCalls)},
+		source.Stat{Name: "bw_spawn_bluesky_appview_failures_total", Help: "getProfiles calls that failed.", Value: float64(st.AppViewFailures)},
+		source.Stat{Name: "bw_spawn_bluesky_handles", Help: "DIDs whose handle the bluesky source remembers.", Gauge: true, Value: float64(st.Handles)},
 	)
 }

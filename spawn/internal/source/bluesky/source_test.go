@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/appview"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -20,15 +21,25 @@ import (
 // waitTimeout bounds every condition a test waits for.
 const waitTimeout = sourcetest.WaitTimeout
 
-// testOptions are short timers for a source of the fake at url.
+// testOptions are short timers for a source of the fake Jetstream at url,
+// asking a local AppView for handles.
 func testOptions(t *testing.T, url string) Options {
+	opts, _ := testOptionsWithAppView(t, url)
+	return opts
+}
+
+// testOptionsWithAppView is testOptions returning the local AppView too.
+func testOptionsWithAppView(t *testing.T, url string) (Options, *appview.Server) {
+	av := appview.Start(t)
 	return Options{
 		JetstreamURL: url,
+		AppViewURL:   av.URL(),
 		BackoffMin:   20 * time.Millisecond,
 		BackoffMax:   200 * time.Millisecond,
 		StallTimeout: 5 * time.Second,
+		LookupLinger: 20 * time.Millisecond,
 		Logger:       testkit.Logger(t, "bluesky"),
-	}
+	}, av
 }
 
 func spec(id int64, terms ...string) api.SubscriberSpec {
@@ -113,11 +124,11 @@ func TestSource_OneConnectionCarriesEverySubscriber(t *testing.T) {
 	})
 
 	got, _ := rec.ByID(p.URI)
-	if got.Author != "alice.test" || got.URL != "https://bsky.app/profile/alice.test/post/"+p.URI[strings.LastIndex(p.URI, "/")+1:] ||
+	if got.Author != "alice.test" || got.AuthorID != "did:plc:alice" || got.URL != "https://bsky.app/profile/did:plc:alice/post/"+p.URI[strings.LastIndex(p.URI, "/")+1:] ||
 		got.Text != "golang and zig" || got.Lang != "en" || got.Position != p.TimeUS || got.QueryUUID != "" {
 		t.Errorf("post %+v", got)
 	}
-	if got, _ := rec.ByID(q.URI); got.Author != "did:plc:bob" || got.ReplyTo != p.URI || got.ThreadID != p.URI {
+	if got, _ := rec.ByID(q.URI); got.Author != "did:plc:bob" || got.AuthorID != "did:plc:bob" || got.ReplyTo != p.URI || got.ThreadID != p.URI {
 		t.Errorf("reply %+v", got)
 	}
 	if n := len(rec.All()); n != 2 {
@@ -127,7 +138,7 @@ func TestSource_OneConnectionCarriesEverySubscriber(t *testing.T) {
 	if len(acc) != 1 || !slices.Equal(acc[0].Collections, []string{PostCollection}) || acc[0].Cursor != 0 {
 		t.Errorf("connections %+v, want one for posts from the live stream", acc)
 	}
-	if st := src.Stats(); st.Items != 2 || st.Connects != 1 || st.Handles != 1 || st.Lag <= 0 {
+	if st := src.Stats(); st.Items != 2 || st.Connects != 1 || st.Lag <= 0 {
 		t.Errorf("stats %+v", st)
 	}
 	if err := src.Err(); err != nil {
@@ -197,7 +208,8 @@ func TestSource_CutResumesWithoutGapsOrRepeats(t *testing.T) {
 }
 
 func TestSource_LateSubscriberWithOlderCursorIsReplayedAlone(t *testing.T) {
-	js := jetstream.Start(t, jetstream.Options{})
+	// Strictly increasing times: the cursor falls between known posts.
+	js := jetstream.Start(t, jetstream.Options{StepBack: -1})
 	a, b := spec(1, "golang"), spec(2, "rust")
 	src, rec := start(t, testOptions(t, js.URL()), a)
 	testkit.WaitFor(t, waitTimeout, "the connection", func() bool { return js.Conns() == 1 })

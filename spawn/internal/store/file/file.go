@@ -102,6 +102,9 @@ type crawler struct {
 	mu      sync.Mutex
 	ids     map[string]struct{}
 	indexed map[string]int64 // file name → bytes indexed (up to a newline)
+	// inodes tell a file replaced by an amendment (Amend) from one that
+	// only grew: a replaced file is indexed again from its start.
+	inodes map[string]uint64
 }
 
 // Open opens (creating) the store in dir and cuts any half-written final
@@ -141,6 +144,9 @@ func (s *Store) repair(id int64) error {
 		return err
 	}
 	defer unlock()
+	if err := removeTemps(s.crawlerDir(id)); err != nil {
+		return err
+	}
 	names, err := dayFiles(s.crawlerDir(id))
 	if err != nil {
 		return err
@@ -182,7 +188,7 @@ func (s *Store) crawler(id int64) (*crawler, error) {
 		s.lru = append(slices.Delete(s.lru, i, i+1), id)
 		return s.crawlers[id], nil
 	}
-	c := &crawler{ids: map[string]struct{}{}, indexed: map[string]int64{}}
+	c := &crawler{ids: map[string]struct{}{}, indexed: map[string]int64{}, inodes: map[string]uint64{}}
 	s.crawlers[id] = c
 	s.lru = append(s.lru, id)
 	if len(s.lru) > maxCachedCrawlers {
@@ -286,12 +292,16 @@ func (s *Store) writeCrawler(id int64, all []api.Comment, idx []int, fresh []boo
 	slices.Sort(names)
 	createdFile := false
 	for _, name := range names {
-		size, fresh, err := appendLines(filepath.Join(dir, name), byDay[name].Bytes())
+		path := filepath.Join(dir, name)
+		size, fresh, err := appendLines(path, byDay[name].Bytes())
 		if err != nil {
 			return err
 		}
 		createdFile = createdFile || fresh
 		c.indexed[name] = size
+		if fresh {
+			c.inodes[name] = inode(path)
+		}
 	}
 	if createdFile {
 		if err := syncDir(dir); err != nil {
@@ -393,9 +403,15 @@ func (c *crawler) refresh(dir string) error {
 			return fmt.Errorf("file: unable to stat %s: %w", path, err)
 		}
 		off := c.indexed[name]
+		if ino := inodeOf(info); ino != c.inodes[name] {
+			// Replaced by an amendment (here or in another process):
+			// read it again from the start. Its ids are the old ones.
+			off = 0
+			c.inodes[name] = ino
+		}
 		if info.Size() < off {
 			// The file shrank under us (edited by hand?): start over.
-			c.ids, c.indexed = map[string]struct{}{}, map[string]int64{}
+			c.ids, c.indexed, c.inodes = map[string]struct{}{}, map[string]int64{}, map[string]uint64{}
 			return c.refresh(dir)
 		}
 		if info.Size() == off {
@@ -564,6 +580,23 @@ func lockDir(dir string) (func(), error) {
 		_ = syscall.Flock(int(d.Fd()), syscall.LOCK_UN)
 		d.Close()
 	}, nil
+}
+
+// inodeOf is a file's inode number, 0 when the system does not say.
+func inodeOf(info os.FileInfo) uint64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// inode is the inode number of the file at path, 0 when unknown.
+func inode(path string) uint64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return inodeOf(info)
 }
 
 // syncDir makes a directory's new entries durable.
