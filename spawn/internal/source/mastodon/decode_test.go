@@ -74,9 +74,9 @@ func TestDecodeFrame(t *testing.T) {
 func TestStatusItem(t *testing.T) {
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	str := func(s string) *string { return &s }
-	root := &link{uri: "https://a.example/users/x/statuses/10"}                                                     // a thread's first status
+	root := &link{uri: "https://a.example/users/x/statuses/10"}                                                      // a thread's first status
 	inThread := &link{uri: "https://b.example/users/y/statuses/77", thread: "https://a.example/users/x/statuses/10"} // a reply in it
-	orphan := &link{uri: "https://b.example/users/y/statuses/78", orphan: true}                                     // a reply whose parent is unknown
+	orphan := &link{uri: "https://b.example/users/y/statuses/78", orphan: true}                                      // a reply whose parent is unknown
 	cases := []struct {
 		name   string
 		st     status
