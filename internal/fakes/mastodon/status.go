@@ -10,7 +10,7 @@ import (
 )
 
 // selfAccountID is the local id of the token's account.
-const selfAccountID = "1"
+const selfAccountID = "990000000000000001"
 
 // Visibilities of a status.
 const (
@@ -114,18 +114,47 @@ func (s *Server) Delete(st Status) {
 // streams Mastodon would deliver it to, read off its fields. The entity's
 // id must be new to the server.
 func (s *Server) PostJSON(entity []byte) error {
-	rec, err := parseRecord(entity)
+	rec, err := s.rememberJSON(entity)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.statuses[rec.id]; dup {
-		return fmt.Errorf("mastodon fake: status %s already posted", rec.id)
-	}
-	s.statuses[rec.id] = rec
 	s.fanOutLocked("update", rec)
 	return nil
+}
+
+// RememberJSON keeps a recorded Status entity without delivering it: its
+// context can be read, and Deliver delivers it later.
+func (s *Server) RememberJSON(entity []byte) error {
+	_, err := s.rememberJSON(entity)
+	return err
+}
+
+// Deliver delivers a kept status, by its local id, as an update event.
+func (s *Server) Deliver(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.statuses[id]
+	if !ok {
+		return fmt.Errorf("mastodon fake: no status %s", id)
+	}
+	s.fanOutLocked("update", rec)
+	return nil
+}
+
+func (s *Server) rememberJSON(entity []byte) (*record, error) {
+	rec, err := parseRecord(entity)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.statuses[rec.id]; dup {
+		return nil, fmt.Errorf("mastodon fake: status %s already kept", rec.id)
+	}
+	s.statuses[rec.id] = rec
+	return rec, nil
 }
 
 // Remember keeps a status without delivering it, as one the instance

@@ -36,8 +36,9 @@ func (s *session) parentOf(ctx context.Context, st *status) *link {
 	}
 	var doc struct {
 		Ancestors []struct {
-			ID  string `json:"id"`
-			URI string `json:"uri"`
+			ID          string  `json:"id"`
+			URI         string  `json:"uri"`
+			InReplyToID *string `json:"in_reply_to_id"`
 		} `json:"ancestors"`
 	}
 	s.busy.Store(true)
@@ -52,15 +53,20 @@ func (s *session) parentOf(ctx context.Context, st *status) *link {
 		return nil
 	}
 	s.stats.resolved.Add(1)
+	// The first ancestor is the thread's first status only when it replies
+	// to nothing: the instance leaves out what it does not know or may not
+	// show, and then the thread's first status is unknown.
 	var root string
+	orphan := len(doc.Ancestors) > 0 && doc.Ancestors[0].InReplyToID != nil && *doc.Ancestors[0].InReplyToID != ""
 	var parent *link
 	for n, a := range doc.Ancestors {
 		uri := strings.TrimSpace(a.URI)
 		if !localID(a.ID) || uri == "" {
+			orphan = true // the chain is broken from here on
 			continue
 		}
-		l := link{uri: source.ItemID(uri), thread: root}
-		if n == 0 {
+		l := link{uri: source.ItemID(uri), thread: root, orphan: orphan}
+		if n == 0 && !orphan {
 			root = l.uri
 		}
 		if _, known := s.recent.get(a.ID); !known {
