@@ -153,7 +153,7 @@ func engagementScore(reposts, likes int64) float64 {
 
 // TestSuggest_RanksMastodonCandidatesByEngagement streams statuses of a
 // mastodon crawler from a local instance: a hashtag in many new statuses
-// nobody has shared yet, one in two statuses liked a little, one in a boost
+// nobody has shared yet, one in two statuses liked a little, one in an edit
 // of a widely shared status. bwctl crawler suggest lists them by their
 // engagement-weighted score (by frequency they would come the other way
 // round), and the stored comments keep their counts.
@@ -182,9 +182,12 @@ func TestSuggest_RanksMastodonCandidatesByEngagement(t *testing.T) {
 		inst.Post(mastodonfake.Status{Acct: fmt.Sprintf("tipster%d", i), Content: "<p>#golang #tips for you</p>", Tags: tags,
 			Reblogs: 1, Favourites: 3})
 	}
-	shared := mastodonfake.Status{ID: "1", URI: "https://a.example/users/gopher/statuses/1", Acct: "gopher",
-		Content: "<p>#golang #release is out</p>", Tags: tags, Reblogs: 40, Favourites: 120}
+	// Mastodon never streams a boost on a hashtag stream; a widely shared
+	// status comes back with its counts when it is edited.
+	shared := inst.Remember(mastodonfake.Status{ID: "1", URI: "https://a.example/users/gopher/statuses/1", Acct: "gopher",
+		Content: "<p>#golang #release is out</p>", Tags: tags, Reblogs: 40, Favourites: 120})
 	inst.Post(mastodonfake.Status{Acct: "booster", Reblog: &shared})
+	inst.Edit(shared)
 
 	want := []api.Suggestion{
 		{Term: "#release", Score: engagementScore(40, 120), Count: 1},
@@ -221,7 +224,7 @@ func TestSuggest_RanksMastodonCandidatesByEngagement(t *testing.T) {
 		stored[cm.ID] = cm.Engagement
 	}
 	if e := stored[shared.URI]; e == nil || *e != (api.Engagement{Reposts: 40, Likes: 120}) {
-		t.Errorf("the boosted status was stored with engagement %+v, want its reblogs and favourites", e)
+		t.Errorf("the widely shared status was stored with engagement %+v, want its reblogs and favourites", e)
 	}
 }
 

@@ -1,13 +1,42 @@
-// Package mastodon is a local Mastodon instance for tests, speaking the
-// real streaming protocol: one multiplexed WebSocket per client
-// (GET /api/v1/streaming) that subscribes and unsubscribes the public and
-// hashtag streams with JSON messages, and receives update, status.update
-// and delete events whose payload is the status encoded as a JSON string.
-// The instance documents (/api/v1/instance, /api/v2/instance) advertise the
-// streaming URL. Tests post statuses with Post, which fans them out to the
-// streams they belong to; they can refuse tokens, cut or stall connections
-// and send raw frames. Two servers can carry the same status: give it the
-// same URI on both, each assigns its own local id.
+// Package mastodon is a local Mastodon instance for tests, built from
+// Mastodon's own code (streaming/index.js, FanOutOnWriteService,
+// FeedManager, RemoveStatusService, the REST controllers) and its
+// documentation, quirks included:
+//
+//   - One multiplexed WebSocket per client (GET /api/v1/streaming) that
+//     subscribes and unsubscribes streams with JSON messages (public,
+//     public:local, public:remote, hashtag, hashtag:local, user) and
+//     receives update, status.update and delete events whose payload is the
+//     status JSON-encoded as a string (a delete's, the status id). A stream
+//     named in the query string is subscribed at once.
+//   - A refused handshake is answered as the streaming server answers it:
+//     401 with an empty text/plain body and the reason in X-Error-Message
+//     ("Missing access token", "Invalid access token"). A subscription the
+//     token's scopes do not cover, an unknown stream or a hashtag without a
+//     tag get an error event ({"error":…,"status":…}); unknown message
+//     types and invalid JSON are ignored.
+//   - Statuses fan out as Mastodon fans them out: only public statuses
+//     that are not reblogs reach the public and hashtag streams and the
+//     followers of their tags; a reply to another account stays off the
+//     public streams (it still reaches the hashtag streams); the home
+//     timeline (stream user) carries the token account's own statuses,
+//     those of accounts it follows (reblogs included) and, once per followed
+//     tag of the status, those of the tags it follows.
+//   - configuration.timelines_access in /api/v2/instance (Mastodon 4.5 and
+//     later) and the streaming server's filter behind it: a status of a feed
+//     whose access is "disabled" is dropped from the public or hashtag
+//     streams unless the token's role may view feeds, while delete events
+//     pass, so a closed public stream carries only deletes.
+//   - REST: the instance documents, verify_credentials (the token's
+//     account and role), tags (show, follow, unfollow), followed_tags
+//     (paginated with a Link header), a status's context (ancestors and
+//     descendants).
+//
+// Tests post statuses with Post (built from a Status) or PostJSON (a
+// recorded Status entity, delivered verbatim), edit and delete them, and
+// can refuse tokens, cut or stall connections and send raw frames. Two
+// servers can carry the same status: give it the same URI on both, each
+// assigns its own local id.
 //
 // Wire format (JSON text messages):
 //
@@ -17,21 +46,14 @@
 //	server → client  {"stream":["hashtag","golang"],"event":"update","payload":"{\"id\":…}"}
 //	                 {"stream":["public"],"event":"delete","payload":"1000001"}
 //	                 {"error":"Unknown stream type","status":400}
-//
-// The token is accepted in the Authorization header (Bearer), the
-// Sec-WebSocket-Protocol header or the access_token query parameter, as
-// Mastodon accepts it; a wrong or missing one gets 401 at the handshake.
 package mastodon
 
 import (
-	"crypto/subtle"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,7 +64,8 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultPingInterval is how often the server pings each connection.
+	// DefaultPingInterval is how often the server pings each connection
+	// (the streaming server's keep-alive interval).
 	DefaultPingInterval = 30 * time.Second
 	// DefaultConnBuffer is how many frames may wait for a slow reader
 	// before the server drops its connection.
@@ -50,6 +73,11 @@ const (
 	// DefaultDomain is the instance's domain in the uris and accounts of
 	// posted statuses.
 	DefaultDomain = "mastodon.example"
+	// DefaultVersion is the Mastodon version the instance documents
+	// report; from 4.5 on they carry configuration.timelines_access.
+	DefaultVersion = "4.5.0"
+	// DefaultAccount is the username of the token's account.
+	DefaultAccount = "spawn"
 	// firstLocalID is the first local id the server assigns.
 	firstLocalID = 110000000000000000
 	// localIDsPerServer is the log2 of the local ids reserved for each
@@ -61,16 +89,58 @@ const (
 	writeTimeout = 10 * time.Second
 )
 
+// Feed access values of configuration.timelines_access.
+const (
+	AccessPublic        = "public"
+	AccessAuthenticated = "authenticated"
+	AccessDisabled      = "disabled"
+)
+
 // servers counts the servers made in this process.
 var servers atomic.Int64
+
+// FeedAccess is who may read a feed's local and remote statuses.
+type FeedAccess struct {
+	Local, Remote string
+}
+
+// TimelinesAccess is configuration.timelines_access; empty fields are
+// AccessPublic.
+type TimelinesAccess struct {
+	LiveFeeds, HashtagFeeds, TrendingLinkFeeds FeedAccess
+}
+
+// ClosedLiveFeeds is the access of an instance that closed its live and
+// hashtag feeds to everyone without the "View live and topic feeds"
+// permission, as mastodon.social did in 2026 (local hashtag feeds cannot be
+// disabled).
+var ClosedLiveFeeds = TimelinesAccess{
+	LiveFeeds:         FeedAccess{AccessDisabled, AccessDisabled},
+	HashtagFeeds:      FeedAccess{AccessAuthenticated, AccessDisabled},
+	TrendingLinkFeeds: FeedAccess{AccessAuthenticated, AccessDisabled},
+}
 
 // Options configure a Server.
 type Options struct {
 	// Token is the access token clients must present; empty accepts any
-	// client, with or without one.
+	// token, but a client must still present one (Mastodon 4.2 and later).
 	Token string
+	// Scopes are the token's OAuth scopes; nil means "read write".
+	Scopes []string
+	// Account is the username of the token's account; empty means
+	// DefaultAccount.
+	Account string
+	// ViewFeeds gives the token's role the "View live and topic feeds"
+	// permission, which reads disabled feeds all the same.
+	ViewFeeds bool
 	// Domain is the instance's domain; empty means DefaultDomain.
 	Domain string
+	// Version is the Mastodon version reported; empty means
+	// DefaultVersion. Before 4.5 the instance document has no
+	// timelines_access, though the feeds are filtered all the same.
+	Version string
+	// TimelinesAccess is the instance's feed access settings.
+	TimelinesAccess TimelinesAccess
 	// StreamingURL, when set, is advertised as the streaming API's base
 	// URL in the instance documents; empty advertises the server itself.
 	StreamingURL string
@@ -83,47 +153,30 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Status is what a test posts. Zero fields are filled in by Post: ID with
-// the next local id, Acct with "alice", URI and URL from the domain, the
-// account and the id, CreatedAt with the current time.
-type Status struct {
-	ID          string
-	URI         string
-	URL         string
-	Acct        string // "alice" for a local account, "bob@other.example" for a remote one
-	Content     string // HTML
-	SpoilerText string
-	Language    string
-	CreatedAt   time.Time
-	EditedAt    time.Time
-	InReplyToID string
-	Tags        []string
-	// Reblog, when set, makes the status a reblog of it; the reblog is
-	// delivered to the streams of the reblogged status's tags.
-	Reblog *Status
-	// Reblogs and Favourites are the status's reblogs_count and
-	// favourites_count (a status streamed as it is written has none; a
-	// reblog carries them in the reblogged status).
-	Reblogs, Favourites int
-}
-
 // Subscription is one subscribe or unsubscribe message a client sent.
 type Subscription struct {
 	At     time.Time
 	Conn   int    // the connection's number, from 1
 	Type   string // subscribe or unsubscribe
-	Stream string // public, or hashtag:<tag> with the tag lowercased
+	Stream string // public, user, or hashtag:<tag> with the tag lowercased
 	OK     bool
+}
+
+// TagEvent is one tag follow or unfollow the server handled.
+type TagEvent struct {
+	Action string // follow or unfollow
+	Tag    string // lowercased
 }
 
 // conn is one client connection.
 type conn struct {
 	n       int
+	scopes  []string
 	out     chan []byte
 	cut     chan struct{}
 	cutOnce sync.Once
-	subs    map[string]bool // guarded by Server.mu
-	stalled bool            // guarded by Server.mu
+	subs    map[string][]string // guarded by Server.mu: key → the stream name frames carry
+	stalled bool                // guarded by Server.mu
 }
 
 func (c *conn) close() { c.cutOnce.Do(func() { close(c.cut) }) }
@@ -133,16 +186,24 @@ type Server struct {
 	opts Options
 	url  string
 
-	mu        sync.Mutex
-	closed    bool
-	token     string
-	conns     map[*conn]bool
-	accepted  int
-	rejected  int
-	dropped   int
-	nextID    int64
-	cutUntil  time.Time
-	subEvents []Subscription
+	mu          sync.Mutex
+	closed      bool
+	token       string
+	conns       map[*conn]bool
+	accepted    int
+	rejected    int
+	dropped     int
+	nextID      int64
+	nextAccount int
+	cutUntil    time.Time
+	subEvents   []Subscription
+	statuses    map[string]*record // by local id
+	accounts    map[string]string  // acct (lowercased) → account id
+	following   map[string]bool    // accts (lowercased) the token's account follows
+	tagFollows  map[string]int64   // followed tag → follow sequence (newest highest)
+	followSeq   int64
+	tagEvents   []TagEvent
+	restCalls   map[string]int // "METHOD path pattern" → count
 }
 
 // New returns a server; serve its Handler, or use Start.
@@ -156,13 +217,34 @@ func New(opts Options) *Server {
 	if opts.Domain == "" {
 		opts.Domain = DefaultDomain
 	}
+	if opts.Version == "" {
+		opts.Version = DefaultVersion
+	}
+	if opts.Account == "" {
+		opts.Account = DefaultAccount
+	}
+	if opts.Scopes == nil {
+		opts.Scopes = []string{"read", "write"}
+	}
+	for _, fa := range []*FeedAccess{&opts.TimelinesAccess.LiveFeeds, &opts.TimelinesAccess.HashtagFeeds, &opts.TimelinesAccess.TrendingLinkFeeds} {
+		if fa.Local == "" {
+			fa.Local = AccessPublic
+		}
+		if fa.Remote == "" {
+			fa.Remote = AccessPublic
+		}
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	// Each server numbers its statuses from its own offset, as instances
 	// do: the same status gets different local ids on two of them.
 	first := firstLocalID + servers.Add(1)<<localIDsPerServer
-	return &Server{opts: opts, token: opts.Token, conns: map[*conn]bool{}, nextID: first}
+	s := &Server{opts: opts, token: opts.Token, conns: map[*conn]bool{}, nextID: first,
+		statuses: map[string]*record{}, accounts: map[string]string{}, following: map[string]bool{},
+		tagFollows: map[string]int64{}, restCalls: map[string]int{}, nextAccount: 100}
+	s.accounts[strings.ToLower(opts.Account)] = selfAccountID
+	return s
 }
 
 // Start runs a new server on a free loopback port until the test ends. At
@@ -177,44 +259,21 @@ func Start(tb fakehttp.TB, opts Options) *Server {
 // URL is the base URL of a server made by Start.
 func (s *Server) URL() string { return s.url }
 
-// Handler serves:
-//
-//	GET /api/v1/streaming          the multiplexed WebSocket
-//	GET /api/v1/streaming/health   "OK"
-//	GET /api/v1/instance           {"uri", "version", "urls": {"streaming_api"}}
-//	GET /api/v2/instance           {"domain", "version", "configuration": {"urls": {"streaming"}}}
+// Domain is the instance's domain.
+func (s *Server) Domain() string { return s.opts.Domain }
+
+// Handler serves the streaming API and the REST endpoints listed in
+// routes (rest.go).
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+	mux := fakehttp.NewMux()
 	mux.HandleFunc("GET /api/v1/streaming", s.handleStreaming)
 	mux.HandleFunc("GET /api/v1/streaming/health", func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "OK")
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Cache-Control", "private, no-store")
+		_, _ = w.Write([]byte("OK"))
 	})
-	mux.HandleFunc("GET /api/v1/instance", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{
-			"uri": s.opts.Domain, "title": "Local test instance", "version": "4.3.0",
-			"urls": map[string]string{"streaming_api": s.streamingURL(r)},
-		})
-	})
-	mux.HandleFunc("GET /api/v2/instance", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{
-			"domain": s.opts.Domain, "title": "Local test instance", "version": "4.3.0",
-			"configuration": map[string]any{"urls": map[string]string{"streaming": s.streamingURL(r)}},
-		})
-	})
+	s.routes(mux)
 	return mux
-}
-
-// streamingURL is the advertised streaming base: the option, else the
-// server itself as the client reached it.
-func (s *Server) streamingURL(r *http.Request) string {
-	if s.opts.StreamingURL != "" {
-		return s.opts.StreamingURL
-	}
-	scheme := "ws"
-	if r.TLS != nil {
-		scheme = "wss"
-	}
-	return scheme + "://" + r.Host
 }
 
 // Close drops every connection, so the HTTP server serving the handler
@@ -237,109 +296,70 @@ func (s *Server) SetToken(token string) {
 	s.token = token
 }
 
-// authorized checks the token in the Authorization header, the
-// Sec-WebSocket-Protocol header or the access_token parameter.
-func (s *Server) authorized(r *http.Request) bool {
-	s.mu.Lock()
-	want := s.token
-	s.mu.Unlock()
-	if want == "" {
-		return true
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		got = strings.TrimSpace(r.Header.Get("Sec-WebSocket-Protocol"))
-	}
-	if got == "" {
-		got = r.URL.Query().Get("access_token")
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
-
-// Post fills in the status's defaults and delivers it as an update event
-// to every connection subscribed to the public stream or to one of its
-// tags (a reblog's are its reblogged status's). It returns the status as
-// delivered.
-func (s *Server) Post(st Status) Status {
+// SetTimelinesAccess changes the feed access settings; open connections
+// are filtered by the new ones from their next event on (the streaming
+// server reads them when a stream is subscribed, so a real one keeps the
+// old settings on a subscribed stream).
+func (s *Server) SetTimelinesAccess(ta TimelinesAccess) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fillLocked(&st)
-	s.fanOutLocked("update", st, encodeStatus(st, s.opts.Domain))
-	return st
+	s.opts.TimelinesAccess = ta
 }
 
-// Edit delivers st, which Post returned, as a status.update event, its
-// EditedAt set to now when zero. It returns the status as delivered.
-func (s *Server) Edit(st Status) Status {
+// FollowAccount makes the token's account follow acct ("bob" for a local
+// account, "bob@other.example" for a remote one): its statuses reach the
+// user stream.
+func (s *Server) FollowAccount(acct string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fillLocked(&st)
-	if st.EditedAt.IsZero() {
-		st.EditedAt = time.Now()
-	}
-	s.fanOutLocked("status.update", st, encodeStatus(st, s.opts.Domain))
-	return st
+	s.following[strings.ToLower(acct)] = true
 }
 
-// Delete delivers a delete event for a local id to the streams of st.
-func (s *Server) Delete(st Status) {
+// FollowTag makes the token's account follow a tag, as if its owner had
+// followed it before any client of the test.
+func (s *Server) FollowTag(tag string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fanOutLocked("delete", st, st.ID)
+	s.followTagLocked(strings.ToLower(tag))
 }
 
-func (s *Server) fillLocked(st *Status) {
-	if st.Reblog != nil {
-		inner := *st.Reblog
-		s.fillLocked(&inner)
-		st.Reblog = &inner
-	}
-	if st.ID == "" {
-		s.nextID++
-		st.ID = strconv.FormatInt(s.nextID, 10)
-	}
-	if st.Acct == "" {
-		st.Acct = "alice"
-	}
-	user, domain, remote := strings.Cut(st.Acct, "@")
-	if !remote {
-		domain = s.opts.Domain
-	}
-	if st.URI == "" {
-		st.URI = "https://" + domain + "/users/" + user + "/statuses/" + st.ID
-	}
-	if st.URL == "" {
-		st.URL = "https://" + domain + "/@" + user + "/" + st.ID
-	}
-	if st.CreatedAt.IsZero() {
-		st.CreatedAt = time.Now()
-	}
+// UnfollowTag makes the token's account unfollow a tag, as if another
+// client had.
+func (s *Server) UnfollowTag(tag string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tagFollows, strings.ToLower(tag))
 }
 
-// fanOutLocked sends an event to each connection once per stream of the
-// status it subscribes, as Mastodon does: a status with two subscribed tags
-// arrives twice.
-func (s *Server) fanOutLocked(event string, st Status, payload string) {
-	tags := st.Tags
-	if st.Reblog != nil {
-		tags = st.Reblog.Tags
+// FollowedTags lists the tags the token's account follows, sorted.
+func (s *Server) FollowedTags() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.tagFollows))
+}
+
+// TagEvents lists the follows and unfollows clients asked for, oldest
+// first.
+func (s *Server) TagEvents() []TagEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tagEvents)
+}
+
+// RESTCalls is how many requests the server answered on a route, named
+// as routes names it ("GET /api/v1/followed_tags").
+func (s *Server) RESTCalls(route string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restCalls[route]
+}
+
+func (s *Server) followTagLocked(tag string) {
+	if _, ok := s.tagFollows[tag]; ok {
+		return
 	}
-	streams := [][]string{{"public"}}
-	for _, t := range tags {
-		t = strings.ToLower(t)
-		if !slices.ContainsFunc(streams, func(x []string) bool { return len(x) == 2 && x[1] == t }) {
-			streams = append(streams, []string{"hashtag", t})
-		}
-	}
-	for c := range s.conns {
-		for _, name := range streams {
-			if !c.subs[strings.Join(name, ":")] {
-				continue
-			}
-			b, _ := json.Marshal(eventFrame{Stream: name, Event: event, Payload: payload})
-			s.sendLocked(c, b)
-		}
-	}
+	s.followSeq++
+	s.tagFollows[tag] = s.followSeq
 }
 
 // SendRaw sends data as one complete text message to every connection: a
@@ -399,7 +419,8 @@ func (s *Server) Rejected() int {
 }
 
 // Subscriptions returns, per open connection in the order they were
-// accepted, its subscribed streams sorted: "public", "hashtag:golang".
+// accepted, its subscribed streams sorted: "public", "hashtag:golang",
+// "user".
 func (s *Server) Subscriptions() [][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -432,7 +453,12 @@ func (s *Server) sendLocked(c *conn, b []byte) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// hasScope reports whether scopes grant one of want.
+func hasScope(scopes []string, want ...string) bool {
+	return slices.ContainsFunc(scopes, func(s string) bool { return slices.Contains(want, s) })
 }

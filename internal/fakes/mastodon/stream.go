@@ -2,7 +2,11 @@ package mastodon
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,26 +20,28 @@ import (
 // pings flow the other way until either side leaves. A stream named in the
 // query (stream=public, or stream=hashtag&tag=…) is subscribed at once.
 func (s *Server) handleStreaming(w http.ResponseWriter, r *http.Request) {
-	authorized := s.authorized(r)
+	scopes, refusal := s.authenticate(r)
 	s.mu.Lock()
 	cut := time.Now().Before(s.cutUntil)
-	if !authorized {
+	if refusal != "" {
 		s.rejected++
 	}
 	s.mu.Unlock()
 	switch {
-	case !authorized:
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Invalid access token"})
+	case refusal != "":
+		refuseUpgrade(w, http.StatusUnauthorized, refusal)
 		return
 	case cut:
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "Service Unavailable"})
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("<html><body><h1>503 Service Unavailable</h1></body></html>"))
 		return
 	}
 	var protocols []string
 	if p := strings.TrimSpace(r.Header.Get("Sec-WebSocket-Protocol")); p != "" {
 		protocols = []string{p} // the token, echoed as Mastodon does
 	}
-	c := &conn{cut: make(chan struct{}), subs: map[string]bool{}}
+	c := &conn{cut: make(chan struct{}), subs: map[string][]string{}, scopes: scopes}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols:   protocols,
 		OnPingReceived: func(context.Context, []byte) bool { return !s.stalled(c) },
@@ -99,6 +105,63 @@ func (s *Server) handleStreaming(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// authenticate finds the token as the streaming server does (the
+// Authorization header, else the access_token parameter, else the
+// Sec-WebSocket-Protocol header) and returns the token's scopes, or the
+// reason it refuses the upgrade.
+func (s *Server) authenticate(r *http.Request) (scopes []string, refusal string) {
+	token := r.URL.Query().Get("access_token")
+	if token == "" {
+		token = r.Header.Get("Sec-WebSocket-Protocol")
+	}
+	if a := r.Header.Get("Authorization"); a != "" {
+		token = strings.TrimPrefix(a, "Bearer ")
+	}
+	if token == "" {
+		return nil, "Missing access token"
+	}
+	if !s.tokenOK(token) {
+		return nil, "Invalid access token"
+	}
+	return s.opts.Scopes, ""
+}
+
+// tokenOK checks a presented token against the server's.
+func (s *Server) tokenOK(token string) bool {
+	s.mu.Lock()
+	want := s.token
+	s.mu.Unlock()
+	return want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) == 1
+}
+
+// refuseUpgrade answers a refused upgrade as the streaming server writes
+// it on the raw socket: the status line and these headers, no body, and
+// the connection closed.
+func refuseUpgrade(w http.ResponseWriter, status int, message string) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("X-Error-Message", message)
+		w.WriteHeader(status)
+		return
+	}
+	nc, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nX-Request-Id: %s\r\nX-Error-Message: %s\r\n\r\n",
+		status, http.StatusText(status), requestID(), message)
+	_ = buf.Flush()
+}
+
+// requestID is a fresh X-Request-Id.
+func requestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 func (s *Server) stalled(c *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -124,54 +187,77 @@ func (s *Server) ping(ctx context.Context, ws *websocket.Conn, c *conn) {
 	}
 }
 
-// readClient handles the client's messages until it leaves.
+// readClient handles the client's messages until it leaves. As the
+// streaming server does, it ignores binary frames' content (it closes the
+// connection on them), invalid JSON and unknown message types.
 func (s *Server) readClient(ctx context.Context, ws *websocket.Conn, c *conn) {
 	for {
-		_, data, err := ws.Read(ctx)
+		typ, data, err := ws.Read(ctx)
 		if err != nil {
 			return
 		}
+		if typ == websocket.MessageBinary {
+			_ = ws.Close(websocket.StatusUnsupportedData, "The mastodon streaming server does not support binary messages")
+			return
+		}
 		var m struct {
-			Type   string `json:"type"`
-			Stream string `json:"stream"`
-			Tag    string `json:"tag"`
+			Type   string          `json:"type"`
+			Stream json.RawMessage `json:"stream"`
+			Tag    string          `json:"tag"`
+		}
+		if json.Unmarshal(data, &m) != nil || (m.Type != "subscribe" && m.Type != "unsubscribe") {
+			continue
 		}
 		s.mu.Lock()
-		if err := json.Unmarshal(data, &m); err != nil {
-			s.replyErrorLocked(c, "Invalid JSON", http.StatusBadRequest)
-		} else {
-			s.subscribeLocked(c, m.Type, m.Stream, m.Tag)
-		}
+		s.subscribeLocked(c, m.Type, firstParam(m.Stream), m.Tag)
 		s.mu.Unlock()
 	}
 }
 
+// firstParam is the stream of a message: a string, or the first of an
+// array of strings.
+func firstParam(raw json.RawMessage) string {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return one
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) == nil && len(many) > 0 {
+		return many[0]
+	}
+	return ""
+}
+
 // subscribeLocked applies one subscribe or unsubscribe message, answering
-// an invalid one with an error event as Mastodon does.
+// one the server refuses with an error event as Mastodon does: the scopes
+// are checked first, then the stream.
 func (s *Server) subscribeLocked(c *conn, typ, stream, tag string) {
 	ev := Subscription{At: time.Now(), Conn: c.n, Type: typ, Stream: stream}
 	defer func() { s.subEvents = append(s.subEvents, ev) }()
-	if typ != "subscribe" && typ != "unsubscribe" {
-		s.replyErrorLocked(c, "Unknown message type", http.StatusBadRequest)
+	if typ == "subscribe" && !hasScope(c.scopes, "read", "read:statuses") {
+		s.replyErrorLocked(c, "Access token does not have the required scopes", http.StatusUnauthorized)
 		return
 	}
+	key, name := stream, []string{stream}
 	switch stream {
-	case "public":
-	case "hashtag":
-		if strings.TrimSpace(tag) == "" {
-			s.replyErrorLocked(c, "No tag for stream provided", http.StatusBadRequest)
+	case streamPublic, streamPublicLocal, streamPublicRemote, streamUser:
+	case streamHashtag, streamHashtagLocal:
+		if tag == "" {
+			s.replyErrorLocked(c, "Missing tag name parameter", http.StatusBadRequest)
 			return
 		}
-		stream = "hashtag:" + strings.ToLower(strings.TrimSpace(tag))
+		key, name = stream+":"+strings.ToLower(tag), []string{stream, tag}
 	default:
 		s.replyErrorLocked(c, "Unknown stream type", http.StatusBadRequest)
 		return
 	}
-	ev.Stream, ev.OK = stream, true
+	ev.Stream, ev.OK = key, true
 	if typ == "subscribe" {
-		c.subs[stream] = true
+		if _, dup := c.subs[key]; !dup {
+			c.subs[key] = name
+		}
 	} else {
-		delete(c.subs, stream)
+		delete(c.subs, key)
 	}
 }
 
@@ -180,102 +266,4 @@ func (s *Server) replyErrorLocked(c *conn, msg string, status int) {
 	if s.conns[c] {
 		s.sendLocked(c, b)
 	}
-}
-
-// Wire types.
-type (
-	eventFrame struct {
-		Stream  []string `json:"stream"`
-		Event   string   `json:"event"`
-		Payload string   `json:"payload,omitempty"`
-	}
-	accountJSON struct {
-		ID          string `json:"id"`
-		Username    string `json:"username"`
-		Acct        string `json:"acct"`
-		DisplayName string `json:"display_name"`
-		URL         string `json:"url"`
-	}
-	tagJSON struct {
-		Name string `json:"name"`
-		URL  string `json:"url"`
-	}
-	statusJSON struct {
-		ID                 string      `json:"id"`
-		CreatedAt          string      `json:"created_at"`
-		InReplyToID        *string     `json:"in_reply_to_id"`
-		InReplyToAccountID *string     `json:"in_reply_to_account_id"`
-		Sensitive          bool        `json:"sensitive"`
-		SpoilerText        string      `json:"spoiler_text"`
-		Visibility         string      `json:"visibility"`
-		Language           *string     `json:"language"`
-		URI                string      `json:"uri"`
-		URL                *string     `json:"url"`
-		RepliesCount       int         `json:"replies_count"`
-		ReblogsCount       int         `json:"reblogs_count"`
-		FavouritesCount    int         `json:"favourites_count"`
-		EditedAt           *string     `json:"edited_at"`
-		Content            string      `json:"content"`
-		Reblog             *statusJSON `json:"reblog"`
-		Account            accountJSON `json:"account"`
-		MediaAttachments   []any       `json:"media_attachments"`
-		Mentions           []any       `json:"mentions"`
-		Tags               []tagJSON   `json:"tags"`
-		Emojis             []any       `json:"emojis"`
-		Card               *struct{}   `json:"card"`
-		Poll               *struct{}   `json:"poll"`
-	}
-)
-
-// encodeStatus is st as a Mastodon Status entity, JSON-encoded: the
-// string an event's payload carries.
-func encodeStatus(st Status, domain string) string {
-	b, _ := json.Marshal(statusEntity(st, domain))
-	return string(b)
-}
-
-func statusEntity(st Status, domain string) *statusJSON {
-	opt := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
-	user, accDomain, remote := strings.Cut(st.Acct, "@")
-	if !remote {
-		accDomain = domain
-	}
-	out := &statusJSON{
-		ID:               st.ID,
-		CreatedAt:        st.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"),
-		InReplyToID:      opt(st.InReplyToID),
-		SpoilerText:      st.SpoilerText,
-		Sensitive:        st.SpoilerText != "",
-		Visibility:       "public",
-		Language:         opt(st.Language),
-		URI:              st.URI,
-		URL:              opt(st.URL),
-		Content:          st.Content,
-		ReblogsCount:     st.Reblogs,
-		FavouritesCount:  st.Favourites,
-		Account:          accountJSON{ID: "1", Username: user, Acct: st.Acct, DisplayName: user, URL: "https://" + accDomain + "/@" + user},
-		MediaAttachments: []any{},
-		Mentions:         []any{},
-		Tags:             []tagJSON{},
-		Emojis:           []any{},
-	}
-	if st.InReplyToID != "" {
-		out.InReplyToAccountID = opt("1")
-	}
-	if !st.EditedAt.IsZero() {
-		out.EditedAt = opt(st.EditedAt.UTC().Format("2006-01-02T15:04:05.000Z"))
-	}
-	for _, t := range st.Tags {
-		out.Tags = append(out.Tags, tagJSON{Name: strings.ToLower(t), URL: "https://" + domain + "/tags/" + strings.ToLower(t)})
-	}
-	if st.Reblog != nil {
-		out.Reblog = statusEntity(*st.Reblog, domain)
-		out.Content = ""
-	}
-	return out
 }

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/html"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/htmltext"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -21,7 +22,12 @@ import (
 const (
 	eventUpdate = "update"
 	eventEdit   = "status.update"
+	eventDelete = "delete"
 )
+
+// visibilityPublic is the visibility of a status shown in public
+// timelines.
+const visibilityPublic = "public"
 
 // frameKind tells the instance's messages apart.
 type frameKind int
@@ -34,18 +40,21 @@ const (
 
 // status is the part of a Mastodon Status entity the source reads.
 type status struct {
-	ID          string    `json:"id"`
-	URI         string    `json:"uri"`
-	URL         *string   `json:"url"`
-	CreatedAt   string    `json:"created_at"`
-	EditedAt    *string   `json:"edited_at"`
-	Content     string    `json:"content"`
-	SpoilerText string    `json:"spoiler_text"`
-	Language    *string   `json:"language"`
-	InReplyToID *string   `json:"in_reply_to_id"`
-	Account     *account  `json:"account"`
-	Reblog      *status   `json:"reblog"`
-	Tags        []tagJSON `json:"tags"`
+	ID          string        `json:"id"`
+	URI         string        `json:"uri"`
+	URL         *string       `json:"url"`
+	CreatedAt   string        `json:"created_at"`
+	EditedAt    *string       `json:"edited_at"`
+	Content     string        `json:"content"`
+	SpoilerText string        `json:"spoiler_text"`
+	Visibility  string        `json:"visibility"`
+	Language    *string       `json:"language"`
+	InReplyToID *string       `json:"in_reply_to_id"`
+	Account     *account      `json:"account"`
+	Reblog      *status       `json:"reblog"`
+	Tags        []tagJSON     `json:"tags"`
+	Mentions    []mentionJSON `json:"mentions"`
+	Card        *cardJSON     `json:"card"`
 	// Reblogs and favourites so far: a status streamed as it is written
 	// has none yet; a reblog carries the counts of the status it shares.
 	ReblogsCount    source.Count `json:"reblogs_count"`
@@ -55,16 +64,30 @@ type status struct {
 type account struct {
 	Acct     string `json:"acct"`
 	Username string `json:"username"`
+	// URI is the account's ActivityPub actor id (Mastodon 4.2 and
+	// later); URL its profile page.
+	URI string `json:"uri"`
+	URL string `json:"url"`
 }
 
 type tagJSON struct {
 	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+type mentionJSON struct {
+	URL string `json:"url"`
+}
+
+type cardJSON struct {
+	URL string `json:"url"`
 }
 
 // frame is one decoded message.
 type frame struct {
 	kind   frameKind
 	event  string
+	stream string  // the stream the event came from: public, hashtag, user…
 	status *status // frameStatus: the status, a reblog already unwrapped
 	reblog bool    // the status came as a reblog's
 	errMsg string  // frameError
@@ -78,6 +101,7 @@ type frame struct {
 // well.
 func decodeFrame(data []byte) (frame, error) {
 	var raw struct {
+		Stream  []string        `json:"stream"`
 		Event   string          `json:"event"`
 		Payload json.RawMessage `json:"payload"`
 		Error   *string         `json:"error"`
@@ -91,7 +115,7 @@ func decodeFrame(data []byte) (frame, error) {
 		code, _ := raw.Status.Int64()
 		return frame{kind: frameError, errMsg: clip(*raw.Error), code: int(code)}, nil
 	case raw.Event != eventUpdate && raw.Event != eventEdit:
-		return frame{kind: frameOther, event: clip(raw.Event)}, nil
+		return frame{kind: frameOther, event: clip(raw.Event), stream: streamOf(raw.Stream)}, nil
 	case len(raw.Payload) == 0:
 		return frame{}, fmt.Errorf("%w: %s event without a payload", ErrMalformed, raw.Event)
 	}
@@ -107,11 +131,20 @@ func decodeFrame(data []byte) (frame, error) {
 	if err := decodeOne(payload, &st); err != nil {
 		return frame{}, fmt.Errorf("payload: %w", err)
 	}
-	f := frame{kind: frameStatus, event: raw.Event, status: &st}
+	f := frame{kind: frameStatus, event: raw.Event, stream: streamOf(raw.Stream), status: &st}
 	if st.Reblog != nil {
 		f.status, f.reblog = st.Reblog, true
 	}
 	return f, nil
+}
+
+// streamOf is the name of the stream an event names ("hashtag" of
+// ["hashtag", "golang"]), "" when it names none.
+func streamOf(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return clip(names[0])
 }
 
 // decodeOne decodes exactly one JSON value of data into v.
@@ -137,13 +170,31 @@ func decodeOne(data []byte, v any) error {
 type link struct {
 	uri    string // the status's item id
 	thread string // its thread's first status, "" when it starts one
-	edited string // edited_at of the version last emitted
+	// orphan: a reply whose parent stayed unknown, so its thread's first
+	// status is unknown too.
+	orphan  bool
+	emitted bool   // handed over (not only learnt as an ancestor)
+	edited  string // edited_at of the version last emitted
 }
 
-// statusItem turns a status read on the instance at base, whose accounts
-// live under domain, into an item. parent looks up a status the source has
-// seen by its local id. It fails for a status without a usable id or uri.
-func statusItem(st *status, base *url.URL, domain string, parent func(localID string) (link, bool), now time.Time) (source.Item, error) {
+// threadOf is the first status of the thread l is in, "" when unknown.
+func (l link) threadOf() string {
+	switch {
+	case l.orphan:
+		return ""
+	case l.thread != "":
+		return l.thread
+	}
+	return l.uri
+}
+
+// statusItem turns a status whose accounts without a domain live under
+// domain into an item. parent is the status it replies to, when the
+// source knows it: Mastodon names a reply's parent only by its id local to
+// the instance, which is in no comment's id space, so a reply whose parent
+// is unknown has no reply_to and no thread_id. It fails for a status
+// without a usable id or uri.
+func statusItem(st *status, domain string, parent *link, now time.Time) (source.Item, error) {
 	if !localID(st.ID) {
 		return source.Item{}, fmt.Errorf("%w: status id %q", ErrMalformed, clip(st.ID))
 	}
@@ -164,25 +215,84 @@ func statusItem(st *status, base *url.URL, domain string, parent func(localID st
 	}
 	if st.Account != nil {
 		it.Author = author(st.Account, domain)
+		it.AuthorID = source.WebURL(st.Account.URI)
 	}
 	it.Text = source.CapText(statusText(st), maxTextBytes)
+	it.Links = statusLinks(st)
 	claimed, _ := time.Parse(time.RFC3339Nano, st.CreatedAt)
 	it.PublishedAt = source.PublishedAt(claimed, now)
 	if st.Language != nil {
 		it.Lang = lang(*st.Language)
 	}
-	if st.InReplyToID != nil && localID(*st.InReplyToID) {
-		if p, ok := parent(*st.InReplyToID); ok {
-			it.ReplyTo, it.ThreadID = p.uri, p.thread
-			if it.ThreadID == "" {
-				it.ThreadID = p.uri
-			}
-		} else {
-			it.ReplyTo = source.ItemID(base.String() + "/api/v1/statuses/" + *st.InReplyToID)
-			it.ThreadID = it.ReplyTo
-		}
+	if parent != nil {
+		it.ReplyTo, it.ThreadID = parent.uri, parent.threadOf()
 	}
 	return it, nil
+}
+
+// statusLinks are the URLs a status links to, in full, in order, without
+// repeats: the href of every link of its content that is not a mention or
+// a hashtag (Mastodon marks those with the classes "mention" and
+// "hashtag", and they point at an account or a tag page of the status's
+// mentions and tags), then its preview card's URL. Mentions, tags and the
+// status's own media are not links.
+func statusLinks(st *status) []string {
+	skip := map[string]bool{}
+	for _, m := range st.Mentions {
+		skip[strings.TrimSpace(m.URL)] = true
+	}
+	for _, t := range st.Tags {
+		skip[strings.TrimSpace(t.URL)] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	add := func(u string) {
+		if u = source.WebURL(u); u != "" && !seen[u] && !skip[u] && len(out) < maxLinks {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	z := html.NewTokenizer(strings.NewReader(st.Content))
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		name, hasAttr := z.TagName()
+		if string(name) != "a" || !hasAttr {
+			continue
+		}
+		var href string
+		mention := false
+		for {
+			k, v, more := z.TagAttr()
+			switch string(k) {
+			case "href":
+				href = string(v)
+			case "class":
+				for _, c := range strings.Fields(string(v)) {
+					mention = mention || c == "mention" || c == "hashtag"
+				}
+			case "rel":
+				for _, r := range strings.Fields(string(v)) {
+					mention = mention || r == "tag"
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		if !mention {
+			add(href)
+		}
+	}
+	if st.Card != nil {
+		add(st.Card.URL)
+	}
+	return out
 }
 
 // statusText is the readable text of a status: its content warning, if

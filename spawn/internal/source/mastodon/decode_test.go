@@ -72,74 +72,88 @@ func TestDecodeFrame(t *testing.T) {
 }
 
 func TestStatusItem(t *testing.T) {
-	base, _ := url.Parse("https://a.example")
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	str := func(s string) *string { return &s }
-	known := map[string]link{
-		"10": {uri: "https://a.example/users/x/statuses/10"},                                                  // a thread's first status
-		"11": {uri: "https://b.example/users/y/statuses/77", thread: "https://a.example/users/x/statuses/10"}, // a reply in it
-	}
-	parent := func(id string) (link, bool) { l, ok := known[id]; return l, ok }
+	root := &link{uri: "https://a.example/users/x/statuses/10"}                                                      // a thread's first status
+	inThread := &link{uri: "https://b.example/users/y/statuses/77", thread: "https://a.example/users/x/statuses/10"} // a reply in it
+	orphan := &link{uri: "https://b.example/users/y/statuses/78", orphan: true}                                      // a reply whose parent is unknown
 	cases := []struct {
-		name string
-		st   status
-		want source.Item
+		name   string
+		st     status
+		parent *link
+		want   source.Item
 	}{
 		{
-			name: "local account is qualified with the instance host",
+			name: "local account is qualified with the instance host; its uri is the author id",
 			st: status{ID: "1", URI: "https://a.example/users/alice/statuses/1", URL: str("https://a.example/@alice/1"),
 				CreatedAt: "2024-06-01T10:00:00.000Z", Content: `<p>Hello <a href="https://a.example/tags/golang" class="mention hashtag">#<span>golang</span></a></p>`,
-				Language: str("EN"), Account: &account{Acct: "alice", Username: "alice"}},
+				Language: str("EN"), Account: &account{Acct: "alice", Username: "alice", URI: "https://a.example/users/alice", URL: "https://a.example/@alice"},
+				Tags: []tagJSON{{Name: "golang", URL: "https://a.example/tags/golang"}}},
 			want: source.Item{ID: "https://a.example/users/alice/statuses/1", URL: "https://a.example/@alice/1", Author: "alice@a.example",
-				Text: "Hello #golang", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC), Lang: "en"},
+				AuthorID: "https://a.example/users/alice", Text: "Hello #golang", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC), Lang: "en"},
 		},
 		{
-			name: "remote account keeps its domain; spoiler comes first",
+			name: "remote account keeps its domain; spoiler comes first; no uri before Mastodon 4.2",
 			st: status{ID: "2", URI: "https://b.example/users/bob/statuses/9", CreatedAt: "2024-06-01T11:00:00Z",
-				SpoilerText: "cw: food", Content: "<p>pizza</p>", Account: &account{Acct: "Bob@b.example"}},
+				SpoilerText: "cw: food", Content: "<p>pizza</p>", Account: &account{Acct: "Bob@b.example", URL: "https://b.example/@Bob"}},
 			want: source.Item{ID: "https://b.example/users/bob/statuses/9", URL: "https://b.example/users/bob/statuses/9", Author: "bob@b.example",
 				Text: "cw: food\n\npizza", PublishedAt: time.Date(2024, 6, 1, 11, 0, 0, 0, time.UTC)},
 		},
 		{
-			name: "future date and unsafe url are bounded",
-			st: status{ID: "3", URI: "tag:a.example,2024:objectId=3", URL: str("javascript:alert(1)"), CreatedAt: "2999-01-01T00:00:00Z",
-				Content: "x", Language: str("not a code!")},
-			want: source.Item{ID: "tag:a.example,2024:objectId=3", Text: "x", PublishedAt: now},
+			name: "links: content links in full, not mentions or hashtags, then the card; no repeats",
+			st: status{ID: "3", URI: "https://a.example/s/3", CreatedAt: "2024-06-01T10:00:00Z",
+				Content: `<p><span class="h-card"><a href="https://b.example/@bob" class="u-url mention">@<span>bob</span></a></span> see ` +
+					`<a href="https://go.dev/blog/go1.24" rel="nofollow noopener" target="_blank"><span class="invisible">https://</span><span class="">go.dev/blog/go1.24</span><span class="invisible"></span></a> ` +
+					`<a href="https://c.example/tag/go" rel="tag">#go</a> <a href="javascript:alert(1)">x</a> <a href="https://go.dev/blog/go1.24">again</a></p>`,
+				Mentions: []mentionJSON{{URL: "https://b.example/@bob"}}, Card: &cardJSON{URL: "https://go.dev/doc/go1.24"}},
+			want: source.Item{ID: "https://a.example/s/3", URL: "https://a.example/s/3", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
+				Text:  "@bob see https://go.dev/blog/go1.24 #go x again",
+				Links: []string{"https://go.dev/blog/go1.24", "https://go.dev/doc/go1.24"}},
 		},
 		{
-			name: "reply to a thread's first status seen before",
-			st:   status{ID: "4", URI: "https://a.example/s/4", InReplyToID: str("10"), CreatedAt: "2024-06-01T10:00:00Z"},
-			want: source.Item{ID: "https://a.example/s/4", URL: "https://a.example/s/4", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
+			name: "future date and unsafe url are bounded",
+			st: status{ID: "4", URI: "tag:a.example,2024:objectId=3", URL: str("javascript:alert(1)"), CreatedAt: "2999-01-01T00:00:00Z",
+				Content: "x", Language: str("not a code!"), Account: &account{Acct: "a", URI: "javascript:alert(1)"}},
+			want: source.Item{ID: "tag:a.example,2024:objectId=3", Author: "a@a.example", Text: "x", PublishedAt: now},
+		},
+		{
+			name:   "reply to a thread's first status",
+			st:     status{ID: "5", URI: "https://a.example/s/5", InReplyToID: str("10"), CreatedAt: "2024-06-01T10:00:00Z"},
+			parent: root,
+			want: source.Item{ID: "https://a.example/s/5", URL: "https://a.example/s/5", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
 				ReplyTo: "https://a.example/users/x/statuses/10", ThreadID: "https://a.example/users/x/statuses/10"},
 		},
 		{
-			name: "reply to a reply seen before keeps the thread's first status",
-			st:   status{ID: "5", URI: "https://a.example/s/5", InReplyToID: str("11"), CreatedAt: "2024-06-01T10:00:00Z"},
-			want: source.Item{ID: "https://a.example/s/5", URL: "https://a.example/s/5", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
+			name:   "reply to a reply keeps the thread's first status",
+			st:     status{ID: "6", URI: "https://a.example/s/6", InReplyToID: str("11"), CreatedAt: "2024-06-01T10:00:00Z"},
+			parent: inThread,
+			want: source.Item{ID: "https://a.example/s/6", URL: "https://a.example/s/6", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
 				ReplyTo: "https://b.example/users/y/statuses/77", ThreadID: "https://a.example/users/x/statuses/10"},
 		},
 		{
-			name: "reply to an unseen status links its API address",
-			st:   status{ID: "6", URI: "https://a.example/s/6", InReplyToID: str("99"), CreatedAt: "2024-06-01T10:00:00Z"},
-			want: source.Item{ID: "https://a.example/s/6", URL: "https://a.example/s/6", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
-				ReplyTo: "https://a.example/api/v1/statuses/99", ThreadID: "https://a.example/api/v1/statuses/99"},
+			name:   "reply to a reply whose thread is unknown names its parent only",
+			st:     status{ID: "7", URI: "https://a.example/s/7", InReplyToID: str("78"), CreatedAt: "2024-06-01T10:00:00Z"},
+			parent: orphan,
+			want: source.Item{ID: "https://a.example/s/7", URL: "https://a.example/s/7", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
+				ReplyTo: "https://b.example/users/y/statuses/78"},
 		},
 		{
-			name: "unsafe parent id is dropped",
-			st:   status{ID: "7", URI: "https://a.example/s/7", InReplyToID: str("../../x"), CreatedAt: "bad date"},
-			want: source.Item{ID: "https://a.example/s/7", URL: "https://a.example/s/7", PublishedAt: now},
+			name: "reply to an unknown status has no reply_to, never an instance-local address",
+			st:   status{ID: "8", URI: "https://a.example/s/8", InReplyToID: str("99"), CreatedAt: "2024-06-01T10:00:00Z"},
+			want: source.Item{ID: "https://a.example/s/8", URL: "https://a.example/s/8", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := statusItem(&tc.st, base, base.Hostname(), parent, now)
+			got, err := statusItem(&tc.st, "a.example", tc.parent, now)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tc.want.FetchedAt = now
-			if got.ID != tc.want.ID || got.URL != tc.want.URL || got.Author != tc.want.Author || got.Text != tc.want.Text ||
-				!got.PublishedAt.Equal(tc.want.PublishedAt) || got.Lang != tc.want.Lang || got.ReplyTo != tc.want.ReplyTo ||
-				got.ThreadID != tc.want.ThreadID || !got.FetchedAt.Equal(now) {
+			if got.ID != tc.want.ID || got.URL != tc.want.URL || got.Author != tc.want.Author || got.AuthorID != tc.want.AuthorID ||
+				got.Text != tc.want.Text || !got.PublishedAt.Equal(tc.want.PublishedAt) || got.Lang != tc.want.Lang ||
+				got.ReplyTo != tc.want.ReplyTo || got.ThreadID != tc.want.ThreadID || !slices.Equal(got.Links, tc.want.Links) ||
+				!got.FetchedAt.Equal(now) {
 				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
@@ -151,7 +165,6 @@ func TestStatusItem(t *testing.T) {
 // itself has none), and a status without counts has unknown engagement,
 // not zero.
 func TestStatusItem_Engagement(t *testing.T) {
-	base, _ := url.Parse("https://a.example")
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	orig := map[string]any{"id": "1", "uri": "https://a.example/users/x/statuses/1", "content": "<p>#golang</p>",
 		"reblogs_count": 12, "favourites_count": 40, "replies_count": 3}
@@ -176,7 +189,7 @@ func TestStatusItem_Engagement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			it, err := statusItem(f.status, base, base.Hostname(), func(string) (link, bool) { return link{}, false }, now)
+			it, err := statusItem(f.status, "a.example", nil, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,19 +201,17 @@ func TestStatusItem_Engagement(t *testing.T) {
 }
 
 func TestStatusItem_RefusesStatusesWithoutIdentity(t *testing.T) {
-	base, _ := url.Parse("https://a.example")
-	none := func(string) (link, bool) { return link{}, false }
 	for _, st := range []status{
 		{ID: "", URI: "https://a.example/s/1"},
 		{ID: "1", URI: "  "},
 		{ID: strings.Repeat("9", maxLocalIDBytes+1), URI: "https://a.example/s/1"},
 	} {
-		if _, err := statusItem(&st, base, base.Hostname(), none, time.Now()); !errors.Is(err, ErrMalformed) {
+		if _, err := statusItem(&st, "a.example", nil, time.Now()); !errors.Is(err, ErrMalformed) {
 			t.Errorf("status %+v: err %v, want ErrMalformed", st, err)
 		}
 	}
 	long := status{ID: "1", URI: "https://a.example/" + strings.Repeat("x", 400), Content: strings.Repeat("é", maxTextBytes)}
-	it, err := statusItem(&long, base, base.Hostname(), none, time.Now())
+	it, err := statusItem(&long, "a.example", nil, time.Now())
 	if err != nil || !strings.HasPrefix(it.ID, "sha256:") || len(it.Text) > maxTextBytes {
 		t.Fatalf("long status: %v, id %q, %d bytes of text", err, it.ID, len(it.Text))
 	}

@@ -21,7 +21,8 @@ const (
 // the WebSocket URL to dial: the advertised base when streamingBase accepts
 // it, else the instance's own host. It also learns the domain of the
 // instance's accounts, which may differ from its web host (Mastodon's
-// LOCAL_DOMAIN and WEB_DOMAIN).
+// LOCAL_DOMAIN and WEB_DOMAIN), and whether its feeds are closed to the
+// token (configuration.timelines_access, Mastodon 4.5 and later).
 func (i *instance) discover(ctx context.Context) string {
 	var adv, domain string
 	var v2 struct {
@@ -30,10 +31,12 @@ func (i *instance) discover(ctx context.Context) string {
 			URLs struct {
 				Streaming string `json:"streaming"`
 			} `json:"urls"`
+			TimelinesAccess *timelinesAccess `json:"timelines_access"`
 		} `json:"configuration"`
 	}
 	if err := i.getJSON(ctx, instanceV2Path, &v2); err == nil {
 		adv, domain = v2.Configuration.URLs.Streaming, v2.Domain
+		i.setConfigAccess(i.accessOf(ctx, v2.Configuration.TimelinesAccess))
 	} else {
 		i.logger.Debug("mastodon instance v2 document unavailable", "err", err)
 	}

@@ -2,7 +2,6 @@ package mastodon
 
 import (
 	"errors"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +29,6 @@ func FuzzDecodeFrame(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	base, _ := url.Parse("https://a.example")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fr, err := decodeFrame(data)
 		if err != nil {
@@ -46,8 +44,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			return
 		}
 		now := time.Now()
-		cache := newStatusCache(4)
-		it, err := statusItem(fr.status, base, base.Hostname(), cache.get, now)
+		it, err := statusItem(fr.status, "a.example", &link{uri: "https://a.example/s/0"}, now)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("item error %v does not wrap ErrMalformed", err)
@@ -59,7 +56,8 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("item id %q", it.ID)
 		case len(it.Text) > maxTextBytes || !utf8.ValidString(it.Text):
 			t.Fatalf("text of %d bytes", len(it.Text))
-		case len(it.Author) > maxAuthorBytes, len(it.Lang) > maxLangBytes, len(it.URL) > 2048, len(it.ReplyTo) > 256:
+		case len(it.Author) > maxAuthorBytes, len(it.Lang) > maxLangBytes, len(it.URL) > 2048, len(it.ReplyTo) > 256,
+			len(it.AuthorID) > 2048, len(it.Links) > maxLinks:
 			t.Fatalf("unbounded field in %+v", it)
 		case it.PublishedAt.After(now):
 			t.Fatalf("published %v after fetching %v", it.PublishedAt, now)

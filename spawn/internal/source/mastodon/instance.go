@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -28,32 +29,42 @@ type Stats struct {
 	Items      int64 // statuses handed to the spawn
 	Duplicates int64 // statuses already handed over (another stream, a reblog)
 	Ignored    int64 // events the source does not use (delete, notification…)
+	Filtered   int64 // home timeline statuses that are not a followed tag's public status
 	Malformed  int64 // messages or statuses skipped as malformed
 	Truncated  int64 // messages or payloads skipped because their JSON ends early
 	TooLarge   int64 // connections closed for a message over the size cap
 	Stalls     int64 // connections dropped for silence
 	Refused    int64 // times the instance refused the token
 	ServerErrs int64 // error events other than a refused token
+	Follows    int64 // tags the source followed (again included)
+	Unfollows  int64 // tags the source unfollowed
+	Refollows  int64 // tags followed again after the account stopped following them
+	Resolved   int64 // replies whose parent was looked up on the instance
+	Unresolved int64 // replies whose parent stayed unknown (no reply_to)
 }
 
 // counters are the live Stats of one instance, shared by the data sources
 // the instance's key gets over time.
 type counters struct {
-	connects, reconnects, items, duplicates, ignored atomic.Int64
-	malformed, truncated, tooLarge, stalls, refused  atomic.Int64
-	serverErrs, subscribes, unsubscribes             atomic.Int64
+	connects, reconnects, items, duplicates, ignored, filtered atomic.Int64
+	malformed, truncated, tooLarge, stalls, refused            atomic.Int64
+	serverErrs, subscribes, unsubscribes                       atomic.Int64
+	follows, unfollows, refollows, resolved, unresolved        atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
 		Connects: c.connects.Load(), Reconnects: c.reconnects.Load(), Items: c.items.Load(),
-		Duplicates: c.duplicates.Load(), Ignored: c.ignored.Load(), Malformed: c.malformed.Load(),
-		Truncated: c.truncated.Load(), TooLarge: c.tooLarge.Load(), Stalls: c.stalls.Load(),
-		Refused: c.refused.Load(), ServerErrs: c.serverErrs.Load(),
+		Duplicates: c.duplicates.Load(), Ignored: c.ignored.Load(), Filtered: c.filtered.Load(),
+		Malformed: c.malformed.Load(), Truncated: c.truncated.Load(), TooLarge: c.tooLarge.Load(),
+		Stalls: c.stalls.Load(), Refused: c.refused.Load(), ServerErrs: c.serverErrs.Load(),
+		Follows: c.follows.Load(), Unfollows: c.unfollows.Load(), Refollows: c.refollows.Load(),
+		Resolved: c.resolved.Load(), Unresolved: c.unresolved.Load(),
 	}
 }
 
-// sub is one stream subscription: the public stream, or a hashtag's.
+// sub is one stream subscription: the public stream, a hashtag's, or the
+// token account's home timeline (user).
 type sub struct {
 	stream string
 	tag    string
@@ -66,31 +77,46 @@ func (s sub) String() string {
 	return s.stream + " #" + s.tag
 }
 
+// need is what one subscriber's query needs of the instance.
+type need struct {
+	tags   []string // the hashtags covering every match, when public is false
+	public bool     // the query needs the public stream (free text)
+}
+
 // instance is the data source of one instance: one WebSocket carrying the
-// subscriptions of every subscriber.
+// subscriptions of every subscriber, and, while the instance's feeds are
+// closed to the token, the tags its account follows for them.
 type instance struct {
 	opts    Options
 	base    *url.URL
 	logger  *slog.Logger
-	rest    *http.Client  // instance documents
+	rest    *http.Client  // instance documents and REST calls
 	ws      wsconn.Config // the WebSocket's handshake and limits
-	changed chan struct{}
-	stats   *counters
+	changed chan struct{} // the subscriptions to make changed
+	// followChanged: the tags to follow changed.
+	followChanged chan struct{}
+	stats         *counters
+	follows       *tagFollows
 	// refusedByEvent is set when an error event refused the token on an
 	// accepted connection; only an item proves the token good again.
 	refusedByEvent atomic.Bool
 
-	mu   sync.Mutex
-	want map[sub]bool
-	errs source.ErrorSet
+	mu         sync.Mutex
+	needs      []need
+	want       map[sub]bool    // the subscriptions the needs make
+	followWant map[string]bool // the tags to follow
+	config     access          // what the instance document says
+	deleteOnly string          // why the public stream is known closed
+	errs       source.ErrorSet
 
-	// Owned by Run's goroutine (and the reader it waits for).
-	wsURL  string
-	domain string // the domain of the instance's accounts
-	recent *statusCache
+	// Owned by Run's reader goroutine.
+	domain        string // the domain of the instance's accounts
+	recent        *statusCache
+	resolve       *bucket
+	publicDeletes int // delete events in a row on the public stream
 }
 
-func newInstance(opts Options, base *url.URL, stats *counters) *instance {
+func newInstance(opts Options, base *url.URL, stats *counters, follows *tagFollows) *instance {
 	rest := *opts.Client
 	rest.Timeout = opts.ConnectTimeout
 	header := http.Header{"User-Agent": {userAgent}}
@@ -110,42 +136,81 @@ func newInstance(opts Options, base *url.URL, stats *counters) *instance {
 			Errors:          wsconn.Errors{ConnectionLost: ErrConnectionLost, Stalled: ErrStalled, MessageTooLarge: ErrMessageTooLarge},
 			Counters:        wsconn.Counters{TooLarge: &stats.tooLarge}, // watch counts the stalls
 		},
-		changed: make(chan struct{}, 1),
-		stats:   stats,
-		domain:  base.Hostname(),
-		want:    map[sub]bool{},
-		recent:  newStatusCache(opts.StatusCacheSize),
+		changed:       make(chan struct{}, 1),
+		followChanged: make(chan struct{}, 1),
+		stats:         stats,
+		follows:       follows,
+		domain:        base.Hostname(),
+		want:          map[sub]bool{},
+		followWant:    map[string]bool{},
+		recent:        newStatusCache(opts.StatusCacheSize),
+		resolve:       newBucket(opts.ResolveRate, opts.ResolveBurst),
 	}
 }
 
-// SetSubscribers works out the streams the subscribers' queries need; Run
-// subscribes and unsubscribes on the live connection to match. The public
-// stream covers every hashtag stream, so when one query needs it (or the
-// tags are more than MaxHashtagStreams) it is the only subscription. It
-// never blocks: the node calls it under its lock.
+// SetSubscribers works out what the subscribers' queries need; Run
+// subscribes, unsubscribes, follows and unfollows to match. It never
+// blocks: the node calls it under its lock.
 func (i *instance) SetSubscribers(specs []api.SubscriberSpec) {
-	want := map[sub]bool{}
-	public := false
+	ns := make([]need, 0, len(specs))
 	for _, s := range specs {
 		tags, pub, err := needs(s)
 		if err != nil {
 			continue // Keys refused it already
 		}
-		public = public || pub
-		for _, t := range tags {
-			want[sub{stream: streamHashtag, tag: t}] = true
-		}
-	}
-	if public || len(want) > i.opts.MaxHashtagStreams {
-		want = map[sub]bool{{stream: streamPublic}: true}
+		ns = append(ns, need{tags: tags, public: pub})
 	}
 	i.mu.Lock()
-	same := maps.Equal(want, i.want)
-	i.want = want
+	i.needs = ns
+	i.recomputeLocked()
 	i.mu.Unlock()
-	if !same {
+}
+
+// recomputeLocked works out the subscriptions and the follows from the
+// needs and the feeds' access, and wakes Run when they changed:
+//
+//   - Open feeds: the hashtag streams of the tags when every query's
+//     matches carry one of them, else the public stream alone, which
+//     covers the hashtag streams (also when the tags are more than
+//     MaxHashtagStreams).
+//   - Closed feeds: the hashtag queries' tags are followed and the home
+//     timeline (stream user) read; a free-text query gets the public
+//     stream only while the live feeds are open (the hashtag feeds alone
+//     were closed), and otherwise fails (ErrFor).
+func (i *instance) recomputeLocked() bool {
+	a := i.accessLocked()
+	want, follow := map[sub]bool{}, map[string]bool{}
+	public := false
+	for _, n := range i.needs {
+		public = public || n.public
+		for _, t := range n.tags {
+			if a.follow() {
+				follow[t] = true
+			} else {
+				want[sub{stream: streamHashtag, tag: t}] = true
+			}
+		}
+	}
+	switch {
+	case a.follow():
+		if len(follow) > 0 {
+			want[sub{stream: streamUser}] = true
+		}
+		if public && !a.liveClosed {
+			want[sub{stream: streamPublic}] = true
+		}
+	case public || len(want) > i.opts.MaxHashtagStreams:
+		want = map[sub]bool{{stream: streamPublic}: true}
+	}
+	subsChanged, followsChanged := !maps.Equal(want, i.want), !maps.Equal(follow, i.followWant)
+	i.want, i.followWant = want, follow
+	if subsChanged {
 		source.Signal(i.changed)
 	}
+	if followsChanged {
+		source.Signal(i.followChanged)
+	}
+	return subsChanged || followsChanged
 }
 
 // wanted returns the subscriptions the subscribers need, sorted.
@@ -155,12 +220,53 @@ func (i *instance) wanted() []sub {
 	return slices.SortedFunc(maps.Keys(i.want), cmpSub)
 }
 
+// followWanted returns the tags to follow.
+func (i *instance) followWanted() map[string]bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return maps.Clone(i.followWant)
+}
+
+// followed reports whether the source follows one of tags for its
+// subscribers: a home timeline status reaches them only then.
+func (i *instance) followed(tags []tagJSON) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, t := range tags {
+		if i.followWant[strings.ToLower(t.Name)] {
+			return true
+		}
+	}
+	return false
+}
+
 func cmpSub(a, b sub) int {
 	return cmp.Or(cmp.Compare(a.stream, b.stream), cmp.Compare(a.tag, b.tag))
 }
 
-// Err joins the current errors of the connection and its messages.
+// Err joins the current errors of the connection, its messages and the
+// tag follows.
 func (i *instance) Err() error { return i.errs.Err() }
+
+// ErrFor joins the data source's errors with, for a query that needs free
+// text while the instance's live feeds are closed to the token,
+// ErrLiveFeedsClosed naming the instance and why: such a subscriber fails.
+func (i *instance) ErrFor(spec api.SubscriberSpec) error {
+	err := i.errs.Err()
+	_, public, perr := needs(spec)
+	if perr != nil || !public {
+		return err
+	}
+	i.mu.Lock()
+	a := i.accessLocked()
+	i.mu.Unlock()
+	if !a.liveClosed {
+		return err
+	}
+	closed := fmt.Errorf("%w: %s does not stream its public statuses to this token (%s); only queries whose every branch needs a #tag run there, through the tags its account follows",
+		ErrLiveFeedsClosed, i.base.Host, a.why)
+	return errors.Join(err, closed)
+}
 
 // Stats returns the instance's counters.
 func (i *instance) Stats() Stats { return i.stats.snapshot() }
@@ -171,10 +277,12 @@ func (i *instance) setErr(part string, err error) {
 	i.errs.Set(part, source.DegradedUnless(err, ErrTokenRefused))
 }
 
-// Run keeps the connection up until ctx ends: discover the streaming URL,
-// connect, subscribe every wanted stream, follow subscriber changes, and
-// reconnect with back-off after any failure — from AuthBackoffMin after the
-// token was refused.
+// Run keeps the connection up until ctx ends: discover the streaming URL
+// and the feeds' access, connect, subscribe every wanted stream, follow
+// subscriber changes, and reconnect with back-off after any failure —
+// from AuthBackoffMin after the token was refused. Beside it, runFollows
+// keeps the tags followed while the feeds are closed, and lets them go
+// when ctx ends.
 func (i *instance) Run(ctx context.Context, emit source.Emit) {
 	refused := func(err error) bool { return errors.Is(err, ErrTokenRefused) }
 	loop := wsconn.Loop{
@@ -192,6 +300,9 @@ func (i *instance) Run(ctx context.Context, emit source.Emit) {
 		Logger: i.logger,
 		Name:   "mastodon",
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { i.runFollows(ctx) })
+	defer wg.Wait()
 	first := true
 	loop.Run(ctx, func(ctx context.Context) (bool, error) {
 		if !first {
@@ -205,31 +316,28 @@ func (i *instance) Run(ctx context.Context, emit source.Emit) {
 // connect opens the WebSocket and serves it until it fails. healthy says
 // whether the connection carried anything valid before it did.
 func (i *instance) connect(ctx context.Context, emit source.Emit) (healthy bool, err error) {
-	if i.wsURL == "" {
-		i.wsURL = i.discover(ctx)
-	}
+	wsURL := i.discover(ctx) // every time: the instance may have moved it, or changed its feeds
 	s := &session{instance: i}
 	s.seen()
 	cfg := i.ws
 	cfg.OnPing = func(context.Context, []byte) bool { s.alive(); return true }
 	cfg.OnPong = func(context.Context, []byte) { s.alive() }
-	c, err := wsconn.Dial(ctx, i.wsURL, &cfg)
+	c, err := wsconn.Dial(ctx, wsURL, &cfg)
 	if err != nil {
-		err = i.dialError(err)
-		if !errors.Is(err, ErrTokenRefused) {
-			i.wsURL = "" // the instance may have moved its streaming API
-		}
-		return false, err
+		return false, i.dialError(err)
 	}
 	defer c.CloseNow()
 	s.conn = c
 	i.stats.connects.Add(1)
-	i.logger.Info("mastodon connected", "url", i.wsURL)
+	i.logger.Info("mastodon connected", "url", wsURL)
 	err = s.serve(ctx, emit)
 	return s.healthy.Load(), err
 }
 
-// dialError maps a refused handshake to ErrTokenRefused or ErrStatus.
+// dialError maps a refused handshake to ErrTokenRefused or ErrStatus,
+// with the reason the streaming server gave: in the X-Error-Message header
+// of its empty text/plain answer ("Invalid access token"), or in a JSON
+// body's "error" from a server that answers that way.
 func (i *instance) dialError(err error) error {
 	var he *wsconn.HandshakeError
 	if !errors.As(err, &he) {
@@ -239,7 +347,9 @@ func (i *instance) dialError(err error) error {
 	var doc struct {
 		Error string `json:"error"`
 	}
-	if json.Unmarshal(he.Body, &doc) == nil && doc.Error != "" {
+	if m := strings.TrimSpace(he.Header.Get("X-Error-Message")); m != "" {
+		detail = ": " + clip(m)
+	} else if json.Unmarshal(he.Body, &doc) == nil && doc.Error != "" {
 		detail = ": " + clip(doc.Error)
 	}
 	switch he.StatusCode {
@@ -254,5 +364,11 @@ func (i *instance) Report() []source.Stat {
 	st := i.Stats()
 	return append(source.StandardStats(st.Items, st.Reconnects, st.Stalls, map[string]int64{
 		"malformed": st.Malformed, "truncated": st.Truncated, "too_large": st.TooLarge, "duplicate": st.Duplicates,
-	}), source.Stat{Name: "bw_spawn_mastodon_token_refusals_total", Help: "Times a Mastodon instance refused the access token.", Value: float64(st.Refused)})
+		"not_followed": st.Filtered,
+	}),
+		source.Stat{Name: "bw_spawn_mastodon_token_refusals_total", Help: "Times a Mastodon instance refused the access token.", Value: float64(st.Refused)},
+		source.Stat{Name: "bw_spawn_mastodon_tag_follows_total", Help: "Tags a spawn followed on a Mastodon instance whose feeds are closed.", Value: float64(st.Follows)},
+		source.Stat{Name: "bw_spawn_mastodon_tag_unfollows_total", Help: "Tags a spawn unfollowed on a Mastodon instance.", Value: float64(st.Unfollows)},
+		source.Stat{Name: "bw_spawn_mastodon_unresolved_replies_total", Help: "Replies whose parent a spawn could not name (no reply_to).", Value: float64(st.Unresolved)},
+	)
 }

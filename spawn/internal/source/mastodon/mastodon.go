@@ -14,37 +14,63 @@
 // hashtag streams too. Subscriptions follow subscriber changes by diff on
 // the live connection, and are all sent again after a reconnect.
 //
+// Closed feeds. An instance may close its live and hashtag feeds to
+// everyone whose role may not "view live and topic feeds" (Mastodon 4.5:
+// configuration.timelines_access in /api/v2/instance; mastodon.social did
+// in 2026, and its public stream then carries only delete events). The
+// source reads that configuration, and also takes a public stream that
+// carried only deletes (ClosedAfterDeletes in a row) as closed. There it
+// serves hashtag queries through the token's account: it follows their
+// tags (POST /api/v1/tags/:name/follow) and reads the home timeline
+// (stream=user), keeping only what the hashtag streams would have carried
+// — public statuses, not reblogs, with a followed tag — since the home
+// timeline also carries the statuses of the accounts it follows. A query
+// that needs free text fails its subscriber with ErrLiveFeedsClosed, naming
+// the instance and why. The tags follow the subscribers; a tag is
+// unfollowed when no data source of the spawn needs it any more, and only
+// when the spawn followed it itself (the account did not follow it
+// already). Every FollowCheckInterval the source checks that the account
+// still follows its tags (another spawn sharing the account may have let
+// one go) and follows again what is missing.
+//
 // The instance may serve its streaming API from another host: the source
 // asks /api/v2/instance (configuration.urls.streaming), then
 // /api/v1/instance (urls.streaming_api), and uses the advertised URL only
 // when its host is the instance's host or a subdomain of it and it does not
 // downgrade from TLS, so the access token never travels to a third party.
 // The token (a user token with read:statuses, which public and hashtag
-// streams require since Mastodon 4.2) goes in the handshake's
-// "Authorization: Bearer" header, never in the URL, so it stays out of
-// access logs.
+// streams require since Mastodon 4.2, and read:follows and write:follows
+// where the feeds are closed) goes in the handshake's "Authorization:
+// Bearer" header, never in the URL, so it stays out of access logs.
 //
 // A status becomes an Item whose ID is its federation uri, the same on
 // every instance, so a status read through two instances is one comment.
 // Its author is the account's acct, qualified with the instance's account
 // domain (from the instance document, else the instance's host) when the
-// account is local, so it names one account everywhere.
-// Reblogs are read as the status they reblog. Mastodon names a reply's
-// parent only by its id local to the instance: the source remembers the
-// uris of the statuses it has seen (a bounded map per instance) to link a
-// reply to its parent's uri and to its thread's first status; for a parent
-// it has not seen, ReplyTo is the parent's API address on the instance,
-// <instance>/api/v1/statuses/<id>, stable and resolvable but in no other
-// comment's id space.
+// account is local, so it names one account everywhere; its author id is
+// the account's ActivityPub uri (Mastodon 4.2 and later; none before).
+// Its links are the URLs its content links to, mentions and hashtags left
+// out, and its preview card's. Reblogs, which Mastodon never streams on
+// the public and hashtag streams, are read as the status they reblog.
+//
+// Replies. Mastodon names a reply's parent only by its id local to the
+// instance (in_reply_to_id), in no comment's id space. The source remembers
+// the uris of the statuses it has seen (a bounded map per instance) to link
+// a reply to its parent's uri and its thread's first status; for a parent
+// it has not seen it asks the instance for the reply's context
+// (GET /api/v1/statuses/:id/context: its ancestors, the thread's first
+// status first), at most ResolveRate a second. A reply whose parent stays
+// unknown has no reply_to and no thread_id: never an id of another space.
 //
 // The connection is bounded and watched: one message may be at most
 // MaxMessageBytes (a larger one closes the connection, which is reopened);
 // malformed or truncated messages are skipped and counted; a connection
 // that carries no message, ping or pong for StallTimeout (the source pings
 // every PingInterval) is dropped; reconnects back off with jitter
-// (pkg/backoff). A refused token (401 or 403 at the handshake, or an error
-// event with those statuses) fails the subscribers with ErrTokenRefused and
-// is retried slowly, from AuthBackoffMin.
+// (pkg/backoff). A refused token (401 or 403 at the handshake, whose
+// X-Error-Message the error quotes, or an error event with those
+// statuses) fails the subscribers with ErrTokenRefused and is retried
+// slowly, from AuthBackoffMin.
 package mastodon
 
 import (
@@ -99,6 +125,21 @@ const (
 	// (local id → uri and thread), which link replies to their parents and
 	// drop a status that arrives through several streams.
 	DefaultStatusCacheSize = 50_000
+	// DefaultClosedAfterDeletes is how many delete events in a row, with
+	// no status between them, make the public stream count as closed: an
+	// open one carries far more statuses than deletes.
+	DefaultClosedAfterDeletes = 25
+	// DefaultFollowCheckInterval is how often the source checks that the
+	// account still follows the tags it needs.
+	DefaultFollowCheckInterval = time.Minute
+	// DefaultUnfollowTimeout bounds letting the tags go when a data
+	// source stops.
+	DefaultUnfollowTimeout = 5 * time.Second
+	// DefaultResolveRate is how many reply contexts a second the source
+	// may look up on one instance (Mastodon allows an account 300 calls
+	// in 5 minutes); DefaultResolveBurst how many at once.
+	DefaultResolveRate  = 1.0
+	DefaultResolveBurst = 10
 )
 
 // Bounds on what a status carries into an item.
@@ -112,6 +153,10 @@ const (
 	maxLocalIDBytes = 64
 	// maxLangBytes caps a language code.
 	maxLangBytes = 16
+	// maxLinks caps the links of one item.
+	maxLinks = 64
+	// maxContextBytes caps a status context answer.
+	maxContextBytes = 8 << 20
 	// maxInstanceDocBytes caps an /api/v*/instance answer.
 	maxInstanceDocBytes = 256 << 10
 	// maxClipBytes caps a string from the instance quoted in an error or
@@ -152,6 +197,14 @@ var (
 	// ErrServer means an error event from the instance (an unknown stream,
 	// a missing tag).
 	ErrServer = errors.New("mastodon: the instance reported an error")
+	// ErrLiveFeedsClosed fails a query that needs free text on an
+	// instance whose live feeds are closed to the token.
+	ErrLiveFeedsClosed = errors.New("mastodon: live feeds closed")
+	// ErrFollowRefused means the instance refused to list, follow or
+	// unfollow tags for the token (it lacks read:follows or
+	// write:follows): hashtag subscribers on an instance with closed
+	// feeds fail until an operator fixes it.
+	ErrFollowRefused = errors.New("mastodon: tag follows refused")
 )
 
 // Options configure the mastodon source kind. Instances is required; zero
@@ -180,6 +233,13 @@ type Options struct {
 	MaxMessageBytes   int64
 	MaxHashtagStreams int
 	StatusCacheSize   int
+	// Closed feeds, and reply look-ups; each defaults to the Default
+	// constant of the same name.
+	ClosedAfterDeletes  int
+	FollowCheckInterval time.Duration
+	UnfollowTimeout     time.Duration
+	ResolveRate         float64
+	ResolveBurst        int
 	// Logger receives connection changes and failures; nil discards.
 	Logger *slog.Logger
 }
@@ -199,6 +259,13 @@ func (o Options) withDefaults() Options {
 	source.SetDefault(&o.MaxMessageBytes, DefaultMaxMessageBytes)
 	source.SetDefault(&o.MaxHashtagStreams, DefaultMaxHashtagStreams)
 	source.SetDefault(&o.StatusCacheSize, DefaultStatusCacheSize)
+	source.SetDefault(&o.ClosedAfterDeletes, DefaultClosedAfterDeletes)
+	source.SetDefault(&o.FollowCheckInterval, DefaultFollowCheckInterval)
+	source.SetDefault(&o.UnfollowTimeout, DefaultUnfollowTimeout)
+	source.SetDefault(&o.ResolveBurst, DefaultResolveBurst)
+	if o.ResolveRate <= 0 {
+		o.ResolveRate = DefaultResolveRate
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -213,6 +280,9 @@ type Kind struct {
 	// stats are the counters of each key, kept across the data sources
 	// the key gets over time so they only grow.
 	stats map[string]*counters
+	// follows are the tag follows of each key, shared by the data sources
+	// the key gets over time.
+	follows map[string]*tagFollows
 }
 
 var _ source.Kind = (*Kind)(nil)
@@ -220,7 +290,7 @@ var _ source.Kind = (*Kind)(nil)
 // New returns the mastodon source kind. It fails without an instance or
 // with an instance URL that is not an http(s) base URL.
 func New(opts Options) (*Kind, error) {
-	k := &Kind{instances: map[string]*url.URL{}, stats: map[string]*counters{}}
+	k := &Kind{instances: map[string]*url.URL{}, stats: map[string]*counters{}, follows: map[string]*tagFollows{}}
 	for _, raw := range opts.Instances {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
@@ -234,6 +304,7 @@ func New(opts Options) (*Kind, error) {
 		if _, dup := k.instances[key]; !dup {
 			k.instances[key] = u
 			k.stats[key] = &counters{}
+			k.follows[key] = newTagFollows()
 			k.keys = append(k.keys, key)
 		}
 	}
@@ -274,7 +345,7 @@ func (k *Kind) New(key string) (source.DataSource, error) {
 	if !ok {
 		return nil, fmt.Errorf("mastodon: data source key %q names no configured instance", key)
 	}
-	return newInstance(k.opts, u, k.stats[key]), nil
+	return newInstance(k.opts, u, k.stats[key], k.follows[key]), nil
 }
 
 // Stats returns the counters of every configured instance, by instance

@@ -18,6 +18,7 @@ const maxTagBytes = 100
 const (
 	streamPublic  = "public"
 	streamHashtag = "hashtag"
+	streamUser    = "user" // the token account's home timeline and notifications
 )
 
 // needs tells which streams a subscriber's query needs: the hashtag

@@ -187,12 +187,43 @@ func (s *session) read(ctx context.Context, emit source.Emit) error {
 			}
 		case frameOther:
 			s.stats.ignored.Add(1)
+			if f.stream == streamPublic && f.event == eventDelete {
+				s.publicDelete()
+			}
 		case frameStatus:
+			switch f.stream {
+			case streamPublic:
+				s.publicDeletes = 0
+			case streamUser:
+				if !s.fromFollowedTag(f) {
+					s.stats.filtered.Add(1)
+					continue
+				}
+			}
 			if err := s.status(ctx, f, emit); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// publicDelete counts a delete event of the public stream: ClosedAfterDeletes
+// of them in a row, with no status between them, mean the instance keeps
+// its public statuses from the token (mastodon/mastodon#37883).
+func (s *session) publicDelete() {
+	s.publicDeletes++
+	if s.publicDeletes >= s.opts.ClosedAfterDeletes {
+		s.markDeleteOnly(s.publicDeletes)
+	}
+}
+
+// fromFollowedTag reports whether a status of the home timeline is one
+// the hashtag streams of the followed tags would have carried: public, not
+// a reblog, with a tag the source follows for its subscribers. The home
+// timeline also carries the account's own statuses and those of the
+// accounts it follows, private ones and reblogs included.
+func (s *session) fromFollowedTag(f frame) bool {
+	return !f.reblog && f.status.Visibility == visibilityPublic && s.followed(f.status.Tags)
 }
 
 // skip counts and reports a message or status that could not be used.
@@ -222,24 +253,27 @@ func (s *session) serverError(f frame) error {
 
 // status hands a status over unless this connection has handed it over
 // already: an update seen before came through another stream (a status
-// with two subscribed tags) or is a reblog of a status already read; an
-// edit is new when its edited_at is.
+// with two subscribed tags, or two followed tags on the home timeline) or
+// is a reblog of a status already read; an edit is new when its edited_at
+// is.
 func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
 	st := f.status
 	edited := ""
 	if st.EditedAt != nil {
 		edited = *st.EditedAt
 	}
-	if l, ok := s.recent.get(st.ID); ok && (f.event == eventUpdate || l.edited == edited) {
+	if l, ok := s.recent.get(st.ID); ok && l.emitted && (f.event == eventUpdate || l.edited == edited) {
 		s.stats.duplicates.Add(1)
 		return nil
 	}
-	it, err := statusItem(st, s.base, s.domain, s.recent.get, time.Now())
+	parent := s.parentOf(ctx, st)
+	it, err := statusItem(st, s.domain, parent, time.Now())
 	if err != nil {
 		s.skip(err, 0)
 		return nil
 	}
-	s.recent.put(st.ID, link{uri: it.ID, thread: it.ThreadID, edited: edited})
+	reply := st.InReplyToID != nil && *st.InReplyToID != ""
+	s.recent.put(st.ID, link{uri: it.ID, thread: it.ThreadID, orphan: reply && it.ThreadID == "", emitted: true, edited: edited})
 	s.busy.Store(true)
 	err = emit(ctx, []source.Item{it})
 	s.seen()

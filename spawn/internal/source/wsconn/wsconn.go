@@ -113,6 +113,9 @@ type HandshakeError struct {
 	URL        string
 	Status     string // "401 Unauthorized"
 	StatusCode int
+	// Header is the answer's header (Mastodon's streaming server says why
+	// in X-Error-Message).
+	Header http.Header
 	// Body is the start of the answer's body, for its message.
 	Body []byte
 }
@@ -145,7 +148,7 @@ func Dial(ctx context.Context, url string, cfg *Config) (*Conn, error) {
 			return nil, ctx.Err()
 		}
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			he := &HandshakeError{URL: url, Status: resp.Status, StatusCode: resp.StatusCode}
+			he := &HandshakeError{URL: url, Status: resp.Status, StatusCode: resp.StatusCode, Header: resp.Header}
 			if resp.Body != nil {
 				he.Body, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
 			}
