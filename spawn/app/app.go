@@ -23,8 +23,8 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/queue"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/xv2"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitterv1"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitterv2"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/cassandra"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/file"
@@ -100,10 +100,10 @@ func DefaultSettings() Settings {
 		LogLevel:     "info",
 		LogFormat:    "text",
 
-		TwitterAPIURL:        twitter.DefaultAPIURL,
-		TwitterStreamURL:     twitter.DefaultStreamURL,
-		TwitterMaxRules:      xv2.DefaultMaxRules,
-		TwitterMaxRuleLength: xv2.DefaultMaxRuleLength,
+		TwitterAPIURL:        twitterv1.DefaultAPIURL,
+		TwitterStreamURL:     twitterv1.DefaultStreamURL,
+		TwitterMaxRules:      twitterv2.DefaultMaxRules,
+		TwitterMaxRuleLength: twitterv2.DefaultMaxRuleLength,
 
 		Bluesky:             true,
 		BlueskyJetstreamURL: bluesky.DefaultJetstreamURL,

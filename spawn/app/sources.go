@@ -12,8 +12,8 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/mastodon"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/stream"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/xv2"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitterv1"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitterv2"
 )
 
 // sourceKinds builds the source kinds the spawn crawls with: rss always,
@@ -24,7 +24,7 @@ import (
 func sourceKinds(cfg Settings, guard netguard.Options, logger *slog.Logger) (source.Registry, error) {
 	kinds := source.Registry{
 		api.SourceRSS:      rss.New(rss.Options{Client: netguard.NewClient(guard), Interval: cfg.FeedInterval, MinInterval: cfg.FeedMinInterval, MaxInterval: cfg.FeedMaxInterval, HostDelay: cfg.FeedHostDelay, Logger: logger}),
-		api.SourceTwitter:  twitter.Unconfigured(),
+		api.SourceTwitter:  twitterv1.Unconfigured(),
 		api.SourceStream:   stream.Unconfigured(),
 		api.SourceBluesky:  source.Unconfigured(errors.New("bluesky: this spawn runs with --bluesky=false")),
 		api.SourceMastodon: mastodon.Unconfigured(),
@@ -53,7 +53,7 @@ func sourceKinds(cfg Settings, guard netguard.Options, logger *slog.Logger) (sou
 		}
 		kinds[api.SourceMastodon] = k
 	}
-	creds := twitter.Credentials{
+	creds := twitterv1.Credentials{
 		ConsumerKey: cfg.TwitterConsumerKey, ConsumerSecret: cfg.TwitterConsumerSecret,
 		AccessToken: cfg.TwitterAccessToken, AccessSecret: cfg.TwitterAccessSecret,
 	}
@@ -61,7 +61,7 @@ func sourceKinds(cfg Settings, guard netguard.Options, logger *slog.Logger) (sou
 	case cfg.TwitterBearerToken != "" && !creds.IsZero():
 		return nil, errors.New("spawn: give either --twitter-bearer-token (X API v2) or the four OAuth 1.0a credentials (v1.1), not both")
 	case cfg.TwitterBearerToken != "":
-		k, err := xv2.New(xv2.Options{
+		k, err := twitterv2.New(twitterv2.Options{
 			APIURL: cfg.TwitterAPIURL, BearerToken: cfg.TwitterBearerToken,
 			MaxRules: cfg.TwitterMaxRules, MaxRuleLength: cfg.TwitterMaxRuleLength,
 			Client: netguard.NewClient(guard), Logger: logger,
@@ -71,7 +71,7 @@ func sourceKinds(cfg Settings, guard netguard.Options, logger *slog.Logger) (sou
 		}
 		kinds[api.SourceTwitter] = k
 	case creds.Complete():
-		k, err := twitter.New(twitter.Options{
+		k, err := twitterv1.New(twitterv1.Options{
 			Credentials: creds, APIURL: cfg.TwitterAPIURL, StreamURL: cfg.TwitterStreamURL,
 			Client: netguard.NewClient(guard), Logger: logger,
 		})

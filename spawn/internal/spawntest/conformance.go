@@ -1,4 +1,4 @@
-package sourcetest
+package spawntest
 
 import (
 	"context"

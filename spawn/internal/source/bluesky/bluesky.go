@@ -53,7 +53,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
 )
 
 // Defaults of Options.

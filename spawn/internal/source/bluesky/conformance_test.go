@@ -14,7 +14,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/appview"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // corpus lists the recorded events (testdata/SOURCES.md), oldest first:
@@ -57,7 +57,7 @@ func readJSON(t *testing.T, name string, v any) {
 // apart from this code. The query names every author's DID, so it matches
 // every post through author_id.
 func TestConformance_RecordedPostsAsAUserSeesThem(t *testing.T) {
-	var want []sourcetest.Seen
+	var want []spawntest.Seen
 	readJSON(t, "conformance_expected.json", &want)
 	var profiles map[string]string
 	readJSON(t, "appview_profiles.json", &profiles)
@@ -71,15 +71,15 @@ func TestConformance_RecordedPostsAsAUserSeesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := sourcetest.StartFileNode(t, api.SourceBluesky, k)
+	fn := spawntest.StartFileNode(t, api.SourceBluesky, k)
 	var dids []string
 	for _, w := range want {
 		if !slices.Contains(dids, w.AuthorID) {
 			dids = append(dids, w.AuthorID)
 		}
 	}
-	sourcetest.Subscribe(t, fn.Node, sourcetest.Spec(api.SourceBluesky, 1, nil, "from:"+strings.Join(dids, " OR from:")))
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "the connection", func() bool { return js.Conns() == 1 })
+	spawntest.Subscribe(t, fn.Node, spawntest.Spec(api.SourceBluesky, 1, nil, "from:"+strings.Join(dids, " OR from:")))
+	testkit.WaitFor(t, spawntest.WaitTimeout, "the connection", func() bool { return js.Conns() == 1 })
 
 	events := 0
 	for _, name := range corpus {
@@ -108,7 +108,7 @@ func TestConformance_RecordedPostsAsAUserSeesThem(t *testing.T) {
 		}
 		return true
 	}
-	for deadline := time.Now().Add(sourcetest.WaitTimeout); !settled() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(spawntest.WaitTimeout); !settled() && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if t.Failed() || len(got) != len(want) {
@@ -116,7 +116,7 @@ func TestConformance_RecordedPostsAsAUserSeesThem(t *testing.T) {
 			t.Logf("line %s %s", c.ID, c.Author)
 		}
 	}
-	sourcetest.CompareSeen(t, got, want)
+	spawntest.CompareSeen(t, got, want)
 	t.Logf("%d recorded events read, %d posts stored, %d fields checked; %d AppView calls for %d DIDs",
 		events, len(want), 10*len(want), av.Calls(), len(dids))
 }

@@ -15,11 +15,11 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // waitTimeout bounds every condition a test waits for.
-const waitTimeout = sourcetest.WaitTimeout
+const waitTimeout = spawntest.WaitTimeout
 
 // testOptions are short timers for a source of the fake Jetstream at url,
 // asking a local AppView for handles.
@@ -43,22 +43,22 @@ func testOptionsWithAppView(t *testing.T, url string) (Options, *appview.Server)
 }
 
 func spec(id int64, terms ...string) api.SubscriberSpec {
-	return sourcetest.Spec(api.SourceBluesky, id, nil, terms...)
+	return spawntest.Spec(api.SourceBluesky, id, nil, terms...)
 }
 
 // start runs the source of a fake until the test ends.
-func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *sourcetest.Recorder) {
+func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *spawntest.Recorder) {
 	t.Helper()
 	k, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, rec := sourcetest.Start(t, k, Key, specs...)
+	ds, rec := spawntest.Start(t, k, Key, specs...)
 	return ds.(*Source), rec
 }
 
 // untagged counts the items for every query that carry uri.
-func untagged(rec *sourcetest.Recorder, uri string) (all, tagged int) {
+func untagged(rec *spawntest.Recorder, uri string) (all, tagged int) {
 	for _, it := range rec.All() {
 		if it.ID != uri {
 			continue

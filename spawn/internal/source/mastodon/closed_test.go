@@ -12,7 +12,7 @@ import (
 	fake "github.com/blackwidow-crawl/blackwidow/internal/fakes/mastodon"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // tagEvents renders the server's follow log as "follow golang".
@@ -163,7 +163,7 @@ func TestSource_FollowsBeforeTheSpawnAreNeverUnfollowed(t *testing.T) {
 // which waits for Run to return.
 func runUntil(t *testing.T, ds source.DataSource) (stop func()) {
 	t.Helper()
-	rec := &sourcetest.Recorder{}
+	rec := &spawntest.Recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); ds.Run(ctx, rec.Emit) }()

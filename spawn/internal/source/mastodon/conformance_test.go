@@ -11,7 +11,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	fake "github.com/blackwidow-crawl/blackwidow/internal/fakes/mastodon"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // seenFields is how many fields of a stored comment CompareSeen checks:
@@ -31,7 +31,7 @@ type sample struct {
 	// timeline and a hashtag crawler on an instance with closed feeds
 	// (public, not a reblog).
 	homeTags []string
-	seen     sourcetest.Seen
+	seen     spawntest.Seen
 }
 
 func readSamples(t *testing.T, group string) []sample {
@@ -63,10 +63,10 @@ func readSamples(t *testing.T, group string) []sample {
 			Entity json.RawMessage `json:"entity"`
 		}
 		var e struct {
-			StatusID     string          `json:"status_id"`
-			PublicStream bool            `json:"public_stream"`
-			HomeTags     []string        `json:"home_tags"`
-			Seen         sourcetest.Seen `json:"seen"`
+			StatusID     string         `json:"status_id"`
+			PublicStream bool           `json:"public_stream"`
+			HomeTags     []string       `json:"home_tags"`
+			Seen         spawntest.Seen `json:"seen"`
 		}
 		var head struct {
 			ID      string `json:"id"`
@@ -115,7 +115,7 @@ func TestConformance_RecordedStatusesThroughTheSpawn(t *testing.T) {
 			compared := 0
 			t.Run("open instance, public stream", func(t *testing.T) {
 				srv := startServer(t, fake.Options{Domain: g.domain})
-				want := map[string][]sourcetest.Seen{} // by from: query
+				want := map[string][]spawntest.Seen{} // by from: query
 				for _, s := range samples {
 					if err := srv.RememberJSON(s.entity); err != nil {
 						t.Fatal(err)
@@ -128,7 +128,7 @@ func TestConformance_RecordedStatusesThroughTheSpawn(t *testing.T) {
 			})
 			t.Run("closed instance, followed tags", func(t *testing.T) {
 				srv := startServer(t, fake.Options{Domain: g.domain, TimelinesAccess: fake.ClosedLiveFeeds})
-				want := map[string][]sourcetest.Seen{} // by #tag query
+				want := map[string][]spawntest.Seen{} // by #tag query
 				for _, s := range samples {
 					if err := srv.RememberJSON(s.entity); err != nil {
 						t.Fatal(err)
@@ -150,13 +150,13 @@ func TestConformance_RecordedStatusesThroughTheSpawn(t *testing.T) {
 // run starts a spawn node reading srv with one crawler per query of want,
 // waits for the stream, delivers every sample in order and checks what
 // each crawler stored. It returns how many comments it compared.
-func run(t *testing.T, srv *fake.Server, domain string, samples []sample, want map[string][]sourcetest.Seen, stream string) int {
+func run(t *testing.T, srv *fake.Server, domain string, samples []sample, want map[string][]spawntest.Seen, stream string) int {
 	t.Helper()
 	kind, err := New(conformanceOptions(t, srv.URL()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := sourcetest.StartFileNode(t, api.SourceMastodon, kind)
+	node := spawntest.StartFileNode(t, api.SourceMastodon, kind)
 	queries := slices.Sorted(func(yield func(string) bool) {
 		for q := range want {
 			if !yield(q) {
@@ -168,7 +168,7 @@ func run(t *testing.T, srv *fake.Server, domain string, samples []sample, want m
 	for n, q := range queries {
 		specs[n] = spec(int64(n+1), q)
 	}
-	sourcetest.Subscribe(t, node.Node, specs...)
+	spawntest.Subscribe(t, node.Node, specs...)
 	testkit.WaitFor(t, waitDeadline, "the "+stream+" stream", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && slices.Contains(subs[0], stream)

@@ -18,7 +18,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
 )
 
 // Stats is what one instance's data source has done since the spawn

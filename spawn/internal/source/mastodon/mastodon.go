@@ -86,7 +86,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
 )
 
 // Defaults of Options.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
 )
 
 // minWatchInterval is the shortest interval at which a session checks for

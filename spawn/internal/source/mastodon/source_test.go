@@ -14,7 +14,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // Test timings, scaled down from the defaults.
@@ -55,11 +55,11 @@ func testOptions(t *testing.T, instances ...string) Options {
 }
 
 func spec(id int64, terms ...string) api.SubscriberSpec {
-	return sourcetest.Spec(api.SourceMastodon, id, nil, terms...)
+	return spawntest.Spec(api.SourceMastodon, id, nil, terms...)
 }
 
 // start runs the data source of the first instance in opts for specs.
-func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*instance, *sourcetest.Recorder) {
+func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*instance, *spawntest.Recorder) {
 	t.Helper()
 	k, err := New(opts)
 	if err != nil {
@@ -74,10 +74,10 @@ func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*instance, 
 	return ds.(*instance), runSource(t, ds)
 }
 
-func runSource(t *testing.T, ds source.DataSource) *sourcetest.Recorder {
+func runSource(t *testing.T, ds source.DataSource) *spawntest.Recorder {
 	t.Helper()
-	rec := &sourcetest.Recorder{}
-	sourcetest.Run(t, ds, rec.Emit)
+	rec := &spawntest.Recorder{}
+	spawntest.Run(t, ds, rec.Emit)
 	return rec
 }
 
@@ -184,7 +184,7 @@ func TestSource_SameStatusThroughTwoInstancesIsOneID(t *testing.T) {
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("keys %v, %v", keys, err)
 	}
-	var recs []*sourcetest.Recorder // a's, then b's
+	var recs []*spawntest.Recorder // a's, then b's
 	for _, srv := range []*fake.Server{a, b} {
 		key := keyPrefix + srv.URL()
 		if !slices.Contains(keys, key) {

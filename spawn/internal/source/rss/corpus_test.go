@@ -14,7 +14,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // corpusDir holds recorded real feeds (SOURCES.md says where each comes
@@ -112,7 +112,7 @@ func TestCorpus_EveryRecordedFeedStoredAsItsPublisherWroteIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, base := feedserver.Start(t, feedserver.Options{})
-	fn := sourcetest.StartFileNode(t, api.SourceRSS, New(testOptions()))
+	fn := spawntest.StartFileNode(t, api.SourceRSS, New(testOptions()))
 
 	type served struct {
 		file, format, contentType string
@@ -129,11 +129,11 @@ func TestCorpus_EveryRecordedFeedStoredAsItsPublisherWroteIt(t *testing.T) {
 		for i, ct := range c.contentTypes {
 			s := served{file: c.file, format: c.format, contentType: ct, crawler: int64(len(all) + 1), want: want}
 			path := srv.Record(fmt.Sprintf("%d-%s", i, c.file), feedserver.Recorded{Body: readCorpus(t, c.file), ContentType: ct})
-			specs = append(specs, sourcetest.Spec(api.SourceRSS, s.crawler, nil, base+path))
+			specs = append(specs, spawntest.Spec(api.SourceRSS, s.crawler, nil, base+path))
 			all = append(all, s)
 		}
 	}
-	sourcetest.Subscribe(t, fn.Node, specs...)
+	spawntest.Subscribe(t, fn.Node, specs...)
 
 	type tally struct{ feeds, feedItems, served, items, fields int }
 	report := map[string]*tally{}
@@ -141,12 +141,12 @@ func TestCorpus_EveryRecordedFeedStoredAsItsPublisherWroteIt(t *testing.T) {
 	for _, s := range all {
 		t.Run(fmt.Sprintf("%s as %q", s.file, s.contentType), func(t *testing.T) {
 			var got []api.Comment
-			testkit.WaitFor(t, sourcetest.WaitTimeout, "stored comments", func() bool {
+			testkit.WaitFor(t, spawntest.WaitTimeout, "stored comments", func() bool {
 				got = fn.Lines(t, s.crawler)
 				return len(got) >= len(s.want)
 			})
 			want := seenOf(s.want, got)
-			sourcetest.CompareSeen(t, got, want)
+			spawntest.CompareSeen(t, got, want)
 			wrong += countWrong(got, want)
 		})
 		r := report[s.format]
@@ -192,10 +192,10 @@ func readCorpus(t *testing.T, file string) []byte {
 // seenOf turns expected items into what CompareSeen checks. An undated
 // item is published when the spawn first fetched it, which only the
 // stored comment knows.
-func seenOf(want []expectedItem, got []api.Comment) []sourcetest.Seen {
-	out := make([]sourcetest.Seen, 0, len(want))
+func seenOf(want []expectedItem, got []api.Comment) []spawntest.Seen {
+	out := make([]spawntest.Seen, 0, len(want))
 	for _, w := range want {
-		s := sourcetest.Seen{ID: w.ID, Author: w.Author, Text: w.Text, URL: w.URL, Lang: w.Lang}
+		s := spawntest.Seen{ID: w.ID, Author: w.Author, Text: w.Text, URL: w.URL, Lang: w.Lang}
 		if len(w.Links) > 0 {
 			s.Links = w.Links
 		}
@@ -211,10 +211,10 @@ func seenOf(want []expectedItem, got []api.Comment) []sourcetest.Seen {
 
 // countWrong counts the fields of the stored comments that differ from
 // want, a missing or unexpected comment counting all its fields.
-func countWrong(got []api.Comment, want []sourcetest.Seen) int {
-	byID := map[string]sourcetest.Seen{}
+func countWrong(got []api.Comment, want []spawntest.Seen) int {
+	byID := map[string]spawntest.Seen{}
 	for _, c := range got {
-		byID[c.ID] = sourcetest.SeenOf(c)
+		byID[c.ID] = spawntest.SeenOf(c)
 	}
 	n := 0
 	for _, w := range want {

@@ -17,7 +17,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // Test timings: short, so a test that waits on several polls stays fast.
@@ -166,7 +166,7 @@ func startWith(t *testing.T, opts Options, url string, rec *recorder) *feed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sourcetest.Run(t, ds, rec.emit)
+	spawntest.Run(t, ds, rec.emit)
 	return ds.(*feed)
 }
 

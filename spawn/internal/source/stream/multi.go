@@ -19,7 +19,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/wsconn"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
 )
 
 // Parts of Err besides source.PartConnection and source.PartMessages.

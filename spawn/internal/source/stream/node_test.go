@@ -12,18 +12,18 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/stream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 func streamSpec(id int64, keywords []string, terms ...string) api.SubscriberSpec {
-	return sourcetest.Spec(api.SourceStream, id, keywords, terms...)
+	return spawntest.Spec(api.SourceStream, id, keywords, terms...)
 }
 
 // startNode runs a node with one source kind registered as "stream".
-func startNode(t *testing.T, kind source.Kind) (*node.Node, *sourcetest.MemStore) {
+func startNode(t *testing.T, kind source.Kind) (*node.Node, *spawntest.MemStore) {
 	t.Helper()
-	return sourcetest.StartNode(t, api.SourceStream, kind)
+	return spawntest.StartNode(t, api.SourceStream, kind)
 }
 
 // TestNode_StreamSubscribersShareOneConnection runs a real node with the
@@ -47,10 +47,10 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 		streamSpec(3, nil, "golang", "rust"),
 		streamSpec(4, nil, "golang release"),
 	}
-	sourcetest.Subscribe(t, n, specs...)
+	spawntest.Subscribe(t, n, specs...)
 	// Three queries: golang (crawlers 1 and 2), golang OR rust, and
 	// golang AND release.
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "three subscriptions on one connection", func() bool {
+	testkit.WaitFor(t, spawntest.WaitTimeout, "three subscriptions on one connection", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && len(subs[0]) == 3
 	})
@@ -68,7 +68,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 		3: {id(g), id(r), id(rel)},
 		4: {id(rel)},
 	}
-	sourcetest.ExpectStored(t, st, want)
+	spawntest.ExpectStored(t, st, want)
 	h := n.Health(true)
 	if len(h.DataSources) != 1 || h.DataSources[0].Key != stream.Key || h.DataSources[0].Subscribers != 4 {
 		t.Errorf("data sources %+v, want one %q with 4 subscribers", h.DataSources, stream.Key)
@@ -89,7 +89,7 @@ func TestNode_StreamSubscribersShareOneConnection(t *testing.T) {
 	if err := n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 2, CrawlerIDs: []int64{3}}); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "two subscriptions left", func() bool {
+	testkit.WaitFor(t, spawntest.WaitTimeout, "two subscriptions left", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && len(subs[0]) == 2
 	})
@@ -126,16 +126,16 @@ func TestNode_StreamQueryErrorStaysWithItsSubscribers(t *testing.T) {
 		t.Fatalf("crawler %d is not a subscriber", id)
 		return api.HealthSubscriber{}
 	}
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "the refused query's subscriber failed with the reason", func() bool {
+	testkit.WaitFor(t, spawntest.WaitTimeout, "the refused query's subscriber failed with the reason", func() bool {
 		s := subscriber(2)
 		return s.State == api.StateFailed && strings.Contains(s.Error, "filter refused")
 	})
-	testkit.WaitFor(t, sourcetest.WaitTimeout, "the good query subscribed", func() bool {
+	testkit.WaitFor(t, spawntest.WaitTimeout, "the good query subscribed", func() bool {
 		subs := srv.Subscriptions()
 		return len(subs) == 1 && len(subs[0]) == 1
 	})
 	g := srv.Publish(streamserver.Interaction{Content: "golang news"})
-	sourcetest.ExpectStored(t, st, map[int64][]string{1: {"ds:" + g.ID}})
+	spawntest.ExpectStored(t, st, map[int64][]string{1: {"ds:" + g.ID}})
 	if s := subscriber(1); s.Error != "" || s.State != api.StateRunning {
 		t.Fatalf("subscriber of the good query: state %s, error %q; want running with no error", s.State, s.Error)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // Test timings, scaled down from the defaults.
@@ -53,20 +53,20 @@ func testOptions(base string) Options {
 	}
 }
 
-type recorder = sourcetest.Recorder
+type recorder = spawntest.Recorder
 
 func spec(id int64, terms ...string) api.SubscriberSpec {
-	return sourcetest.Spec(api.SourceStream, id, nil, terms...)
+	return spawntest.Spec(api.SourceStream, id, nil, terms...)
 }
 
-// start runs the source for specs until the test ends (sourcetest.Start).
+// start runs the source for specs until the test ends (spawntest.Start).
 func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*multi, *recorder) {
 	t.Helper()
 	k, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, rec := sourcetest.Start(t, k, Key, specs...)
+	ds, rec := spawntest.Start(t, k, Key, specs...)
 	return ds.(*multi), rec
 }
 

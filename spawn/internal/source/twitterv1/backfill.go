@@ -1,4 +1,4 @@
-package twitter
+package twitterv1
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 )
 
 // backfillPart names backfill errors in Err.

@@ -1,4 +1,4 @@
-package twitter
+package twitterv1
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 )
 
 // newFramer splits a stream body into messages: Twitter ends each with

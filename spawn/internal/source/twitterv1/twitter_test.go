@@ -1,4 +1,4 @@
-package twitter
+package twitterv1
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // Test timings: Twitter's policy scaled down about 250 times, so a test
@@ -73,20 +73,20 @@ func testOptions(base string) Options {
 	}
 }
 
-type recorder = sourcetest.Recorder
+type recorder = spawntest.Recorder
 
 func spec(id int64, terms ...string) api.SubscriberSpec {
-	return sourcetest.Spec(api.SourceTwitter, id, nil, terms...)
+	return spawntest.Spec(api.SourceTwitter, id, nil, terms...)
 }
 
-// start runs the source for specs until the test ends (sourcetest.Start).
+// start runs the source for specs until the test ends (spawntest.Start).
 func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*tracker, *recorder) {
 	t.Helper()
 	k, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, rec := sourcetest.Start(t, k, Key, specs...)
+	ds, rec := spawntest.Start(t, k, Key, specs...)
 	return ds.(*tracker), rec
 }
 

@@ -1,4 +1,4 @@
-package xv2
+package twitterv2
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 )
 
 const (

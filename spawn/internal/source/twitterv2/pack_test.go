@@ -1,4 +1,4 @@
-package xv2
+package twitterv2
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package xv2
+package twitterv2
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/sourcetest"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 const (
 	token = "test-bearer-token"
-	wait  = sourcetest.WaitTimeout
+	wait  = spawntest.WaitTimeout
 )
 
 // testOptions are short, scaled timings for a source against the local
@@ -72,7 +72,7 @@ func (d *delays) all() []time.Duration {
 }
 
 // run starts the source for specs until the test ends.
-func run(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *sourcetest.Recorder, *delays) {
+func run(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *spawntest.Recorder, *delays) {
 	t.Helper()
 	k, err := New(opts)
 	if err != nil {
@@ -86,13 +86,13 @@ func run(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *sou
 	d := &delays{}
 	s.sleep = d.sleep
 	s.SetSubscribers(specs)
-	rec := &sourcetest.Recorder{}
-	sourcetest.Run(t, s, rec.Emit)
+	rec := &spawntest.Recorder{}
+	spawntest.Run(t, s, rec.Emit)
 	return s, rec, d
 }
 
 func spec(id int64, q string) api.SubscriberSpec {
-	return sourcetest.Spec(api.SourceTwitter, id, nil, q)
+	return spawntest.Spec(api.SourceTwitter, id, nil, q)
 }
 
 // waitRules waits until the server holds rules carrying exactly the rule

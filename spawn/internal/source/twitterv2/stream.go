@@ -1,4 +1,4 @@
-package xv2
+package twitterv2
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 )
 
 // streamQuery asks for what an item needs: the fields of the post (its

@@ -1,8 +1,8 @@
-// Package sourcetest holds what the data source packages' tests share: a
+// Package spawntest holds what the data source packages' tests share: a
 // recorder of emitted items, and a real spawn node to run against their
 // local servers, with an in-memory comment store, subscriber specs and the
 // registration-only hub of internal/fakes/fakehub.
-package sourcetest
+package spawntest
 
 import (
 	"context"

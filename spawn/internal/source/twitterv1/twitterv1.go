@@ -1,4 +1,4 @@
-// Package twitter is the Twitter data source: one per node, shared by every
+// Package twitterv1 is the Twitter data source: one per node, shared by every
 // twitter subscriber on it. It tracks the union of the subscribers' query
 // terms on Twitter's filter stream (API v1.1 statuses/filter.json), at most
 // MaxTrackTerms terms per connection and as many connections as the union
@@ -42,7 +42,7 @@
 // the term occurs in the tweet's text, in any order, case-insensitively and
 // as a whole word ("go" does not match "good"; "#golang" and "golang," do
 // match "golang").
-package twitter
+package twitterv1
 
 import (
 	"errors"
@@ -57,7 +57,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 )
 
 // Endpoints of the real service.

@@ -1,4 +1,4 @@
-// Package xv2 is the twitter data source over X API v2's filtered stream:
+// Package twitterv2 is the twitter data source over X API v2's filtered stream:
 // one stream connection per spawn, shared by every twitter subscriber on
 // it, and the app's stream rules kept equal to the subscribers' queries.
 //
@@ -43,7 +43,7 @@
 // error documents of non-200 answers (TooManyConnections) to the caller.
 // What remains of it once those are done here is a JSON shape, so the
 // client is written on net/http.
-package xv2
+package twitterv2
 
 import (
 	"errors"
@@ -57,7 +57,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 )
 
 // Endpoints of the service, below Options.APIURL.
