@@ -133,12 +133,12 @@ func interactionItem(in *interaction, now time.Time) (source.Item, error) {
 func clip(s string) string { return source.Clip(s, maxClipBytes) }
 
 // csdl is the filter definition of a subscriber's query: the widest one
-// the service understands that still covers the query (query.CSDL); the
+// the service understands that still covers the query (compileCSDL); the
 // node evaluates the whole query on what it brings.
 func csdl(terms []string) (string, error) {
 	q, err := query.ParseList(terms)
 	if err != nil {
 		return "", err
 	}
-	return query.CSDL(q)
+	return compileCSDL(q)
 }

@@ -329,7 +329,7 @@ func trackTerms(spec api.SubscriberSpec) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	terms, err := query.TrackTerms(q)
+	terms, err := compileTrack(q)
 	if err != nil {
 		return nil, err
 	}

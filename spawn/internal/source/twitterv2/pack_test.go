@@ -17,7 +17,7 @@ func ruleText(t testing.TB, q string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := query.XRule(parsed)
+	r, err := compileRule(parsed)
 	if err != nil {
 		t.Fatal(err)
 	}

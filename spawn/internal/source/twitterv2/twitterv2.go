@@ -4,7 +4,7 @@
 //
 // # Rules
 //
-// Each distinct query is compiled to X's rule syntax (query.XRule). The
+// Each distinct query is compiled to X's rule syntax (compileRule). The
 // rules are packed: several queries OR-ed into one rule, "(q1) OR (q2)",
 // while the rule stays within MaxRuleLength characters, in at most MaxRules
 // rules. Each rule is tagged with a hash of its value, so the packing can
@@ -293,7 +293,7 @@ func compile(spec api.SubscriberSpec, maxLen int) wanted {
 	if w.uuid == "" {
 		w.uuid = q.UUID(api.SourceTwitter).String()
 	}
-	rule, err := query.XRule(q)
+	rule, err := compileRule(q)
 	if err != nil {
 		w.err = fmt.Errorf("twitter: %w", err)
 		return w
