@@ -232,7 +232,7 @@ func TestDetector_SeededHoursGiveTheCycle(t *testing.T) {
 func TestReadCSV(t *testing.T) {
 	for _, tt := range []struct {
 		name, in, err string
-		n            int
+		n             int
 	}{
 		{"RFC 3339 and NAB's form", "timestamp,value\n2025-03-03T00:00:00Z,1\n2025-03-03 00:01:00,2.5\n", "", 2},
 		{"no header", "2025-03-03T00:00:00Z,1\n", "line 1 is data", 0},
