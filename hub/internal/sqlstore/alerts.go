@@ -171,7 +171,8 @@ func (s *Store) SetRuleQuietUntil(ctx context.Context, term uint64, id int64, un
 	return nil
 }
 
-// FireAlert records an alert and its deliveries in one transaction fenced
+// FireAlert records an alert and its deliveries (due at once) in one
+// transaction fenced
 // by term, with the rule's new cooldown end (quietUntil, when set) and
 // match cursor (cursor, when set). deliveries makes the deliveries once the
 // alert has its id. It reports false when the rule already has an alert of
@@ -180,7 +181,10 @@ func (s *Store) SetRuleQuietUntil(ctx context.Context, term uint64, id int64, un
 func (s *Store) FireAlert(ctx context.Context, term uint64, a Alert, quietUntil, cursor *time.Time,
 	deliveries func(Alert) ([]AlertDelivery, error)) (Alert, bool, error) {
 	a.ID = 0
-	a.CreatedAt = now()
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = now() // else: when the alert was detected
+	}
+	a.CreatedAt = dbTime(a.CreatedAt)
 	a.At = dbTime(a.At)
 	fired := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
