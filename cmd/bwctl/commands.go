@@ -73,6 +73,8 @@ var commands = []*command{
 	{words: []string{"scaling"}, help: "autoscaling signal: live nodes, wanted subscribers and the spawn count they need", run: scaling},
 }
 
+func init() { commands = append(commands, alertCommands...) }
+
 // lookup finds the command named by the first words and returns the words
 // left for its arguments.
 func lookup(words []string) (*command, []string, error) {

@@ -54,6 +54,8 @@ var flagSpecs = map[string]bool{
 	"limit": true, "user": true, "source": true, "query": true, "keywords": true,
 	"disabled": false, "n": true, "hard": false, "soft": false,
 	"since": true, "until": true, "format": true,
+	// alert (alert.go)
+	"crawler": true, "kind": true, "sensitivity": true, "webhook": true, "secret": true, "slack": true, "email": true, "csv": true,
 }
 
 // globalFlags are accepted by every command.
