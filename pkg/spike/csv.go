@@ -25,7 +25,9 @@ var csvTimeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-
 
 // ReadCSV reads a series as "timestamp,value" rows under a header row:
 // timestamps in RFC 3339 or "YYYY-MM-DD HH:MM:SS" (UTC), one row a step,
-// in increasing time order. Errors name the line.
+// in time order. Real series repeat a time or step back now and then (a
+// clock set back): such rows are kept as read, and the detector skips a
+// step that is not after the one before. Errors name the line.
 func ReadCSV(r io.Reader) ([]Point, error) {
 	cr := csv.NewReader(bufio.NewReaderSize(io.LimitReader(r, int64(MaxCSVRows+1)*maxCSVLine), 64<<10))
 	cr.FieldsPerRecord = -1
@@ -65,10 +67,6 @@ func ReadCSV(r io.Reader) ([]Point, error) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(rec[1]), 64)
 		if err != nil || v != v || v > 1e300 || v < -1e300 {
 			return nil, fmt.Errorf("%w: line %d: value %q is not a number", ErrInvalid, line, rec[1])
-		}
-		if n := len(out); n > 0 && !at.After(out[n-1].At) {
-			return nil, fmt.Errorf("%w: line %d: %s is not after the previous row's %s", ErrInvalid, line,
-				at.Format(time.RFC3339), out[n-1].At.Format(time.RFC3339))
 		}
 		if len(out) >= MaxCSVRows {
 			return nil, fmt.Errorf("%w: more than %d rows", ErrInvalid, MaxCSVRows)

@@ -10,11 +10,13 @@
 // below what the same hour held on earlier days (their median); the step
 // fires when the observed count is improbable under a Poisson law with
 // that mean, widened by the recent window's own dispersion, and also
-// clears a ratio and a minimum volume. A cooldown makes one event one
-// alert.
+// clears a ratio and a minimum volume, and is rarer than nearly all of
+// the series' own past steps (a bursty series needs a bigger surprise). A
+// cooldown makes one event one alert.
 package spike
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -75,13 +77,17 @@ type Thresholds struct {
 	// MinVolume is the count the step must reach, so a quiet crawler's
 	// 0 → 3 is not a spike.
 	MinVolume float64
+	// Rarity is the share of this series' own past steps whose surprise
+	// the step must top: a bursty series, whose tails are heavier than
+	// any Poisson law's, needs a rarer step than a calm one.
+	Rarity float64
 }
 
 // thresholds are the sensitivities' thresholds.
 var thresholds = map[string]Thresholds{
-	Low:    {PValue: 1e-9, Ratio: 3, MinVolume: 20},
-	Medium: {PValue: 1e-6, Ratio: 2, MinVolume: 10},
-	High:   {PValue: 1e-4, Ratio: 1.5, MinVolume: 5},
+	Low:    {PValue: 1e-9, Ratio: 3, MinVolume: 20, Rarity: 0.99999},
+	Medium: {PValue: 1e-6, Ratio: 2, MinVolume: 10, Rarity: 0.9999},
+	High:   {PValue: 1e-4, Ratio: 1.5, MinVolume: 5, Rarity: 0.999},
 }
 
 // ErrInvalid is wrapped by every configuration error.
@@ -143,6 +149,7 @@ type Detector struct {
 	quietUntil int // seen count before which the detector stays quiet
 	days       map[int64]*[24]hourStat
 	scratch    []float64
+	surprises  surpriseHistogram
 }
 
 // New returns a detector, or an error naming a bad setting.
@@ -323,6 +330,13 @@ func (d *Detector) observe(at time.Time, v float64, fire bool) (Alert, bool) {
 		return Alert{}, false
 	}
 	hot, expected, p := d.test(at, v)
+	if d.seen >= d.cfg.Warmup && d.filled > 0 {
+		s := surprise(p)
+		if hot && d.surprises.weight >= minSurpriseHistory && s < d.surprises.quantile(d.th.Rarity) {
+			hot = false
+		}
+		d.surprises.add(s)
+	}
 	var out Alert
 	fired := false
 	if hot {
@@ -415,6 +429,7 @@ func (c *hourCache) at(t time.Time) (float64, bool) {
 }
 
 // median returns the median of vals, reordering them.
+
 func median(vals []float64) float64 {
 	n := len(vals)
 	if n == 0 {
@@ -425,4 +440,106 @@ func median(vals []float64) float64 {
 		return vals[n/2]
 	}
 	return (vals[n/2-1] + vals[n/2]) / 2
+}
+
+// Surprises: how improbable each step was, −log10 of its tail
+// probability, kept as a histogram that forgets with a half-life of about
+// surpriseMemory steps, so the detector knows how surprising this series'
+// ordinary steps are (the peaks-over-threshold idea of Siffer et al.,
+// "Anomaly detection in streams with extreme value theory", KDD 2017, in
+// its simplest form: an empirical quantile instead of a fitted tail).
+const (
+	surpriseBins     = 160
+	surpriseBinWidth = 0.25
+	// surpriseMemory is the steps the histogram remembers: a week of
+	// minutes.
+	surpriseMemory = 7 * 24 * 60
+	// minSurpriseHistory is the weight of steps the histogram must hold
+	// before its quantile counts: half a day of minutes.
+	minSurpriseHistory = 720
+)
+
+type surpriseHistogram struct {
+	bins   [surpriseBins]float32
+	weight float64 // the decayed number of steps held
+	scale  float64 // the weight of the next step, before renormalising
+}
+
+func surprise(p float64) float64 {
+	return -math.Log10(math.Max(p, 1e-300))
+}
+
+func (h *surpriseHistogram) add(s float64) {
+	const keep = 1 - 1.0/surpriseMemory
+	if h.scale == 0 {
+		h.scale = 1
+	}
+	i := min(surpriseBins-1, max(0, int(s/surpriseBinWidth)))
+	h.bins[i] += float32(h.scale)
+	h.weight = h.weight*keep + 1
+	h.scale /= keep
+	if h.scale > 1e12 { // renormalise: the bins hold weights times scale
+		for j := range h.bins {
+			h.bins[j] = float32(float64(h.bins[j]) / h.scale)
+		}
+		h.scale = 1
+	}
+}
+
+// quantile is the surprise below which the share q of the remembered
+// steps fall (the upper edge of its bin).
+func (h *surpriseHistogram) quantile(q float64) float64 {
+	var total float64
+	for _, b := range h.bins {
+		total += float64(b)
+	}
+	above := (1 - q) * total
+	var acc float64
+	for i := surpriseBins - 1; i >= 0; i-- {
+		acc += float64(h.bins[i])
+		if acc > above {
+			return float64(i+1) * surpriseBinWidth
+		}
+	}
+	return 0
+}
+
+// surpriseState is the size of State's answer.
+const surpriseState = 8 + 4*surpriseBins
+
+// State is what the detector knows of its series' surprises, for the hub
+// to keep in SQL: a new leader that restores it judges rarity at once
+// instead of after minSurpriseHistory steps.
+func (d *Detector) State() []byte {
+	h := &d.surprises
+	out := make([]byte, surpriseState)
+	binary.LittleEndian.PutUint64(out, math.Float64bits(h.weight))
+	scale := h.scale
+	if scale == 0 {
+		scale = 1
+	}
+	for i, b := range h.bins {
+		binary.LittleEndian.PutUint32(out[8+4*i:], math.Float32bits(float32(float64(b)/scale)))
+	}
+	return out
+}
+
+// SetState restores what State returned; anything else is ignored.
+func (d *Detector) SetState(b []byte) {
+	if len(b) != surpriseState {
+		return
+	}
+	w := math.Float64frombits(binary.LittleEndian.Uint64(b))
+	if math.IsNaN(w) || w < 0 || w > surpriseMemory*2 {
+		return
+	}
+	h := surpriseHistogram{weight: w, scale: 1}
+	for i := range h.bins {
+		v := math.Float32frombits(binary.LittleEndian.Uint32(b[8+4*i:]))
+		if v != v || v < 0 {
+			return
+		}
+		h.bins[i] = v
+	}
+	d.surprises = h
 }

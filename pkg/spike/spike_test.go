@@ -239,7 +239,7 @@ func TestReadCSV(t *testing.T) {
 		{"empty", "", "empty", 0},
 		{"bad time", "timestamp,value\nyesterday,1\n", "line 2: timestamp \"yesterday\"", 0},
 		{"bad value", "timestamp,value\n2025-03-03T00:00:00Z,many\n", "line 2: value \"many\"", 0},
-		{"out of order", "timestamp,value\n2025-03-03T00:01:00Z,1\n2025-03-03T00:00:00Z,1\n", "line 3", 0},
+		{"a clock set back is read as is", "timestamp,value\n2025-03-03T00:01:00Z,1\n2025-03-03T00:00:00Z,1\n", "", 2},
 		{"three fields", "timestamp,value\n2025-03-03T00:00:00Z,1,2\n", "line 2: want timestamp,value", 0},
 		{"header only", "timestamp,value\n", "no rows", 0},
 	} {
@@ -271,5 +271,24 @@ func TestPoissonUpperTail(t *testing.T) {
 		if math.Abs(got-want) > 1e-9*math.Max(1, want) && math.Abs(got-want)/want > 1e-6 {
 			t.Errorf("P(X ≥ %g | %g) = %g, want %g", tt.k, tt.lambda, got, want)
 		}
+	}
+}
+
+func TestDetector_StateCarriesTheSurpriseHistory(t *testing.T) {
+	points := series(3, start, 2*24*60, dailyRate)
+	d, _ := New(Config{})
+	for _, p := range points {
+		d.Observe(p.At, p.Value)
+	}
+	restored, _ := New(Config{})
+	restored.SetState(d.State())
+	if restored.surprises.weight < minSurpriseHistory || restored.surprises.quantile(0.999) != d.surprises.quantile(0.999) {
+		t.Fatalf("restored weight %.0f, quantile %.2f; want %.0f, %.2f", restored.surprises.weight, restored.surprises.quantile(0.999),
+			d.surprises.weight, d.surprises.quantile(0.999))
+	}
+	before := restored.surprises
+	restored.SetState([]byte("garbage"))
+	if restored.surprises != before {
+		t.Fatal("a bad state changed the detector")
 	}
 }

@@ -265,4 +265,3 @@ func (s *Service) sendMail(ctx context.Context, to string, msg []byte) error {
 	}
 	return client.Quit()
 }
-

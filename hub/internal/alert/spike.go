@@ -157,6 +157,20 @@ func (s *Service) EvaluateSpikes(ctx context.Context, term uint64, st *spikeStat
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// Once an hour the detectors' states go to SQL, for the next
+		// leader.
+		if minute.Minute() != 0 {
+			return
+		}
+		states := make(map[int64][]byte, len(st.rules))
+		for id, sr := range st.rules {
+			states[id] = sr.det.State()
+		}
+		if err := s.store.SaveRuleStates(ctx, term, states); err != nil && ctx.Err() == nil {
+			s.logger.Warn("unable to save the spike detectors' states", "err", err)
+		}
+	}()
 	for _, sr := range st.rules {
 		ids, _ := targets(sr.rule, owners)
 		for m := sr.last.Add(time.Minute); !m.After(minute); m = m.Add(time.Minute) {
@@ -223,6 +237,7 @@ func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners map[int64]
 		for m := later(replayFrom, created.Truncate(time.Minute)); m.Before(minute); m = m.Add(time.Minute) {
 			sr.det.Warm(m, sum(minutes, ids, m))
 		}
+		sr.det.SetState(sr.rule.State)
 		if q := sr.rule.QuietUntil; q != nil && q.After(minute) {
 			sr.det.SetQuietFor(int(q.Sub(minute) / time.Minute))
 		}

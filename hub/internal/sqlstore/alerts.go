@@ -46,6 +46,7 @@ type AlertRule struct {
 	Secret      string
 	QuietUntil  *time.Time
 	CursorAt    *time.Time
+	State       []byte
 	CreatedAt   time.Time
 }
 
@@ -158,6 +159,28 @@ func (s *Store) DeleteAlertRule(ctx context.Context, id int64) error {
 		return fmt.Errorf("sqlstore: unable to delete alert rule %d: %w", id, ErrNotFound)
 	}
 	return nil
+}
+
+// SaveRuleStates records spike rules' detector states, fenced by term.
+func (s *Store) SaveRuleStates(ctx context.Context, term uint64, states map[int64][]byte) error {
+	if len(states) == 0 {
+		return nil
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := fenceTx(tx, term); err != nil {
+			return err
+		}
+		for id, st := range states {
+			if err := tx.Model(&AlertRule{}).Where("id = ?", id).UpdateColumn("state", st).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrFenced) {
+		err = fmt.Errorf("sqlstore: unable to save detector states: %w", err)
+	}
+	return err
 }
 
 // SetRuleQuietUntil records when a spike rule's cooldown ends, fenced by

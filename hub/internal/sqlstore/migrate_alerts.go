@@ -24,6 +24,7 @@ type alertRuleV10 struct {
 	Secret      string     `gorm:"size:512;not null;default:''"`
 	QuietUntil  *time.Time // a spike rule's cooldown ends then
 	CursorAt    *time.Time // a match rule has read comments fetched up to then
+	State       []byte     // a spike rule's detector state (pkg/spike.Detector.State)
 	CreatedAt   time.Time  `gorm:"not null"`
 	Alerts      []alertV10 `gorm:"foreignKey:RuleID;constraint:OnUpdate:RESTRICT,OnDelete:CASCADE"`
 }
