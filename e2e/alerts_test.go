@@ -2,11 +2,20 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -21,6 +30,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/slackhook"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
@@ -291,5 +301,208 @@ func TestAlerts_LeaderKilledMidDeliveryStandbyDeliversOnceUnderTheSameID(t *test
 	bwctl(t, s.bin, s.bwctlEnv(), &events, "alert", "events", strconv.FormatInt(ruleID, 10))
 	if len(events) != 1 || len(events[0].Deliveries) != 1 || events[0].Deliveries[0].ID != id {
 		t.Fatalf("events after the failover: %+v", events)
+	}
+}
+
+// mailpit is a Mailpit SMTP server of one test (scripts/mailpit.sh builds
+// it): STARTTLS required, with a certificate the test signs, and AUTH with
+// one user; its HTTP API reads back what it received.
+type mailpit struct {
+	smtp, api, caFile string
+	proc              *proc
+}
+
+func startMailpit(t *testing.T, user, password string) *mailpit {
+	t.Helper()
+	bin := os.Getenv("BW_MAILPIT")
+	if bin == "" {
+		if os.Getenv("BW_REQUIRE_SERVICES") == "1" {
+			t.Fatal("BW_MAILPIT is unset (eval \"$(scripts/mailpit.sh env)\") but BW_REQUIRE_SERVICES=1")
+		}
+		t.Skip("BW_MAILPIT is unset: eval \"$(scripts/mailpit.sh env)\"")
+	}
+	dir := t.TempDir()
+	certFile, keyFile, caFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
+	writeLoopbackCert(t, certFile, keyFile, caFile)
+	auth := filepath.Join(dir, "auth")
+	if err := os.WriteFile(auth, []byte(user+":"+password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &mailpit{smtp: testkit.FreeAddr(t), api: testkit.FreeAddr(t), caFile: caFile}
+	m.proc = startProc(t, nil, bin, "--smtp", m.smtp, "--listen", m.api, "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile,
+		"--smtp-require-starttls", "--smtp-auth-file", auth, "--smtp-disable-rdns", "--disable-version-check",
+		"--database", filepath.Join(dir, "mailpit.db"))
+	testkit.WaitFor(t, 20*time.Second, "mailpit answering", func() bool {
+		resp, err := http.Get("http://" + m.api + "/api/v1/messages")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return m
+}
+
+// mail is a message as Mailpit's API lists it, with its raw source.
+type mail struct {
+	ID      string
+	Subject string
+	To      []struct{ Address string }
+	Raw     string
+}
+
+func (m *mailpit) messages(t *testing.T) []mail {
+	t.Helper()
+	resp, err := http.Get("http://" + m.api + "/api/v1/messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct{ Messages []mail }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Messages {
+		r, err := http.Get("http://" + m.api + "/api/v1/message/" + list.Messages[i].ID + "/raw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		list.Messages[i].Raw = string(b)
+	}
+	return list.Messages
+}
+
+// writeLoopbackCert writes a CA and a server certificate for 127.0.0.1
+// signed by it.
+func writeLoopbackCert(t *testing.T, certFile, keyFile, caFile string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "alerts test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	for _, f := range []struct {
+		path, kind string
+		der        []byte
+	}{{certFile, "CERTIFICATE", der}, {keyFile, "EC PRIVATE KEY", keyDER}, {caFile, "CERTIFICATE", caDER}} {
+		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.kind, Bytes: f.der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAlerts_SpikeReachesSlackAndEmail runs the built hub with an SMTP
+// server (Mailpit, STARTTLS and AUTH, its password from a _FILE secret) and
+// a local Slack incoming webhook: one burst fires one spike alert on each
+// of two rules, a readable Slack message with the numbers and sample links
+// and an e-mail through the real SMTP conversation. Bad rules are refused
+// with one clear line and store nothing; with the SMTP server gone, an
+// e-mail rule is refused.
+func TestAlerts_SpikeReachesSlackAndEmail(t *testing.T) {
+	const smtpPassword = "mail-s3cret-pass"
+	mp := startMailpit(t, "alerts", smtpPassword)
+	pwFile := filepath.Join(t.TempDir(), "smtp_password")
+	if err := os.WriteFile(pwFile, []byte(smtpPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BW_SMTP_PASSWORD_FILE", pwFile) // inherited by the hub
+	s := newAlertSetup(t, 1, "--smtp-server", mp.smtp, "--smtp-user", "alerts", "--smtp-from", "Black Widow <alerts@blackwidow.test>",
+		"--smtp-ca", mp.caFile)
+	slack := slackhook.Start(t)
+	slackRule := s.addRule(t, "--kind", "spike", "--slack", slack.URL)
+	mailRule := s.addRule(t, "--kind", "spike", "--sensitivity", "low", "--email", "newsroom@example.com")
+
+	// Bad rules: one line on stderr, exit 1, nothing stored.
+	env := s.bwctlEnv()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"alert", "add", "--crawler", "999999", "--kind", "spike", "--slack", slack.URL}, "crawler 999999 does not exist"},
+		{[]string{"alert", "add", "--crawler", strconv.FormatInt(s.crawler.ID, 10), "--kind", "match", "--query", "(golang", "--slack", slack.URL}, `unclosed "("`},
+		{[]string{"alert", "add", "--crawler", strconv.FormatInt(s.crawler.ID, 10), "--kind", "spike", "--webhook", "http://192.168.1.10/hook"}, "192.168.1.10 is private"},
+		{[]string{"alert", "add", "--crawler", strconv.FormatInt(s.crawler.ID, 10), "--kind", "spike", "--webhook", "http://169.254.169.254/latest/meta-data"}, "link-local"},
+	} {
+		cmd := exec.Command(filepath.Join(s.bin, "bwctl"), tt.args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tt.want) || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+			t.Errorf("bwctl %s: %v %q, want one line saying %q", strings.Join(tt.args, " "), err, out, tt.want)
+		}
+	}
+	var rules []api.AlertRule
+	bwctl(t, s.bin, env, &rules, "alert", "list")
+	if len(rules) != 2 {
+		t.Fatalf("%d rules stored, want the 2 good ones", len(rules))
+	}
+	for _, r := range rules {
+		if strings.Contains(r.Target, "XXXXXXXX") {
+			t.Errorf("alert list shows the Slack URL's token: %s", r.Target)
+		}
+	}
+
+	s.burst(80)
+	testkit.WaitFor(t, alertWait, "the Slack message and the e-mail", func() bool {
+		return len(slack.Messages()) >= 1 && len(mp.messages(t)) >= 1
+	})
+	msg := slack.Messages()[0]
+	if !strings.HasPrefix(msg.Text, "Spike on crawler "+strconv.FormatInt(s.crawler.ID, 10)+": ") || !strings.Contains(msg.Text, "comments in the minute from") ||
+		len(msg.Blocks) < 2 || !strings.Contains(msg.Blocks[len(msg.Blocks)-1].Text.Text, "|open>") {
+		t.Errorf("Slack message = %+v", msg)
+	}
+	mails := mp.messages(t)
+	m := mails[0]
+	if len(m.To) != 1 || m.To[0].Address != "newsroom@example.com" || !strings.HasPrefix(m.Subject, "[Black Widow] Spike on crawler") {
+		t.Errorf("e-mail = %+v", m)
+	}
+	var events []api.AlertEvent
+	bwctl(t, s.bin, env, &events, "alert", "events", strconv.FormatInt(mailRule, 10))
+	if len(events) != 1 || !strings.Contains(m.Raw, "X-BW-Delivery: "+events[0].Deliveries[0].ID) || !strings.Contains(m.Raw, "Observed: ") {
+		t.Errorf("e-mail source does not carry its delivery %+v:\n%s", events, m.Raw)
+	}
+	bwctl(t, s.bin, env, &events, "alert", "events", strconv.FormatInt(slackRule, 10))
+	if len(events) != 1 || events[0].Deliveries[0].State != api.DeliveryDelivered {
+		t.Errorf("Slack rule events = %+v", events)
+	}
+
+	// A test alert through the real SMTP server, then none once it is gone.
+	var ev api.AlertEvent
+	bwctl(t, s.bin, env, &ev, "alert", "test", strconv.FormatInt(mailRule, 10))
+	if !ev.Test || ev.Deliveries[0].State != api.DeliveryDelivered {
+		t.Fatalf("test alert = %+v", ev)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the test e-mail", func() bool { return len(mp.messages(t)) == 2 })
+	if err := mp.proc.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = mp.proc.cmd.Wait()
+	cmd := exec.Command(filepath.Join(s.bin, "bwctl"), "alert", "add", "--crawler", strconv.FormatInt(s.crawler.ID, 10), "--kind", "spike", "--email", "ops@example.com")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "unable to reach the SMTP server "+mp.smtp) {
+		t.Errorf("e-mail rule with the SMTP server gone: %v %q", err, out)
+	}
+	bwctl(t, s.bin, env, &rules, "alert", "list")
+	if len(rules) != 2 {
+		t.Fatalf("%d rules after the refusal, want 2", len(rules))
+	}
+	if strings.Contains(s.hubs[0].output(), smtpPassword) {
+		t.Fatal("the SMTP password is in the hub's log")
 	}
 }
