@@ -17,6 +17,11 @@ const (
 	gammaTiny = 1e-300
 )
 
+// PoissonUpperTail is P(X ≥ k) for X Poisson with mean lambda, for a real
+// k: the test the detector makes, for other detectors of counts (the hub's
+// term alerts).
+func PoissonUpperTail(k, lambda float64) float64 { return poissonUpperTail(k, lambda) }
+
 // poissonUpperTail is P(X ≥ k) for X Poisson with mean lambda; k ≤ 0 gives
 // 1 and lambda ≤ 0 with k > 0 gives 0.
 func poissonUpperTail(k, lambda float64) float64 {

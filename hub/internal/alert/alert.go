@@ -136,6 +136,9 @@ type Config struct {
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Now is the clock (default: time.Now).
 	Now func() time.Time
+	// ReadComments reads a page of a crawler's stored comments (default:
+	// through a live spawn's node API).
+	ReadComments func(ctx context.Context, crawlerID int64, q api.ExportQuery) (api.CommentPage, error)
 }
 
 // Service evaluates rules and delivers alerts while its hub leads. It is
@@ -254,7 +257,7 @@ func (s *Service) Run(ctx context.Context, term uint64, hub Hub) error {
 	}()
 	s.logger.Info("alerts running", "term", term)
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context, uint64){s.sendLoop, s.spikeLoop} {
+	for _, loop := range []func(context.Context, uint64){s.sendLoop, s.spikeLoop, s.matchLoop, s.termLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

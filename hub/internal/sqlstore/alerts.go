@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
 // Alerts: rules, the alerts they fire and the deliveries of each alert.
@@ -497,4 +499,37 @@ func (s *Store) CrawlerOwners(ctx context.Context) (map[int64]CrawlerOwner, erro
 type CrawlerOwner struct {
 	UserID    int64
 	CreatedAt time.Time
+}
+
+// TermTotals sums, over crawlers' hour buckets in [from, to), the counts
+// of the given terms (all terms when terms is nil), leaving out the tail;
+// with n > 0 it keeps the n most frequent.
+func (s *Store) TermTotals(ctx context.Context, crawlers []int64, terms []string, from, to time.Time, n int) ([]api.TermCount, error) {
+	if len(crawlers) == 0 {
+		return nil, nil
+	}
+	q := s.db.WithContext(ctx).Model(&termCountRow{}).Select("term, SUM(count) AS total").
+		Where("crawler_id IN ? AND bucket >= ? AND bucket < ? AND term <> ?", crawlers, dbTime(from.Truncate(time.Hour)), dbTime(to), tailTerm).
+		Group("term").Order("total DESC, term")
+	if terms != nil {
+		if len(terms) == 0 {
+			return nil, nil
+		}
+		q = q.Where("term IN ?", terms)
+	}
+	if n > 0 {
+		q = q.Limit(n)
+	}
+	var rows []struct {
+		Term  string
+		Total int64
+	}
+	if err := q.Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to sum term counts: %w", err)
+	}
+	out := make([]api.TermCount, len(rows))
+	for i, r := range rows {
+		out[i] = api.TermCount{Term: r.Term, Count: r.Total}
+	}
+	return out, nil
 }
