@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/mail"
 	"net/netip"
 	"os"
 	"sync"
@@ -149,6 +150,7 @@ type Service struct {
 	store   *sqlstore.Store
 	client  *http.Client // deliveries: netguard, no redirects
 	smtpTLS *tls.Config
+	from    *mail.Address // --smtp-from: the header as written, MAIL FROM its address
 	metrics *metrics
 
 	mu      sync.Mutex
@@ -206,6 +208,11 @@ func New(cfg Config) (*Service, error) {
 		if cfg.SMTP.From == "" {
 			return nil, fmt.Errorf("%w: --smtp-from is needed with --smtp-server", ErrInvalid)
 		}
+		from, err := mail.ParseAddress(cfg.SMTP.From)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --smtp-from %q is not an address like \"Alerts <alerts@example.com>\"", ErrInvalid, cfg.SMTP.From)
+		}
+		s.from = from
 	}
 	return s, nil
 }

@@ -242,12 +242,16 @@ func (s *Service) scrubSMTP(msg string) string {
 
 // sendMail sends one message to one recipient.
 func (s *Service) sendMail(ctx context.Context, to string, msg []byte) error {
+	if s.from == nil {
+		return fmt.Errorf("%w: this hub has no SMTP server (--smtp-server)", ErrInvalid)
+	}
 	client, err := s.smtpSession(ctx, smtpTimeout)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	if err := client.Mail(s.cfg.SMTP.From); err != nil {
+	// MAIL FROM takes the bare address; the From header keeps the name.
+	if err := client.Mail(s.from.Address); err != nil {
 		return fmt.Errorf("SMTP MAIL FROM: %w", err)
 	}
 	if err := client.Rcpt(to); err != nil {

@@ -73,7 +73,11 @@ func (s *Service) deliveries(r sqlstore.AlertRule, c content) ([]sqlstore.AlertD
 	case api.ChannelSlack:
 		body = slackBody(c)
 	case api.ChannelEmail:
-		body = emailMessage(id, s.cfg.SMTP.From, r.Target, c)
+		from := s.cfg.SMTP.From
+		if s.from != nil {
+			from = s.from.String()
+		}
+		body = emailMessage(id, from, r.Target, c)
 	default:
 		return nil, fmt.Errorf("alert: rule %d has an unknown channel %q", r.ID, r.Channel)
 	}
