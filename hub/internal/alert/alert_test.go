@@ -143,6 +143,10 @@ func TestService_SpikeIsOneAlertDeliveredOnceUnderOneIDAcrossRetriesAndLeaders(t
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the failed first attempt and its retry", func() bool { return rc.count() == 2 })
+	// The detector's state is in SQL for the next leader.
+	if states, err := f.store.RuleStates(ctx, []int64{rule.ID}); err != nil || len(states[rule.ID]) == 0 {
+		t.Fatalf("the rule's detector state in SQL: %d bytes, %v", len(states[rule.ID]), err)
+	}
 
 	rc.mu.Lock()
 	first, second := rc.requests[0], rc.requests[1]

@@ -37,7 +37,11 @@ type spikeRule struct {
 // spikeState is the spike rules of one term, owned by spikeLoop.
 type spikeState struct {
 	rules map[int64]*spikeRule
+	saved time.Time // the minute whose evaluation last saved the detectors' states
 }
+
+// stateSaveEvery is how often the detectors' states go to SQL.
+const stateSaveEvery = time.Hour
 
 // spikeLoop evaluates the spike rules once a minute, Settle after the
 // minute ends, until ctx ends.
@@ -160,9 +164,10 @@ func (s *Service) EvaluateSpikes(ctx context.Context, term uint64, st *spikeStat
 	defer func() {
 		// Once an hour the detectors' states go to SQL, for the next
 		// leader.
-		if minute.Minute() != 0 {
+		if minute.Sub(st.saved) < stateSaveEvery {
 			return
 		}
+		st.saved = minute
 		states := make(map[int64][]byte, len(st.rules))
 		for id, sr := range st.rules {
 			states[id] = sr.det.State()
@@ -224,6 +229,14 @@ func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners map[int64]
 			return err
 		}
 	}
+	coldIDs := make([]int64, len(cold))
+	for i, sr := range cold {
+		coldIDs[i] = sr.rule.ID
+	}
+	states, err := s.store.RuleStates(ctx, coldIDs)
+	if err != nil {
+		return err
+	}
 	for _, sr := range cold {
 		ids, created := targets(sr.rule, owners)
 		sr.last = minute.Add(-time.Minute)
@@ -237,7 +250,7 @@ func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners map[int64]
 		for m := later(replayFrom, created.Truncate(time.Minute)); m.Before(minute); m = m.Add(time.Minute) {
 			sr.det.Warm(m, sum(minutes, ids, m))
 		}
-		sr.det.SetState(sr.rule.State)
+		sr.det.SetState(states[sr.rule.ID])
 		if q := sr.rule.QuietUntil; q != nil && q.After(minute) {
 			sr.det.SetQuietFor(int(q.Sub(minute) / time.Minute))
 		}

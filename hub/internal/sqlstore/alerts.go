@@ -133,10 +133,11 @@ func (s *Store) CreateAlertRule(ctx context.Context, r AlertRule) (AlertRule, er
 	return r, nil
 }
 
-// ListAlertRules lists every rule by id.
+// ListAlertRules lists every rule by id, without their detector states
+// (RuleStates reads those).
 func (s *Store) ListAlertRules(ctx context.Context) ([]AlertRule, error) {
 	var out []AlertRule
-	if err := s.db.WithContext(ctx).Order("id").Find(&out).Error; err != nil {
+	if err := s.db.WithContext(ctx).Omit("state").Order("id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("sqlstore: unable to list alert rules: %w", err)
 	}
 	return out, nil
@@ -161,6 +162,25 @@ func (s *Store) DeleteAlertRule(ctx context.Context, id int64) error {
 		return fmt.Errorf("sqlstore: unable to delete alert rule %d: %w", id, ErrNotFound)
 	}
 	return nil
+}
+
+// RuleStates reads the detector states of rules.
+func (s *Store) RuleStates(ctx context.Context, ids []int64) (map[int64][]byte, error) {
+	out := make(map[int64][]byte, len(ids))
+	for i := 0; i < len(ids); i += maxIDsPerQuery {
+		var rows []struct {
+			ID    int64
+			State []byte
+		}
+		err := s.db.WithContext(ctx).Model(&AlertRule{}).Select("id, state").Where("id IN ?", ids[i:min(len(ids), i+maxIDsPerQuery)]).Scan(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: unable to read detector states: %w", err)
+		}
+		for _, r := range rows {
+			out[r.ID] = r.State
+		}
+	}
+	return out, nil
 }
 
 // SaveRuleStates records spike rules' detector states, fenced by term.
