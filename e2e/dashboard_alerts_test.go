@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,7 +16,8 @@ import (
 // is typed (the button stays disabled), a good one shows its canonical
 // form, a spike rule shows its preview; the rule appears in the table, its
 // test button delivers a test alert to a webhook on this machine, and the
-// recent alerts list shows it delivered.
+// recent alerts list shows it delivered and the crawler's activity chart
+// marks it.
 func TestDashboard_AlertRulesAddedCheckedAndTested(t *testing.T) {
 	var hits atomic.Int32
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -56,6 +58,10 @@ func TestDashboard_AlertRulesAddedCheckedAndTested(t *testing.T) {
 	if n := hits.Load(); n != 1 {
 		t.Fatalf("the webhook got %d deliveries, want 1", n)
 	}
+	// The alert is marked on the crawler's activity chart.
+	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, cr.ID))
+	b.click(`button[data-window="1h"]`)
+	b.waitDOM("the alert marked on the activity chart", `!!document.querySelector('#volume-chart svg .alert-mark')`)
 	b.click(`#al-rules button[data-action=delete]`)
 	b.waitDOM("the rule gone", `document.querySelectorAll('#al-rules tbody tr[data-rule-id]').length === 0`)
 }
