@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
@@ -62,6 +65,13 @@ func TestDashboard_AlertRulesAddedCheckedAndTested(t *testing.T) {
 	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, cr.ID))
 	b.click(`button[data-window="1h"]`)
 	b.waitDOM("the alert marked on the activity chart", `!!document.querySelector('#volume-chart svg .alert-mark')`)
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(artifactFile(t, "dashboard-alerts.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	b.click(`#al-rules button[data-action=delete]`)
 	b.waitDOM("the rule gone", `document.querySelectorAll('#al-rules tbody tr[data-rule-id]').length === 0`)
 }

@@ -73,7 +73,8 @@
     const list = $('al-recent');
     list.replaceChildren();
     for (const ev of state.events.slice(0, RECENT_SHOWN)) {
-      const what = ev.kind === 'match' ? `${num(ev.observed)} matching comments`
+      const what = ev.test ? 'a test of the channel'
+        : ev.kind === 'match' ? `${num(ev.observed)} matching comments`
         : ev.kind === 'term' ? `a rising term (${num(ev.observed)}, about ${num(ev.expected)} expected)`
           : `${num(ev.observed)} comments a minute, about ${num(ev.expected)} expected`;
       const item = el('li', { 'data-alert-id': ev.id },
