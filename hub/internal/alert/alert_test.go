@@ -317,3 +317,32 @@ func TestRuleView_HidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestService_UserRuleSumsTheUsersCrawlers(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	second, err := f.store.CreateCrawler(ctx, sqlstore.Crawler{UserID: f.user.ID, Source: "bluesky", Query: "rust", QueryUUID: "00000000-0000-0000-0000-000000000002", Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.svc.NewRule(ctx, api.AlertRuleCreate{UserID: f.user.ID, Kind: api.AlertSpike, Webhook: "http://127.0.0.1:9/hook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = f.store.CreateAlertRule(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	// Each crawler alone stays under the minimum volume (10) at the
+	// minute; together they are 18 where 2 a minute was usual.
+	spikeAt := time.Now().UTC().Truncate(time.Minute).Add(3 * time.Hour)
+	f.activity(t, flatThenSpike(spikeAt, 1, 9))
+	f.crawler = second
+	f.activity(t, flatThenSpike(spikeAt, 1, 9))
+	if err := f.svc.EvaluateSpikes(ctx, f.term, &spikeState{rules: map[int64]*spikeRule{}}, spikeAt); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := f.svc.Events(ctx, r.ID, 0)
+	if len(ev) != 1 || ev[0].Observed != 18 || ev[0].CrawlerID != nil || ev[0].UserID == nil || *ev[0].UserID != f.user.ID {
+		t.Fatalf("user rule alerts = %+v, want one for 18 comments of the user", ev)
+	}
+}

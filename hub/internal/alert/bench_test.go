@@ -139,7 +139,7 @@ func BenchmarkDetectionToDelivery(b *testing.B) {
 	go func() { defer wg.Done(); svc.sendLoop(ctx, lead.Term) }()
 	defer wg.Wait()
 	defer cancel()
-	owners, _ := store.CrawlerOwners(ctx)
+	owners, _ := svc.readOwners(ctx)
 	lat := make([]time.Duration, 0, b.N)
 	at := time.Now().UTC().Truncate(time.Minute)
 	b.ResetTimer()

@@ -68,11 +68,8 @@ func (s *Service) Test(ctx context.Context, r sqlstore.AlertRule) (api.AlertEven
 	crawler := int64(0)
 	if r.CrawlerID != nil {
 		crawler = *r.CrawlerID
-		if owners, err := s.store.CrawlerOwners(ctx); err == nil {
-			if o, ok := owners[crawler]; ok {
-				uid := o.UserID
-				c.UserID = &uid
-			}
+		if owners, err := s.readOwners(ctx); err == nil {
+			c.UserID = owners.userOf(r)
 		}
 	}
 	s.enrich(ctx, &c, r, crawler)

@@ -87,13 +87,13 @@ func (s *Service) EvaluateMatches(ctx context.Context, term uint64) error {
 	if err != nil {
 		return err
 	}
-	var owners map[int64]sqlstore.CrawlerOwner
+	var owners *owners
 	for _, r := range rules {
 		if r.Kind != api.AlertMatch {
 			continue
 		}
 		if owners == nil {
-			if owners, err = s.store.CrawlerOwners(ctx); err != nil {
+			if owners, err = s.readOwners(ctx); err != nil {
 				return err
 			}
 		}
@@ -107,7 +107,7 @@ func (s *Service) EvaluateMatches(ctx context.Context, term uint64) error {
 	return nil
 }
 
-func (s *Service) evaluateMatch(ctx context.Context, term uint64, r sqlstore.AlertRule, owners map[int64]sqlstore.CrawlerOwner) error {
+func (s *Service) evaluateMatch(ctx context.Context, term uint64, r sqlstore.AlertRule, owners *owners) error {
 	upto := s.cfg.Now().UTC().Add(-matchSettle)
 	if r.CursorAt == nil {
 		// A new rule alerts on comments from now on, not on the past.
@@ -121,7 +121,7 @@ func (s *Service) evaluateMatch(ctx context.Context, term uint64, r sqlstore.Ale
 	if err != nil {
 		return fmt.Errorf("rule %d's query: %w", r.ID, err)
 	}
-	ids, _ := targets(r, owners)
+	ids, _ := owners.targets(r)
 	var matched []api.Comment
 	count := 0
 	for _, id := range ids {
@@ -150,12 +150,7 @@ func (s *Service) evaluateMatch(ctx context.Context, term uint64, r sqlstore.Ale
 		return s.store.AdvanceRuleCursor(ctx, term, r.ID, upto)
 	}
 	c := content{RuleID: r.ID, Kind: api.AlertMatch, CrawlerID: r.CrawlerID, UserID: r.UserID, At: upto, Observed: float64(count), Query: r.Query}
-	if r.CrawlerID != nil {
-		if o, ok := owners[*r.CrawlerID]; ok {
-			uid := o.UserID
-			c.UserID = &uid
-		}
-	}
+	c.UserID = owners.userOf(r)
 	// The newest matches show.
 	for i := len(matched) - 1; i >= 0 && len(c.Sample) < sampleSize; i-- {
 		c.Sample = append(c.Sample, sampleOf(matched[i]))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -74,24 +75,55 @@ func (s *Service) pruneSometimes(ctx context.Context, now time.Time) {
 	}
 }
 
+// owners indexes the crawlers by id and by user, read once per pass.
+type owners struct {
+	crawlers map[int64]sqlstore.CrawlerOwner
+	byUser   map[int64][]int64
+}
+
+func (s *Service) readOwners(ctx context.Context) (*owners, error) {
+	m, err := s.store.CrawlerOwners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o := &owners{crawlers: m, byUser: map[int64][]int64{}}
+	for id, c := range m {
+		o.byUser[c.UserID] = append(o.byUser[c.UserID], id)
+	}
+	for _, ids := range o.byUser {
+		slices.Sort(ids)
+	}
+	return o, nil
+}
+
+// userOf is a crawler rule's user (nil when the crawler is gone).
+func (o *owners) userOf(r sqlstore.AlertRule) *int64 {
+	if r.CrawlerID == nil {
+		return r.UserID
+	}
+	if c, ok := o.crawlers[*r.CrawlerID]; ok {
+		uid := c.UserID
+		return &uid
+	}
+	return nil
+}
+
 // targets lists a rule's crawlers (a user rule: the user's crawlers now)
 // and the earliest time one of them was created.
-func targets(r sqlstore.AlertRule, owners map[int64]sqlstore.CrawlerOwner) ([]int64, time.Time) {
-	if r.CrawlerID != nil {
-		o, ok := owners[*r.CrawlerID]
-		if !ok {
-			return nil, time.Time{}
-		}
-		return []int64{*r.CrawlerID}, o.CreatedAt
-	}
+func (o *owners) targets(r sqlstore.AlertRule) ([]int64, time.Time) {
 	var ids []int64
+	switch {
+	case r.CrawlerID != nil:
+		if _, ok := o.crawlers[*r.CrawlerID]; ok {
+			ids = []int64{*r.CrawlerID}
+		}
+	case r.UserID != nil:
+		ids = o.byUser[*r.UserID]
+	}
 	var created time.Time
-	for id, o := range owners {
-		if r.UserID != nil && o.UserID == *r.UserID {
-			ids = append(ids, id)
-			if created.IsZero() || o.CreatedAt.Before(created) {
-				created = o.CreatedAt
-			}
+	for _, id := range ids {
+		if c := o.crawlers[id].CreatedAt; created.IsZero() || c.Before(created) {
+			created = c
 		}
 	}
 	return ids, created
@@ -118,7 +150,7 @@ func (s *Service) EvaluateSpikes(ctx context.Context, term uint64, st *spikeStat
 	if err != nil {
 		return err
 	}
-	owners, err := s.store.CrawlerOwners(ctx)
+	owners, err := s.readOwners(ctx)
 	if err != nil {
 		return err
 	}
@@ -177,7 +209,7 @@ func (s *Service) EvaluateSpikes(ctx context.Context, term uint64, st *spikeStat
 		}
 	}()
 	for _, sr := range st.rules {
-		ids, _ := targets(sr.rule, owners)
+		ids, _ := owners.targets(sr.rule)
 		for m := sr.last.Add(time.Minute); !m.After(minute); m = m.Add(time.Minute) {
 			v := sum(counts, ids, m)
 			before := sr.det.QuietFor()
@@ -202,7 +234,7 @@ func (s *Service) EvaluateSpikes(ctx context.Context, term uint64, st *spikeStat
 
 // warm seeds and replays the detectors of rules new to this leader, up to
 // the minute before minute, with two reads for all of them.
-func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners map[int64]sqlstore.CrawlerOwner, minute time.Time) error {
+func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners *owners, minute time.Time) error {
 	if len(cold) == 0 {
 		return nil
 	}
@@ -211,7 +243,7 @@ func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners map[int64]
 	var all []int64
 	seen := map[int64]bool{}
 	for _, sr := range cold {
-		ids, _ := targets(sr.rule, owners)
+		ids, _ := owners.targets(sr.rule)
 		for _, id := range ids {
 			if !seen[id] {
 				seen[id] = true
@@ -238,7 +270,7 @@ func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners map[int64]
 		return err
 	}
 	for _, sr := range cold {
-		ids, created := targets(sr.rule, owners)
+		ids, created := owners.targets(sr.rule)
 		sr.last = minute.Add(-time.Minute)
 		if len(ids) == 0 {
 			continue
@@ -261,16 +293,11 @@ func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners map[int64]
 // fireSpike records a spike alert with its deliveries and wakes the
 // sender.
 func (s *Service) fireSpike(ctx context.Context, term uint64, r sqlstore.AlertRule, ids []int64,
-	owners map[int64]sqlstore.CrawlerOwner, a spike.Alert, quietUntil time.Time, counts map[int64]map[time.Time]int64) error {
+	owners *owners, a spike.Alert, quietUntil time.Time, counts map[int64]map[time.Time]int64) error {
 	detected := s.cfg.Now()
 	c := content{RuleID: r.ID, Kind: api.AlertSpike, CrawlerID: r.CrawlerID, UserID: r.UserID, At: a.At,
 		Observed: a.Observed, Expected: a.Expected}
-	if r.CrawlerID != nil {
-		if o, ok := owners[*r.CrawlerID]; ok {
-			uid := o.UserID
-			c.UserID = &uid
-		}
-	}
+	c.UserID = owners.userOf(r)
 	// The crawler that counted most in the minute shows its comments.
 	busiest, most := int64(0), int64(-1)
 	for _, id := range ids {
@@ -369,11 +396,11 @@ func (s *Service) Preview(ctx context.Context, in api.AlertPreview) (api.AlertPr
 	if err != nil {
 		return api.AlertPreviewResult{}, fmt.Errorf("%w: sensitivity must be low, medium or high, got %q", ErrInvalid, in.Sensitivity)
 	}
-	owners, err := s.store.CrawlerOwners(ctx)
+	owners, err := s.readOwners(ctx)
 	if err != nil {
 		return api.AlertPreviewResult{}, err
 	}
-	ids, created := targets(r, owners)
+	ids, created := owners.targets(r)
 	if r.CrawlerID != nil && len(ids) == 0 {
 		return api.AlertPreviewResult{}, fmt.Errorf("%w: crawler %d does not exist", ErrInvalid, in.CrawlerID)
 	}

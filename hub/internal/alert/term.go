@@ -54,14 +54,14 @@ func (s *Service) EvaluateTerms(ctx context.Context, term uint64) error {
 	if err != nil {
 		return err
 	}
-	var owners map[int64]sqlstore.CrawlerOwner
+	var owners *owners
 	now := s.cfg.Now().UTC()
 	for _, r := range rules {
 		if r.Kind != api.AlertTerm {
 			continue
 		}
 		if owners == nil {
-			if owners, err = s.store.CrawlerOwners(ctx); err != nil {
+			if owners, err = s.readOwners(ctx); err != nil {
 				return err
 			}
 		}
@@ -75,8 +75,8 @@ func (s *Service) EvaluateTerms(ctx context.Context, term uint64) error {
 	return nil
 }
 
-func (s *Service) evaluateTerm(ctx context.Context, term uint64, r sqlstore.AlertRule, owners map[int64]sqlstore.CrawlerOwner, now time.Time) error {
-	ids, created := targets(r, owners)
+func (s *Service) evaluateTerm(ctx context.Context, term uint64, r sqlstore.AlertRule, owners *owners, now time.Time) error {
+	ids, created := owners.targets(r)
 	th, err := spike.ThresholdsOf(r.Sensitivity)
 	if err != nil || len(ids) == 0 {
 		return err
@@ -121,12 +121,7 @@ func (s *Service) evaluateTerm(ctx context.Context, term uint64, r sqlstore.Aler
 		}
 		c := content{RuleID: r.ID, Kind: api.AlertTerm, CrawlerID: r.CrawlerID, UserID: r.UserID, At: now, Observed: observed,
 			Expected: expected, TopTerms: top[:min(len(top), topTermsShown)], Term: t.Term}
-		if r.CrawlerID != nil {
-			if o, ok := owners[*r.CrawlerID]; ok {
-				uid := o.UserID
-				c.UserID = &uid
-			}
-		}
+		c.UserID = owners.userOf(r)
 		key := "term:" + t.Term + ":" + now.Format("2006-01-02")
 		if len(key) > 200 {
 			key = key[:200]
