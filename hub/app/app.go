@@ -76,6 +76,7 @@ func DefaultSettings() Settings {
 		LogFormat:    "text",
 
 		ScalingTarget: server.DefaultScalingTarget,
+		AlertRetryMin: alert.DefaultRetryMin,
 	}
 }
 
