@@ -57,6 +57,8 @@ type clusterOpts struct {
 	detachAfter time.Duration
 	// proxied puts a fault proxy between the hub and every spawn.
 	proxied bool
+	// allowTargets is the hub's --allow-targets (alert delivery URLs).
+	allowTargets []string
 }
 
 // newCluster starts a hub with clustertest's Fast timings and o.spawns
@@ -71,6 +73,7 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		if o.detachAfter > 0 {
 			cfg.DetachAfter = o.detachAfter
 		}
+		cfg.AllowTargets = o.allowTargets
 	}})
 	for range o.spawns {
 		c.addSpawn()

@@ -406,6 +406,15 @@ var schemaTypes = map[string]reflect.Type{
 	"Engagement":          reflect.TypeFor[api.Engagement](),
 	"CommentPage":         reflect.TypeFor[api.CommentPage](),
 	"Terms":               reflect.TypeFor[api.Terms](),
+	"AlertRuleCreate":     reflect.TypeFor[api.AlertRuleCreate](),
+	"AlertRule":           reflect.TypeFor[api.AlertRule](),
+	"AlertSample":         reflect.TypeFor[api.AlertSample](),
+	"AlertWebhook":        reflect.TypeFor[api.AlertWebhook](),
+	"AlertDelivery":       reflect.TypeFor[api.AlertDelivery](),
+	"AlertEvent":          reflect.TypeFor[api.AlertEvent](),
+	"AlertPreview":        reflect.TypeFor[api.AlertPreview](),
+	"AlertPreviewResult":  reflect.TypeFor[api.AlertPreviewResult](),
+	"BacktestAlert":       reflect.TypeFor[api.BacktestAlert](),
 	"TermCount":           reflect.TypeFor[api.TermCount](),
 	"Activity":            reflect.TypeFor[api.Activity](),
 	"ActivityStep":        reflect.TypeFor[api.ActivityStep](),
@@ -448,7 +457,8 @@ var schemaTypes = map[string]reflect.Type{
 
 // semanticRequired are admin request bodies whose required fields say what
 // the hub needs, not what Go always writes.
-var semanticRequired = map[string]bool{"UserCreate": true, "UserUpdate": true, "CrawlerCreate": true, "CrawlerUpdate": true}
+var semanticRequired = map[string]bool{"UserCreate": true, "UserUpdate": true, "CrawlerCreate": true, "CrawlerUpdate": true,
+	"AlertRuleCreate": true, "AlertPreview": true}
 
 // jsonField is one field as encoding/json writes it.
 type jsonField struct {
@@ -887,7 +897,7 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	}
 	doc := loadOpenAPI(t)
 	v := newOAValidator(t, doc)
-	c := newCluster(t, clusterOpts{spawns: 0})
+	c := newCluster(t, clusterOpts{spawns: 0, allowTargets: []string{"127.0.0.0/8"}})
 	hubProxy := v.proxy(t, c.Hub.URL())
 	spawns := []*spawnapp.Spawn{addValidatedSpawn(c, v, hubProxy.URL), addValidatedSpawn(c, v, hubProxy.URL)}
 	ctx := c.Ctx
@@ -988,6 +998,22 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	must(err)
 	_, err = client.CrawlerHistory(ctx, b.ID)
 	must(err)
+	// Alert rules: a webhook on this machine (the hub allows loopback).
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer hook.Close()
+	rule, err := client.CreateAlertRule(ctx, api.AlertRuleCreate{CrawlerID: b.ID, Kind: api.AlertSpike, Webhook: hook.URL, Secret: "oa"})
+	must(err)
+	_, err = client.ListAlertRules(ctx)
+	must(err)
+	_, err = client.GetAlertRule(ctx, rule.ID)
+	must(err)
+	_, err = client.TestAlertRule(ctx, rule.ID)
+	must(err)
+	_, err = client.AlertEvents(ctx, rule.ID, 5)
+	must(err)
+	_, err = client.PreviewAlertRule(ctx, api.AlertPreview{CrawlerID: b.ID, Kind: api.AlertSpike})
+	must(err)
+	must(client.DeleteAlertRule(ctx, rule.ID))
 	status, body, reqErr := v.rawCall(t, http.MethodGet, c.Hub.URL()+"/v1/events", clustertest.AdminToken, "")
 	if status != http.StatusOK || reqErr != nil {
 		t.Fatalf("GET /v1/events: %d %s %v", status, body, reqErr)
@@ -1044,6 +1070,10 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 		{"id zero", "GET", hub + "/v1/crawlers/0", clustertest.AdminToken, "", 400, false},
 		{"n out of range", "GET", hub + "/v1/crawlers/" + idText(a.ID) + "/comments?n=0", clustertest.AdminToken, "", 400, false},
 		{"unknown user id", "GET", hub + "/v1/users/999999", clustertest.AdminToken, "", 404, true},
+		{"alert rule on an unknown crawler", "POST", hub + "/v1/alerts", clustertest.AdminToken, `{"crawler_id": 999999, "kind": "spike", "webhook": "http://127.0.0.1:9/x"}`, 400, true},
+		{"alert rule to a private webhook", "POST", hub + "/v1/alerts", clustertest.AdminToken, `{"crawler_id": ` + idText(a.ID) + `, "kind": "spike", "webhook": "http://10.0.0.1/x"}`, 400, true},
+		{"alert rule of an unknown kind", "POST", hub + "/v1/alerts", clustertest.AdminToken, `{"crawler_id": ` + idText(a.ID) + `, "kind": "surge", "webhook": "http://127.0.0.1:9/x"}`, 400, false},
+		{"unknown alert rule", "GET", hub + "/v1/alerts/999999", clustertest.AdminToken, "", 404, true},
 		{"unknown crawler", "GET", hub + "/v1/crawlers/999999", clustertest.AdminToken, "", 404, true},
 		{"update unknown crawler", "PATCH", hub + "/v1/crawlers/999999", clustertest.AdminToken, `{"enabled": false}`, 404, true},
 		{"delete unknown crawler", "DELETE", hub + "/v1/crawlers/999999", clustertest.AdminToken, "", 404, true},

@@ -66,8 +66,10 @@ type command struct {
 	// stream commands run until done: the timeout bounds each request,
 	// not the whole command.
 	stream bool
-	// standalone commands need neither the settings nor a hub.
+	// standalone commands need neither the settings nor a hub; local
+	// ones read the settings (--json) but run here, without a hub.
 	standalone bool
+	local      bool
 	run        func(c *cli, in *input) error
 }
 

@@ -70,13 +70,16 @@ func init() {
 			}},
 		{name: "crawler suggest", args: []string{"ID"}, help: "candidate query terms co-occurring with a crawler's matches, best first", run: crawlerSuggest},
 		{name: "crawler expand", args: []string{"ID", "TERM…"}, help: "OR terms into a crawler's query: (query) OR TERM…", run: crawlerExpand},
+	}
+	commands = append(commands, alertCommands()...)
+	commands = append(commands, []*command{
 		{name: "status", help: "one-screen summary: hub, nodes, crawlers by state", run: status},
 		{name: "scaling", help: "autoscaling signal: live nodes, wanted subscribers and the spawn count they need", run: scaling},
 		{name: "completion", args: []string{"SHELL"}, standalone: true, run: completion,
 			help: "print a shell completion script (bash): source <(bwctl completion bash)"},
 		// run answers help (and --help) before it looks a verb up.
 		{name: "help", args: []string{"[COMMAND…]"}, standalone: true, help: "show this help, or a command's with its flags"},
-	}
+	}...)
 }
 
 // Argument parsing.

@@ -144,6 +144,9 @@ func setup(ctx context.Context, args []string, stdout, stderr io.Writer, env fun
 		return nil, nil, nil, err
 	}
 	c.json, c.token = st.JSON, st.Token
+	if cmd.local {
+		return c, cmd, in, nil
+	}
 	if c.hubURL, err = hubURL(st.Hub); err != nil {
 		return nil, nil, nil, err
 	}

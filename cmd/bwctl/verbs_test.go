@@ -10,8 +10,11 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -80,10 +83,26 @@ var verbRuns = map[string][]verbRun{
 	},
 	"crawler suggest": {{args: "{twitter}"}},
 	"crawler expand":  {{args: "{twitter} rust #go"}},
-	"status":          {{}},
-	"scaling":         {{}},
-	"completion":      {{args: "bash", raw: true}},
-	"help":            {{raw: true}, {args: "crawler add", raw: true}},
+	"alert add": {
+		{args: "--crawler {rss} --kind spike --sensitivity high --webhook {webhook} --secret a-webhook-secret"},
+		{args: "--user {user} --kind match --query golang --sensitivity low --slack {slack}"},
+		// A hub without an SMTP server refuses e-mail rules, saying so.
+		{args: "--crawler {rss} --kind term --sensitivity medium --email ops@example.com", code: 1, reason: "SMTP"},
+	},
+	"alert list":   {{}},
+	"alert show":   {{args: "{alert}"}},
+	"alert delete": {{args: "{new-alert}"}},
+	"alert test":   {{args: "{alert}"}},
+	"alert events": {{args: "{alert} --n 5"}},
+	"alert backtest": {
+		{args: "--csv {csv} --kind spike --sensitivity low"},
+		{args: "--csv {csv} --sensitivity medium"},
+		{args: "--csv {csv} --sensitivity high"},
+	},
+	"status":     {{}},
+	"scaling":    {{}},
+	"completion": {{args: "bash", raw: true}},
+	"help":       {{raw: true}, {args: "crawler add", raw: true}},
 }
 
 // globalValues are the values the test gives each global flag help shows;
@@ -360,6 +379,8 @@ func splitRun(t *testing.T, v helpVerb, args []string) (positional, flags [][]st
 type verbFixture struct {
 	cl      *clustertest.Cluster
 	userID  int64
+	rss     int64
+	webhook string
 	vars    map[string]string
 	created int
 }
@@ -369,7 +390,28 @@ func newVerbFixture(t *testing.T) *verbFixture {
 	dir := t.TempDir()
 	cert, key := selfSignedCert(t, dir)
 	cl := clustertest.New(t, clustertest.Options{Spawns: 1, Timings: timings, CA: cert,
-		Hub: func(s *hubapp.Settings) { s.TLSCert, s.TLSKey = cert, key }})
+		Hub: func(s *hubapp.Settings) {
+			s.TLSCert, s.TLSKey = cert, key
+			s.AllowTargets = []string{"127.0.0.0/8"} // the alert receiver below
+		}})
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	series := "timestamp,value\n"
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 3 * 24 * 60 {
+		v := 20
+		if i > 2*24*60+600 && i < 2*24*60+606 {
+			v = 400 // a five-minute burst on the third day
+		}
+		series += fmt.Sprintf("%s,%d\n", start.Add(time.Duration(i)*time.Minute).Format(time.RFC3339), v)
+	}
+	csvFile := filepath.Join(dir, "series.csv")
+	if err := os.WriteFile(csvFile, []byte(series), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.HasPrefix(cl.Hub.URL(), "https://") {
 		t.Fatalf("the hub is not served over TLS: %s", cl.Hub.URL())
 	}
@@ -404,7 +446,12 @@ func newVerbFixture(t *testing.T) *verbFixture {
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &verbFixture{cl: cl, userID: u.ID, vars: map[string]string{
+	rule, err := cl.Client.CreateAlertRule(ctx, api.AlertRuleCreate{CrawlerID: rss.ID, Kind: api.AlertSpike, Webhook: receiver.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &verbFixture{cl: cl, userID: u.ID, webhook: receiver.URL, rss: rss.ID, vars: map[string]string{
+		"webhook": receiver.URL + "/hook", "slack": receiver.URL + "/slack", "alert": itoa(rule.ID), "csv": csvFile,
 		"hub": cl.Hub.URL(), "ca": cert, "token": clustertest.AdminToken, "config": config,
 		"user": itoa(u.ID), "rss": itoa(rss.ID), "twitter": itoa(tw.ID), "feed": cl.FeedURL("news"), "comment": "story-1",
 	}}
@@ -434,6 +481,12 @@ func (fx *verbFixture) expand(t *testing.T, s string) []string {
 					t.Fatal(err)
 				}
 				return itoa(u.ID)
+			case "new-alert":
+				r, err := fx.cl.Client.CreateAlertRule(ctx, api.AlertRuleCreate{CrawlerID: fx.rss, Kind: api.AlertSpike, Webhook: fx.webhook})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return itoa(r.ID)
 			case "new-crawler":
 				off := false
 				c, err := fx.cl.Client.CreateCrawler(ctx, api.CrawlerCreate{UserID: fx.userID, Source: api.SourceRSS,

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/alert"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/server"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/pkg/service"
 )
 
@@ -47,6 +49,15 @@ type Settings struct {
 
 	// ScalingTarget feeds the autoscaling signal (GET /v1/scaling).
 	ScalingTarget int `flag:"scaling-target" usage:"subscribers one spawn should run; GET /v1/scaling and bw_hub_desired_nodes ask for max(1, ceil(subscribers / this)) spawns"`
+
+	// Alerts (hub/internal/alert).
+	AllowTargets  []string      `flag:"allow-targets" usage:"CIDRs alert webhook and Slack URLs may resolve to although private or loopback"`
+	SMTPServer    string        `flag:"smtp-server" usage:"host:port of the SMTP server e-mail alerts go through (STARTTLS required)"`
+	SMTPUser      string        `flag:"smtp-user" usage:"SMTP user name (AUTH PLAIN over STARTTLS)"`
+	SMTPPassword  string        `flag:"smtp-password" usage:"SMTP password (prefer BW_SMTP_PASSWORD or BW_SMTP_PASSWORD_FILE)"`
+	SMTPFrom      string        `flag:"smtp-from" usage:"sender address of e-mail alerts"`
+	SMTPCA        string        `flag:"smtp-ca" usage:"PEM CA the SMTP server's certificate must chain to (default: the system's roots)"`
+	AlertRetryMin time.Duration `flag:"alert-retry-min" usage:"wait before the first retry of a failed alert delivery; it doubles, with jitter, up to 30m, for 24h"`
 }
 
 // DefaultSettings are the hub's defaults (DESIGN.md section 8).
@@ -65,6 +76,7 @@ func DefaultSettings() Settings {
 		LogFormat:    "text",
 
 		ScalingTarget: server.DefaultScalingTarget,
+		AlertRetryMin: alert.DefaultRetryMin,
 	}
 }
 
@@ -79,6 +91,7 @@ type Hub struct {
 	cfg     Settings
 	logger  *slog.Logger
 	store   *sqlstore.Store
+	alerts  *alert.Service
 	router  cluster.Router
 	elector *cluster.Elector
 	nodeTLS *tls.Config // hub→spawn calls
@@ -99,6 +112,10 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 	router, err := cluster.NewRouter(cfg.Routing)
 	if err != nil {
 		return nil, err
+	}
+	allow, err := netguard.ParseAllow(cfg.AllowTargets)
+	if err != nil {
+		return nil, fmt.Errorf("hub: --allow-targets: %w", err)
 	}
 	serverTLS, err := httpx.ServerTLS(httpx.TLSFiles{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.ClientCA})
 	if err != nil {
@@ -134,6 +151,16 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 		ln = tls.NewListener(ln, serverTLS)
 	}
 	h := &Hub{addr: ln.Addr().String(), cfg: cfg, logger: logger, store: store, router: router, nodeTLS: nodeTLS}
+	acfg := alert.Config{Store: store, Logger: logger, Allow: allow, NodeToken: cfg.NodeToken, RetryMin: cfg.AlertRetryMin,
+		SMTP: alert.SMTP{Addr: cfg.SMTPServer, User: cfg.SMTPUser, Password: cfg.SMTPPassword, From: cfg.SMTPFrom, CAFile: cfg.SMTPCA}}
+	if nodeTLS != nil {
+		acfg.NodeHTTPClient = cluster.NodeHTTPClient(nodeTLS)
+	}
+	if h.alerts, err = alert.New(acfg); err != nil {
+		ln.Close()
+		store.Close()
+		return nil, fmt.Errorf("hub: %w", err)
+	}
 	h.url = strings.TrimRight(cfg.Advertise, "/")
 	if h.url == "" {
 		h.url = scheme + "://" + h.addr
@@ -202,7 +229,7 @@ func (h *Hub) becomeLeader(t cluster.Term) (*cluster.Hub, error) {
 		return nil, err
 	}
 	srv := &server.Server{Hub: c, Store: h.store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: h.logger,
-		ScalingTarget: cfg.ScalingTarget}
+		ScalingTarget: cfg.ScalingTarget, Alerts: h.alerts}
 	handler := srv.Handler()
 	if cfg.ClientCA != "" {
 		handler = httpx.RequireClientCert(func(path string) bool { return path == api.PathRegister }, handler)
@@ -226,7 +253,16 @@ func (h *Hub) lead(ctx context.Context, t cluster.Term) error {
 			return err
 		}
 	}
+	// Alerts are evaluated and sent by the leader alone, under its term.
+	actx, stopAlerts := context.WithCancel(ctx)
+	alertsDone := make(chan struct{})
+	go func() {
+		defer close(alertsDone)
+		_ = h.alerts.Run(actx, t.Number, c)
+	}()
 	err := c.Run(ctx)
+	stopAlerts()
+	<-alertsDone
 	h.mu.Lock()
 	h.cluster, h.handler = nil, h.standby
 	h.mu.Unlock()

@@ -71,5 +71,9 @@ func (c viewCollector) Collect(ch chan<- prometheus.Metric) {
 func (s *Server) metricsHandler() http.Handler {
 	views := prometheus.NewRegistry()
 	views.MustRegister(viewCollector{s})
-	return promhttp.HandlerFor(prometheus.Gatherers{s.Hub.Registry(), views}, promhttp.HandlerOpts{})
+	gatherers := prometheus.Gatherers{s.Hub.Registry(), views}
+	if s.Alerts != nil {
+		gatherers = append(gatherers, s.Alerts.Registry())
+	}
+	return promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/alert"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
@@ -27,6 +28,8 @@ type Server struct {
 	// ScalingTarget is the subscribers per spawn node GET /v1/scaling aims
 	// at; zero means DefaultScalingTarget.
 	ScalingTarget int
+	// Alerts evaluates and delivers alert rules (alert_handlers.go).
+	Alerts *alert.Service
 }
 
 // Handler lists every route of the hub.
@@ -61,6 +64,13 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET "+api.PathCrawlerActivity, admin(s.handleCrawlerActivity))
 	mux.Handle("GET "+api.PathSuggestions, admin(s.handleSuggestions))
 	mux.Handle("GET "+api.PathThread, admin(s.handleThread))
+	mux.Handle("POST "+api.PathAlerts, admin(s.handleCreateAlertRule))
+	mux.Handle("GET "+api.PathAlerts, admin(s.handleListAlertRules))
+	mux.Handle("POST "+api.PathAlertPreview, admin(s.handlePreviewAlertRule))
+	mux.Handle("GET "+api.PathAlert, admin(s.handleGetAlertRule))
+	mux.Handle("DELETE "+api.PathAlert, admin(s.handleDeleteAlertRule))
+	mux.Handle("POST "+api.PathAlertTest, admin(s.handleTestAlertRule))
+	mux.Handle("GET "+api.PathAlertEvents, admin(s.handleAlertEvents))
 
 	// Dashboard: the page holds no data; it reads the admin API above.
 	mux.HandleFunc("GET /{$}", s.handleDashboard)

@@ -369,31 +369,5 @@ func (t *nameTable) lookup(name []byte) int32 {
 }
 
 // positiveAtoms are the atoms of q that make a subscriber a candidate, in
-// the order of q's atoms: text atoms and from: under an even number of
-// negations (lang: only filters).
-func positiveAtoms(q *query.Query) []query.Atom {
-	positive := map[query.Atom]bool{}
-	var walk func(n *query.Node, neg bool)
-	walk = func(n *query.Node, neg bool) {
-		switch n.Op {
-		case query.OpAtom:
-			if !neg && n.Atom.Kind != query.Lang {
-				positive[n.Atom] = true
-			}
-		case query.OpNot:
-			walk(n.Kids[0], !neg)
-		default:
-			for _, k := range n.Kids {
-				walk(k, neg)
-			}
-		}
-	}
-	walk(q.Root(), false)
-	var out []query.Atom
-	for _, a := range q.Atoms() {
-		if positive[a] {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+// the order of the canonical form (query.Query.Positive).
+func positiveAtoms(q *query.Query) []query.Atom { return q.Positive() }

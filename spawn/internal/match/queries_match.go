@@ -255,35 +255,10 @@ func normalAuthor(a string) string {
 }
 
 // LangMatches reports whether an item's language tag (lowercased) is the
-// code of a lang: atom or one of its subtags: lang:en matches "en" and
-// "en-gb", lang:pt-br only "pt-br" and its own subtags.
-func LangMatches(lang, code string) bool {
-	return lang == code || len(lang) > len(code) && lang[len(code)] == '-' && lang[:len(code)] == code
-}
+// code of a lang: atom or one of its subtags (query.LangMatches).
+func LangMatches(lang, code string) bool { return query.LangMatches(lang, code) }
 
 // MatchQuery is the one-subscriber form of QueryIndex.Match: whether the
-// item matches q, and the positive terms of q that occur in it. It
-// evaluates q directly, for a subscriber that is not worth an index.
-func MatchQuery(q *query.Query, it Item) ([]string, bool) {
-	lower := strings.ToLower(it.Text)
-	author, authorID, lang := normalAuthor(it.Author), strings.ToLower(it.AuthorID), strings.ToLower(it.Lang)
-	occurs := func(a query.Atom) bool {
-		switch a.Kind {
-		case query.From:
-			return author == a.Value || authorID != "" && authorID == a.Value
-		case query.Lang:
-			return LangMatches(lang, a.Value)
-		}
-		return query.ContainsWord(lower, a.Text())
-	}
-	if !q.Eval(occurs) {
-		return nil, false
-	}
-	var terms []string
-	for _, a := range positiveAtoms(q) {
-		if occurs(a) {
-			terms = append(terms, a.String())
-		}
-	}
-	return terms, true
-}
+// item matches q, and the positive terms of q that occur in it. It is
+// query.Query.Match, which the hub's match alerts share.
+func MatchQuery(q *query.Query, it Item) ([]string, bool) { return q.Match(query.Doc(it)) }

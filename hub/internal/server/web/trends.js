@@ -116,6 +116,10 @@
       box.replaceChildren(chart);
       return;
     }
+    // The chart's span, for the marks alerts.js draws on it.
+    const stepMs = steps.length > 1 ? Date.parse(steps[1].at) - Date.parse(steps[0].at) : 60000;
+    chart.dataset.from = steps[0].at;
+    chart.dataset.to = new Date(Date.parse(steps[steps.length - 1].at) + stepMs).toISOString();
     const peak = Math.max(1, ...steps.map((s) => Math.max(s.comments || 0, s.authors || 0)));
     const plotH = CHART_HEIGHT - CHART_AXIS - CHART_TOP;
     const slot = CHART_WIDTH / steps.length;

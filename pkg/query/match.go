@@ -1,0 +1,81 @@
+package query
+
+import "strings"
+
+// Doc is what a query is evaluated against: a comment's text, its author's
+// handle and account id (from: matches either) and its language tag.
+type Doc struct {
+	Text   string
+	Author string // the author's handle; a leading '@' and case are ignored
+	// AuthorID is the author's account id (a DID, a user id) when the
+	// source has one.
+	AuthorID string
+	Lang     string // a language tag ("en", "pt-BR"); case is ignored
+}
+
+// Match reports whether d matches q, and the positive terms of q that
+// occur in it (words, phrases, #tags, @users and from:, in canonical
+// spelling and in the order of the canonical form). It evaluates q
+// directly, one query against one document: the spawns' query index
+// gives the same answers for many queries at once, and the hub's match
+// alerts use this.
+func (q *Query) Match(d Doc) ([]string, bool) {
+	lower := strings.ToLower(d.Text)
+	author, authorID, lang := strings.ToLower(strings.TrimPrefix(d.Author, "@")), strings.ToLower(d.AuthorID), strings.ToLower(d.Lang)
+	occurs := func(a Atom) bool {
+		switch a.Kind {
+		case From:
+			return author == a.Value || authorID != "" && authorID == a.Value
+		case Lang:
+			return LangMatches(lang, a.Value)
+		}
+		return ContainsWord(lower, a.Text())
+	}
+	if !q.Eval(occurs) {
+		return nil, false
+	}
+	var terms []string
+	for _, a := range q.Positive() {
+		if occurs(a) {
+			terms = append(terms, a.String())
+		}
+	}
+	return terms, true
+}
+
+// Positive lists the atoms of q not under a negation, lang: codes
+// excepted, in the order of the canonical form: the terms whose
+// occurrence can make q match.
+func (q *Query) Positive() []Atom {
+	positive := map[Atom]bool{}
+	var walk func(n *Node, neg bool)
+	walk = func(n *Node, neg bool) {
+		switch n.Op {
+		case OpAtom:
+			if !neg && n.Atom.Kind != Lang {
+				positive[n.Atom] = true
+			}
+		case OpNot:
+			walk(n.Kids[0], !neg)
+		default:
+			for _, k := range n.Kids {
+				walk(k, neg)
+			}
+		}
+	}
+	walk(q.Root(), false)
+	var out []Atom
+	for _, a := range q.Atoms() {
+		if positive[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// LangMatches reports whether a language tag (lowercased) is the code of
+// a lang: atom or one of its subtags: lang:en matches "en" and "en-gb",
+// lang:pt-br only "pt-br" and its own subtags.
+func LangMatches(lang, code string) bool {
+	return lang == code || len(lang) > len(code) && lang[len(code)] == '-' && lang[:len(code)] == code
+}
