@@ -98,7 +98,7 @@ func TestPublishMessage_MatchesRecordedTweetsAsTwitterDoes(t *testing.T) {
 	s, base := Start(t, Options{Credentials: creds})
 	_, r := openStream(t, signed(creds), base, url.Values{"track": {"3od0"}})
 	testkit.WaitFor(t, waitTimeout, "open stream", func() bool { return s.Open() == 1 })
-	doc, err := os.ReadFile("../../../spawn/internal/source/twitter/testdata/x-docs/native-enriched-retweeted-quote-tweet.json")
+	doc, err := os.ReadFile("../../../spawn/internal/source/twitterv1/testdata/x-docs/native-enriched-retweeted-quote-tweet.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,7 +193,7 @@ func TestPublishMessage_SendsRecordedMessageWithMatchingRules(t *testing.T) {
 	srv, base := Start(t, Options{BearerToken: "tok"})
 	r := srv.AddRule("1aj0", "alexa")
 	next := openStream(t, base, nil)
-	recorded, err := os.ReadFile("../../../spawn/internal/source/xv2/testdata/x-docs/reference-retweet.json")
+	recorded, err := os.ReadFile("../../../spawn/internal/source/twitterv2/testdata/x-docs/reference-retweet.json")
 	if err != nil {
 		t.Fatal(err)
 	}
