@@ -21,6 +21,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/queue"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/server"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
@@ -221,7 +222,8 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	fenced.Bind(n)
 	logger.Info("spawn listening", "addr", ln.Addr().String(), "advertise", advertise, "node_id", n.ID(), "hubs", strings.Join(hubs, ","), "tls", serverTLS != nil)
 
-	handler := n.Handler()
+	srv := &server.Server{Node: n, Store: fenced, NodeToken: cfg.NodeToken, Logger: logger.With("component", "spawn")}
+	handler := srv.Handler()
 	if cfg.ClientCA != "" {
 		handler = httpx.RequireClientCert(hubOnly, handler)
 	}

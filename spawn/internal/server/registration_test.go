@@ -1,39 +1,23 @@
-package node
+package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
-// TestNode_RequestDuringRegistrationWaitsForIt sends the node its
+// TestServer_RequestDuringRegistrationWaitsForIt sends the node its
 // subscribers while its registration answer is still on the way, as a hub
 // reloading on the join does: the request waits for the registration and
 // succeeds, instead of being refused as "not attached".
-func TestNode_RequestDuringRegistrationWaitsForIt(t *testing.T) {
+func TestServer_RequestDuringRegistrationWaitsForIt(t *testing.T) {
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 1)
-	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != api.PathRegister {
-			http.NotFound(w, r)
-			return
-		}
-		arrived <- struct{}{}
-		<-release
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Epoch: "1.e", OrphanAfter: api.Duration(time.Hour), DetachAfter: api.Duration(time.Hour)})
-	}))
-	t.Cleanup(hub.Close)
+	hubURL := hubAnswering(t, release, arrived)
 	t.Cleanup(func() {
 		select {
 		case <-release:
@@ -41,25 +25,15 @@ func TestNode_RequestDuringRegistrationWaitsForIt(t *testing.T) {
 			close(release)
 		}
 	})
-	n, err := New(Config{HubURL: hub.URL, Store: &memStore{}, Sources: source.Registry{"rss": newChanKind()},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = n.Run(ctx, time.Second) }()
-	t.Cleanup(func() { cancel(); <-done })
+	n, srv := runNode(t, hubURL, "", &idleKind{})
 	select {
 	case <-arrived:
 	case <-time.After(waitTimeout):
 		t.Fatal("the node did not register")
 	}
-	srv := httptest.NewServer(n.Handler())
-	t.Cleanup(srv.Close)
 	got := make(chan int, 1)
 	go func() {
-		body, _ := json.Marshal(api.SubscribersRequest{Epoch: "1.e", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}})
+		body, _ := json.Marshal(api.SubscribersRequest{Epoch: "1.e", Seq: 1, Subscribers: []api.SubscriberSpec{rssSpec(1, "f")}})
 		req, _ := http.NewRequest(http.MethodPut, srv.URL+api.PathSubscribers, bytes.NewReader(body))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -69,13 +43,11 @@ func TestNode_RequestDuringRegistrationWaitsForIt(t *testing.T) {
 		resp.Body.Close()
 		got <- resp.StatusCode
 	}()
-	// The request reaches the node before the registration answers: it is
-	// still unanswered while the registration is held.
-	testkit.WaitFor(t, waitTimeout, "the request waiting", func() bool {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return n.attach.registering != nil
-	})
+	// The request reaches the node while the registration is held: it is
+	// still unanswered.
+	if st := n.Health(true).State; st != api.NodeRegistering {
+		t.Fatalf("node %s while its registration is held, want %s", st, api.NodeRegistering)
+	}
 	select {
 	case code := <-got:
 		t.Fatalf("answered %d before the registration did", code)
