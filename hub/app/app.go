@@ -16,6 +16,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/leader"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/server"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
@@ -59,8 +60,8 @@ func DefaultSettings() Settings {
 		OrphanAfter:  cluster.DefaultOrphanAfter,
 		DetachAfter:  cluster.DefaultDetachAfter,
 		NodeFailures: cluster.DefaultNodeFailures,
-		LeaderLease:  cluster.DefaultLeaderLease,
-		LeaderRenew:  cluster.DefaultLeaderRenew,
+		LeaderLease:  leader.DefaultLease,
+		LeaderRenew:  leader.DefaultRenew,
 		LogLevel:     "info",
 		LogFormat:    "text",
 
@@ -80,7 +81,7 @@ type Hub struct {
 	logger  *slog.Logger
 	store   *sqlstore.Store
 	router  cluster.Router
-	elector *cluster.Elector
+	elector *leader.Elector
 	nodeTLS *tls.Config // hub→spawn calls
 	standby http.Handler
 
@@ -138,11 +139,13 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 	if h.url == "" {
 		h.url = scheme + "://" + h.addr
 	}
-	h.elector = cluster.NewElector(cluster.ElectorConfig{
+	h.elector = leader.New(leader.Config{
 		Store: store, URL: h.url, Lease: cfg.LeaderLease, Renew: cfg.LeaderRenew,
 		Alone: store.Dialect() != sqlstore.DialectPostgres, Logger: logger,
 	})
-	h.standby = h.standbyHandler()
+	h.standby = h.elector.StandbyHandler(leader.StandbyOptions{
+		Routing: cfg.Routing, NodeToken: cfg.NodeToken, ClientCerts: cfg.ClientCA != "", Leading: h.Leading, Logger: logger,
+	})
 	h.handler = h.standby
 
 	// A hub alone on its database, or the first on a fresh one, leads
@@ -153,7 +156,7 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 		store.Close()
 		return nil, fmt.Errorf("hub: leader election: %w", err)
 	}
-	var firstTerm *cluster.Term
+	var firstTerm *leader.Term
 	if won {
 		if h.pending, err = h.becomeLeader(first); err != nil {
 			ln.Close()
@@ -180,22 +183,16 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 }
 
 // becomeLeader builds the control loop of a won term and serves its API.
-func (h *Hub) becomeLeader(t cluster.Term) (*cluster.Hub, error) {
+func (h *Hub) becomeLeader(t leader.Term) (*cluster.Hub, error) {
 	cfg := h.cfg
 	ccfg := cluster.Config{
 		Store: h.store, Router: h.router, RoutingName: cfg.Routing, NodeToken: cfg.NodeToken,
 		PollInterval: cfg.PollInterval, NodeFailures: cfg.NodeFailures,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Logger: h.logger,
-		Epoch: t.Epoch, URL: h.url, LeadershipDeadline: h.elector.Deadline,
+		Epoch: t.Epoch, URL: h.url, LeadershipDeadline: h.elector.Deadline, GrantsFrom: t.GrantsFrom(time.Now()),
 	}
 	if h.nodeTLS != nil {
 		ccfg.HTTPClient = cluster.NodeHTTPClient(h.nodeTLS)
-	}
-	if t.Lapsed {
-		ccfg.GrantsFrom = time.Now()
-	}
-	if !t.NotBefore.IsZero() {
-		ccfg.GrantsFrom = t.NotBefore
 	}
 	c, err := cluster.New(ccfg)
 	if err != nil {
@@ -215,7 +212,7 @@ func (h *Hub) becomeLeader(t cluster.Term) (*cluster.Hub, error) {
 }
 
 // lead runs the control loop of a won term until the leadership ends.
-func (h *Hub) lead(ctx context.Context, t cluster.Term) error {
+func (h *Hub) lead(ctx context.Context, t leader.Term) error {
 	h.mu.Lock()
 	c := h.pending
 	h.pending = nil
