@@ -432,3 +432,11 @@ func short(id string) string {
 	}
 	return id
 }
+
+// ctxOrBackground keeps a nil context out of SQL calls made before Run.
+func ctxOrBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}
