@@ -206,7 +206,7 @@ func (h *Hub) userTotalLocked(userID int64, now time.Time) *userTotal {
 	for _, uc := range h.byUser[userID] {
 		if uc.limited {
 			t.out += uc.leases.outstanding(now)
-			if uc.node != "" {
+			if uc.node != nil {
 				t.weight += uc.rate + 1
 			}
 		}

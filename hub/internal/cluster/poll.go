@@ -187,7 +187,7 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 	}
 	for _, st := range resp.Subscribers {
 		c, ok := h.crawlers[st.CrawlerID]
-		if !ok || c.node != n.id {
+		if !ok || c.nodeID() != n.id {
 			continue
 		}
 		resend = h.takeStatusLocked(n, c, st, resp) || resend
@@ -237,7 +237,7 @@ func (h *Hub) takeStatusLocked(n *node, c *crawler, st api.SubscriberStatus, res
 	if st.State == api.StateMissing {
 		// The spawn does not run it (lost send, orphaned, restarted):
 		// send it again.
-		if c.sentNode == n.id && c.sentVersion == c.row.Version {
+		if c.sentID() == n.id && c.sentVersion == c.row.Version {
 			h.sentToLocked(c, nil)
 		}
 		c.needSend = true

@@ -175,7 +175,7 @@ func TestReload_IncrementalReadOrdersDeletionAndReuse(t *testing.T) {
 	reused := sqlRead{seq: 13, crawlers: []sqlstore.Crawler{row}, deleted: []sqlstore.Deletion{{CrawlerID: id, ChangeSeq: 12}}}
 	f.h.applyChangesLocked(reused)
 	c, ok := f.h.crawlers[id]
-	if !ok || c.row.Keywords != "reused" || c.node != "" {
+	if !ok || c.row.Keywords != "reused" || c.node != nil {
 		t.Fatalf("a row newer than the deletion of its id: %+v, want a new crawler", c)
 	}
 	n := 0

@@ -34,7 +34,7 @@ func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 	}
 	c, ok := h.crawlers[row.ID]
 	if ok && c.row.Version == row.Version {
-		v.State, v.Error, v.Node, v.RatePerSec = c.state, c.err, c.node, c.rate
+		v.State, v.Error, v.Node, v.RatePerSec = c.state, c.err, c.nodeID(), c.rate
 		v.Usage = max(v.Usage, c.row.Usage)
 	}
 	if state, byUser, resting := h.restingStateLocked(&row); resting {
@@ -120,7 +120,7 @@ func (h *Hub) Health() api.HubHealth {
 			state = rest
 		}
 		hh.Crawlers.ByState[state]++
-		if c.node != "" {
+		if c.node != nil {
 			hh.Crawlers.Assigned++
 		}
 	}
@@ -132,8 +132,8 @@ func (h *Hub) Health() api.HubHealth {
 func (h *Hub) RecentComments(ctx context.Context, crawlerID int64, n int) ([]api.Comment, error) {
 	h.mu.Lock()
 	var target *node
-	if c, ok := h.crawlers[crawlerID]; ok && c.node != "" {
-		target = h.nodes[c.node]
+	if c, ok := h.crawlers[crawlerID]; ok && c.node != nil {
+		target = h.nodes[c.node.id]
 	}
 	if target == nil {
 		for _, id := range h.sortedNodeIDsLocked() {
