@@ -124,7 +124,7 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 	r := c.row
 	spec := api.SubscriberSpec{
 		CrawlerID: r.ID, UserID: r.UserID, Version: r.Version, Source: r.Source,
-		Query: splitLines(r.Query), Keywords: splitLines(r.Keywords), QueryUUID: r.QueryUUID,
+		Query: r.Query, Keywords: r.Keywords, QueryUUID: r.QueryUUID,
 		Limited: r.CommentLimit > 0,
 	}
 	if u, ok := h.users[r.UserID]; ok && u.row.CommentLimit > 0 {
@@ -146,13 +146,6 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 		spec.Cursor.Position = r.CreatedAt.UnixMicro()
 	}
 	return spec
-}
-
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
 }
 
 // userStoppedLocked says whether a user has reached its limit, which stops

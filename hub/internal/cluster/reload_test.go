@@ -110,7 +110,7 @@ func TestReload_Plan(t *testing.T) {
 		{
 			name: "a changed subscriber with the same query is updated in place",
 			change: func(f *reloadFixture) []int64 {
-				f.update(f.crawlers[0], func(c *sqlstore.Crawler) { c.Keywords = "golang" })
+				f.update(f.crawlers[0], func(c *sqlstore.Crawler) { c.Keywords = []string{"golang"} })
 				return []int64{f.crawlers[0]}
 			},
 			want: func(t *testing.T, f *reloadFixture, before, after map[int64]string, resp api.ReloadResponse) {

@@ -344,7 +344,7 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 		for j := range rows {
 			i := from + j
 			q := []string{fmt.Sprintf("https://feeds.example/%d.xml", i)}
-			rows[j] = sqlstore.Crawler{UserID: users[i%len(users)], Source: api.SourceRSS, Query: q[0],
+			rows[j] = sqlstore.Crawler{UserID: users[i%len(users)], Source: api.SourceRSS, Query: q[:1],
 				QueryUUID: query.UUID(api.SourceRSS, q).String(), Enabled: true}
 			if i%10 == 0 {
 				rows[j].CommentLimit = 1_000_000 // a tenth are limited: leases on every poll

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
@@ -24,13 +23,10 @@ func (h *Hub) CrawlerView(row sqlstore.Crawler) api.Crawler {
 func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 	v := api.Crawler{
 		ID: row.ID, UserID: row.UserID, Source: row.Source,
-		Query: orEmpty(splitLines(row.Query)), Keywords: orEmpty(splitLines(row.Keywords)),
+		Query: orEmpty(row.Query), Keywords: orEmpty(row.Keywords),
 		CommentLimit: row.CommentLimit, Enabled: row.Enabled, Usage: row.Usage,
 		QueryUUID: row.QueryUUID, Version: row.Version, UpdatedAt: row.UpdatedAt,
-		State: api.StatePending, QueryCanonical: row.Query,
-	}
-	if row.Source == api.SourceRSS {
-		v.QueryCanonical = strings.Join(v.Query, ",")
+		State: api.StatePending, QueryCanonical: row.CanonicalQuery(),
 	}
 	c, ok := h.crawlers[row.ID]
 	if ok && c.row.Version == row.Version {
