@@ -581,3 +581,39 @@ func TestStore_CreateCrawlersAllOrNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_CrawlerListsAreNewlineJoinedText: a crawler's query and
+// keywords are lists outside the store and one text each in SQL, joined by
+// newlines as rows written before the lists were, which read back the same.
+func TestStore_CrawlerListsAreNewlineJoinedText(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openTest(t, dsn)
+		u := mustUser(t, s, "u", 0)
+		c := newCrawler(u.ID, "x")
+		c.Source = api.SourceRSS
+		c.Query = []string{"https://a.example/feed", "https://b.example/rss"}
+		c.Keywords = []string{"golang OR rust"}
+		c = mustCrawler(t, s, c)
+		var raw struct{ Query, Keywords string }
+		if err := s.db.WithContext(ctx).Raw("SELECT query, keywords FROM crawlers WHERE id = ?", c.ID).Scan(&raw).Error; err != nil {
+			t.Fatal(err)
+		}
+		if raw.Query != "https://a.example/feed\nhttps://b.example/rss" || raw.Keywords != "golang OR rust" {
+			t.Fatalf("columns hold %q and %q", raw.Query, raw.Keywords)
+		}
+		if err := s.db.WithContext(ctx).Exec("UPDATE crawlers SET query = ?, keywords = '' WHERE id = ?", "https://c.example/atom\nhttps://d.example/feed", c.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetCrawler(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Query, []string{"https://c.example/atom", "https://d.example/feed"}) || got.Keywords != nil {
+			t.Fatalf("read back query %q keywords %q", got.Query, got.Keywords)
+		}
+		if q, kw := got.CanonicalQuery(), got.CanonicalKeywords(); q != "https://c.example/atom,https://d.example/feed" || kw != "" {
+			t.Fatalf("canonical query %q keywords %q", q, kw)
+		}
+	})
+}
