@@ -50,7 +50,8 @@ type Settings struct {
 	ScalingTarget int `flag:"scaling-target" usage:"subscribers one spawn should run; GET /v1/scaling and bw_hub_desired_nodes ask for max(1, ceil(subscribers / this)) spawns"`
 }
 
-// DefaultSettings are the hub's defaults (DESIGN.md section 8).
+// DefaultSettings are the hub's defaults, which a config file, the
+// environment and flags override (pkg/config).
 func DefaultSettings() Settings {
 	return Settings{
 		Listen:       "127.0.0.1:8700",

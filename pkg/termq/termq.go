@@ -1,13 +1,10 @@
-// Package termq is a bounded priority queue of scored terms, without
-// duplicates: the spawn keeps the best candidate terms of an increment in
-// one, the hub the best per crawler hour and the query suggestions per
-// crawler.
-//
-// It does what loklak's PriorityKaizen queue (seed 003) meant to do and did
-// not: scores are compared as floats (its `(int)(a - b)` comparator made
-// every score in [0,1] equal), the bound is enforced (its queue grew
-// without limit), and a term seen again updates its score instead of being
-// rejected or queued twice.
+// Package termq keeps the best of many scored items within a bound: Top
+// keeps the k best of what is offered to it, by any order (a spawn's
+// increment keeps its top terms and query candidates in one), and Queue is
+// a bounded queue of scored terms on it, without duplicates (the hub keeps
+// a crawler hour's terms and a crawler's query suggestions in one). Unlike
+// loklak's PriorityKaizen queue, scores compare as floats, the bound holds,
+// and a term seen again adds to its score instead of being queued twice.
 package termq
 
 import (

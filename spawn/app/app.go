@@ -87,7 +87,8 @@ type Settings struct {
 	WrapStore func(store.Store) store.Store
 }
 
-// DefaultSettings are the spawn's defaults (DESIGN.md section 8).
+// DefaultSettings are the spawn's defaults, which a config file, the
+// environment and flags override (pkg/config).
 func DefaultSettings() Settings {
 	return Settings{
 		Listen:       "127.0.0.1:0",

@@ -1,8 +1,9 @@
-// Package cluster is the hub's control loop: it knows the live spawns, routes
-// every enabled crawler's subscriber to one of them, polls each spawn once
-// per interval with one batched request, applies the usage the spawns report
-// exactly once, grants comment leases, and reloads — hard when a node joins
-// or is lost, soft when crawlers change or a send fails.
+// Package cluster is the hub's control loop, run by the leading hub: it
+// knows the live spawns, routes every enabled crawler's subscriber to one of
+// them, polls each spawn once per interval with one batched request, applies
+// the usage the spawns report exactly once (usage.go), grants comment leases
+// (lease.go), and reloads — hard when a node joins or is lost, soft when
+// crawlers change or a send fails.
 package cluster
 
 import (
@@ -22,7 +23,9 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
-// Defaults of the hub's timings (DESIGN.md section 4).
+// Defaults of the hub's timings: how often spawns are polled, when a spawn
+// stops a subscriber the hub no longer polls (orphan) and drops everything
+// (detach), and how many failed contacts remove a node.
 const (
 	DefaultPollInterval = 2 * time.Second
 	DefaultOrphanAfter  = 10 * time.Second

@@ -7,6 +7,10 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
+// Leases: a limited crawler's subscriber stores a comment only against an
+// allowance the hub granted it, so limits hold exactly. How and why:
+// docs/decisions/0001-leases-for-exact-limits.md.
+
 // Lease sizing.
 const (
 	// minLease is the smallest allowance worth granting to a subscriber

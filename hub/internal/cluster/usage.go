@@ -13,7 +13,7 @@ import (
 // to SQL exactly once, those of answers arriving together in one
 // transaction (collector), acknowledged on the node's next poll, and added
 // to the in-memory usage, which stops crawlers and users at their limits.
-// How increments make usage exact: docs/decisions/0001-leases-and-exact-limits.md.
+// Why increments: docs/decisions/0003-usage-increments-applied-once.md.
 
 // applyAnswer applies the usage increments of an answer in SQL, which
 // returns only those it had not applied before.
@@ -120,8 +120,7 @@ type applier interface {
 }
 
 // collector merges the usage increments of poll answers that arrive
-// together into one SQL transaction, the collector of seed 000 at the
-// scale of a poll round: a thousand spawns answering within a second would
+// together into one SQL transaction: a thousand spawns answering within a second would
 // otherwise each pay a transaction of their own, and the round would wait
 // on a thousand commits. The answer that finds no merge running merges
 // what waits, its own increments among them, then hands the merging on to

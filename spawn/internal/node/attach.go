@@ -220,7 +220,7 @@ func (n *Node) registerAt(ctx context.Context, hub string, req api.RegisterReque
 }
 
 // leaderFromMessage reads the leader's URL from a standby's refusal ("…
-// the leader is URL"), the same URL its Location and api.HeaderLeader
+// the leader is URL"), the same URL its Location and X-BW-Leader headers
 // carry; the JSON body is all a response error keeps.
 func leaderFromMessage(msg string) string {
 	_, after, ok := strings.Cut(msg, "the leader is ")

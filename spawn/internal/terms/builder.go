@@ -34,7 +34,7 @@ const (
 )
 
 // Engagement scores a comment by its reposts and likes as loklak's
-// PriorityKaizen harvester does (seed 003): α = 5·reposts + likes, score =
+// PriorityKaizen harvester does: α = 5·reposts + likes, score =
 // α / (α + 10·e^(−0.01·α)), in [0, 1), rising with engagement but never
 // letting one viral comment dwarf the rest. known false (the source gives
 // no counts) scores 0.5.
