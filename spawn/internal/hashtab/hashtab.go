@@ -2,22 +2,21 @@
 // computed beforehand: a comment's terms are hashed once when found and an
 // item's id once for every subscriber it reaches, and each lookup after
 // reads a slot or two and compares one text, where a Go map would hash the
-// text again on every lookup. The term counts of an increment and the ids a
-// subscriber has counted are kept in it.
+// text again on every lookup. The term counts of an increment, the
+// stop-words and the ids a subscriber has counted are kept in it.
 package hashtab
 
 import "iter"
 
-// Table maps texts to values, each text found by its hash (any 64-bit
-// hash, the same for equal texts). The texts are held in open addressing
-// with linear probing, at most half full, one slot per hash; a text whose
-// hash another text already has is kept apart, in a map, so that texts
-// whose hashes collide cost no more than a map lookup. Its zero value is an
-// empty table. It is not safe for concurrent use.
+// Table maps texts to values, each text found by its hash: a 64-bit hash
+// of good quality (hash/maphash), the same for equal texts. The texts are
+// held in open addressing with linear probing, at most half full; texts
+// whose hashes are equal take neighbouring slots, which only a poor hash
+// makes long. Its zero value is an empty table. It is not safe for
+// concurrent use.
 type Table[V any] struct {
 	slots []slot[V] // a power of two of them, or none
-	n     int       // texts in slots
-	more  map[string]V
+	n     int       // texts held
 	// used lists the slots filled since the last Reset while they are
 	// few (spilt when they are not), so that a table grown once and
 	// reused for few texts clears only those.
@@ -42,46 +41,40 @@ const maxKeptSlots = 1 << 14
 func keyOf(h uint64) uint64 { return h | 1<<63 }
 
 // Len is the number of texts held.
-func (t *Table[V]) Len() int { return t.n + len(t.more) }
+func (t *Table[V]) Len() int { return t.n }
 
-// Get returns the value of text, whose hash is h.
-func (t *Table[V]) Get(h uint64, text string) (V, bool) { return lookup(t, h, text) }
-
-// GetBytes is Get for a text in bytes; it allocates nothing.
-func (t *Table[V]) GetBytes(h uint64, text []byte) (V, bool) { return lookup(t, h, text) }
-
-// Has reports whether text, whose hash is h, is held.
-func (t *Table[V]) Has(h uint64, text string) bool {
-	_, ok := lookup(t, h, text)
-	return ok
-}
-
-// lookup is Get for a text as a string or bytes (comparing them converts
-// nothing).
-func lookup[V any, T string | []byte](t *Table[V], h uint64, text T) (V, bool) {
-	if t.n > 0 {
-		if i, ok := t.find(keyOf(h)); ok && t.slots[i].text == string(text) {
-			return t.slots[i].val, true
+// Get returns the value of text, whose hash is h. It is small enough to
+// be inlined, a lookup being most of what counting a term costs; GetBytes
+// repeats it for a text in bytes, since a call between them would not be.
+func (t *Table[V]) Get(h uint64, text string) (v V, ok bool) {
+	if t.n == 0 {
+		return v, false
+	}
+	key, mask := keyOf(h), uint64(len(t.slots)-1)
+	for i := key & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == key && s.text == text {
+			return s.val, true
+		}
+		if s.key == 0 {
+			return v, false
 		}
 	}
-	if len(t.more) > 0 {
-		v, ok := t.more[string(text)]
-		return v, ok
-	}
-	var zero V
-	return zero, false
 }
 
-// find returns the index of the slot holding key, or of the empty slot
-// where it would go, and whether it holds it.
-func (t *Table[V]) find(key uint64) (int, bool) {
-	mask := uint64(len(t.slots) - 1)
+// GetBytes is Get for a text in bytes; it allocates nothing.
+func (t *Table[V]) GetBytes(h uint64, text []byte) (v V, ok bool) {
+	if t.n == 0 {
+		return v, false
+	}
+	key, mask := keyOf(h), uint64(len(t.slots)-1)
 	for i := key & mask; ; i = (i + 1) & mask {
-		switch t.slots[i].key {
-		case key:
-			return int(i), true
-		case 0:
-			return int(i), false
+		s := &t.slots[i]
+		if s.key == key && s.text == string(text) {
+			return s.val, true
+		}
+		if s.key == 0 {
+			return v, false
 		}
 	}
 }
@@ -92,18 +85,19 @@ func (t *Table[V]) Put(h uint64, text string, v V) {
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
-	key := keyOf(h)
-	i, taken := t.find(key)
-	if taken {
-		if t.more == nil {
-			t.more = map[string]V{}
-		}
-		t.more[text] = v
-		return
-	}
-	t.slots[i] = slot[V]{val: v, key: key, text: text}
+	t.mark(t.insert(slot[V]{val: v, key: keyOf(h), text: text}))
 	t.n++
-	t.mark(i)
+}
+
+// insert puts s in the first empty slot from its home and returns it.
+func (t *Table[V]) insert(s slot[V]) int {
+	mask := uint64(len(t.slots) - 1)
+	i := s.key & mask
+	for t.slots[i].key != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = s
+	return int(i)
 }
 
 // mark records that slot i was filled, while the filled slots are few.
@@ -125,24 +119,22 @@ func (t *Table[V]) grow() {
 	t.used, t.spilt = t.used[:0], false
 	for _, s := range old {
 		if s.key != 0 {
-			i, _ := t.find(s.key)
-			t.slots[i] = s
-			t.mark(i)
+			t.mark(t.insert(s))
 		}
 	}
 }
 
 // Delete drops text, whose hash is h; it reports whether it was held.
 func (t *Table[V]) Delete(h uint64, text string) bool {
-	if t.n > 0 {
-		if i, ok := t.find(keyOf(h)); ok && t.slots[i].text == text {
-			t.remove(i)
+	if t.n == 0 {
+		return false
+	}
+	key, mask := keyOf(h), uint64(len(t.slots)-1)
+	for i := key & mask; t.slots[i].key != 0; i = (i + 1) & mask {
+		if t.slots[i].key == key && t.slots[i].text == text {
+			t.remove(int(i))
 			return true
 		}
-	}
-	if _, ok := t.more[text]; ok {
-		delete(t.more, text)
-		return true
 	}
 	return false
 }
@@ -186,7 +178,6 @@ func (t *Table[V]) Reset() {
 	}
 	t.used, t.spilt = t.used[:0], false
 	t.n = 0
-	clear(t.more)
 }
 
 // All yields every text held and its value, in no order.
@@ -194,11 +185,6 @@ func (t *Table[V]) All() iter.Seq2[string, V] {
 	return func(yield func(string, V) bool) {
 		for _, s := range t.slots {
 			if s.key != 0 && !yield(s.text, s.val) {
-				return
-			}
-		}
-		for text, v := range t.more {
-			if !yield(text, v) {
 				return
 			}
 		}

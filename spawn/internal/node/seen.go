@@ -32,7 +32,10 @@ var idSeed = maphash.MakeSeed()
 func idHash(id string) uint64 { return maphash.String(idSeed, id) }
 
 // has reports whether id, of hash h, is remembered.
-func (s *seenIDs) has(id string, h uint64) bool { return s.ids.Has(h, id) }
+func (s *seenIDs) has(id string, h uint64) bool {
+	_, ok := s.ids.Get(h, id)
+	return ok
+}
 
 // held is how many ids it remembers.
 func (s *seenIDs) held() int { return s.ids.Len() }

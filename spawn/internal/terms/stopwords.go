@@ -54,7 +54,8 @@ func words(list string) *stopWords {
 		if i == len(list) || list[i] == ' ' || list[i] == '\n' || list[i] == '\t' {
 			if start >= 0 {
 				w := list[start:i]
-				if h := hashOf([]byte(w)); !t.Has(h, w) {
+				h := hashOf([]byte(w))
+				if _, dup := t.Get(h, w); !dup {
 					t.Put(h, w, struct{}{})
 				}
 				start = -1
