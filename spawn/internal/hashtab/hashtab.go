@@ -130,35 +130,40 @@ func (t *Table[V]) Delete(h uint64, text string) bool {
 		return false
 	}
 	key, mask := keyOf(h), uint64(len(t.slots)-1)
-	for i := key & mask; t.slots[i].key != 0; i = (i + 1) & mask {
-		if t.slots[i].key == key && t.slots[i].text == text {
+	for i := key & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == key && s.text == text {
 			t.remove(int(i))
 			return true
 		}
+		if s.key == 0 {
+			return false
+		}
 	}
-	return false
 }
 
 // remove empties slot i, moving back the entries after it that would no
 // longer be found past the gap (deletion in linear probing, without
 // tombstones).
 func (t *Table[V]) remove(i int) {
-	mask := len(t.slots) - 1
+	slots := t.slots
+	mask := len(slots) - 1
 	for j := i; ; {
 		j = (j + 1) & mask
-		if t.slots[j].key == 0 {
+		s := &slots[j]
+		if s.key == 0 {
 			break
 		}
-		home := int(t.slots[j].key) & mask
+		home := int(s.key) & mask
 		// The entry at j stays when its home lies cyclically in (i, j].
 		if (i < j && i < home && home <= j) || (i > j && (home > i || home <= j)) {
 			continue
 		}
-		t.slots[i] = t.slots[j]
+		slots[i] = *s
 		t.mark(i)
 		i = j
 	}
-	t.slots[i] = slot[V]{}
+	slots[i] = slot[V]{}
 	t.n--
 }
 
