@@ -257,7 +257,9 @@ func (h *Hub) Epoch() string {
 	return ""
 }
 
-// Leading reports whether this hub leads now.
+// Leading reports whether this hub leads now and its control loop runs.
+// Parts that only the leader may run follow the elector instead
+// (leader.Elector.Watch), which also tells them when that changes.
 func (h *Hub) Leading() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
