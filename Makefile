@@ -17,7 +17,7 @@ export BW_AUTO_INSTALL ?= 1
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./hub ./spawn ./cmd/bwctl ./cmd/feedserver
+	$(GO) build -o $(BIN)/ ./hub ./spawn ./cmd/bwctl ./internal/fakes/feedserver/cmd/feedserver
 
 vet:
 	$(GO) vet $(PKGS)

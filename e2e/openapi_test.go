@@ -49,7 +49,7 @@ import (
 const (
 	openAPIFile     = "../api/openapi.yaml"
 	hubRoutesFile   = "../hub/internal/server/routes.go"
-	spawnRoutesFile = "../spawn/internal/node/routes.go"
+	spawnRoutesFile = "../spawn/internal/server/routes.go"
 	apiPackageDir   = "../api"
 )
 

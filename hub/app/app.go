@@ -17,6 +17,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/alert"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/cluster"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/leader"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/server"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
@@ -60,7 +61,8 @@ type Settings struct {
 	AlertRetryMin time.Duration `flag:"alert-retry-min" usage:"wait before the first retry of a failed alert delivery; it doubles, with jitter, up to 30m, for 24h"`
 }
 
-// DefaultSettings are the hub's defaults (DESIGN.md section 8).
+// DefaultSettings are the hub's defaults, which a config file, the
+// environment and flags override (pkg/config).
 func DefaultSettings() Settings {
 	return Settings{
 		Listen:       "127.0.0.1:8700",
@@ -70,8 +72,8 @@ func DefaultSettings() Settings {
 		OrphanAfter:  cluster.DefaultOrphanAfter,
 		DetachAfter:  cluster.DefaultDetachAfter,
 		NodeFailures: cluster.DefaultNodeFailures,
-		LeaderLease:  cluster.DefaultLeaderLease,
-		LeaderRenew:  cluster.DefaultLeaderRenew,
+		LeaderLease:  leader.DefaultLease,
+		LeaderRenew:  leader.DefaultRenew,
 		LogLevel:     "info",
 		LogFormat:    "text",
 
@@ -93,7 +95,7 @@ type Hub struct {
 	store   *sqlstore.Store
 	alerts  *alert.Service
 	router  cluster.Router
-	elector *cluster.Elector
+	elector *leader.Elector
 	nodeTLS *tls.Config // hub→spawn calls
 	standby http.Handler
 
@@ -165,11 +167,13 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 	if h.url == "" {
 		h.url = scheme + "://" + h.addr
 	}
-	h.elector = cluster.NewElector(cluster.ElectorConfig{
+	h.elector = leader.New(leader.Config{
 		Store: store, URL: h.url, Lease: cfg.LeaderLease, Renew: cfg.LeaderRenew,
 		Alone: store.Dialect() != sqlstore.DialectPostgres, Logger: logger,
 	})
-	h.standby = h.standbyHandler()
+	h.standby = h.elector.StandbyHandler(leader.StandbyOptions{
+		Routing: cfg.Routing, NodeToken: cfg.NodeToken, ClientCerts: cfg.ClientCA != "", Leading: h.Leading, Logger: logger,
+	})
 	h.handler = h.standby
 
 	// A hub alone on its database, or the first on a fresh one, leads
@@ -180,7 +184,7 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 		store.Close()
 		return nil, fmt.Errorf("hub: leader election: %w", err)
 	}
-	var firstTerm *cluster.Term
+	var firstTerm *leader.Term
 	if won {
 		if h.pending, err = h.becomeLeader(first); err != nil {
 			ln.Close()
@@ -207,22 +211,16 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 }
 
 // becomeLeader builds the control loop of a won term and serves its API.
-func (h *Hub) becomeLeader(t cluster.Term) (*cluster.Hub, error) {
+func (h *Hub) becomeLeader(t leader.Term) (*cluster.Hub, error) {
 	cfg := h.cfg
 	ccfg := cluster.Config{
 		Store: h.store, Router: h.router, RoutingName: cfg.Routing, NodeToken: cfg.NodeToken,
 		PollInterval: cfg.PollInterval, NodeFailures: cfg.NodeFailures,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Logger: h.logger,
-		Epoch: t.Epoch, URL: h.url, LeadershipDeadline: h.elector.Deadline,
+		Epoch: t.Epoch, URL: h.url, LeadershipDeadline: h.elector.Deadline, GrantsFrom: t.GrantsFrom(time.Now()),
 	}
 	if h.nodeTLS != nil {
 		ccfg.HTTPClient = cluster.NodeHTTPClient(h.nodeTLS)
-	}
-	if t.Lapsed {
-		ccfg.GrantsFrom = time.Now()
-	}
-	if !t.NotBefore.IsZero() {
-		ccfg.GrantsFrom = t.NotBefore
 	}
 	c, err := cluster.New(ccfg)
 	if err != nil {
@@ -242,7 +240,7 @@ func (h *Hub) becomeLeader(t cluster.Term) (*cluster.Hub, error) {
 }
 
 // lead runs the control loop of a won term until the leadership ends.
-func (h *Hub) lead(ctx context.Context, t cluster.Term) error {
+func (h *Hub) lead(ctx context.Context, t leader.Term) error {
 	h.mu.Lock()
 	c := h.pending
 	h.pending = nil
@@ -295,7 +293,9 @@ func (h *Hub) Epoch() string {
 	return ""
 }
 
-// Leading reports whether this hub leads now.
+// Leading reports whether this hub leads now and its control loop runs.
+// Parts that only the leader may run follow the elector instead
+// (leader.Elector.Watch), which also tells them when that changes.
 func (h *Hub) Leading() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,17 +1,7 @@
 // Package config loads a program's settings in one order for every binary:
 // the defaults in its struct, then a YAML file named by --config, then the
 // environment (BW_ + the upper-snake flag name, and BW_..._FILE for secrets),
-// then command-line flags.
-//
-// A settings struct tags each field with its flag name and usage:
-//
-//	Listen string `flag:"listen" usage:"address to listen on"`
-//
-// A field whose environment variable does not follow the rule names it with
-// an env tag (`env:"BW_HUB_URL"`).
-//
-// Supported field types: string, bool, int, int64, float64, time.Duration and
-// []string (comma-separated on the command line and in the environment).
+// then command-line flags (Load).
 package config
 
 import (
@@ -52,6 +42,15 @@ type field struct {
 // Load fills cfg (a pointer to a tagged struct) from file, environment and
 // args. Unknown YAML keys and unknown flags are errors, so a typo never passes
 // silently.
+//
+// A settings struct tags each field with its flag name and usage:
+//
+//	Listen string `flag:"listen" usage:"address to listen on"`
+//
+// A field whose environment variable does not follow the rule names it with
+// an env tag (`env:"BW_HUB_URL"`). Supported field types: string, bool, int,
+// int64, float64, time.Duration and []string (comma-separated on the command
+// line and in the environment).
 func Load(name string, cfg any, args []string, lookupEnv func(string) (string, bool), usageOut io.Writer) error {
 	fields, err := fieldsOf(cfg)
 	if err != nil {

@@ -1,18 +1,14 @@
-// Package termq is a bounded priority queue of scored terms, without
-// duplicates: the spawn keeps the best candidate terms of an increment in
-// one, the hub the best per crawler hour and the query suggestions per
-// crawler.
-//
-// It does what loklak's PriorityKaizen queue (seed 003) meant to do and did
-// not: scores are compared as floats (its `(int)(a - b)` comparator made
-// every score in [0,1] equal), the bound is enforced (its queue grew
-// without limit), and a term seen again updates its score instead of being
-// rejected or queued twice.
+// Package termq keeps the best of many scored items within a bound: Top
+// keeps the k best of what is offered to it, by any order (a spawn's
+// increment keeps its top terms and query candidates in one), and Queue is
+// a bounded queue of scored terms on it, without duplicates (the hub keeps
+// a crawler hour's terms and a crawler's query suggestions in one). Unlike
+// loklak's PriorityKaizen queue, scores compare as floats, the bound holds,
+// and a term seen again adds to its score instead of being queued twice.
 package termq
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 )
@@ -24,29 +20,32 @@ type Item struct {
 	Count int64
 }
 
-// Queue keeps at most its bound of items, the highest scored. It is not
-// safe for concurrent use.
+// Queue keeps at most its bound of items, the highest scored, one per
+// term: a Top of them with an index by term. It is not safe for concurrent
+// use.
 type Queue struct {
-	max   int
-	h     minHeap
+	top   Top[*entry]
 	index map[string]*entry
 }
 
 type entry struct {
 	Item
-	pos int // position in the heap
+	pos int // index in top
 }
 
 // New returns an empty queue that holds at most bound items (at least 1).
 func New(bound int) *Queue {
-	return &Queue{max: max(bound, 1), index: make(map[string]*entry)}
+	q := &Queue{index: make(map[string]*entry)}
+	q.top.Reset(bound, func(a, b *entry) bool { return less(a.Item, b.Item) })
+	q.top.moved = func(e *entry, i int) { e.pos = i }
+	return q
 }
 
 // Len is the number of items held.
-func (q *Queue) Len() int { return len(q.h) }
+func (q *Queue) Len() int { return q.top.Len() }
 
 // Cap is the queue's bound.
-func (q *Queue) Cap() int { return q.max }
+func (q *Queue) Cap() int { return q.top.k }
 
 // Add records a sighting: score (a finite number) and count are added to
 // the term's when it is held. A term not held is inserted; when the queue
@@ -60,28 +59,20 @@ func (q *Queue) Add(term string, score float64, count int64) (dropped Item, ok b
 	if e, held := q.index[term]; held {
 		e.Score += score
 		e.Count += count
-		heap.Fix(&q.h, e.pos)
+		q.top.Fix(e.pos)
 		return Item{}, false
 	}
-	it := Item{Term: term, Score: score, Count: count}
-	if len(q.h) < q.max {
-		q.push(it)
+	e := &entry{Item: Item{Term: term, Score: score, Count: count}}
+	left, out := q.top.Offer(e)
+	if !out {
+		q.index[term] = e
 		return Item{}, false
 	}
-	low := q.h[0]
-	if less(it, low.Item) || !less(low.Item, it) {
-		return it, true
+	if left != e {
+		delete(q.index, left.Term)
+		q.index[term] = e
 	}
-	heap.Pop(&q.h)
-	delete(q.index, low.Term)
-	q.push(it)
-	return low.Item, true
-}
-
-func (q *Queue) push(it Item) {
-	e := &entry{Item: it}
-	q.index[it.Term] = e
-	heap.Push(&q.h, e)
+	return left.Item, true
 }
 
 // Get returns the term's item when it is held.
@@ -99,7 +90,7 @@ func (q *Queue) Remove(term string) bool {
 	if !ok {
 		return false
 	}
-	heap.Remove(&q.h, e.pos)
+	q.top.Remove(e.pos)
 	delete(q.index, term)
 	return true
 }
@@ -107,17 +98,17 @@ func (q *Queue) Remove(term string) bool {
 // Pop removes and returns the highest ranked item (see Compare). It scans
 // the queue, which its bound keeps small.
 func (q *Queue) Pop() (Item, bool) {
-	if len(q.h) == 0 {
+	items := q.top.Items()
+	if len(items) == 0 {
 		return Item{}, false
 	}
 	best := 0
-	for i := 1; i < len(q.h); i++ {
-		if less(q.h[best].Item, q.h[i].Item) {
+	for i := 1; i < len(items); i++ {
+		if less(items[best].Item, items[i].Item) {
 			best = i
 		}
 	}
-	e := q.h[best]
-	heap.Remove(&q.h, best)
+	e := q.top.Remove(best)
 	delete(q.index, e.Term)
 	return e.Item, true
 }
@@ -125,12 +116,17 @@ func (q *Queue) Pop() (Item, bool) {
 // Items returns every item, highest ranked first (see Compare), leaving
 // the queue as it is.
 func (q *Queue) Items() []Item {
-	out := make([]Item, len(q.h))
-	for i, e := range q.h {
+	out := make([]Item, q.top.Len())
+	for i, e := range q.top.Items() {
 		out[i] = e.Item
 	}
-	slices.SortFunc(out, func(a, b Item) int { return Compare(b, a) })
+	SortBest(out)
 	return out
+}
+
+// SortBest orders items highest ranked first (see Compare).
+func SortBest(items []Item) {
+	slices.SortFunc(items, func(a, b Item) int { return Compare(b, a) })
 }
 
 // Compare orders items by score, then by sightings, then by term in
@@ -151,25 +147,3 @@ func Compare(a, b Item) int {
 }
 
 func less(a, b Item) bool { return Compare(a, b) < 0 }
-
-// minHeap keeps the lowest ranked item at the root, the one to evict.
-type minHeap []*entry
-
-func (h minHeap) Len() int           { return len(h) }
-func (h minHeap) Less(i, j int) bool { return less(h[i].Item, h[j].Item) }
-func (h minHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].pos, h[j].pos = i, j
-}
-func (h *minHeap) Push(x any) {
-	e := x.(*entry)
-	e.pos = len(*h)
-	*h = append(*h, e)
-}
-func (h *minHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return e
-}

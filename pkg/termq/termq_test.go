@@ -29,7 +29,7 @@ func TestQueue_Add(t *testing.T) {
 		dropped []string // what Add reported as cut off, in order
 	}{
 		{
-			// The seed's comparator truncated every difference of scores
+			// loklak's comparator truncated every difference of scores
 			// in [0,1] to 0: all equal, order arbitrary.
 			name:  "scores in [0,1] are ordered as floats",
 			bound: 10,
@@ -37,7 +37,7 @@ func TestQueue_Add(t *testing.T) {
 			want:  []string{"b", "d", "c", "a"},
 		},
 		{
-			// The seed's queue was never bounded.
+			// loklak's queue was never bounded.
 			name:    "a full queue evicts its lowest for a higher one",
 			bound:   2,
 			adds:    []add{{"a", 0.2}, {"b", 0.9}, {"c", 0.5}},
@@ -147,7 +147,7 @@ func TestQueue_Property(t *testing.T) {
 			if seed%2 == 0 {
 				term = fmt.Sprintf("u%d", i) // distinct terms
 			}
-			score := r.Float64() // in [0,1), as the seed's engagement scores
+			score := r.Float64() // in [0,1), as loklak's engagement scores
 			q.Add(term, score, 1)
 			offered[term] += score
 			if q.Len() > bound {

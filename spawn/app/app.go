@@ -17,10 +17,11 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/pkg/service"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/queue"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/server"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitterv1"
@@ -88,7 +89,8 @@ type Settings struct {
 	WrapStore func(store.Store) store.Store
 }
 
-// DefaultSettings are the spawn's defaults (DESIGN.md section 8).
+// DefaultSettings are the spawn's defaults, which a config file, the
+// environment and flags override (pkg/config).
 func DefaultSettings() Settings {
 	return Settings{
 		Listen:       "127.0.0.1:0",
@@ -224,7 +226,8 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	fenced.Bind(n)
 	logger.Info("spawn listening", "addr", ln.Addr().String(), "advertise", advertise, "node_id", n.ID(), "hubs", strings.Join(hubs, ","), "tls", serverTLS != nil)
 
-	handler := n.Handler()
+	srv := &server.Server{Node: n, Store: fenced, NodeToken: cfg.NodeToken, Logger: logger.With("component", "spawn")}
+	handler := srv.Handler()
 	if cfg.ClientCA != "" {
 		handler = httpx.RequireClientCert(hubOnly, handler)
 	}

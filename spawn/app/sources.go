@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/mastodon"

@@ -42,7 +42,7 @@ func newFixture(t *testing.T, edit func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := store.CreateCrawler(ctx, sqlstore.Crawler{UserID: u.ID, Source: "bluesky", Query: "golang", QueryUUID: "00000000-0000-0000-0000-000000000001", Enabled: true})
+	c, err := store.CreateCrawler(ctx, sqlstore.Crawler{UserID: u.ID, Source: "bluesky", Query: sqlstore.List{"golang"}, QueryUUID: "00000000-0000-0000-0000-000000000001", Enabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestRuleView_HidesSecrets(t *testing.T) {
 func TestService_UserRuleSumsTheUsersCrawlers(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	second, err := f.store.CreateCrawler(ctx, sqlstore.Crawler{UserID: f.user.ID, Source: "bluesky", Query: "rust", QueryUUID: "00000000-0000-0000-0000-000000000002", Enabled: true})
+	second, err := f.store.CreateCrawler(ctx, sqlstore.Crawler{UserID: f.user.ID, Source: "bluesky", Query: sqlstore.List{"rust"}, QueryUUID: "00000000-0000-0000-0000-000000000002", Enabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}

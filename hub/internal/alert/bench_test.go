@@ -46,7 +46,7 @@ func BenchmarkEvaluateSpikes10k(b *testing.B) {
 	u, _ := store.CreateUser(ctx, "bench", 0)
 	in := make([]sqlstore.Crawler, benchRules)
 	for i := range in {
-		in[i] = sqlstore.Crawler{UserID: u.ID, Source: "bluesky", Query: fmt.Sprintf("term%d", i), QueryUUID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Enabled: true}
+		in[i] = sqlstore.Crawler{UserID: u.ID, Source: "bluesky", Query: sqlstore.List{fmt.Sprintf("term%d", i)}, QueryUUID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Enabled: true}
 	}
 	crawlers, err := store.CreateCrawlers(ctx, in)
 	if err != nil {
@@ -121,7 +121,7 @@ func BenchmarkDetectionToDelivery(b *testing.B) {
 	}
 	defer store.Close()
 	u, _ := store.CreateUser(ctx, "bench", 0)
-	c, _ := store.CreateCrawler(ctx, sqlstore.Crawler{UserID: u.ID, Source: "bluesky", Query: "x", QueryUUID: "00000000-0000-0000-0000-000000000001", Enabled: true})
+	c, _ := store.CreateCrawler(ctx, sqlstore.Crawler{UserID: u.ID, Source: "bluesky", Query: sqlstore.List{"x"}, QueryUUID: "00000000-0000-0000-0000-000000000001", Enabled: true})
 	lead, _ := store.ForceLeadership(ctx, "bench", "http://bench")
 	svc, err := New(Config{Store: store, Allow: loopback})
 	if err != nil {

@@ -1,8 +1,9 @@
-// Package cluster is the hub's control loop: it knows the live spawns, routes
-// every enabled crawler's subscriber to one of them, polls each spawn once
-// per interval with one batched request, applies the usage the spawns report
-// exactly once, grants comment leases, and reloads — hard when a node joins
-// or is lost, soft when crawlers change or a send fails.
+// Package cluster is the hub's control loop, run by the leading hub: it
+// knows the live spawns, routes every enabled crawler's subscriber to one of
+// them, polls each spawn once per interval with one batched request, applies
+// the usage the spawns report exactly once (usage.go), grants comment leases
+// (lease.go), and reloads — hard when a node joins or is lost, soft when
+// crawlers change or a send fails.
 package cluster
 
 import (
@@ -22,7 +23,9 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
-// Defaults of the hub's timings (DESIGN.md section 4).
+// Defaults of the hub's timings: how often spawns are polled, when a spawn
+// stops a subscriber the hub no longer polls (orphan) and drops everything
+// (detach), and how many failed contacts remove a node.
 const (
 	DefaultPollInterval = 2 * time.Second
 	DefaultOrphanAfter  = 10 * time.Second
@@ -185,10 +188,14 @@ type node struct {
 // crawler is a crawler's configuration and live state. A hub holds a
 // million of them: keep it small.
 type crawler struct {
-	row         sqlstore.Crawler
-	limited     bool   // the subscriber counts against leases (respecLocked)
-	node        string // where it is routed ("" if inactive or no node)
-	sentNode    string // where a send last succeeded
+	row     sqlstore.Crawler
+	limited bool // the subscriber counts against leases (respecLocked)
+	// node is where it is routed, the node whose wanted set holds it
+	// (wantLocked); nil when it is inactive or no node offers its source.
+	node *node
+	// sentTo is the node a send of it last succeeded to, whose sent set
+	// holds it (sentToLocked); sentVersion is the version sent.
+	sentTo      *node
 	sentVersion int64
 	needSend    bool
 	state       string
@@ -199,10 +206,6 @@ type crawler struct {
 	// quuidParsed; upsertCrawlerLocked forgets it when the row changes.
 	quuid      uuid.UUID
 	quuidState int8
-	// wantIn is the node whose wanted set holds the crawler (wantLocked);
-	// sentIn the one sentNode names (sentToLocked).
-	wantIn *node
-	sentIn *node
 	// heard is the status heardFrom (a node registration) last reported,
 	// taken again for every answer that leaves it out as unchanged;
 	// heardIn is that answer's number.
@@ -245,16 +248,32 @@ func (c *crawler) queryUUID() (uuid.UUID, error) {
 	return uuid.UUID{}, err
 }
 
+// nodeID is the id of the node the crawler is routed to, "" when none.
+func (c *crawler) nodeID() string {
+	if c.node == nil {
+		return ""
+	}
+	return c.node.id
+}
+
+// sentID is the id of the node a send of the crawler last succeeded to,
+// "" when none.
+func (c *crawler) sentID() string {
+	if c.sentTo == nil {
+		return ""
+	}
+	return c.sentTo.id
+}
+
 // sentToLocked records that a send of the crawler to n (nil: nowhere)
 // succeeded, keeping the node's index of what was sent there.
 func (h *Hub) sentToLocked(c *crawler, n *node) {
-	if c.sentIn != nil {
-		delete(c.sentIn.sent, c.row.ID)
+	if c.sentTo != nil {
+		delete(c.sentTo.sent, c.row.ID)
 	}
-	c.sentIn, c.sentNode = n, ""
+	c.sentTo = n
 	if n != nil {
 		n.sent[c.row.ID] = c
-		c.sentNode = n.id
 	}
 }
 
@@ -431,4 +450,12 @@ func short(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// ctxOrBackground keeps a nil context out of SQL calls made before Run.
+func ctxOrBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
 }

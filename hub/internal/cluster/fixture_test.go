@@ -70,7 +70,7 @@ func (f *fixture) crawler(userID, limit int64, queryUUID string) int64 {
 		queryUUID = uuid.NewString()
 	}
 	c, err := f.st.CreateCrawler(context.Background(), sqlstore.Crawler{
-		UserID: userID, Source: api.SourceRSS, Query: "https://feeds.example/" + queryUUID + ".xml",
+		UserID: userID, Source: api.SourceRSS, Query: []string{"https://feeds.example/" + queryUUID + ".xml"},
 		QueryUUID: queryUUID, CommentLimit: limit, Enabled: true,
 	})
 	if err != nil {

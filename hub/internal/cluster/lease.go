@@ -1,13 +1,15 @@
 package cluster
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
+
+// Leases: a limited crawler's subscriber stores a comment only against an
+// allowance the hub granted it, so limits hold exactly. How and why:
+// docs/decisions/0001-leases-for-exact-limits.md.
 
 // Lease sizing.
 const (
@@ -208,7 +210,7 @@ func (h *Hub) userTotalLocked(userID int64, now time.Time) *userTotal {
 	for _, uc := range h.byUser[userID] {
 		if uc.limited {
 			t.out += uc.leases.outstanding(now)
-			if uc.node != "" {
+			if uc.node != nil {
 				t.weight += uc.rate + 1
 			}
 		}
@@ -316,74 +318,4 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		h.metrics.leaseComments.Add(float64(amount))
 	}
 	return leases
-}
-
-// applyUsageLocked adds newly applied increments to the in-memory usage and
-// stops crawlers and users that reached their limit.
-func (h *Hub) applyUsageLocked(n *node, applied []api.Increment) {
-	h.applyNodeUsageLocked(n.id, n.leased, applied)
-}
-
-// applyNodeUsageLocked is applyUsageLocked for increments of nodeID, which
-// may be a lost node (leased nil).
-func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied []api.Increment) {
-	var reached []int64
-	userHit := false
-	for _, inc := range applied {
-		h.metrics.usageApplied.Add(float64(inc.Count))
-		if u, ok := h.users[inc.UserID]; ok {
-			u.row.Usage += inc.Count
-			if u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {
-				userHit = true
-			}
-		}
-		c, ok := h.crawlers[inc.CrawlerID]
-		if !ok {
-			continue
-		}
-		c.row.Usage += inc.Count
-		h.history.add(c.row.ID, inc.Count, time.Now())
-		if !inc.Newest.IsZero() {
-			t := inc.Newest
-			c.row.CursorAt = laterCursor(c.row.CursorAt, &t)
-		}
-		c.row.CursorPos = max(c.row.CursorPos, inc.Position)
-		switch {
-		case leased == nil:
-			// A lost node: only its surviving accounts take the usage.
-			if l, ok := c.leases.inst[instKey{nodeID, inc.Instance}]; ok {
-				l.used += inc.Count
-			}
-		case c.limited || len(c.leases.inst) > 0:
-			c.leases.get(instKey{nodeID, inc.Instance}).used += inc.Count
-			leased[c.row.ID] = true
-		}
-		if c.row.CommentLimit > 0 && c.row.Usage >= c.row.CommentLimit && !c.row.LimitReached {
-			c.row.LimitReached = true
-			reached = append(reached, c.row.ID)
-			h.eventLocked("limit_reached", fmt.Sprintf("crawler %d reached its limit of %d", c.row.ID, c.row.CommentLimit))
-		}
-	}
-	if len(reached) == 0 && !userHit {
-		return
-	}
-	ctx := ctxOrBackground(h.ctx)
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		for _, id := range reached {
-			if err := h.cfg.Store.SetLimitReached(ctx, id, true); err != nil {
-				h.logger.Error("unable to mark limit reached", "crawler_id", id, "err", err)
-			}
-		}
-		h.RequestReload(false)
-	}()
-}
-
-// ctxOrBackground keeps a nil context out of SQL calls made before Run.
-func ctxOrBackground(ctx context.Context) context.Context {
-	if ctx == nil {
-		return context.Background()
-	}
-	return ctx
 }

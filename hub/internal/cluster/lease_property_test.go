@@ -121,7 +121,7 @@ func runHistory(t *testing.T, rng *rand.Rand) bool {
 	f.route()
 	for _, id := range crawlers {
 		for _, s := range spawns {
-			if f.crawlerOf(id).node == s.n.id {
+			if f.crawlerOf(id).nodeID() == s.n.id {
 				s.nextInstance++
 				s.runs[id] = &leaseRun{crawler: id, user: user, instance: s.nextInstance, rate: float64(rng.IntN(30))}
 			}

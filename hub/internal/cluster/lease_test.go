@@ -66,7 +66,7 @@ func TestLease_UserLimitSharedAcrossNodes(t *testing.T) {
 		for _, n := range nodes {
 			reserved := map[int64]int64{}
 			for _, id := range ids {
-				if f.crawlerOf(id).node == n.id {
+				if f.crawlerOf(id).nodeID() == n.id {
 					reserved[id] = 0
 				}
 			}
@@ -256,7 +256,7 @@ func TestLease_DeadNodeCountsAsSpentUntilExpiry(t *testing.T) {
 	f.h.mu.Unlock()
 	b := f.addNode("node-b")
 	f.route()
-	if got := f.crawlerOf(id).node; got != "node-b" {
+	if got := f.crawlerOf(id).nodeID(); got != "node-b" {
 		t.Fatalf("crawler on %q after node-a was lost, want node-b", got)
 	}
 	steps := []struct {

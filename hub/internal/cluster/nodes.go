@@ -166,7 +166,7 @@ func (h *Hub) removeNodeLocked(n *node, reason string) {
 		h.sentToLocked(c, nil)
 	}
 	for _, c := range n.want {
-		c.node, c.needSend, c.state = "", true, api.StatePending
+		c.needSend, c.state = true, api.StatePending
 		h.wantLocked(c, nil)
 	}
 	for id := range n.leased {

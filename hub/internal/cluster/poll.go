@@ -162,35 +162,12 @@ func (h *Hub) answer(ctx context.Context, n *node, resp api.PollResponse, sentAc
 	h.answerLocked(n, a, time.Now())
 }
 
-// applyAnswer applies the usage increments of an answer in SQL, which
-// returns only those it had not applied before.
-func (h *Hub) applyAnswer(ctx context.Context, n *node, resp api.PollResponse, sentAcks int, received time.Time) pollAnswer {
-	for i := range resp.Increments {
-		resp.Increments[i].NodeID = n.id
-	}
-	a := pollAnswer{resp: resp, sentAcks: sentAcks, received: received}
-	if len(resp.Increments) > 0 {
-		a.applied, a.applyErr = h.usage.apply(ctx, resp.Increments)
-		if a.applyErr != nil {
-			h.logger.Error("apply usage failed", "node_id", n.id, "increments", len(resp.Increments), "err", a.applyErr)
-		}
-	}
-	return a
-}
-
 // answerLocked takes in a poll answer whose usage SQL has seen: the newly
 // applied usage, acknowledgements, lease accounts, subscriber states, and
 // a resend of what the node reports missing.
 func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 	resp := a.resp
-	n.acks = n.acks[a.sentAcks:]
-	if a.applyErr == nil {
-		for _, inc := range resp.Increments {
-			n.acks = append(n.acks, inc.Seq)
-			n.maxSeq = max(n.maxSeq, inc.Seq)
-		}
-		h.applyUsageLocked(n, a.applied)
-	}
+	h.takeUsageLocked(n, a)
 	n.failures = 0
 	n.lastPoll = now
 	// The spawn read its clock before this answer arrived, so anchoring on
@@ -210,7 +187,7 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 	}
 	for _, st := range resp.Subscribers {
 		c, ok := h.crawlers[st.CrawlerID]
-		if !ok || c.node != n.id {
+		if !ok || c.nodeID() != n.id {
 			continue
 		}
 		resend = h.takeStatusLocked(n, c, st, resp) || resend
@@ -260,7 +237,7 @@ func (h *Hub) takeStatusLocked(n *node, c *crawler, st api.SubscriberStatus, res
 	if st.State == api.StateMissing {
 		// The spawn does not run it (lost send, orphaned, restarted):
 		// send it again.
-		if c.sentNode == n.id && c.sentVersion == c.row.Version {
+		if c.sentID() == n.id && c.sentVersion == c.row.Version {
 			h.sentToLocked(c, nil)
 		}
 		c.needSend = true

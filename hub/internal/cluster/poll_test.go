@@ -140,7 +140,7 @@ func TestAnswer_StatusesOnlyFromWhereTheCrawlerRuns(t *testing.T) {
 			a, b := f.addNode("node-a"), f.addNode("node-b")
 			f.route()
 			on, other := a, b
-			if f.crawlerOf(id).node == b.id {
+			if f.crawlerOf(id).nodeID() == b.id {
 				on, other = b, a
 			}
 			from := on
@@ -258,7 +258,7 @@ func TestAnswer_PartialAnswersActLikeWholeOnes(t *testing.T) {
 	if req := f.pollRequest(sides[1].n); req.StatusBase != 0 {
 		t.Fatalf("after a crawler landed on the node the poll names base %d, want 0", req.StatusBase)
 	}
-	if c := f.crawlerOf(id); c.node != sides[1].n.id {
-		t.Fatalf("crawler on %q", c.node)
+	if c := f.crawlerOf(id); c.nodeID() != sides[1].n.id {
+		t.Fatalf("crawler on %q", c.nodeID())
 	}
 }

@@ -32,7 +32,7 @@ func recoveryHub(t *testing.T) (*Hub, *sqlstore.Store, int64) {
 		t.Fatal(err)
 	}
 	q := []string{"https://feeds.example/a.xml"}
-	c, err := st.CreateCrawler(ctx, sqlstore.Crawler{UserID: u.ID, Source: api.SourceRSS, Query: q[0], QueryUUID: query.UUID(api.SourceRSS, q).String(), Enabled: true})
+	c, err := st.CreateCrawler(ctx, sqlstore.Crawler{UserID: u.ID, Source: api.SourceRSS, Query: q[:1], QueryUUID: query.UUID(api.SourceRSS, q).String(), Enabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 	r := c.row
 	spec := api.SubscriberSpec{
 		CrawlerID: r.ID, UserID: r.UserID, Version: r.Version, Source: r.Source,
-		Query: splitLines(r.Query), Keywords: splitLines(r.Keywords), QueryUUID: r.QueryUUID,
+		Query: r.Query, Keywords: r.Keywords, QueryUUID: r.QueryUUID,
 		Limited: r.CommentLimit > 0,
 	}
 	if u, ok := h.users[r.UserID]; ok && u.row.CommentLimit > 0 {
@@ -146,13 +146,6 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 		spec.Cursor.Position = r.CreatedAt.UnixMicro()
 	}
 	return spec
-}
-
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
 }
 
 // userStoppedLocked says whether a user has reached its limit, which stops
@@ -212,9 +205,9 @@ func planOf(plans map[*node]*plan, n *node) *plan {
 func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[string]RouteTable, plans map[*node]*plan, resp *api.ReloadResponse) {
 	id := c.row.ID
 	active, rest := crawlerActive(c, userStopped)
-	prev := c.node
+	prev := c.nodeID()
 	if !active {
-		c.node, c.state, c.err = "", rest, ""
+		c.state, c.err = rest, ""
 		h.wantLocked(c, nil)
 		if prev != "" {
 			if pn, ok := h.nodes[prev]; ok {
@@ -227,7 +220,7 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	}
 	q, err := c.queryUUID()
 	if err != nil {
-		c.node, c.state, c.err = "", api.StateFailed, "stored query uuid is invalid: "+err.Error()
+		c.state, c.err = api.StateFailed, "stored query uuid is invalid: "+err.Error()
 		h.wantLocked(c, nil)
 		return
 	}
@@ -235,7 +228,6 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	if route, ok := routes[c.row.Source]; ok {
 		target = route(q)
 	}
-	c.node = target
 	if target == "" {
 		c.state, c.err = api.StatePending, "no spawn node is registered"
 		if anyNode {
@@ -257,7 +249,7 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	// alone, in a hard reload too: only what moved or changed travels.
 	// The node's exact set goes with every poll, which is what drops a
 	// subscriber the hub no longer routes there.
-	if c.sentNode != target || c.sentVersion != c.row.Version || c.needSend {
+	if c.sentID() != target || c.sentVersion != c.row.Version || c.needSend {
 		p := planOf(plans, tn)
 		p.upserts = append(p.upserts, h.specLocked(c))
 		resp.Assigned++
@@ -269,13 +261,13 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 // crawler. A node gaining a crawler it has not reported on is asked for
 // every status on its next poll, so the hub hears how it runs there.
 func (h *Hub) wantLocked(c *crawler, n *node) {
-	if c.wantIn == n {
+	if c.node == n {
 		return
 	}
-	if c.wantIn != nil {
-		delete(c.wantIn.want, c.row.ID)
+	if c.node != nil {
+		delete(c.node.want, c.row.ID)
 	}
-	c.wantIn = n
+	c.node = n
 	if n == nil {
 		return
 	}
@@ -353,7 +345,7 @@ func (h *Hub) sentLocked(n *node, upserts []api.SubscriberSpec, resp api.Subscri
 		h.metrics.sendFailures.Inc()
 		h.logger.Warn("send failed", "node_id", n.id, "subscribers", len(upserts), "err", err)
 		for _, spec := range upserts {
-			if c, ok := h.crawlers[spec.CrawlerID]; ok && c.node == n.id {
+			if c, ok := h.crawlers[spec.CrawlerID]; ok && c.nodeID() == n.id {
 				c.needSend, c.state, c.err = true, api.StateFailed, "send to node failed: "+err.Error()
 				failed++
 			}
@@ -369,7 +361,7 @@ func (h *Hub) sentLocked(n *node, upserts []api.SubscriberSpec, resp api.Subscri
 	}
 	for _, r := range resp.Results {
 		c, ok := h.crawlers[r.CrawlerID]
-		if !ok || c.node != n.id {
+		if !ok || c.nodeID() != n.id {
 			continue
 		}
 		if r.Error != "" {

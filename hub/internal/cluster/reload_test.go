@@ -39,7 +39,7 @@ func (f *reloadFixture) placement() map[int64]string {
 	out := map[int64]string{}
 	for _, id := range f.crawlers {
 		if c, ok := f.h.crawlers[id]; ok {
-			out[id] = c.node
+			out[id] = c.nodeID()
 		}
 	}
 	return out
@@ -110,7 +110,7 @@ func TestReload_Plan(t *testing.T) {
 		{
 			name: "a changed subscriber with the same query is updated in place",
 			change: func(f *reloadFixture) []int64 {
-				f.update(f.crawlers[0], func(c *sqlstore.Crawler) { c.Keywords = "golang" })
+				f.update(f.crawlers[0], func(c *sqlstore.Crawler) { c.Keywords = []string{"golang"} })
 				return []int64{f.crawlers[0]}
 			},
 			want: func(t *testing.T, f *reloadFixture, before, after map[int64]string, resp api.ReloadResponse) {
@@ -191,7 +191,7 @@ func TestReload_Plan(t *testing.T) {
 				f.h.mu.Lock()
 				defer f.h.mu.Unlock()
 				c := f.h.crawlers[f.crawlers[4]]
-				f.h.sentLocked(f.h.nodes[c.node], []api.SubscriberSpec{f.h.specLocked(c)}, api.SubscribersResponse{}, context.DeadlineExceeded)
+				f.h.sentLocked(f.h.nodes[c.nodeID()], []api.SubscriberSpec{f.h.specLocked(c)}, api.SubscribersResponse{}, context.DeadlineExceeded)
 				return []int64{f.crawlers[4]}
 			},
 			want: func(t *testing.T, f *reloadFixture, before, after map[int64]string, resp api.ReloadResponse) {

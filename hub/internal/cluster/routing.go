@@ -39,7 +39,7 @@ func NewRouter(name string) (Router, error) {
 	return nil, fmt.Errorf("cluster: unknown routing %q (want %s or %s)", name, RoutingModulo, RoutingRendezvous)
 }
 
-// moduloRouter is the seed's uuid-hash-modulo: nodes[hash(uuid) mod n]. It is
+// moduloRouter is uuid-hash-modulo, nodes[hash(uuid) mod n], the default. It is
 // even and cheap, but a change in n moves nearly every subscriber.
 type moduloRouter struct{}
 

@@ -344,7 +344,7 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 		for j := range rows {
 			i := from + j
 			q := []string{fmt.Sprintf("https://feeds.example/%d.xml", i)}
-			rows[j] = sqlstore.Crawler{UserID: users[i%len(users)], Source: api.SourceRSS, Query: q[0],
+			rows[j] = sqlstore.Crawler{UserID: users[i%len(users)], Source: api.SourceRSS, Query: q[:1],
 				QueryUUID: query.UUID(api.SourceRSS, q).String(), Enabled: true}
 			if i%10 == 0 {
 				rows[j].CommentLimit = 1_000_000 // a tenth are limited: leases on every poll
@@ -440,7 +440,7 @@ func BenchmarkHubScale(b *testing.B) {
 			h.mu.Lock()
 			for _, c := range h.crawlers {
 				h.sentToLocked(c, nil)
-				c.node = ""
+				h.wantLocked(c, nil)
 			}
 			h.mu.Unlock()
 			h.reloadMu.Lock()
@@ -555,8 +555,8 @@ func naiveRound(b *testing.B, h *Hub, urls []string) {
 	}
 	jobs := make([]job, 0, len(h.crawlers))
 	for id, c := range h.crawlers {
-		if c.node != "" {
-			jobs = append(jobs, job{byURL[c.node], id, c.row.Version})
+		if c.node != nil {
+			jobs = append(jobs, job{byURL[c.node.id], id, c.row.Version})
 		}
 	}
 	h.mu.Unlock()

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -60,10 +61,10 @@ func TestReload_IncrementalReadAppliesChangesDeletesAndUserLimits(t *testing.T) 
 	f.h.crawlers[f.crawlers[0]].row.Usage = 10
 	f.h.users[f.user].row.Usage = 10
 	f.h.mu.Unlock()
-	f.update(f.crawlers[0], func(c *sqlstore.Crawler) { c.Keywords = "golang" })
+	f.update(f.crawlers[0], func(c *sqlstore.Crawler) { c.Keywords = []string{"golang"} })
 	f.wantRead("changes", 1)
 	c := f.crawlerOf(f.crawlers[0])
-	if c.row.Keywords != "golang" || len(f.h.specLocked(c).Keywords) != 1 || c.row.Usage != 10 {
+	if !slices.Equal(c.row.Keywords, []string{"golang"}) || len(f.h.specLocked(c).Keywords) != 1 || c.row.Usage != 10 {
 		t.Fatalf("changed crawler: keywords %q, spec %v, usage %d; want golang and usage 10", c.row.Keywords, f.h.specLocked(c).Keywords, c.row.Usage)
 	}
 	plans, resp := f.plan(false)
@@ -171,11 +172,11 @@ func TestReload_IncrementalReadOrdersDeletionAndReuse(t *testing.T) {
 	if _, ok := f.h.crawlers[id]; ok {
 		t.Fatal("a row read before its deletion brought the crawler back")
 	}
-	row.ChangeSeq, row.Version, row.Keywords = 13, 1, "reused"
+	row.ChangeSeq, row.Version, row.Keywords = 13, 1, []string{"reused"}
 	reused := sqlRead{seq: 13, crawlers: []sqlstore.Crawler{row}, deleted: []sqlstore.Deletion{{CrawlerID: id, ChangeSeq: 12}}}
 	f.h.applyChangesLocked(reused)
 	c, ok := f.h.crawlers[id]
-	if !ok || c.row.Keywords != "reused" || c.node != "" {
+	if !ok || !slices.Equal(c.row.Keywords, []string{"reused"}) || c.node != nil {
 		t.Fatalf("a row newer than the deletion of its id: %+v, want a new crawler", c)
 	}
 	n := 0

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
@@ -24,17 +23,14 @@ func (h *Hub) CrawlerView(row sqlstore.Crawler) api.Crawler {
 func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 	v := api.Crawler{
 		ID: row.ID, UserID: row.UserID, Source: row.Source,
-		Query: orEmpty(splitLines(row.Query)), Keywords: orEmpty(splitLines(row.Keywords)),
+		Query: orEmpty(row.Query), Keywords: orEmpty(row.Keywords),
 		CommentLimit: row.CommentLimit, Enabled: row.Enabled, Usage: row.Usage,
 		QueryUUID: row.QueryUUID, Version: row.Version, UpdatedAt: row.UpdatedAt,
-		State: api.StatePending, QueryCanonical: row.Query,
-	}
-	if row.Source == api.SourceRSS {
-		v.QueryCanonical = strings.Join(v.Query, ",")
+		State: api.StatePending, QueryCanonical: row.CanonicalQuery(),
 	}
 	c, ok := h.crawlers[row.ID]
 	if ok && c.row.Version == row.Version {
-		v.State, v.Error, v.Node, v.RatePerSec = c.state, c.err, c.node, c.rate
+		v.State, v.Error, v.Node, v.RatePerSec = c.state, c.err, c.nodeID(), c.rate
 		v.Usage = max(v.Usage, c.row.Usage)
 	}
 	if state, byUser, resting := h.restingStateLocked(&row); resting {
@@ -120,7 +116,7 @@ func (h *Hub) Health() api.HubHealth {
 			state = rest
 		}
 		hh.Crawlers.ByState[state]++
-		if c.node != "" {
+		if c.node != nil {
 			hh.Crawlers.Assigned++
 		}
 	}
@@ -132,8 +128,8 @@ func (h *Hub) Health() api.HubHealth {
 func (h *Hub) RecentComments(ctx context.Context, crawlerID int64, n int) ([]api.Comment, error) {
 	h.mu.Lock()
 	var target *node
-	if c, ok := h.crawlers[crawlerID]; ok && c.node != "" {
-		target = h.nodes[c.node]
+	if c, ok := h.crawlers[crawlerID]; ok && c.node != nil {
+		target = h.nodes[c.node.id]
 	}
 	if target == nil {
 		for _, id := range h.sortedNodeIDsLocked() {

@@ -151,7 +151,7 @@ func (s *Server) handleSuggestions(w http.ResponseWriter, r *http.Request) {
 		s.writeStoreError(w, fmt.Sprintf("suggestions of crawler %d", id), err)
 		return
 	}
-	text := strings.ToLower(c.Query + " " + c.Keywords)
+	text := strings.ToLower(c.CanonicalQuery() + " " + c.CanonicalKeywords())
 	out := make([]api.Suggestion, 0, suggestionsShown)
 	for _, sg := range all {
 		if len(out) == suggestionsShown {

@@ -46,7 +46,7 @@ func canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
 		if err != nil {
 			return err
 		}
-		c.Source, c.Query, c.Keywords = source, parsed.String(), ""
+		c.Source, c.Query, c.Keywords = source, []string{parsed.String()}, nil
 		c.QueryUUID = parsed.UUID(source).String()
 		return nil
 	}
@@ -55,14 +55,14 @@ func canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
 		return err
 	}
 	c.Source = source
-	c.Query = strings.Join(urls, "\n")
-	c.Keywords = ""
+	c.Query = urls
+	c.Keywords = nil
 	if kw := nonEmpty(keywords); len(kw) > 0 {
 		filter, err := query.ParseList(kw)
 		if err != nil {
 			return fmt.Errorf("keywords: %w", err)
 		}
-		c.Keywords = filter.String()
+		c.Keywords = []string{filter.String()}
 	}
 	c.QueryUUID = query.UUID(source, urls).String()
 	return nil
@@ -180,7 +180,7 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c, err := s.Store.UpdateCrawler(r.Context(), id, func(c *sqlstore.Crawler) error {
-		q, kw := strings.Split(c.Query, "\n"), splitNonEmpty(c.Keywords)
+		q, kw := []string(c.Query), []string(c.Keywords)
 		if c.Source != api.SourceRSS {
 			kw = nil // a search crawler's filter is its query
 		}
@@ -209,13 +209,6 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Hub.RequestReload(false)
 	httpx.WriteJSON(w, http.StatusOK, s.Hub.CrawlerView(c))
-}
-
-func splitNonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
 }
 
 func (s *Server) handleDeleteCrawler(w http.ResponseWriter, r *http.Request) {

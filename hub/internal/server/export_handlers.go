@@ -125,10 +125,7 @@ func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) {
 		s.writeStoreError(w, "query", err)
 		return
 	}
-	out := api.QueryValidation{Canonical: row.Query, KeywordsCanonical: row.Keywords, QueryUUID: row.QueryUUID}
-	if in.Source == api.SourceRSS {
-		out.Canonical = strings.ReplaceAll(row.Query, "\n", ",")
-	}
+	out := api.QueryValidation{Canonical: row.CanonicalQuery(), KeywordsCanonical: row.CanonicalKeywords(), QueryUUID: row.QueryUUID}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 

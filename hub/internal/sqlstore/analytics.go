@@ -19,9 +19,9 @@ import (
 //
 // They travel inside usage increments (api.Increment.Analytics) and are
 // applied by ApplyIncrements in the transaction that applies the usage, so
-// they obey the collector rule of seed 000 as usage does: an increment's
-// analytics are applied once, whatever polls are lost, repeated or
-// reordered. applied_increments.analytics records it; it is set by a
+// an increment's analytics are applied once, as its usage is, whatever
+// polls are lost, repeated or reordered
+// (docs/decisions/0003-usage-increments-applied-once.md). applied_increments.analytics records it; it is set by a
 // conditional UPDATE, so a copy that arrives later, in this transaction or
 // a concurrent one, finds it set and adds nothing. Usage recovered from the
 // store for a lost node carries no analytics; if the node reports the

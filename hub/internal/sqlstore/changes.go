@@ -10,28 +10,12 @@ import (
 )
 
 // Change numbers, so the hub reads only what changed since its last reload.
-//
 // Every transaction that creates, changes or deletes a crawler or a user
-// takes the next number from the one row of change_counter and stamps it on
-// the rows it writes (change_seq); a deleted crawler leaves a row in
-// crawler_deletions with its number. Usage and cursors, which move with
-// every poll, are not configuration and take no number (ApplyIncrements),
-// or every reload would find everything changed.
-//
-// A counter row was chosen over a PostgreSQL sequence: a sequence hands out
-// numbers in the order transactions ask, not the order they commit, so a
-// reader could see number 11 committed while 10 is still in flight, move
-// past 10, and never see it. Taking the row's number locks the row until
-// commit, so the next writer gets the next number only after the previous
-// one committed: numbers become visible in order, and a reader that has
-// seen number S is sure to see every change up to S. The same statements
-// work on SQLite, where writers are serialised anyway. The cost is that
-// configuration writes queue behind one row; they are operator actions,
-// far rarer than the usage updates, which do not touch it.
-//
-// Every writer takes the counter before any crawler or user row, so the
-// counter and the row locks are always taken in one order and concurrent
-// writers cannot deadlock.
+// takes the next number from the one row of change_counter (before any
+// other row) and stamps it on the rows it writes (change_seq); a deleted
+// crawler leaves a row in crawler_deletions with its number. Usage and
+// cursors take none. Why a counter row and not a sequence:
+// docs/decisions/0008-change-numbers.md.
 
 // changeCounterID is the id of change_counter's one row.
 const changeCounterID = 1

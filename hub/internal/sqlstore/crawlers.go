@@ -216,7 +216,7 @@ func validCrawler(c *Crawler) error {
 	switch {
 	case !slices.Contains(api.Sources, c.Source):
 		return fmt.Errorf("%w: unknown source %q (want one of %s)", ErrInvalid, c.Source, strings.Join(api.Sources, ", "))
-	case strings.TrimSpace(c.Query) == "":
+	case strings.TrimSpace(c.Query.text()) == "":
 		return fmt.Errorf("%w: crawler query is empty", ErrInvalid)
 	case c.QueryUUID == "" || len(c.QueryUUID) > 36:
 		return fmt.Errorf("%w: crawler query uuid %q is not a uuid", ErrInvalid, c.QueryUUID)

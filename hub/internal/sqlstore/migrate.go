@@ -8,28 +8,11 @@ import (
 	"gorm.io/gorm"
 )
 
-// Schema migrations.
-//
-// The schema is versioned by an ordered list of Go functions, each applied
-// once, in its own transaction, and recorded in the schema_migrations table
-// (version, name, applied_at) by that same transaction. Starting a hub on an
-// empty database runs them all; starting it again runs none; a new hub
-// release appends functions and runs only those. This was chosen over gorm's
-// AutoMigrate, which only ever adds (it cannot rename, drop, backfill or
-// change a type, and does not record what it did), and over SQL files run by
-// an external tool, which would make a one-binary SQLite demo need a second
-// program. Both supported databases run DDL inside transactions, so a failed
-// migration leaves nothing half-done.
-//
-// Each migration describes the schema with its own frozen struct types
-// (userV1, crawlerV1, …), never with the live models in models.go: when a
-// model gains a field, the field is added by a new migration, and the old
-// ones keep creating exactly what they created on the day they shipped.
-//
-// On PostgreSQL a transaction-scoped advisory lock serialises hubs that start
-// at the same moment against one database; SQLite transactions begin
-// IMMEDIATE, which serialises them already. A database migrated by a newer
-// hub (a version this binary does not know) is refused rather than used.
+// Schema migrations: an ordered list of Go functions, each applied once in
+// its own transaction and recorded in schema_migrations by it; each
+// describes the schema with its own frozen struct types (userV1, …), never
+// with the live models. Hubs starting together are serialised; a database
+// a newer hub migrated is refused. Why: docs/decisions/0009-migrations-in-go.md.
 
 // migration is one schema step.
 type migration struct {

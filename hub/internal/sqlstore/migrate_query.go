@@ -1,8 +1,6 @@
 package sqlstore
 
 import (
-	"strings"
-
 	"gorm.io/gorm"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -58,31 +56,25 @@ func migrateV4(tx *gorm.DB) error {
 // canonicalV4 is r in the language's canonical form; false when r does
 // not parse.
 func canonicalV4(r crawlerV4) (crawlerV4, bool) {
-	lines := func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return strings.Split(s, "\n")
-	}
 	if r.Source == api.SourceRSS {
 		if r.Keywords == "" {
 			return r, true
 		}
-		f, err := query.ParseList(lines(r.Keywords))
+		f, err := query.ParseList(splitList(r.Keywords))
 		if err != nil {
 			return r, false
 		}
 		r.Keywords = f.String()
 		return r, true
 	}
-	q, err := query.ParseList(lines(r.Query))
+	q, err := query.ParseList(splitList(r.Query))
 	if err != nil {
 		return r, false
 	}
 	if r.Keywords != "" {
 		// A search crawler's keywords filtered what its terms found: the
 		// language says both in one query.
-		f, err := query.ParseList(lines(r.Keywords))
+		f, err := query.ParseList(splitList(r.Keywords))
 		if err != nil {
 			return r, false
 		}

@@ -29,19 +29,19 @@ func TestMigrateV4_RewritesQueriesInCanonicalForm(t *testing.T) {
 			moved                   bool // a new query uuid, hence a new version
 		}{
 			{"comma list keeps its uuid",
-				Crawler{Source: "twitter", Query: "golang\nnew release", QueryUUID: legacyUUID("twitter", "golang", "new release")},
+				Crawler{Source: "twitter", Query: List{"golang", "new release"}, QueryUUID: legacyUUID("twitter", "golang", "new release")},
 				"golang OR new release", "", false},
 			{"sorted words move once",
-				Crawler{Source: "stream", Query: "release notes", QueryUUID: legacyUUID("stream", "release notes")},
+				Crawler{Source: "stream", Query: List{"release notes"}, QueryUUID: legacyUUID("stream", "release notes")},
 				"notes release", "", true},
 			{"search keywords join the query",
-				Crawler{Source: "twitter", Query: "golang", Keywords: "java\nrust", QueryUUID: legacyUUID("twitter", "golang")},
+				Crawler{Source: "twitter", Query: List{"golang"}, Keywords: List{"java", "rust"}, QueryUUID: legacyUUID("twitter", "golang")},
 				"golang (java OR rust)", "", true},
 			{"rss keywords become a filter",
-				Crawler{Source: "rss", Query: "https://example.com/feed", Keywords: "go\nblack widow", QueryUUID: legacyUUID("rss", "https://example.com/feed")},
+				Crawler{Source: "rss", Query: List{"https://example.com/feed"}, Keywords: List{"go", "black widow"}, QueryUUID: legacyUUID("rss", "https://example.com/feed")},
 				"https://example.com/feed", "black widow OR go", false},
 			{"unreadable row kept",
-				Crawler{Source: "twitter", Query: `say "hi`, QueryUUID: legacyUUID("twitter", `say "hi`)},
+				Crawler{Source: "twitter", Query: List{`say "hi`}, QueryUUID: legacyUUID("twitter", `say "hi`)},
 				`say "hi`, "", false},
 		}
 		for i := range cases {
@@ -60,18 +60,18 @@ func TestMigrateV4_RewritesQueriesInCanonicalForm(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.Query != c.wantQuery || got.Keywords != c.wantKeywords {
+				if got.Query.text() != c.wantQuery || got.Keywords.text() != c.wantKeywords {
 					t.Fatalf("query %q keywords %q, want %q and %q", got.Query, got.Keywords, c.wantQuery, c.wantKeywords)
 				}
 				if moved := got.QueryUUID != c.row.QueryUUID; moved != c.moved {
 					t.Fatalf("uuid %s → %s: moved=%v, want %v", c.row.QueryUUID, got.QueryUUID, moved, c.moved)
 				}
-				if c.row.Source != "rss" && c.wantQuery != c.row.Query {
-					if q, err := query.Parse(got.Query); err != nil || q.UUID(got.Source).String() != got.QueryUUID {
+				if c.row.Source != "rss" && c.wantQuery != c.row.Query.text() {
+					if q, err := query.Parse(got.Query.text()); err != nil || q.UUID(got.Source).String() != got.QueryUUID {
 						t.Fatalf("stored uuid %s is not the canonical query's", got.QueryUUID)
 					}
 				}
-				changed := got.Query != c.row.Query || got.Keywords != c.row.Keywords || got.QueryUUID != c.row.QueryUUID
+				changed := got.Query.text() != c.row.Query.text() || got.Keywords.text() != c.row.Keywords.text() || got.QueryUUID != c.row.QueryUUID
 				if wantVersion := c.row.Version + map[bool]int64{true: 1}[changed]; got.Version != wantVersion {
 					t.Fatalf("version %d, want %d", got.Version, wantVersion)
 				}

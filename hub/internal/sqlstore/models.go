@@ -5,8 +5,13 @@
 package sqlstore
 
 import (
+	"database/sql/driver"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
 // ErrNotFound is returned when a user or crawler id does not exist.
@@ -30,14 +35,16 @@ type User struct {
 	UpdatedAt    time.Time
 }
 
-// Crawler is one crawler configuration. Query and Keywords hold the
-// canonical terms (pkg/query), newline-separated.
+// Crawler is one crawler configuration. Query and Keywords are in
+// canonical form (pkg/query): an rss crawler's query is its feed URLs and
+// its keywords a filter of one query; any other crawler's query is one
+// query and it has no keywords.
 type Crawler struct {
 	ID           int64  `gorm:"primaryKey"`
 	UserID       int64  `gorm:"not null;index"`
 	Source       string `gorm:"size:16;not null"`
-	Query        string `gorm:"type:text;not null"`
-	Keywords     string `gorm:"type:text;not null;default:''"`
+	Query        List   `gorm:"type:text;not null"`
+	Keywords     List   `gorm:"type:text;not null;default:''"`
 	QueryUUID    string `gorm:"size:36;not null;index"`
 	CommentLimit int64  `gorm:"not null;default:0"` // 0 = no limit
 	Usage        int64  `gorm:"not null;default:0"`
@@ -57,6 +64,54 @@ type Crawler struct {
 	ChangeSeq int64 `gorm:"not null;default:0"`
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// CanonicalQuery is the crawler's query as one text, as crawler show
+// reports it (query_canonical): an rss crawler's feed URLs
+// comma-separated, any other crawler's query as stored.
+func (c *Crawler) CanonicalQuery() string {
+	if c.Source == api.SourceRSS {
+		return strings.Join(c.Query, ",")
+	}
+	return c.Query.text()
+}
+
+// CanonicalKeywords is the crawler's keyword filter as one text, "" for
+// none.
+func (c *Crawler) CanonicalKeywords() string { return c.Keywords.text() }
+
+// List is a list of texts kept in one text column, one per line (no text
+// of a canonical query or feed URL holds a newline). The store alone joins
+// and splits it: everyone else reads and writes a []string.
+type List []string
+
+// text is the list as its column holds it.
+func (l List) text() string { return strings.Join(l, "\n") }
+
+// splitList reads a list from its column's text; "" is no list.
+func splitList(s string) List {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// Value writes the list to its column.
+func (l List) Value() (driver.Value, error) { return l.text(), nil }
+
+// Scan reads the list from its column.
+func (l *List) Scan(src any) error {
+	switch v := src.(type) {
+	case string:
+		*l = splitList(v)
+	case []byte:
+		*l = splitList(string(v))
+	case nil:
+		*l = nil
+	default:
+		return fmt.Errorf("sqlstore: unable to read a list from %T", src)
+	}
+	return nil
 }
 
 // AppliedIncrement records a usage increment the hub has applied, so a

@@ -112,7 +112,7 @@ func mustUser(t *testing.T, s *Store, name string, limit int64) User {
 
 func newCrawler(userID int64, q string) Crawler {
 	return Crawler{
-		UserID: userID, Source: api.SourceTwitter, Query: q, Keywords: "",
+		UserID: userID, Source: api.SourceTwitter, Query: []string{q},
 		QueryUUID: "00000000-0000-5000-8000-" + fmt.Sprintf("%012d", len(q)), Enabled: true,
 	}
 }
@@ -212,8 +212,8 @@ func TestStore_CrawlerRoundTrip(t *testing.T) {
 		s := openTest(t, dsn)
 		u := mustUser(t, s, "u", 0)
 		in := Crawler{
-			ID: 77, UserID: u.ID, Source: api.SourceRSS, Query: "https://a.example/feed\nhttps://b.example/rss",
-			Keywords: "go\nrust", QueryUUID: "3f1c3a57-5a4e-5b7c-9a55-0d1f7f0e8c11", CommentLimit: 50,
+			ID: 77, UserID: u.ID, Source: api.SourceRSS, Query: []string{"https://a.example/feed", "https://b.example/rss"},
+			Keywords: []string{"go", "rust"}, QueryUUID: "3f1c3a57-5a4e-5b7c-9a55-0d1f7f0e8c11", CommentLimit: 50,
 			Usage: 999, LimitReached: true, Version: 42, Enabled: true,
 		}
 		c := mustCrawler(t, s, in)
@@ -224,7 +224,7 @@ func TestStore_CrawlerRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.UserID != u.ID || got.Source != in.Source || got.Query != in.Query || got.Keywords != in.Keywords ||
+		if got.UserID != u.ID || got.Source != in.Source || !slices.Equal(got.Query, in.Query) || !slices.Equal(got.Keywords, in.Keywords) ||
 			got.QueryUUID != in.QueryUUID || got.CommentLimit != 50 || got.Version != 1 || !got.Enabled ||
 			got.CursorAt != nil || !got.CreatedAt.Equal(c.CreatedAt) {
 			t.Fatalf("GetCrawler = %+v\nwant %+v", got, c)
@@ -250,7 +250,7 @@ func TestStore_CrawlerRoundTrip(t *testing.T) {
 
 		cursor := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 		up, err := s.UpdateCrawler(ctx, c.ID, func(c *Crawler) error {
-			c.Query = "https://c.example/atom"
+			c.Query = []string{"https://c.example/atom"}
 			c.CommentLimit = 10
 			c.Enabled = false
 			c.Usage = 12345 // ignored: usage moves only through increments
@@ -261,13 +261,13 @@ func TestStore_CrawlerRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if up.Version != 2 || up.Query != "https://c.example/atom" || up.CommentLimit != 10 || up.Enabled ||
+		if up.Version != 2 || !slices.Equal(up.Query, []string{"https://c.example/atom"}) || up.CommentLimit != 10 || up.Enabled ||
 			up.Usage != 0 || up.UserID != u.ID || up.CursorAt == nil || !up.CursorAt.Equal(cursor) {
 			t.Fatalf("UpdateCrawler = %+v", up)
 		}
 		got, _ = s.GetCrawler(ctx, c.ID)
-		if got.Version != 2 || got.Query != up.Query || got.Enabled || got.Usage != 0 || got.UserID != u.ID ||
-			got.CursorAt == nil || !got.CursorAt.Equal(cursor) || got.Keywords != in.Keywords {
+		if got.Version != 2 || !slices.Equal(got.Query, up.Query) || got.Enabled || got.Usage != 0 || got.UserID != u.ID ||
+			got.CursorAt == nil || !got.CursorAt.Equal(cursor) || !slices.Equal(got.Keywords, in.Keywords) {
 			t.Fatalf("after update GetCrawler = %+v", got)
 		}
 		if _, err := s.UpdateCrawler(ctx, c.ID, func(*Crawler) error { return nil }); err != nil {
@@ -277,10 +277,10 @@ func TestStore_CrawlerRoundTrip(t *testing.T) {
 			t.Fatalf("version after second update = %d, want 3", got.Version)
 		}
 
-		if _, err := s.UpdateCrawler(ctx, d.ID, func(c *Crawler) error { c.Keywords = "news"; return nil }); err != nil {
+		if _, err := s.UpdateCrawler(ctx, d.ID, func(c *Crawler) error { c.Keywords = []string{"news"}; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := s.GetCrawler(ctx, d.ID); got.Keywords != "news" || got.CursorAt != nil || got.Enabled || got.Version != 2 {
+		if got, _ := s.GetCrawler(ctx, d.ID); !slices.Equal(got.Keywords, []string{"news"}) || got.CursorAt != nil || got.Enabled || got.Version != 2 {
 			t.Fatalf("crawler without a cursor after update: %+v", got)
 		}
 
@@ -312,7 +312,7 @@ func TestStore_CrawlerErrors(t *testing.T) {
 			{"unknown user", func(c *Crawler) { c.UserID = 4242 }, "user 4242 does not exist"},
 			{"zero user", func(c *Crawler) { c.UserID = 0 }, "user id"},
 			{"unknown source", func(c *Crawler) { c.Source = "ftp" }, "unknown source"},
-			{"empty query", func(c *Crawler) { c.Query = "  " }, "query is empty"},
+			{"empty query", func(c *Crawler) { c.Query = []string{"  "} }, "query is empty"},
 			{"no query uuid", func(c *Crawler) { c.QueryUUID = "" }, "uuid"},
 			{"negative limit", func(c *Crawler) { c.CommentLimit = -1 }, "limit"},
 		}
@@ -341,13 +341,13 @@ func TestStore_CrawlerErrors(t *testing.T) {
 			t.Fatalf("SetLimitReached(999) = %v, want ErrNotFound", err)
 		}
 		errFn := errors.New("caller says no")
-		if _, err := s.UpdateCrawler(ctx, c.ID, func(c *Crawler) error { c.Query = "changed"; return errFn }); err != errFn {
+		if _, err := s.UpdateCrawler(ctx, c.ID, func(c *Crawler) error { c.Query = []string{"changed"}; return errFn }); err != errFn {
 			t.Fatalf("UpdateCrawler with failing fn = %v, want the fn's error as is", err)
 		}
-		if _, err := s.UpdateCrawler(ctx, c.ID, func(c *Crawler) error { c.Query = "changed"; c.Source = "ftp"; return nil }); !errors.Is(err, ErrInvalid) {
+		if _, err := s.UpdateCrawler(ctx, c.ID, func(c *Crawler) error { c.Query = []string{"changed"}; c.Source = "ftp"; return nil }); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("UpdateCrawler to a bad source = %v, want ErrInvalid", err)
 		}
-		if got, _ := s.GetCrawler(ctx, c.ID); got.Query != "q" || got.Version != 1 || got.Source != api.SourceTwitter {
+		if got, _ := s.GetCrawler(ctx, c.ID); !slices.Equal(got.Query, []string{"q"}) || got.Version != 1 || got.Source != api.SourceTwitter {
 			t.Fatalf("failed updates changed the row: %+v", got)
 		}
 	})
@@ -572,12 +572,48 @@ func TestStore_CreateCrawlersAllOrNothing(t *testing.T) {
 		if _, err := s.CreateCrawlers(ctx, bad); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("unknown user: err = %v, want ErrInvalid", err)
 		}
-		bad = []Crawler{newCrawler(u.ID, "fine"), {UserID: u.ID, Source: "ftp", Query: "x", QueryUUID: "y"}}
+		bad = []Crawler{newCrawler(u.ID, "fine"), {UserID: u.ID, Source: "ftp", Query: []string{"x"}, QueryUUID: "y"}}
 		if _, err := s.CreateCrawlers(ctx, bad); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("bad source: err = %v, want ErrInvalid", err)
 		}
 		if after, _ := s.ListCrawlers(ctx); len(after) != len(in) {
 			t.Fatalf("a failed bulk create left %d rows, want %d", len(after), len(in))
+		}
+	})
+}
+
+// TestStore_CrawlerListsAreNewlineJoinedText: a crawler's query and
+// keywords are lists outside the store and one text each in SQL, joined by
+// newlines as rows written before the lists were, which read back the same.
+func TestStore_CrawlerListsAreNewlineJoinedText(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openTest(t, dsn)
+		u := mustUser(t, s, "u", 0)
+		c := newCrawler(u.ID, "x")
+		c.Source = api.SourceRSS
+		c.Query = []string{"https://a.example/feed", "https://b.example/rss"}
+		c.Keywords = []string{"golang OR rust"}
+		c = mustCrawler(t, s, c)
+		var raw struct{ Query, Keywords string }
+		if err := s.db.WithContext(ctx).Raw("SELECT query, keywords FROM crawlers WHERE id = ?", c.ID).Scan(&raw).Error; err != nil {
+			t.Fatal(err)
+		}
+		if raw.Query != "https://a.example/feed\nhttps://b.example/rss" || raw.Keywords != "golang OR rust" {
+			t.Fatalf("columns hold %q and %q", raw.Query, raw.Keywords)
+		}
+		if err := s.db.WithContext(ctx).Exec("UPDATE crawlers SET query = ?, keywords = '' WHERE id = ?", "https://c.example/atom\nhttps://d.example/feed", c.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetCrawler(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Query, []string{"https://c.example/atom", "https://d.example/feed"}) || got.Keywords != nil {
+			t.Fatalf("read back query %q keywords %q", got.Query, got.Keywords)
+		}
+		if q, kw := got.CanonicalQuery(), got.CanonicalKeywords(); q != "https://c.example/atom,https://d.example/feed" || kw != "" {
+			t.Fatalf("canonical query %q keywords %q", q, kw)
 		}
 	})
 }

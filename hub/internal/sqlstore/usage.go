@@ -26,7 +26,8 @@ const maxNodeID = 64
 // now, in input order (for one a recovery had counted short, with the
 // difference it added; see ApplyRecovered).
 //
-// It follows the collector of seed 000: one transaction inserts the id
+// Why increments: docs/decisions/0003-usage-increments-applied-once.md. One
+// transaction inserts the id
 // (NodeID, Seq) of every increment into applied_increments with ON CONFLICT
 // DO NOTHING, and only an increment whose row was actually inserted adds its
 // Count, with UPDATE … SET usage = usage + n (never a read-modify-write). An

@@ -1,28 +1,9 @@
 // Package match finds which subscribers of a shared data source want an
-// item. Every subscriber may filter on keywords; a source shared by
-// thousands of subscribers cannot test each of their keywords against each
-// item, so an Index compiles the keywords of all of them into one pattern
-// set and finds, in a single pass over an item's text, every subscriber
-// whose keywords occur and which ones did: the text is cut into tokens at
-// non-word bytes and each token looked up in a hash table of the keywords
-// (patterns.go), so the cost per item barely grows with the number of
-// keywords.
-//
-// The rule is the same for one subscriber (Keywords) and for many (Index):
-// matching is case-insensitive (the text and the keywords are lowercased
-// with Unicode rules, the text once per item) and whole-word: a keyword
-// matches only where the bytes around it are not word bytes — letters,
-// digits, '_' and every byte of a non-ASCII character count as word bytes,
-// so "golang" does not match "golangs" and "café" does not match "cafés".
-// Keywords may contain spaces ("black widow") or punctuation ("c++").
-//
-// A QueryIndex does the same for subscribers' queries in the query
-// language (package query): every text atom of every query is one pattern
-// of the set, the text is scanned once, and a subscriber's boolean
-// tree is evaluated only when one of its positive atoms occurred; from:
-// and lang: test the item's author and language. The word rule is
-// query.ContainsWord: the word go matches "go" and "#go", the tag #go
-// only "#go".
+// item, in one pass over its text however many subscribers share the
+// source: an Index for keyword lists, a QueryIndex for queries in the query
+// language (package query). Matching is case-insensitive and whole-word
+// (query.ContainsWord). How: docs/decisions/0004-keyword-matching.md and
+// docs/decisions/0005-query-index.md.
 package match
 
 import (

@@ -29,7 +29,7 @@ type attachState struct {
 	// fencedAt is when the node last lost its right to write (fence.go).
 	fencedAt time.Time
 	// registering is closed when the registration in flight attaches the
-	// node; nil when none is in flight (awaitRegistration).
+	// node; nil when none is in flight (AwaitRegistration).
 	registering chan struct{}
 	// followed is the hub whose registration answer the node last took.
 	followed string
@@ -49,10 +49,12 @@ const registrationWait = 500 * time.Millisecond
 // leader, to every standby it registers with, after the last failure.
 const complaintKept = time.Minute
 
-// awaitRegistration waits, when a registration is in flight, until it
+// AwaitRegistration waits, when a registration is in flight, until it
 // attaches the node, ctx ends or registrationWait passes; it reports
-// whether the node is attached.
-func (n *Node) awaitRegistration(ctx context.Context) bool {
+// whether the node is attached. A hub request refused with ErrNotAttached
+// is worth retrying when it reports true: the hub may send a new node its
+// subscribers before the node has read the registration answer.
+func (n *Node) AwaitRegistration(ctx context.Context) bool {
 	n.mu.Lock()
 	attached, ch := n.state == api.NodeAttached, n.attach.registering
 	n.mu.Unlock()
@@ -218,7 +220,7 @@ func (n *Node) registerAt(ctx context.Context, hub string, req api.RegisterReque
 }
 
 // leaderFromMessage reads the leader's URL from a standby's refusal ("…
-// the leader is URL"), the same URL its Location and api.HeaderLeader
+// the leader is URL"), the same URL its Location and X-BW-Leader headers
 // carry; the JSON body is all a response error keeps.
 func leaderFromMessage(msg string) string {
 	_, after, ok := strings.Cut(msg, "the leader is ")

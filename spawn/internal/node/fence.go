@@ -11,25 +11,12 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
-// Write fencing.
-//
-// When the hub loses a node it waits until the node can no longer write,
-// then reads the node's unreported usage back from the store and releases
-// its leases. A node cut off from the hub while its store is slow must not
-// land a counted batch after that read: the batch would be stored but never
-// counted, or counted after its lease was given to another node, and a
-// crawler would end over its limit.
-//
-// A node may write only while attached and within detach_after of the
-// hub's last contact: every store call is bounded by that deadline, and a
-// call that would start after it is not made. The hub starts a recovery no
-// sooner than detach_after plus a poll interval plus a grace for a store
-// that applies a write its client gave up on after the deadline (cluster's
-// recoveryDelay). Once the node detaches (the deadline passed, or a new hub
-// epoch reached it: a restarted hub or a new leader knows nothing of the
-// leases it counted under), everything it counted before is dropped, not
-// stored and so never usage, even if it registers again later: a comment is
-// written only if it was fetched after the node last detached.
+// Write fencing: a node may write only while attached and within
+// detach_after of the hub's last contact (every store call is bounded by
+// that deadline), and once it detaches, what it counted before is dropped,
+// never stored: so a node cut off from the hub cannot land a counted batch
+// after the hub read its usage back. Why and how long the hub waits:
+// docs/decisions/0007-write-fencing.md.
 
 // ErrFenced marks a write refused because the node may no longer write
 // what it was given.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -26,7 +27,7 @@ func TestMetrics_EachNodeCountsApartAndServesItsOwn(t *testing.T) {
 		t.Fatalf("second node counted %v polls, want 0", got)
 	}
 	rec := httptest.NewRecorder()
-	b.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	promhttp.HandlerFor(b.Metrics().Registry, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
 	if !strings.Contains(string(body), "bw_spawn_polls_total 0\n") {
 		t.Fatalf("second node's /metrics does not show its own polls:\n%s", body)

@@ -11,7 +11,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
-// The spawn's side of the exactness rules (DESIGN.md sections 4 and 5),
+// The spawn's side of the exactness rules (liveness, and exact limits: docs/decisions/0001-leases-for-exact-limits.md),
 // applied to a node without a hub: what a poll may change, how leases bound
 // what is counted, and how usage increments travel until acknowledged.
 

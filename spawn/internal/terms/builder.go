@@ -12,6 +12,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/pkg/termq"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/hashtab"
 )
 
 // Bounds of one increment's analytics: the increment travels to the hub
@@ -33,7 +34,7 @@ const (
 )
 
 // Engagement scores a comment by its reposts and likes as loklak's
-// PriorityKaizen harvester does (seed 003): α = 5·reposts + likes, score =
+// PriorityKaizen harvester does: α = 5·reposts + likes, score =
 // α / (α + 10·e^(−0.01·α)), in [0, 1), rising with engagement but never
 // letting one viral comment dwarf the rest. known false (the source gives
 // no counts) scores 0.5.
@@ -49,11 +50,11 @@ func Engagement(reposts, likes int64, known bool) float64 {
 // safe for concurrent use.
 type Builder struct {
 	minutes map[time.Time]*minute
-	last    *minute   // the minute of the last comment added, at lastAt
-	lastAt  time.Time // (comments come in batches fetched together)
-	hours   []*hour   // few: a batch's comments are fetched within minutes
-	cands   termTable
-	cand    []candidate // indexed by cands, in order of first sighting
+	last    *minute              // the minute of the last comment added, at lastAt
+	lastAt  time.Time            // (comments come in batches fetched together)
+	hours   []*hour              // few: a batch's comments are fetched within minutes
+	cands   hashtab.Table[int32] // candidate terms → positions in cand
+	cand    []candidate          // indexed by cands, in order of first sighting
 	tk      tokenizer
 	seq     int32 // the comment being added, to count each term once in it
 	spare   []*hour
@@ -63,8 +64,9 @@ type Builder struct {
 	// increments of a spawn with many subscribers hold one comment.
 	first    sighting
 	hasFirst bool
-	top      []termq.Item // Build's scratch
-	order    []int32      // topTerms' scratch
+	best     termq.Top[termq.Item] // Build's best candidates
+	top      termq.Top[int32]      // topTerms' best tallies, of many
+	order    []int32               // topTerms' scratch
 }
 
 // sighting is a comment as the builder counts it.
@@ -86,7 +88,7 @@ type minute struct {
 // increment walks a slice rather than a map.
 type hour struct {
 	at      time.Time
-	index   termTable
+	index   hashtab.Table[int32] // terms → positions in tallies
 	tallies []tally
 }
 
@@ -115,14 +117,14 @@ func (b *Builder) Reset() {
 	clear(b.minutes)
 	b.last, b.lastAt = nil, time.Time{}
 	for _, h := range b.hours {
-		h.index.reset()
+		h.index.Reset()
 		clear(h.tallies) // drop the terms' strings
 		h.tallies = h.tallies[:0]
 		b.spare = append(b.spare, h)
 	}
 	clear(b.hours)
 	b.hours = b.hours[:0]
-	b.cands.reset()
+	b.cands.Reset()
 	clear(b.cand)
 	b.cand = b.cand[:0]
 	b.seq = 0
@@ -138,11 +140,11 @@ func (b *Builder) Add(c *api.Comment, now time.Time) {
 	h := b.begin(sg)
 	seq, score := b.seq, sg.score
 	b.tk.scan(c.Text, c.Lang, func(term []byte, kind Kind, hash uint64) bool {
-		i, ok := h.index.getBytes(hash, term) // no allocation for a term seen before
+		i, ok := h.index.GetBytes(hash, term) // no allocation for a term seen before
 		if !ok {
 			i = int32(len(h.tallies))
 			h.tallies = append(h.tallies, tally{term: string(term), key: prefixKey(string(term))})
-			h.index.put(hash, h.tallies[i].term, i)
+			h.index.Put(hash, h.tallies[i].term, i)
 		} else if h.tallies[i].last == seq {
 			return false
 		}
@@ -195,11 +197,11 @@ func (b *Builder) count(sg sighting) {
 	set := sg.set
 	for _, sp := range set.terms {
 		term := set.textOf(sp)
-		i, ok := h.index.get(sp.hash, term)
+		i, ok := h.index.Get(sp.hash, term)
 		if !ok {
 			i = int32(len(h.tallies))
 			h.tallies = append(h.tallies, tally{term: term, key: prefixKey(term)})
-			h.index.put(sp.hash, term, i)
+			h.index.Put(sp.hash, term, i)
 		}
 		t := &h.tallies[i]
 		t.n++
@@ -256,14 +258,14 @@ func (b *Builder) hour(at time.Time) *hour {
 // sight counts a hashtag or phrase of the comment being added as a query
 // candidate, unless it contains a query term the comment matched.
 func (b *Builder) sight(matchedTerms []string, term string, hash uint64, score float64) {
-	i, ok := b.cands.get(hash, term)
+	i, ok := b.cands.Get(hash, term)
 	if !ok {
 		if len(matchedTerms) > 0 && matched(matchedTerms, term) {
 			return
 		}
 		i = int32(len(b.cand))
 		b.cand = append(b.cand, candidate{Item: termq.Item{Term: term}})
-		b.cands.put(hash, term, i)
+		b.cands.Put(hash, term, i)
 	}
 	cd := &b.cand[i]
 	if cd.last == b.seq {
@@ -311,7 +313,6 @@ func (b *Builder) Build() *api.IncrementAnalytics {
 		out.Minutes = append(out.Minutes, ma)
 	}
 	slices.SortFunc(out.Minutes, func(a, b api.MinuteActivity) int { return a.At.Compare(b.At) })
-	top := b.top[:0]
 	for _, h := range b.hours {
 		ht := api.HourTerms{At: h.at}
 		ht.Terms, ht.Other = b.topTerms(h.tallies)
@@ -321,65 +322,25 @@ func (b *Builder) Build() *api.IncrementAnalytics {
 	}
 	slices.SortFunc(out.Terms, func(a, b api.HourTerms) int { return a.At.Compare(b.At) })
 	if len(b.cand) > 0 {
-		top = top[:0]
+		b.best.Reset(CandidatesPerIncrement, rankBelow)
 		for _, cd := range b.cand {
-			top, _ = best(top, CandidatesPerIncrement, cd.Item)
+			if !math.IsNaN(cd.Score) && !math.IsInf(cd.Score, 0) {
+				b.best.Offer(cd.Item)
+			}
 		}
-		sortBest(top)
+		top := b.best.Items()
+		termq.SortBest(top)
 		out.Candidates = make([]api.Suggestion, len(top))
 		for i, it := range top {
 			out.Candidates[i] = api.Suggestion{Term: it.Term, Score: it.Score, Count: it.Count}
 		}
+		b.best.Reset(CandidatesPerIncrement, rankBelow) // drop the terms' strings
 	}
-	clear(top)
-	b.top = top[:0]
 	return out
 }
 
-// best keeps in h at most k items of distinct terms, the k highest ranked
-// (termq.Compare) of those offered: it offers it, and returns the count
-// of the item that left or was refused (0 when none did). An item whose
-// score is not a finite number is refused. h is a min-heap once full, so
-// an increment with fewer terms than k never orders them but once. This
-// is termq.Queue's choice for terms known to be distinct, without its
-// index.
-func best(h []termq.Item, k int, it termq.Item) ([]termq.Item, int64) {
-	if math.IsNaN(it.Score) || math.IsInf(it.Score, 0) {
-		return h, it.Count
-	}
-	if len(h) < k {
-		h = append(h, it)
-		if len(h) < k {
-			return h, 0 // not a heap until full: see heapify
-		}
-		heapify(h)
-		return h, 0
-	}
-	if termq.Compare(it, h[0]) <= 0 {
-		return h, it.Count
-	}
-	left := h[0].Count
-	h[0] = it
-	down(h, 0)
-	return h, left
-}
-
-// heapify orders h as a min-heap by termq.Compare.
-func heapify(h []termq.Item) {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		down(h, i)
-	}
-}
-
-// down moves h[i] down the min-heap h to its place.
-func down(h []termq.Item, i int) {
-	siftDown(h, i, func(a, b termq.Item) bool { return termq.Compare(a, b) < 0 })
-}
-
-// sortBest orders items highest ranked first, as termq.Queue.Items does.
-func sortBest(items []termq.Item) {
-	slices.SortFunc(items, func(a, b termq.Item) int { return termq.Compare(b, a) })
-}
+// rankBelow orders candidates as termq.Queue does (termq.Compare).
+func rankBelow(a, b termq.Item) bool { return termq.Compare(a, b) < 0 }
 
 // topTerms returns the TopTermsPerIncrement most counted of an hour's
 // tallies, most counted first and of equal counts the smaller term first
@@ -407,27 +368,15 @@ func (b *Builder) topTerms(tallies []tally) ([]api.TermCount, int64) {
 		for i := range tallies {
 			order = append(order, int32(i))
 		}
-		slices.SortFunc(order, before)
 	} else {
-		// The k best in a heap whose root is the worst kept.
-		worse := func(i, j int32) bool { return before(i, j) > 0 }
+		// The k best of many, in a Top whose root is the worst kept.
+		b.top.Reset(k, func(i, j int32) bool { return before(i, j) > 0 })
 		for i := range tallies {
-			if len(order) < k {
-				order = append(order, int32(i))
-				if len(order) == k {
-					for r := k/2 - 1; r >= 0; r-- {
-						siftDown(order, r, worse)
-					}
-				}
-				continue
-			}
-			if before(int32(i), order[0]) < 0 {
-				order[0] = int32(i)
-				siftDown(order, 0, worse)
-			}
+			b.top.Offer(int32(i))
 		}
-		slices.SortFunc(order, before)
+		order = append(order, b.top.Items()...)
 	}
+	slices.SortFunc(order, before)
 	var other int64
 	if len(order) > k {
 		for _, i := range order[k:] {
@@ -449,25 +398,6 @@ func (b *Builder) topTerms(tallies []tally) ([]api.TermCount, int64) {
 	}
 	b.order = order[:0]
 	return out, other
-}
-
-// siftDown moves h[i] down the heap h whose root is the worst by worse
-// to its place.
-func siftDown[T any](h []T, i int, worse func(a, b T) bool) {
-	for {
-		l, m := 2*i+1, i
-		if l < len(h) && worse(h[l], h[m]) {
-			m = l
-		}
-		if r := l + 1; r < len(h) && worse(h[r], h[m]) {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
 }
 
 // prefixKey is a term's first eight bytes as a number that orders as the

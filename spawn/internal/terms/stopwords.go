@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/hashtab"
 )
 
 // stopEnglish are English words too common to be terms; every comment is
@@ -21,7 +23,7 @@ wasn weren hasn haven hadn couldn shouldn wouldn let ll ve re`)
 
 // stopByLang are the stop-words of a few other languages, used for
 // comments that say their language (api.Comment.Lang).
-var stopByLang = map[string]*termTable{
+var stopByLang = map[string]*stopWords{
 	"es": words(`de la que el en y a los del se las por un para con no una su al lo como más pero sus le ya o
 este sí porque esta entre cuando muy sin sobre también me hasta hay donde quien desde todo nos
 durante todos uno les ni contra otros ese eso ante ellos e esto mí antes algunos qué unos yo otro
@@ -42,15 +44,19 @@ come anche del della dei delle al alla ai alle nel nella sono è sei siamo ho ha
 questa quello quella mi ti ci si vi`),
 }
 
-func words(list string) *termTable {
-	t := &termTable{}
+// stopWords is a set of stop-words, each looked up by its hash (hashOf).
+type stopWords = hashtab.Table[struct{}]
+
+func words(list string) *stopWords {
+	t := &stopWords{}
 	start := -1
 	for i := 0; i <= len(list); i++ {
 		if i == len(list) || list[i] == ' ' || list[i] == '\n' || list[i] == '\t' {
 			if start >= 0 {
 				w := list[start:i]
-				if h := hashOf([]byte(w)); !t.has(h, w) {
-					t.put(h, w, 0)
+				h := hashOf([]byte(w))
+				if _, dup := t.Get(h, w); !dup {
+					t.Put(h, w, struct{}{})
 				}
 				start = -1
 			}
@@ -63,19 +69,13 @@ func words(list string) *termTable {
 	return t
 }
 
-// has reports whether a table holds term, whose hash is h.
-func (t *termTable) has(h uint64, term string) bool {
-	_, ok := t.get(h, term)
-	return ok
-}
-
 // longestStop is the length in bytes of the longest stop-word of any
 // language: a longer word is no stop-word, without a lookup.
 var longestStop = func() int {
 	n := 0
-	for _, t := range append([]*termTable{stopEnglish}, slices.Collect(maps.Values(stopByLang))...) {
-		for _, s := range t.slots {
-			n = max(n, len(s.term))
+	for _, t := range append([]*stopWords{stopEnglish}, slices.Collect(maps.Values(stopByLang))...) {
+		for w := range t.All() {
+			n = max(n, len(w))
 		}
 	}
 	return n
@@ -83,7 +83,7 @@ var longestStop = func() int {
 
 // stopsOf is the stop-words of lang besides English's: lang's own, or
 // those of its base language ("pt" for "pt-br"); nil for none.
-func stopsOf(lang string) *termTable {
+func stopsOf(lang string) *stopWords {
 	if lang == "" {
 		return nil
 	}
@@ -98,16 +98,16 @@ func stopsOf(lang string) *termTable {
 
 // isStop reports whether word, whose hash is h, is a stop-word of English
 // or of the language whose stop-words are stops.
-func isStop(word []byte, h uint64, stops *termTable) bool {
+func isStop(word []byte, h uint64, stops *stopWords) bool {
 	if len(word) > longestStop {
 		return false
 	}
-	if _, ok := stopEnglish.getBytes(h, word); ok {
+	if _, ok := stopEnglish.GetBytes(h, word); ok {
 		return true
 	}
 	if stops == nil {
 		return false
 	}
-	_, ok := stops.getBytes(h, word)
+	_, ok := stops.GetBytes(h, word)
 	return ok
 }

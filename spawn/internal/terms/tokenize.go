@@ -5,12 +5,21 @@
 package terms
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
+
+// termSeed seeds the hashes of terms. They never leave the process: what
+// travels is the terms' text.
+var termSeed = maphash.MakeSeed()
+
+// hashOf is a term's hash, computed once when the term is found and used
+// by every lookup of it after (hashtab.Table).
+func hashOf(term []byte) uint64 { return maphash.Bytes(termSeed, term) }
 
 // Tokenizer limits. Long texts (whole RSS articles) are cut, so one
 // comment costs a bounded amount of work.
@@ -87,7 +96,7 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 		text = text[:cut]
 	}
 	b, ascii := tk.lowercase(text)
-	var stops *termTable
+	var stops *stopWords
 	if lang != "" {
 		stops = stopsOf(strings.ToLower(lang))
 	}

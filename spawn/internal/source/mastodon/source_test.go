@@ -12,7 +12,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	fake "github.com/blackwidow-crawl/blackwidow/internal/fakes/mastodon"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )

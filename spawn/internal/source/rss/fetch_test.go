@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 )
 
 // checkErr waits for the feed to report an error and checks it: it names

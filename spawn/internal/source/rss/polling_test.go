@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 )
 
 func TestFeed_ConditionalGet(t *testing.T) {

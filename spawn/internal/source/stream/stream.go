@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/twitterserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )

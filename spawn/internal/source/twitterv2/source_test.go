@@ -14,7 +14,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	fakex "github.com/blackwidow-crawl/blackwidow/internal/fakes/xv2"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/netguard"
+	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )

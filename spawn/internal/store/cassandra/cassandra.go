@@ -1,32 +1,8 @@
 // Package cassandra is the comment store on Apache Cassandra
-// (--store cassandra://host[:port][,host[:port]]/keyspace).
-//
-// Schema (created by Open, idempotently):
-//
-//	comments: PRIMARY KEY ((crawler_id, day), published_at, comment_id)
-//	          WITH CLUSTERING ORDER BY (published_at DESC, comment_id ASC)
-//
-// day is the UTC date of the comment's published time, so a crawler's
-// comments of one day form one partition, newest first. A comment's key is
-// (crawler id, day, published time to the millisecond, comment id): a
-// re-delivered comment overwrites itself, and retrying a whole batch after
-// an error never makes a second copy.
-//
-//	crawler_days: PRIMARY KEY (crawler_id, day) WITH CLUSTERING ORDER BY (day DESC)
-//
-// crawler_days lists the days on which a crawler has comments. Recent reads
-// it newest day first and then only those days' partitions, instead of
-// probing day after day backwards from today: that probe costs one query per
-// empty day (a crawler quiet for a year costs 365 round trips to say
-// "nothing"), cannot see comments dated in the future (feeds do that), and
-// needs an arbitrary horizon. The index costs one tiny write per new
-// (crawler, day), written before the comments so a comment is never stored
-// without its day being listed; a Store remembers the days it has already
-// listed, so in steady state a batch adds no extra write at all.
-//
-// matched is a frozen<list<text>>: a non-frozen collection makes every
-// INSERT also write a tombstone (to replace the old list), which costs on
-// every write and on every read; the list is never updated in place.
+// (--store cassandra://host[:port][,host[:port]]/keyspace): comments
+// partitioned by crawler and UTC day, newest first, a day index per
+// crawler, and the usage journal, created by Open. Why this schema and
+// these writes: docs/decisions/0010-cassandra-schema.md.
 package cassandra
 
 import (
@@ -42,22 +18,12 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
-// Write mode: unlogged single-partition batches, measured against
-// concurrent single-statement writes with BenchmarkWrite (scripts/
-// bench-store.sh) on the 2-core test machine, Cassandra 5.0.9 on loopback
-// with 1 GiB heap, other builds running beside it (so the numbers are
-// noisy: medians of 3 rounds, each round's number in brackets); one op is
-// 1000 comments over 20 (crawler, day) partitions, ~250 bytes of text each:
-//
-//	unlogged batch per partition        37,225 comments/s (25,325 44,490 37,225)
-//	concurrent single statements        16,179 comments/s ( 6,513 18,039 16,179)
-//	baseline: bare gocql loop, 256      20,008 comments/s (20,008 19,586 29,168)
-//	goroutines, single statements
-//
-// A batch of one partition is one mutation on one replica set: no batch
-// log, and one request instead of fifty, which is what costs on a small
-// machine (the client and Cassandra share the CPU). So writeBatches is the
-// mode; writeSingles stays for the benchmark's comparison.
+// Write mode: an unlogged batch per partition (writeBatches) is one
+// mutation on one replica set, no batch log and one request instead of
+// many; it outruns concurrent single statements (writeSingles, kept for
+// the benchmark's comparison) on a small machine. The figures are in
+// BENCHMARKS.md ("Comment store into Cassandra"), the reasoning in
+// docs/decisions/0010-cassandra-schema.md.
 type writeMode int
 
 const (

@@ -1,15 +1,7 @@
 // Package file is the embedded comment store, file://DIR: JSON Lines on
 // local disk, one comment object a line, in DIR/<crawler id>/<YYYY-MM-DD>.jsonl
 // by the UTC day of the comment's published time. It needs no server, so a
-// whole cluster runs on one machine, and several spawns (processes or
-// stores in one process) may share one directory.
-//
-// Its promises: Write returns only after the lines are fsynced; a line is
-// written whole or not at all, so readers never see half a comment; and a
-// comment already stored for a crawler is never written a second time.
-// Writers of a crawler take an exclusive flock on the crawler's directory,
-// so these hold across processes; readers take no lock and ignore a final
-// line that has no newline yet.
+// whole cluster runs on one machine.
 package file
 
 import (
@@ -83,7 +75,15 @@ func ParseURI(uri string) (string, error) {
 	return filepath.Clean(dir), nil
 }
 
-// Store is the file store. It is safe for concurrent use.
+// Store is the file store. It is safe for concurrent use, and several
+// spawns (processes or stores in one process) may share one directory.
+//
+// Its promises: Write returns only after the lines are fsynced; a line is
+// written whole or not at all, so readers never see half a comment; and a
+// comment already stored for a crawler is never written a second time.
+// Writers of a crawler take an exclusive flock on the crawler's directory,
+// so these hold across processes; readers take no lock and ignore a final
+// line that has no newline yet.
 type Store struct {
 	dir string
 

@@ -2,10 +2,113 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
+
+// Usage: the increments spawns report with their poll answers are applied
+// to SQL exactly once, those of answers arriving together in one
+// transaction (collector), acknowledged on the node's next poll, and added
+// to the in-memory usage, which stops crawlers and users at their limits.
+// Why increments: docs/decisions/0003-usage-increments-applied-once.md.
+
+// applyAnswer applies the usage increments of an answer in SQL, which
+// returns only those it had not applied before.
+func (h *Hub) applyAnswer(ctx context.Context, n *node, resp api.PollResponse, sentAcks int, received time.Time) pollAnswer {
+	for i := range resp.Increments {
+		resp.Increments[i].NodeID = n.id
+	}
+	a := pollAnswer{resp: resp, sentAcks: sentAcks, received: received}
+	if len(resp.Increments) > 0 {
+		a.applied, a.applyErr = h.usage.apply(ctx, resp.Increments)
+		if a.applyErr != nil {
+			h.logger.Error("apply usage failed", "node_id", n.id, "increments", len(resp.Increments), "err", a.applyErr)
+		}
+	}
+	return a
+}
+
+// takeUsageLocked takes in the usage of an answer SQL has seen: it drops
+// the acknowledgements the poll carried, queues those of the answer's
+// increments for the next poll, and adds what SQL applied anew. When
+// applying failed nothing is acknowledged: the node reports the increments
+// again.
+func (h *Hub) takeUsageLocked(n *node, a pollAnswer) {
+	n.acks = n.acks[a.sentAcks:]
+	if a.applyErr != nil {
+		return
+	}
+	for _, inc := range a.resp.Increments {
+		n.acks = append(n.acks, inc.Seq)
+		n.maxSeq = max(n.maxSeq, inc.Seq)
+	}
+	h.applyUsageLocked(n, a.applied)
+}
+
+// applyUsageLocked adds newly applied increments to the in-memory usage and
+// stops crawlers and users that reached their limit.
+func (h *Hub) applyUsageLocked(n *node, applied []api.Increment) {
+	h.applyNodeUsageLocked(n.id, n.leased, applied)
+}
+
+// applyNodeUsageLocked is applyUsageLocked for increments of nodeID, which
+// may be a lost node (leased nil).
+func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied []api.Increment) {
+	var reached []int64
+	userHit := false
+	for _, inc := range applied {
+		h.metrics.usageApplied.Add(float64(inc.Count))
+		if u, ok := h.users[inc.UserID]; ok {
+			u.row.Usage += inc.Count
+			if u.row.CommentLimit > 0 && u.row.Usage >= u.row.CommentLimit {
+				userHit = true
+			}
+		}
+		c, ok := h.crawlers[inc.CrawlerID]
+		if !ok {
+			continue
+		}
+		c.row.Usage += inc.Count
+		h.history.add(c.row.ID, inc.Count, time.Now())
+		if !inc.Newest.IsZero() {
+			t := inc.Newest
+			c.row.CursorAt = laterCursor(c.row.CursorAt, &t)
+		}
+		c.row.CursorPos = max(c.row.CursorPos, inc.Position)
+		switch {
+		case leased == nil:
+			// A lost node: only its surviving accounts take the usage.
+			if l, ok := c.leases.inst[instKey{nodeID, inc.Instance}]; ok {
+				l.used += inc.Count
+			}
+		case c.limited || len(c.leases.inst) > 0:
+			c.leases.get(instKey{nodeID, inc.Instance}).used += inc.Count
+			leased[c.row.ID] = true
+		}
+		if c.row.CommentLimit > 0 && c.row.Usage >= c.row.CommentLimit && !c.row.LimitReached {
+			c.row.LimitReached = true
+			reached = append(reached, c.row.ID)
+			h.eventLocked("limit_reached", fmt.Sprintf("crawler %d reached its limit of %d", c.row.ID, c.row.CommentLimit))
+		}
+	}
+	if len(reached) == 0 && !userHit {
+		return
+	}
+	ctx := ctxOrBackground(h.ctx)
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		for _, id := range reached {
+			if err := h.cfg.Store.SetLimitReached(ctx, id, true); err != nil {
+				h.logger.Error("unable to mark limit reached", "crawler_id", id, "err", err)
+			}
+		}
+		h.RequestReload(false)
+	}()
+}
 
 // collectMax bounds the increments one merge applies, so one transaction
 // stays short; answers beyond it wait for the next merge.
@@ -17,8 +120,7 @@ type applier interface {
 }
 
 // collector merges the usage increments of poll answers that arrive
-// together into one SQL transaction, the collector of seed 000 at the
-// scale of a poll round: a thousand spawns answering within a second would
+// together into one SQL transaction: a thousand spawns answering within a second would
 // otherwise each pay a transaction of their own, and the round would wait
 // on a thousand commits. The answer that finds no merge running merges
 // what waits, its own increments among them, then hands the merging on to

@@ -7,23 +7,13 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
-// Leadership among hubs sharing one database.
-//
-// One row of hub_leader names the leading hub and its term. The term is a
-// fencing token: it only grows, every takeover adds one, and every request
-// the leader sends a spawn carries it, so a spawn that has seen a newer
-// term refuses a deposed leader. A row was chosen over a PostgreSQL
-// advisory lock: a session lock is lost silently with its connection (the
-// pool may hand the hub another one), it gives no number a spawn could
-// compare, and it does not exist on SQLite, where the same code then keeps
-// the term of a lone hub.
-//
-// Expiry is judged on each hub's own clock, never by comparing clocks: the
-// leader bumps renewals every renew interval, and a standby that has seen
-// the same (term, renewals) for a whole lease lifetime takes over with a
-// compare-and-swap on both. Only the clocks' rates must agree.
+// The SQL of leadership among hubs sharing one database (package leader
+// decides with it): the hub_leader row, which names the leading hub and
+// its term, and the spawns' complaints about a leader they cannot reach.
+// Why a row and not an advisory lock: docs/decisions/0002-leader-row.md.
 
 // LeaderRow is the hub_leader row.
 type LeaderRow struct {
@@ -132,4 +122,59 @@ func (leaderV7) TableName() string { return "hub_leader" }
 
 func migrateV7(tx *gorm.DB) error {
 	return tx.Migrator().CreateTable(&leaderV7{})
+}
+
+// Complaints: spawns that cannot reach the leader say so to a standby when
+// they register there; the standbys depose a leader most of its spawns
+// complain about (leader.Elector).
+
+// complaintRow is a spawn's latest complaint.
+type complaintRow struct {
+	NodeID    string    `gorm:"primaryKey;size:64"`
+	Term      uint64    `gorm:"not null"`
+	LeaderURL string    `gorm:"size:2048;not null"`
+	At        time.Time `gorm:"not null"`
+}
+
+func (complaintRow) TableName() string { return "leader_complaints" }
+
+// Complain records that node could not reach the leader at leaderURL of
+// term; a node's newer complaint replaces its older one.
+func (s *Store) Complain(ctx context.Context, nodeID string, term uint64, leaderURL string) error {
+	row := complaintRow{NodeID: nodeID, Term: term, LeaderURL: leaderURL, At: now()}
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "node_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"term", "leader_url", "at"}),
+	}).Create(&row).Error
+	if err != nil {
+		return fmt.Errorf("sqlstore: unable to record the complaint of node %s: %w", nodeID, err)
+	}
+	return nil
+}
+
+// Complainants lists the nodes that complained about the leader of term
+// at leaderURL since the given time.
+func (s *Store) Complainants(ctx context.Context, term uint64, leaderURL string, since time.Time) ([]string, error) {
+	var out []string
+	err := s.db.WithContext(ctx).Model(&complaintRow{}).
+		Where("term = ? AND leader_url = ? AND at >= ?", term, leaderURL, dbTime(since)).
+		Order("node_id").Pluck("node_id", &out).Error
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to read complaints: %w", err)
+	}
+	return out, nil
+}
+
+// complaintV9 is leader_complaints as migration 9 creates it.
+type complaintV9 struct {
+	NodeID    string    `gorm:"primaryKey;size:64"`
+	Term      uint64    `gorm:"not null"`
+	LeaderURL string    `gorm:"size:2048;not null"`
+	At        time.Time `gorm:"not null"`
+}
+
+func (complaintV9) TableName() string { return "leader_complaints" }
+
+func migrateV9(tx *gorm.DB) error {
+	return tx.Migrator().CreateTable(&complaintV9{})
 }

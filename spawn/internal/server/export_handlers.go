@@ -1,4 +1,4 @@
-package node
+package server
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // handleExport answers one page of a crawler's stored comments: the hub's
 // export reads a crawler through a live spawn, page by page, so neither
 // side holds more than a page.
-func (n *Node) handleExport(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.URL.Query().Get("crawler_id"), 10, 64)
 	if err != nil || id <= 0 {
 		httpx.WriteError(w, http.StatusBadRequest, "crawler_id must be a positive integer")
@@ -24,7 +24,7 @@ func (n *Node) handleExport(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	ex, ok := n.cfg.Store.(store.Exporter)
+	ex, ok := s.Store.(store.Exporter)
 	if !ok {
 		httpx.WriteError(w, http.StatusNotImplemented, "this spawn's store cannot export comments")
 		return

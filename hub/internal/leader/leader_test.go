@@ -1,4 +1,4 @@
-package cluster
+package leader
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestElector_StandbyDeposesALeaderMostSpawnsCannotReach(t *testing.T) {
 	defer store.Close()
 	const lease = 600 * time.Millisecond
 	elector := func(url string) *Elector {
-		return NewElector(ElectorConfig{Store: store, URL: url, Lease: lease, Renew: lease / 3, Logger: slog.New(slog.DiscardHandler)})
+		return New(Config{Store: store, URL: url, Lease: lease, Renew: lease / 3, Logger: slog.New(slog.DiscardHandler)})
 	}
 	a, b := elector("http://a"), elector("http://b")
 	first, won, err := a.TryLead(ctx)
@@ -112,4 +112,72 @@ func TestElector_StandbyDeposesALeaderMostSpawnsCannotReach(t *testing.T) {
 	})
 	cancel()
 	wg.Wait()
+}
+
+// TestElector_WatchTellsWhenLeadingChanges: a hub alone on its database
+// leads from TryLead on; a watcher sees it lead, then sees the channel
+// close when the hub stops, and finds it standing by.
+func TestElector_WatchTellsWhenLeadingChanges(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "hub.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := New(Config{Store: store, URL: "http://a", Alone: true, Logger: slog.New(slog.DiscardHandler)})
+	leading, changed := e.Watch()
+	if leading || e.Leading() {
+		t.Fatal("the hub leads before any election")
+	}
+	first, won, err := e.TryLead(ctx)
+	if err != nil || !won {
+		t.Fatalf("a hub alone on its database did not lead: %v", err)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("winning the leadership did not close the watched channel")
+	}
+	leading, changed = e.Watch()
+	if !leading || !e.Leading() {
+		t.Fatal("the hub that won does not lead")
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(runCtx, &first, func(lctx context.Context, _ Term) error { <-lctx.Done(); return nil })
+	}()
+	stop()
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stopping the leader did not close the watched channel")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if leading, _ := e.Watch(); leading || e.Leading() {
+		t.Fatal("the stopped hub still leads")
+	}
+}
+
+func TestTerm_GrantsFrom(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	later := now.Add(6 * time.Second)
+	for _, tc := range []struct {
+		name string
+		term Term
+		want time.Time
+	}{
+		{"a resigned leader or a restart keeps the restart rule", Term{Number: 3}, time.Time{}},
+		{"a lapsed leader's leases have all expired", Term{Number: 3, Lapsed: true}, now},
+		{"a deposed leader's leases end by NotBefore", Term{Number: 3, NotBefore: later}, later},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.term.GrantsFrom(now); !got.Equal(tc.want) {
+				t.Fatalf("GrantsFrom = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

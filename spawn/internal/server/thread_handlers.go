@@ -1,4 +1,4 @@
-package node
+package server
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // handleThread answers a comment's conversation from the store, by
 // published time: the hub reads threads through a live spawn, as it reads
 // recent comments.
-func (n *Node) handleThread(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.URL.Query().Get("crawler_id"), 10, 64)
 	if err != nil || id <= 0 {
 		httpx.WriteError(w, http.StatusBadRequest, "crawler_id must be a positive integer")
@@ -24,7 +24,7 @@ func (n *Node) handleThread(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "comment_id is required")
 		return
 	}
-	tr, ok := n.cfg.Store.(store.ThreadReader)
+	tr, ok := s.Store.(store.ThreadReader)
 	if !ok {
 		httpx.WriteError(w, http.StatusNotImplemented, "this spawn's store cannot read threads")
 		return

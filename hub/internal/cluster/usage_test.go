@@ -57,7 +57,7 @@ func TestCollector_MergesAnswersExactlyOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := st.CreateCrawler(ctx, sqlstore.Crawler{UserID: u.ID, Source: api.SourceRSS, Query: "https://feeds.example/a.xml",
+			c, err := st.CreateCrawler(ctx, sqlstore.Crawler{UserID: u.ID, Source: api.SourceRSS, Query: []string{"https://feeds.example/a.xml"},
 				QueryUUID: "00000000-0000-4000-8000-000000000001", Enabled: true})
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,7 @@
-package app
+package leader
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -20,16 +21,38 @@ const HeaderLeader = "X-BW-Leader"
 // takes it over.
 const noLeaderRetry = "1"
 
-// standbyHandler serves a hub that does not lead. It answers health and
+// StandbyOptions configure the handler of a hub that stands by.
+type StandbyOptions struct {
+	// Routing is the routing strategy the health document names.
+	Routing string
+	// NodeToken authenticates a spawn's registration, and so its
+	// complaint about the leader.
+	NodeToken string
+	// ClientCerts makes a registration need a client certificate
+	// (--client-ca), as on the leader.
+	ClientCerts bool
+	// Leading feeds the bw_hub_leader gauge: whether the hub's control
+	// loop runs. Nil reads Elector.Leading.
+	Leading func() bool
+	Logger  *slog.Logger
+}
+
+// StandbyHandler serves a hub that does not lead. It answers health and
 // metrics itself and sends everything else to the leader with 307 Temporary
 // Redirect, which keeps the method and body: bwctl, the API client and
 // spawns follow it, a browser too. While no hub leads it answers 503.
-func (h *Hub) standbyHandler() http.Handler {
+func (e *Elector) StandbyHandler(opts StandbyOptions) http.Handler {
+	if opts.Leading == nil {
+		opts.Leading = e.Leading
+	}
+	if opts.Logger == nil {
+		opts.Logger = e.logger
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bw_hub_leader", Help: "1 while this hub leads, 0 while it stands by."},
 		func() float64 {
-			if h.Leading() {
+			if opts.Leading() {
 				return 1
 			}
 			return 0
@@ -38,15 +61,15 @@ func (h *Hub) standbyHandler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET "+api.PathHealth, func(w http.ResponseWriter, r *http.Request) {
-		leader, _ := h.elector.Leader()
+		leader, _ := e.Leader()
 		httpx.WriteJSON(w, http.StatusOK, api.HubHealth{
-			Role: api.RoleStandby, Leader: leader, Routing: h.cfg.Routing, Nodes: []api.HealthNode{},
+			Role: api.RoleStandby, Leader: leader, Routing: opts.Routing, Nodes: []api.HealthNode{},
 			Crawlers: api.HealthCrawlers{ByState: map[string]int{}},
 		})
 	})
 	redirect := func(w http.ResponseWriter, r *http.Request) {
-		leader, self := h.elector.Leader()
-		if leader == "" || self || leader == h.url {
+		leader, self := e.Leader()
+		if leader == "" || self || leader == e.url {
 			w.Header().Set("Retry-After", noLeaderRetry)
 			httpx.WriteError(w, http.StatusServiceUnavailable, "this hub stands by and no hub leads yet: retry shortly")
 			return
@@ -58,25 +81,25 @@ func (h *Hub) standbyHandler() http.Handler {
 	// A spawn registering here may say it cannot reach the leader: the
 	// complaint is recorded (authenticated as a registration is), and the
 	// spawn is redirected as any caller.
-	var register http.Handler = httpx.RequireToken(h.cfg.NodeToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var register http.Handler = httpx.RequireToken(opts.NodeToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req api.RegisterRequest
 		if err := httpx.DecodeJSON(w, r, &req); err != nil {
 			httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 			return
 		}
 		if c := req.LeaderUnreachable; c != nil && req.NodeID != "" && len(req.NodeID) <= 64 && c.Term > 0 && len(c.URL) <= 2048 {
-			if err := h.store.Complain(r.Context(), req.NodeID, c.Term, strings.TrimRight(c.URL, "/")); err != nil {
-				h.logger.Warn("unable to record a spawn's complaint", "node_id", req.NodeID, "err", err)
+			if err := e.store.Complain(r.Context(), req.NodeID, c.Term, strings.TrimRight(c.URL, "/")); err != nil {
+				opts.Logger.Warn("unable to record a spawn's complaint", "node_id", req.NodeID, "err", err)
 			} else {
-				h.logger.Info("spawn cannot reach the leader", "node_id", req.NodeID, "leader", c.URL, "term", c.Term)
+				opts.Logger.Info("spawn cannot reach the leader", "node_id", req.NodeID, "leader", c.URL, "term", c.Term)
 			}
 		}
 		redirect(w, r)
 	}))
-	if h.cfg.ClientCA != "" {
+	if opts.ClientCerts {
 		register = httpx.RequireClientCert(func(string) bool { return true }, register)
 	}
 	mux.Handle("POST "+api.PathRegister, register)
 	mux.HandleFunc("/", redirect)
-	return httpx.Recover(h.logger, mux)
+	return httpx.Recover(opts.Logger, mux)
 }

@@ -1,4 +1,10 @@
-package cluster
+// Package leader decides which of the hubs sharing one database leads: it
+// wins the leadership through a row of that database, renews it, deposes a
+// leader that most spawns complain they cannot reach, and serves a hub that
+// stands by (redirecting callers to the leader). The rest of the hub asks it
+// whether this hub leads (Leading, Watch) and runs the control loop for each
+// term it wins (Run). The design: docs/decisions/0002-leader-row.md.
+package leader
 
 import (
 	"context"
@@ -12,14 +18,14 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
-// Leadership timings (sqlstore/leader.go explains the row they act on).
+// Leadership timings.
 const (
-	// DefaultLeaderLease is how long a leadership lasts unrenewed: a
-	// standby that saw no renewal for this long takes over.
-	DefaultLeaderLease = 6 * time.Second
-	// DefaultLeaderRenew is how often the leader renews, well inside the
-	// lease, so two lost renewals in a row still keep it.
-	DefaultLeaderRenew = 2 * time.Second
+	// DefaultLease is how long a leadership lasts unrenewed: a standby
+	// that saw no renewal for this long takes over.
+	DefaultLease = 6 * time.Second
+	// DefaultRenew is how often the leader renews, well inside the lease,
+	// so two lost renewals in a row still keep it.
+	DefaultRenew = 2 * time.Second
 	// leaderWatchFraction sets how often a standby reads the row: this
 	// fraction of the lease, so it notices a lapse within a few hundred
 	// milliseconds of it.
@@ -39,7 +45,7 @@ type Term struct {
 	Epoch  string
 	// Lapsed says the term was won from a leader that stopped renewing.
 	// That leader's deadline passed before this term began, and it
-	// granted no lease outliving its deadline (Hub.grantLocked), so this
+	// granted no lease outliving its deadline (Elector.Deadline), so this
 	// leader may grant at once. Otherwise (a resigned leader, a lone hub
 	// restarted) the restart rule holds: no grant for a lease lifetime.
 	Lapsed bool
@@ -48,6 +54,20 @@ type Term struct {
 	// leader's deadline, before this time (see attempt). It replaces the
 	// restart rule.
 	NotBefore time.Time
+}
+
+// GrantsFrom is when the leader of the term, taking over at now, may grant
+// its first comment lease: at once after a lapse, at NotBefore after a
+// deposition, and zero otherwise, which keeps the restart rule (no grant
+// for a lease lifetime after the control loop starts).
+func (t Term) GrantsFrom(now time.Time) time.Time {
+	if !t.NotBefore.IsZero() {
+		return t.NotBefore
+	}
+	if t.Lapsed {
+		return now
+	}
+	return time.Time{}
 }
 
 // Elector wins and keeps the leadership of the hubs on one database.
@@ -64,13 +84,14 @@ type Elector struct {
 	leader   string    // URL of the leader last seen ("" none)
 	deadline time.Time // while leading: when this hub must stop
 	leading  bool
+	changed  chan struct{} // closed, and replaced, when leading changes
 }
 
-// ElectorConfig configures an Elector.
-type ElectorConfig struct {
+// Config configures an Elector.
+type Config struct {
 	Store *sqlstore.Store
 	URL   string
-	// Lease and Renew default to DefaultLeaderLease and DefaultLeaderRenew.
+	// Lease and Renew default to DefaultLease and DefaultRenew.
 	Lease, Renew time.Duration
 	// Alone makes the hub lead without waiting: its database serves no
 	// other hub.
@@ -78,19 +99,19 @@ type ElectorConfig struct {
 	Logger *slog.Logger
 }
 
-// NewElector builds an elector for this hub.
-func NewElector(cfg ElectorConfig) *Elector {
+// New builds the elector of this hub.
+func New(cfg Config) *Elector {
 	if cfg.Lease <= 0 {
-		cfg.Lease = DefaultLeaderLease
+		cfg.Lease = DefaultLease
 	}
 	if cfg.Renew <= 0 || cfg.Renew >= cfg.Lease {
-		cfg.Renew = min(DefaultLeaderRenew, cfg.Lease/3)
+		cfg.Renew = min(DefaultRenew, cfg.Lease/3)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	return &Elector{store: cfg.Store, id: uuid.NewString(), url: cfg.URL, lease: cfg.Lease, renew: cfg.Renew,
-		alone: cfg.Alone, logger: cfg.Logger.With("component", "leader")}
+		alone: cfg.Alone, logger: cfg.Logger.With("component", "leader"), changed: make(chan struct{})}
 }
 
 // Leader reports the leading hub's URL as last seen, and whether this hub
@@ -99,6 +120,33 @@ func (e *Elector) Leader() (url string, self bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.leader, e.leading
+}
+
+// Leading reports whether this hub leads now.
+func (e *Elector) Leading() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading
+}
+
+// Watch reports whether this hub leads now, and a channel closed when that
+// changes: a part that only the leader may run (sending alerts, say) runs
+// while leading and stops when the channel closes, then watches again.
+func (e *Elector) Watch() (leading bool, changed <-chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading, e.changed
+}
+
+// setLeadingLocked records whether this hub leads, telling the watchers
+// when that changes. The caller holds e.mu.
+func (e *Elector) setLeadingLocked(leading bool) {
+	if e.leading == leading {
+		return
+	}
+	e.leading = leading
+	close(e.changed)
+	e.changed = make(chan struct{})
 }
 
 // Deadline is when this hub's leadership could lapse (zero when it does not
@@ -141,7 +189,8 @@ func (e *Elector) Run(ctx context.Context, first *Term, lead func(ctx context.Co
 		cancel()
 		wg.Wait()
 		e.mu.Lock()
-		e.leading, e.leader = false, ""
+		e.setLeadingLocked(false)
+		e.leader = ""
 		e.mu.Unlock()
 		if ctx.Err() != nil || leadErr != nil {
 			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.renew)
@@ -158,145 +207,11 @@ func (e *Elector) Run(ctx context.Context, first *Term, lead func(ctx context.Co
 	}
 }
 
-// watch is what a standby last saw of the leader row.
-type watch struct {
-	row  sqlstore.LeaderRow
-	seen bool
-	at   time.Time // when row was first seen, on this hub's clock
-	set  bool
-}
-
-// TryLead makes one attempt at leading, for a hub that is starting: it wins
-// when the hub is alone on its database, when no hub ever led, or when the
-// last leader resigned.
-func (e *Elector) TryLead(ctx context.Context) (Term, bool, error) {
-	if e.alone {
-		row, err := e.store.ForceLeadership(ctx, e.id, e.url)
-		if err != nil {
-			return Term{}, false, err
-		}
-		return e.won(row, false), true, nil
-	}
-	var w watch
-	t, ok, err := e.attempt(ctx, &w, false)
-	return t, ok, err
-}
-
-// campaign waits until this hub leads. A standby reads the row every
-// lease/leaderWatchFraction; it takes over when the row is empty, resigned,
-// or unchanged for a whole lease on its own clock.
-func (e *Elector) campaign(ctx context.Context) (Term, bool) {
-	var w watch
-	every := max(e.lease/leaderWatchFraction, time.Millisecond)
-	for {
-		var (
-			t   Term
-			ok  bool
-			err error
-		)
-		if e.alone {
-			var row sqlstore.LeaderRow
-			if row, err = e.store.ForceLeadership(ctx, e.id, e.url); err == nil {
-				t, ok = e.won(row, false), true
-			}
-		} else {
-			t, ok, err = e.attempt(ctx, &w, true)
-		}
-		if ok {
-			return t, true
-		}
-		if err != nil && ctx.Err() == nil {
-			e.logger.Warn("leader election failed, will retry", "err", err)
-		}
-		if !sleepCtx(ctx, every) {
-			return Term{}, false
-		}
-	}
-}
-
-// attempt reads the row, updates w, and takes over when it may: always
-// when no hub ever led or the leader resigned, and, when lapse is set, when
-// w has seen the same row for a whole lease.
-func (e *Elector) attempt(ctx context.Context, w *watch, lapse bool) (Term, bool, error) {
-	row, seen, err := e.store.Leader(ctx)
-	if err != nil {
-		return Term{}, false, err
-	}
-	now := time.Now()
-	if !w.set || seen != w.seen || row.Term != w.row.Term || row.Holder != w.row.Holder || row.Renewals != w.row.Renewals {
-		*w = watch{row: row, seen: seen, at: now, set: true}
-		e.mu.Lock()
-		e.leader = row.URL
-		e.mu.Unlock()
-	}
-	lapsed := lapse && now.Sub(w.at) >= e.lease
-	deposed := false
-	if seen && row.Holder != "" && !lapsed {
-		if !lapse || row.Holder == e.id {
-			return Term{}, false, nil
-		}
-		var err error
-		if deposed, err = e.unreachable(ctx, row); err != nil || !deposed {
-			return Term{}, false, err
-		}
-	}
-	won, took, err := e.store.TakeLeadership(ctx, row, seen, e.id, e.url)
-	if err != nil || !took {
-		w.set = false // another hub won: watch it afresh
-		return Term{}, false, err
-	}
-	if deposed {
-		// The deposed leader renews until it finds the row taken. Its last
-		// renewal was sent before w.at, when this hub first saw it, and its
-		// deadline is a lease less the step-down margin after sending it;
-		// no lease it granted outlives that deadline, so a whole lease
-		// after w.at every one has expired.
-		e.logger.Warn("leadership taken: most spawns cannot reach the leader", "term", won.Term, "previous_leader", row.URL)
-		t := e.won(won, false)
-		t.NotBefore = w.at.Add(e.lease)
-		return t, true, nil
-	}
-	e.logger.Info("leadership taken", "term", won.Term, "previous_leader", row.URL, "unrenewed_for", now.Sub(w.at).Round(time.Millisecond))
-	return e.won(won, seen && row.Holder != ""), true, nil
-}
-
-// complaintWindow is how long a spawn's complaint about the leader counts,
-// in leases: a detached spawn repeats it with every registration attempt.
-const complaintWindow = 3
-
-// unreachable reports whether most of the spawns the hubs know have
-// complained recently that they cannot reach the leader of row: a leader
-// cut off from its spawns but not from the database, which keeps renewing.
-// The known spawns are those the leaders remembered (a lost spawn is
-// forgotten only once its usage was recovered through another, reachable
-// one) and every complainant.
-func (e *Elector) unreachable(ctx context.Context, row sqlstore.LeaderRow) (bool, error) {
-	complained, err := e.store.Complainants(ctx, row.Term, row.URL, time.Now().Add(-complaintWindow*e.lease))
-	if err != nil || len(complained) == 0 {
-		return false, err
-	}
-	known, err := e.store.KnownNodes(ctx)
-	if err != nil {
-		return false, err
-	}
-	all := make(map[string]bool, len(known)+len(complained))
-	for _, k := range known {
-		all[k.ID] = true
-	}
-	for _, id := range complained {
-		all[id] = true
-	}
-	if 2*len(complained) <= len(all) {
-		return false, nil
-	}
-	e.logger.Warn("spawns cannot reach the leader", "term", row.Term, "leader", row.URL, "complaining", len(complained), "known", len(all))
-	return true, nil
-}
-
 func (e *Elector) won(row sqlstore.LeaderRow, lapsed bool) Term {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.leading, e.leader = true, row.URL
+	e.setLeadingLocked(true)
+	e.leader = row.URL
 	e.deadline = time.Now().Add(e.lease - e.lease/leaderStepDownFraction)
 	return Term{Number: row.Term, Epoch: api.NewEpoch(row.Term), Lapsed: lapsed}
 }
