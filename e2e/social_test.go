@@ -144,7 +144,7 @@ func TestMastodon_StatusThroughTwoInstancesIsOneComment(t *testing.T) {
 	}
 }
 
-// engagementScore is seed 003's score of one sighting, the oracle of the
+// engagementScore is loklak's harvester score of one sighting, the oracle of the
 // suggestion test: α = 5·reposts + likes, α / (α + 10·e^(−0.01·α)).
 func engagementScore(reposts, likes int64) float64 {
 	a := float64(5*reposts + likes)

@@ -111,20 +111,20 @@ func TestHelp_ShowsTheDeclarations(t *testing.T) {
 	}
 }
 
-// TestREADME_ListsEveryVerbAsHelpShowsIt keeps the README's bwctl block the
+// TestDocs_ListEveryVerbAsHelpShowsIt keeps the bwctl block of docs/operations.md the
 // synopses help prints.
-func TestREADME_ListsEveryVerbAsHelpShowsIt(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestDocs_ListEveryVerbAsHelpShowsIt(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), "\n### bwctl\n")
 	if !ok {
-		t.Fatal("README.md has no ### bwctl section")
+		t.Fatal("docs/operations.md has no ### bwctl section")
 	}
 	_, block, ok := strings.Cut(section, "```\n")
 	if block, _, ok = strings.Cut(block, "```\n"); !ok {
-		t.Fatal("the ### bwctl section of README.md has no code block")
+		t.Fatal("the ### bwctl section of docs/operations.md has no code block")
 	}
 	var want strings.Builder
 	want.WriteString("bwctl")
@@ -138,6 +138,6 @@ func TestREADME_ListsEveryVerbAsHelpShowsIt(t *testing.T) {
 		want.WriteString("  " + cmd.synopsis() + "\n")
 	}
 	if block != want.String() {
-		t.Errorf("the ### bwctl block of README.md is not what help shows; it should read:\n```\n%s```", want.String())
+		t.Errorf("the ### bwctl block of docs/operations.md is not what help shows; it should read:\n```\n%s```", want.String())
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
-// commands lists every verb, in the order bwctl help shows them (DESIGN.md
-// sections 8 and 10). It is filled in init, since help and completion read
-// it.
+// commands lists every verb, in the order bwctl help shows them; the verbs
+// and flags are an operator contract (docs/operations.md, "bwctl"). It is
+// filled in init, since help and completion read it.
 var commands []*command
 
 func init() {

@@ -279,7 +279,7 @@ func normalized(raw map[string]float64, files []string, windows map[string][]nab
 // TestNAB_SpikeDetectorAgainstPublishedDetectors scores the detector over
 // the real series of four NAB categories, beside NAB's published
 // detectors on the same files. go test -v -run NAB ./pkg/spike/ prints the
-// table of BENCHMARKS.md (BW_NAB=1).
+// table of docs/benchmarks.md (BW_NAB=1).
 func TestNAB_SpikeDetectorAgainstPublishedDetectors(t *testing.T) {
 	if os.Getenv("BW_NAB") == "" {
 		t.Skip("scores 41 series six times (half a minute, ten under -race): BW_NAB=1 runs it")

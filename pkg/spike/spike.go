@@ -4,7 +4,7 @@
 // backtest runs the same code over a CSV file.
 //
 // The method is a cycle-corrected, over-dispersed Poisson test (see
-// docs/decisions/alert-spike-detector.md): the expected count of a step is
+// docs/decisions/0011-alert-spike-detector.md): the expected count of a step is
 // the mean of the recent window scaled by the daily cycle — how the same
 // hour compared with the recent window's hours on earlier days — and never
 // below what the same hour held on earlier days (their median); the step

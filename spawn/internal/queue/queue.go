@@ -1,34 +1,10 @@
-// Package queue publishes every comment a spawn stores to a message queue
-// (NATS, --queue nats://host:port), so that other systems can process the
-// comments as they arrive without reading the store.
-//
-// It is a store decorator: Wrap returns a store.Store whose Write first
-// writes the batch to the inner store and then publishes every comment of
-// it, and fails when publishing fails. The spawn's writer retries a failed
-// batch until it succeeds and counts its comments as usage only then, so the
-// queue gets the store's promise: a comment that is counted has been stored
-// and published, a queue outage loses nothing that was counted, and while
-// the queue is down the writer's bounded buffer pushes back on the data
-// sources exactly as a store outage does.
-//
-// Delivery is at least once. Retrying a batch writes it to the store again
-// (idempotent by comment key, so the store keeps one copy) and publishes it
-// again; JetStream drops a re-sent comment within its duplicate window
-// (DuplicateWindow) by its Nats-Msg-Id, "<crawler id>:<comment id>", but a
-// consumer may still see a comment twice (after a longer outage, or when a
-// crawler moves to another spawn and its source delivers the comment again)
-// and should treat (crawler_id, id) as the key.
-//
-// That holds for JetStream, which the spawn uses whenever the server has it:
-// a comment is published when the stream has acknowledged it, and the stream
-// keeps it for consumers that are offline. On a server without JetStream the
-// spawn falls back to core NATS: Publish returns once the server has the
-// batch (a flush), and the server hands it to the subscribers it has at that
-// moment; a consumer that is not subscribed then never sees those comments
-// (at most once for it).
-//
-// Comments that are not counted (no lease covered them) never reach the
-// store, so they never reach the queue either.
+// Package queue publishes every comment a spawn stores to NATS
+// (--queue nats://host:port), so other systems process comments as they
+// arrive. It decorates the store: a batch counts only once it is stored and
+// published, so the queue gets the store's promise (nothing counted is lost,
+// an outage pushes back on the sources), with at-least-once delivery keyed
+// by "<crawler id>:<comment id>". Delivery semantics, JetStream and core
+// NATS: docs/operations.md, "The comment queue (NATS)".
 package queue
 
 import (

@@ -1,46 +1,13 @@
 // Package bluesky is the Bluesky data source: one WebSocket per spawn to a
-// Jetstream service (/subscribe, the JSON event stream Bluesky runs over its
-// network's firehose) carrying every post as it is made, whatever the
-// node's bluesky subscribers ask for. The source emits every post it reads;
-// the node matches each against its subscribers' queries.
-//
-// The connection asks for app.bsky.feed.post commits only, compressed with
-// zstd and Jetstream's own dictionary when Options.Compress says so.
-// Create events become items whose id is the post's at:// URI, whose
-// author is the handle (resolver.go) and whose text shows what the post
-// shows (richtext.go).
-//
-// No gaps, no repeats. Every event carries time_us, its position in the
-// service's log (Item.Position), and the source keeps, per query uuid, the
-// position up to which that query's subscribers have had every post. A
-// reconnect resumes from the oldest of those minus ResumeOverlap; a post
-// read again is handed only to the queries that have not had it, judged by
-// position and, within the overlap, by URI (a post that reached the
-// service out of order at the seam is not lost).
-//
-// A subscriber may arrive with a cursor (api.Cursor.Position, the position
-// of the last post it delivered on another node); a query without one
-// starts at the live stream. When the cursor is behind the connection, the
-// source reconnects from it at once and hands the posts it reads again
-// only to that query, tagged with its uuid (Item.QueryUUID), until it has
-// caught up and shares the untagged stream again: subscribers already in
-// step see no repeats, and the node's per-subscriber de-duplication is only
-// a second line. (On a source that has read nothing yet, queries without a
-// cursor also get what the first connection replays.) The service keeps a
-// replay window (ReplayWindow, 36 hours on Bluesky's instances) and
-// silently starts older cursors at its oldest event; the source notices
-// that the first event is later than a query's position by more than
-// GapSlack and tells that query's subscribers, through ErrFor, which posts
-// were skipped.
-//
-// Bluesky publishes an official Go client for Jetstream
-// (github.com/bluesky-social/jetstream), but it speaks the v2 stream
-// (/xrpc/network.bsky.jetstream.subscribeEvents, sequence-number cursors,
-// archive downloads) and brings Pebble, OpenTelemetry and Prometheus
-// along; the v1 client it replaced is no longer published. The /subscribe
-// protocol is small, so this package speaks it over
-// github.com/coder/websocket, like the stream source, with the same bounded
-// messages, stall detection and pkg/backoff reconnects.
+// Jetstream service (/subscribe) carrying every post as it is made; the
+// node matches each against its subscribers' queries. Posts keep their
+// author's handle (resolved through the AppView, filled in after the post
+// is stored when not known yet), their links in full and their images' alt
+// texts. Every event's time_us is a position in the service's log: a
+// reconnect or a crawler moved with a cursor resumes from there, with no
+// gap and no repeat (coverage.go). Why /subscribe is spoken directly:
+// docs/decisions/0014-jetstream-spoken-directly.md; what a comment keeps:
+// docs/sources.md, "Bluesky".
 package bluesky
 
 import (

@@ -1,76 +1,14 @@
-// Package mastodon is the Mastodon data source: it reads public statuses
-// from one or several Mastodon instances over their streaming API and hands
-// every status it reads to the spawn, whose matcher evaluates each
-// subscriber's query on it.
-//
-// Every subscriber uses every configured instance, so a spawn holds one
-// data source per instance (Keys returns one key per instance), and each
-// data source keeps one multiplexed WebSocket (GET /api/v1/streaming) that
-// carries the subscriptions of all its subscribers. The streams it
-// subscribes follow from the queries: when every OR branch of a query
-// requires a #tag, the query's statuses all carry one of its tags and the
-// source subscribes the hashtag stream of each tag; any other query (free
-// text, @user, from:) needs the public stream, which then covers the
-// hashtag streams too. Subscriptions follow subscriber changes by diff on
-// the live connection, and are all sent again after a reconnect.
-//
-// Closed feeds. An instance may close its live and hashtag feeds to
-// everyone whose role may not "view live and topic feeds" (Mastodon 4.5:
-// configuration.timelines_access in /api/v2/instance; mastodon.social did
-// in 2026, and its public stream then carries only delete events). The
-// source reads that configuration, and also takes a public stream that
-// carried only deletes (ClosedAfterDeletes in a row) as closed. There it
-// serves hashtag queries through the token's account: it follows their
-// tags (POST /api/v1/tags/:name/follow) and reads the home timeline
-// (stream=user), keeping only what the hashtag streams would have carried
-// — public statuses, not reblogs, with a followed tag — since the home
-// timeline also carries the statuses of the accounts it follows. A query
-// that needs free text fails its subscriber with ErrLiveFeedsClosed, naming
-// the instance and why. The tags follow the subscribers; a tag is
-// unfollowed when no data source of the spawn needs it any more, and only
-// when the spawn followed it itself (the account did not follow it
-// already). Every FollowCheckInterval the source checks that the account
-// still follows its tags (another spawn sharing the account may have let
-// one go) and follows again what is missing.
-//
-// The instance may serve its streaming API from another host: the source
-// asks /api/v2/instance (configuration.urls.streaming), then
-// /api/v1/instance (urls.streaming_api), and uses the advertised URL only
-// when its host is the instance's host or a subdomain of it and it does not
-// downgrade from TLS, so the access token never travels to a third party.
-// The token (a user token with read:statuses, which public and hashtag
-// streams require since Mastodon 4.2, and read:follows and write:follows
-// where the feeds are closed) goes in the handshake's "Authorization:
-// Bearer" header, never in the URL, so it stays out of access logs.
-//
-// A status becomes an Item whose ID is its federation uri, the same on
-// every instance, so a status read through two instances is one comment.
-// Its author is the account's acct, qualified with the instance's account
-// domain (from the instance document, else the instance's host) when the
-// account is local, so it names one account everywhere; its author id is
-// the account's ActivityPub uri (Mastodon 4.2 and later; none before).
-// Its links are the URLs its content links to, mentions and hashtags left
-// out, and its preview card's. Reblogs, which Mastodon never streams on
-// the public and hashtag streams, are read as the status they reblog.
-//
-// Replies. Mastodon names a reply's parent only by its id local to the
-// instance (in_reply_to_id), in no comment's id space. The source remembers
-// the uris of the statuses it has seen (a bounded map per instance) to link
-// a reply to its parent's uri and its thread's first status; for a parent
-// it has not seen it asks the instance for the reply's context
-// (GET /api/v1/statuses/:id/context: its ancestors, the thread's first
-// status first), at most ResolveRate a second. A reply whose parent stays
-// unknown has no reply_to and no thread_id: never an id of another space.
-//
-// The connection is bounded and watched: one message may be at most
-// MaxMessageBytes (a larger one closes the connection, which is reopened);
-// malformed or truncated messages are skipped and counted; a connection
-// that carries no message, ping or pong for StallTimeout (the source pings
-// every PingInterval) is dropped; reconnects back off with jitter
-// (pkg/backoff). A refused token (401 or 403 at the handshake, whose
-// X-Error-Message the error quotes, or an error event with those
-// statuses) fails the subscribers with ErrTokenRefused and is retried
-// slowly, from AuthBackoffMin.
+// Package mastodon is the Mastodon data source: one multiplexed WebSocket
+// per instance (/api/v1/streaming) carrying the hashtag or public streams
+// its subscribers' queries need, or, on an instance whose live feeds are
+// closed, the home timeline of an account that follows the queries' tags.
+// Statuses become items keyed by their federation uri, so a status read
+// through two instances is one comment; replies are linked by uri, never by
+// an instance's local id. The streaming host an instance advertises is used
+// only when it is the instance's host or a subdomain and keeps TLS, so the
+// token (sent in the handshake's Authorization header, never the URL) never
+// reaches a third party. What a comment keeps and how closed feeds are
+// served: docs/sources.md, "Mastodon".
 package mastodon
 
 import (

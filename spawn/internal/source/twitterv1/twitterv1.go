@@ -1,47 +1,11 @@
-// Package twitterv1 is the Twitter data source: one per node, shared by every
-// twitter subscriber on it. It tracks the union of the subscribers' query
-// terms on Twitter's filter stream (API v1.1 statuses/filter.json), at most
-// MaxTrackTerms terms per connection and as many connections as the union
-// needs, and hands each tweet to the spawn with the tracked terms it
-// contains, so the node gives it only to the subscribers whose query names
-// one of them. After every reconnect or re-open it fills the gap from the
-// standard search API (search/tweets.json, since_id = the newest tweet
-// seen), so a subscriber loses nothing while its connection was down or its
-// terms were being changed.
-//
-// # How the stream is reached
-//
-// Search goes through go-twitter (github.com/dghubble/go-twitter/twitter)
-// as it is: Search.Tweets over an OAuth 1.0a client, with go-twitter's Tweet,
-// StreamLimit, StreamDisconnect and StallWarning types decoding every
-// message. The filter stream is driven here, with those types, rather than
-// through go-twitter's Streams.Filter, because that Stream cannot meet what
-// Twitter's connection rules and the spawn require:
-//
-//   - its retry loop stops silently on any status but 200, 420, 429 and 503
-//     (a 401 just closes the message channel, with no status to report), stops
-//     on the first network error, and reconnects at once, without back-off,
-//     when a stream ends; its back-off policies cannot be configured or seen;
-//   - it has no stall detection (Twitter asks clients to reconnect after 90 s
-//     without data or keep-alive), no context, and no bound on one message:
-//     its reader grows its buffer until a "\r\n" arrives;
-//   - Stop closes the response body from another goroutine than the one
-//     that sets it, a data race under -race;
-//   - it sends the track list in the URL query of its POST, where 400 terms
-//     of up to 60 bytes do not fit in the URL length servers accept.
-//
-// So each connection here is one POST with a form body, read line by line
-// with a size cap and a stall watchdog, and each failure is classified and
-// backed off as Twitter's streaming guide asks: HTTP errors exponentially
-// from 5 s up to 320 s, 420 and 429 exponentially from one minute, network
-// errors (stalls and cut connections included) linearly by 250 ms up to 16 s.
-//
-// # Term matching
-//
-// A term matches a tweet as Twitter's track parameter does: every word of
-// the term occurs in the tweet's text, in any order, case-insensitively and
-// as a whole word ("go" does not match "good"; "#golang" and "golang," do
-// match "golang").
+// Package twitterv1 is the twitter data source over Twitter API v1.1: one
+// per node, shared by every twitter subscriber on it. It tracks the union
+// of the subscribers' query terms on the filter stream (statuses/filter.json,
+// at most MaxTrackTerms terms a connection, as many connections as needed),
+// hands each tweet over with the tracked terms it contains, and fills every
+// gap from the search API. Why the stream is driven here on go-twitter's
+// types: docs/decisions/0012-twitter-v1-stream-on-go-twitter-types.md; what
+// a comment keeps: docs/sources.md, "Twitter".
 package twitterv1
 
 import (

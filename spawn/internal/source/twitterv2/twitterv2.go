@@ -1,48 +1,9 @@
-// Package twitterv2 is the twitter data source over X API v2's filtered stream:
-// one stream connection per spawn, shared by every twitter subscriber on
-// it, and the app's stream rules kept equal to the subscribers' queries.
-//
-// # Rules
-//
-// Each distinct query is compiled to X's rule syntax (compileRule). The
-// rules are packed: several queries OR-ed into one rule, "(q1) OR (q2)",
-// while the rule stays within MaxRuleLength characters, in at most MaxRules
-// rules. Each rule is tagged with a hash of its value, so the packing can
-// be read back from the service: a reconcile lists the app's rules, keeps
-// those that still carry exactly wanted queries, deletes the others, and
-// adds rules only for the queries that lost theirs — a change of one query
-// touches one or two rules, not the whole set. Additions are checked with
-// dry_run first; a query X refuses, one that is too long for a rule, and
-// one past the rule count fail only their own subscribers (ErrFor). The
-// app's stream belongs to the spawn: rules it did not make are deleted,
-// since every post they match would be read (and paid for) by it.
-//
-// Items are emitted once each, whatever rules they matched: the node
-// matches every item against every subscriber's query itself. The
-// matching_rules of each post feed the per-rule cost counters (Stats):
-// posts read, which X bills, against posts handed to the node.
-//
-// # The stream
-//
-// One GET of the stream, read line by line with a cap on a line (a longer
-// or malformed one is skipped and counted; the connection goes on), a
-// watchdog that reconnects after StallTimeout without even a keep-alive
-// (X sends one every 20 s), and the reconnect policy of X's guide: after
-// network errors linearly by 250 ms up to 16 s, after HTTP errors
-// exponentially from 5 s up to 320 s, after 429 (TooManyConnections
-// included) exponentially from a minute.
-//
-// # Why not gotwi
-//
-// github.com/michimani/gotwi's filteredstream package was considered. Its
-// endpoints are fixed constants (api.twitter.com), so it cannot reach a
-// local server or a proxy without rewriting every request in a transport;
-// its StreamClient reads with a bufio.Scanner whose default 64 KiB token
-// cap ends the whole stream at the first long line instead of skipping it;
-// it has no keep-alive watchdog and leaves reconnects, back-off and the
-// error documents of non-200 answers (TooManyConnections) to the caller.
-// What remains of it once those are done here is a JSON shape, so the
-// client is written on net/http.
+// Package twitterv2 is the twitter data source over X API v2's filtered
+// stream: one stream connection per spawn, shared by every twitter
+// subscriber on it, and the app's stream rules kept equal to the
+// subscribers' queries (packed, tagged, reconciled by diff). Why it speaks
+// the API on net/http: docs/decisions/0013-x-api-v2-without-a-client-library.md;
+// what a comment keeps: docs/sources.md, "X API v2 and sharing scope".
 package twitterv2
 
 import (

@@ -22,7 +22,7 @@ import (
 // mutation on one replica set, no batch log and one request instead of
 // many; it outruns concurrent single statements (writeSingles, kept for
 // the benchmark's comparison) on a small machine. The figures are in
-// BENCHMARKS.md ("Comment store into Cassandra"), the reasoning in
+// docs/benchmarks.md ("Comment store into Cassandra"), the reasoning in
 // docs/decisions/0010-cassandra-schema.md.
 type writeMode int
 
