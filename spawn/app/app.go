@@ -40,6 +40,7 @@ type Settings struct {
 	Hub          string        `flag:"hub" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required)"`
 	Listen       string        `flag:"listen" usage:"address to serve the node API on"`
 	Advertise    string        `flag:"advertise" usage:"URL the hub reaches this spawn at (default: derived from the bound address)"`
+	AllowedHosts []string      `flag:"allowed-hosts" usage:"other host names or IP addresses the hub and operators reach this spawn by (besides loopback, the bound address and --advertise); requests naming any other Host, or coming from a page on another origin, are refused"`
 	Store        string        `flag:"store" usage:"comment store: file://DIR or cassandra://host[,host]/keyspace"`
 	Queue        string        `flag:"queue" usage:"optional queue for stored comments: nats://host:port or tls://host:port (comma-separated for a cluster; nats://user:pass@host or nats://token@host for credentials)"`
 	QueueCreds   string        `flag:"queue-creds" usage:"NATS credentials file (user JWT and nkey seed) for --queue"`
@@ -165,6 +166,11 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 		ln.Close()
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
+	hosts, err := httpx.NewHosts(ln.Addr(), []string{cfg.Advertise}, cfg.AllowedHosts)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
 	st, err := OpenStore(ctx, cfg.Store, logger)
 	if err != nil {
 		ln.Close()
@@ -226,7 +232,7 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	fenced.Bind(n)
 	logger.Info("spawn listening", "addr", ln.Addr().String(), "advertise", advertise, "node_id", n.ID(), "hubs", strings.Join(hubs, ","), "tls", serverTLS != nil)
 
-	srv := &server.Server{Node: n, Store: fenced, NodeToken: cfg.NodeToken, Logger: logger.With("component", "spawn")}
+	srv := &server.Server{Node: n, Store: fenced, NodeToken: cfg.NodeToken, Logger: logger.With("component", "spawn"), Hosts: hosts}
 	handler := srv.Handler()
 	if cfg.ClientCA != "" {
 		handler = httpx.RequireClientCert(hubOnly, handler)

@@ -122,6 +122,9 @@ func call(t *testing.T, method, url, token string, in any) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
