@@ -110,6 +110,13 @@ type Hub struct {
 // Start opens the database, binds the listener, takes the leadership when
 // it may, and runs the hub until ctx ends or Stop is called.
 func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error) {
+	tokens, err := httpx.CheckTokens(
+		httpx.Token{Name: "BW_NODE_TOKEN (--node-token)", Value: cfg.NodeToken},
+		httpx.Token{Name: "BW_ADMIN_TOKEN (--admin-token)", Value: cfg.AdminToken})
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	cfg.NodeToken, cfg.AdminToken = tokens[0], tokens[1]
 	if cfg.ScalingTarget < 1 {
 		return nil, fmt.Errorf("hub: --scaling-target must be 1 or more, got %d", cfg.ScalingTarget)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,5 +153,45 @@ func TestNewHosts_EveryInterfaceAnswersByItsAddresses(t *testing.T) {
 	}
 	if hosts.Allows("203.0.113.7:8700") {
 		t.Error("an address of no interface allowed")
+	}
+}
+
+func TestCheckTokens(t *testing.T) {
+	const (
+		node  = "BW_NODE_TOKEN (--node-token)"
+		admin = "BW_ADMIN_TOKEN (--admin-token)"
+		good  = "0123456789abcdef" // 16 bytes
+		other = "fedcba9876543210"
+	)
+	cases := []struct {
+		name        string
+		node, admin string
+		want        []string // trimmed tokens; nil: refused
+		says        string
+	}{
+		{"both unset", "", "", []string{"", ""}, ""},
+		{"both good", good, other, []string{good, other}, ""},
+		{"surrounding white space trimmed", " " + good + "\n", other, []string{good, other}, ""},
+		{"one unset", good, "", []string{good, ""}, ""},
+		{"blank", "   ", other, nil, node + " is blank"},
+		{"one character", "x", other, nil, node + " is 1 bytes long; a token must have at least 16"},
+		{"fifteen bytes", good, good[:15], nil, admin + " is 15 bytes long"},
+		{"short once trimmed", "  0123456789abcde  ", other, nil, node + " is 15 bytes long"},
+		{"admin equals node", good, good, nil, admin + " equals " + node},
+		{"equal once trimmed", good, good + " ", nil, admin + " equals " + node},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CheckTokens(Token{Name: node, Value: tc.node}, Token{Name: admin, Value: tc.admin})
+			if tc.want == nil {
+				if !errors.Is(err, ErrWeakToken) || !strings.Contains(err.Error(), tc.says) {
+					t.Fatalf("err %v, want ErrWeakToken saying %q", err, tc.says)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

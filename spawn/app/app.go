@@ -129,6 +129,11 @@ type Spawn struct {
 // Start opens the store, binds the listener and runs the spawn until ctx
 // ends or Stop is called.
 func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, error) {
+	tokens, err := httpx.CheckTokens(httpx.Token{Name: "BW_NODE_TOKEN (--node-token)", Value: cfg.NodeToken})
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	cfg.NodeToken = tokens[0]
 	hubs, err := hubURLs(cfg.Hub)
 	if err != nil {
 		return nil, err
