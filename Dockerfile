@@ -4,9 +4,14 @@
 # (hub, spawn and bwctl in /usr/local/bin, running as an unprivileged user).
 #
 #   docker build -t blackwidow .
-#   docker run -p 8700:8700 -e BW_ADMIN_TOKEN -e BW_NODE_TOKEN blackwidow
+#   docker run -p 8700:8700 -e BW_ADMIN_TOKEN -e BW_NODE_TOKEN blackwidow \
+#       hub --listen 0.0.0.0:8700 --allowed-hosts hub,localhost
 #   docker run -e BW_NODE_TOKEN blackwidow spawn --hub http://hub:8700 \
 #       --listen 0.0.0.0:8701 --advertise http://spawn1:8701
+#
+# A server answers only requests that name one of its own hosts (loopback, its
+# bound and advertised addresses, --allowed-hosts): list the names it is
+# reached by behind port mappings, proxies and container networks.
 #
 # configs/compose.yaml runs the whole system (PostgreSQL, Cassandra, NATS, a
 # hub and two spawns) from this image.

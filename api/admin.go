@@ -200,15 +200,20 @@ type HealthCrawlers struct {
 	ByState  map[string]int `json:"by_state"`
 }
 
-// SpawnHealth is a spawn's GET /v1/health document.
+// SpawnHealth is a spawn's GET /v1/health document. Anyone may read its
+// state and counts; the hub it follows, its epoch and the lists of
+// subscribers and data sources (which name crawlers and crawl targets, and
+// run to megabytes on a busy spawn) only a caller with the node token.
 type SpawnHealth struct {
-	NodeID      string             `json:"node_id"`
-	State       string             `json:"state"`
-	Epoch       string             `json:"epoch,omitempty"`
-	Hub         string             `json:"hub"`
-	Store       string             `json:"store"`
-	Subscribers []HealthSubscriber `json:"subscribers"`
-	DataSources []HealthDataSource `json:"data_sources"`
+	NodeID          string             `json:"node_id"`
+	State           string             `json:"state"`
+	Epoch           string             `json:"epoch,omitempty"`
+	Hub             string             `json:"hub,omitempty"`
+	Store           string             `json:"store"`
+	SubscriberCount int                `json:"subscriber_count"`
+	DataSourceCount int                `json:"data_source_count"`
+	Subscribers     []HealthSubscriber `json:"subscribers,omitzero"`
+	DataSources     []HealthDataSource `json:"data_sources,omitzero"`
 }
 
 // HealthSubscriber is one subscriber in a spawn's health document.

@@ -129,7 +129,7 @@ type alertSetup struct {
 
 func newAlertSetup(t *testing.T, hubs int, hubArgs ...string) *alertSetup {
 	s := &alertSetup{bin: binDir(t), dsn: freshPostgres(t)}
-	s.env = []string{"BW_NODE_TOKEN=al-node", "BW_ADMIN_TOKEN=al-admin"}
+	s.env = []string{"BW_NODE_TOKEN=alerts-node-token", "BW_ADMIN_TOKEN=alerts-admin-token"}
 	var feedBase string
 	s.feeds, feedBase = feedserver.Start(t, feedserver.Options{MaxItems: 500})
 	for i := range hubs {
@@ -145,7 +145,7 @@ func newAlertSetup(t *testing.T, hubs int, hubArgs ...string) *alertSetup {
 	}
 	startProc(t, s.env, filepath.Join(s.bin, "spawn"), "--hub", strings.Join(s.urls, ","), "--store", "file://"+filepath.Join(t.TempDir(), "data"),
 		"--allow-targets", "127.0.0.0/8", "--feed-interval", "500ms")
-	s.client = api.NewClient(strings.Join(s.urls, ","), "al-admin", nil)
+	s.client = api.NewClient(strings.Join(s.urls, ","), "alerts-admin-token", nil)
 	ctx := context.Background()
 	u, err := s.client.CreateUser(ctx, api.UserCreate{Name: "newsroom"})
 	if err != nil {
@@ -165,7 +165,7 @@ func newAlertSetup(t *testing.T, hubs int, hubArgs ...string) *alertSetup {
 
 // bwctlEnv is the environment bwctl runs with.
 func (s *alertSetup) bwctlEnv() []string {
-	return []string{"BW_HUB_URL=" + strings.Join(s.urls, ","), "BW_ADMIN_TOKEN=al-admin", "PATH=/usr/bin:/bin"}
+	return []string{"BW_HUB_URL=" + strings.Join(s.urls, ","), "BW_ADMIN_TOKEN=alerts-admin-token", "PATH=/usr/bin:/bin"}
 }
 
 // addRule adds a rule with the built bwctl and returns its id.

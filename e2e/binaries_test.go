@@ -93,7 +93,7 @@ func TestBinaries_EndToEnd(t *testing.T) {
 	feeds, feedBase := feedserver.Start(t, feedserver.Options{})
 
 	hubAddr := testkit.FreeAddr(t)
-	env := []string{"BW_NODE_TOKEN=bin-node", "BW_ADMIN_TOKEN=bin-admin", "BW_HUB_URL=http://" + hubAddr}
+	env := []string{"BW_NODE_TOKEN=binaries-node-token", "BW_ADMIN_TOKEN=binaries-admin-token", "BW_HUB_URL=http://" + hubAddr}
 	const poll = 200 * time.Millisecond
 	hubArgs := []string{"--listen", hubAddr, "--db", "sqlite://" + filepath.Join(dir, "hub.db"),
 		"--poll-interval", poll.String(), "--orphan-after", "1s", "--detach-after", "1500ms"}
@@ -233,7 +233,7 @@ func TestBinaries_KilledSpawnUsageIsRecovered(t *testing.T) {
 	}()
 
 	hubAddr := testkit.FreeAddr(t)
-	env := []string{"BW_NODE_TOKEN=bin-node", "BW_ADMIN_TOKEN=bin-admin"}
+	env := []string{"BW_NODE_TOKEN=binaries-node-token", "BW_ADMIN_TOKEN=binaries-admin-token"}
 	startProc(t, env, filepath.Join(bin, "hub"), "--listen", hubAddr, "--db", "sqlite://"+filepath.Join(dir, "hub.db"),
 		"--poll-interval", "500ms", "--orphan-after", "2s", "--detach-after", "3s")
 	store := filepath.Join(dir, "data")
@@ -241,7 +241,7 @@ func TestBinaries_KilledSpawnUsageIsRecovered(t *testing.T) {
 		"--allow-targets", "127.0.0.0/8", "--feed-interval", "50ms"}
 	spawns := []*proc{startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...), startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...)}
 
-	client := api.NewClient("http://"+hubAddr, "bin-admin", nil)
+	client := api.NewClient("http://"+hubAddr, "binaries-admin-token", nil)
 	testkit.WaitFor(t, clustertest.WaitTimeout, "two nodes", func() bool { n, err := client.ListNodes(ctx); return err == nil && len(n) == 2 })
 	u, err := client.CreateUser(ctx, api.UserCreate{Name: "acme"})
 	if err != nil {

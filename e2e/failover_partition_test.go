@@ -59,7 +59,7 @@ func TestFailover_LeaderCutOffFromSpawnsStandbyLeads(t *testing.T) {
 	dsn := freshPostgres(t)
 	dir := t.TempDir()
 	feeds, feedBase := feedserver.Start(t, feedserver.Options{})
-	env := []string{"BW_NODE_TOKEN=fo-node", "BW_ADMIN_TOKEN=fo-admin"}
+	env := []string{"BW_NODE_TOKEN=failover-node-token", "BW_ADMIN_TOKEN=failover-admin-token"}
 
 	// Spawns reach the first hub only through leaderLink; the first hub
 	// reaches each spawn through that spawn's proxy, which drops the
@@ -82,7 +82,7 @@ func TestFailover_LeaderCutOffFromSpawnsStandbyLeads(t *testing.T) {
 			"--hub", leaderLink.URL()+","+urls[1], "--store", "file://"+filepath.Join(dir, "data"),
 			"--allow-targets", "127.0.0.0/8", "--feed-interval", "500ms"))
 	}
-	client := api.NewClient(urls[0]+","+urls[1], "fo-admin", nil)
+	client := api.NewClient(urls[0]+","+urls[1], "failover-admin-token", nil)
 	ctx := context.Background()
 	testkit.WaitFor(t, failoverWait, "three nodes", func() bool {
 		nodes, err := client.ListNodes(ctx)
@@ -245,7 +245,7 @@ func TestFailover_LeaderCutOffFromDatabaseStandbyLeads(t *testing.T) {
 	u0.Host = dbLink.addr()
 	dir := t.TempDir()
 	feeds, feedBase := feedserver.Start(t, feedserver.Options{})
-	env := []string{"BW_NODE_TOKEN=fo-node", "BW_ADMIN_TOKEN=fo-admin"}
+	env := []string{"BW_NODE_TOKEN=failover-node-token", "BW_ADMIN_TOKEN=failover-admin-token"}
 
 	addrs := []string{testkit.FreeAddr(t), testkit.FreeAddr(t)}
 	urls := []string{"http://" + addrs[0], "http://" + addrs[1]}
@@ -259,7 +259,7 @@ func TestFailover_LeaderCutOffFromDatabaseStandbyLeads(t *testing.T) {
 		spawns = append(spawns, startProc(t, env, filepath.Join(bin, "spawn"), "--hub", strings.Join(urls, ","),
 			"--store", "file://"+filepath.Join(dir, "data"), "--allow-targets", "127.0.0.0/8", "--feed-interval", "500ms"))
 	}
-	client := api.NewClient(urls[1]+","+urls[0], "fo-admin", nil)
+	client := api.NewClient(urls[1]+","+urls[0], "failover-admin-token", nil)
 	ctx := context.Background()
 	testkit.WaitFor(t, failoverWait, "three nodes", func() bool {
 		nodes, err := client.ListNodes(ctx)

@@ -112,7 +112,7 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 	dsn := freshPostgres(t)
 	dir := t.TempDir()
 	feeds, feedBase := feedserver.Start(t, feedserver.Options{})
-	env := []string{"BW_NODE_TOKEN=fo-node", "BW_ADMIN_TOKEN=fo-admin"}
+	env := []string{"BW_NODE_TOKEN=failover-node-token", "BW_ADMIN_TOKEN=failover-admin-token"}
 
 	addrs := []string{testkit.FreeAddr(t), testkit.FreeAddr(t)}
 	urls := []string{"http://" + addrs[0], "http://" + addrs[1]}
@@ -131,7 +131,7 @@ func TestFailover_LeaderKilledStandbyLeads(t *testing.T) {
 		spawns = append(spawns, startProc(t, env, filepath.Join(bin, "spawn"), spawnArgs...))
 	}
 	// The client knows both hubs; it finds the leader whichever answers.
-	client := api.NewClient(urls[1]+","+urls[0], "fo-admin", nil)
+	client := api.NewClient(urls[1]+","+urls[0], "failover-admin-token", nil)
 	ctx := context.Background()
 	testkit.WaitFor(t, failoverWait, "three nodes", func() bool {
 		nodes, err := client.ListNodes(ctx)

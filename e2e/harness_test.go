@@ -151,11 +151,16 @@ func spawnHealth(t *testing.T, s *spawnapp.Spawn) (api.SpawnHealth, bool) {
 // slow: on the loaded test machine a health answer can take seconds.
 const healthReadTimeout = 10 * time.Second
 
-// healthAt reads the spawn health document at base, giving up after
-// timeout.
+// healthAt reads the whole spawn health document at base (with the test
+// clusters' node token: the open one only counts), giving up after timeout.
 func healthAt(base string, timeout time.Duration) (api.SpawnHealth, bool) {
 	c := http.Client{Timeout: timeout}
-	resp, err := c.Get(base + api.PathHealth)
+	req, err := http.NewRequest(http.MethodGet, base+api.PathHealth, nil)
+	if err != nil {
+		return api.SpawnHealth{}, false
+	}
+	req.Header.Set("Authorization", "Bearer "+clustertest.NodeToken)
+	resp, err := c.Do(req)
 	if err != nil {
 		return api.SpawnHealth{}, false
 	}

@@ -110,7 +110,7 @@ func TestTLS_HubSpawnAndBwctlOverTLS(t *testing.T) {
 
 	hubAddr := testkit.FreeAddr(t)
 	hubURL := "https://" + hubAddr
-	env := []string{"BW_NODE_TOKEN=tls-node", "BW_ADMIN_TOKEN=tls-admin"}
+	env := []string{"BW_NODE_TOKEN=tls-test-node-token", "BW_ADMIN_TOKEN=tls-test-admin-token"}
 	startProc(t, env, filepath.Join(bin, "hub"), "--listen", hubAddr, "--db", "sqlite://"+filepath.Join(dir, "hub.db"),
 		"--tls-cert", hubCert, "--tls-key", hubKey, "--client-ca", pki.caFile, "--poll-interval", "200ms")
 	spawnAddr := testkit.FreeAddr(t)
@@ -175,7 +175,7 @@ func TestTLS_HubSpawnAndBwctlOverTLS(t *testing.T) {
 	pool.AddCert(pki.ca)
 	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	req, _ := http.NewRequest(http.MethodPost, hubURL+api.PathRegister, strings.NewReader(`{"node_id":"intruder","url":"https://127.0.0.1:1"}`))
-	req.Header.Set("Authorization", "Bearer tls-node")
+	req.Header.Set("Authorization", "Bearer tls-test-node-token")
 	resp, err := noCert.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
 trap cleanup EXIT
 
-export BW_NODE_TOKEN=${BW_NODE_TOKEN:-demo-node-token}
+export BW_NODE_TOKEN=${BW_NODE_TOKEN:-demo-local-node-token}
 export BW_ADMIN_TOKEN=${BW_ADMIN_TOKEN:-demo-admin-token}
 export BW_HUB_URL="http://$HUB_ADDR"
 

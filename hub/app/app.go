@@ -30,6 +30,7 @@ import (
 type Settings struct {
 	Listen       string        `flag:"listen" usage:"address to serve the admin and node APIs on"`
 	Advertise    string        `flag:"advertise" usage:"URL spawns and operators reach this hub at, which standbys redirect to (default: derived from the bound address)"`
+	AllowedHosts []string      `flag:"allowed-hosts" usage:"other host names or IP addresses spawns, bwctl and browsers reach this hub by (a reverse proxy's public name, a container's service name); requests naming any other Host, or coming from a page on another origin, are refused"`
 	DB           string        `flag:"db" usage:"database: sqlite://FILE or postgres://… (several hubs on one PostgreSQL database: one leads, the others stand by)"`
 	Routing      string        `flag:"routing" usage:"subscriber routing: modulo or rendezvous"`
 	PollInterval time.Duration `flag:"poll-interval" usage:"how often each spawn is polled"`
@@ -96,7 +97,8 @@ type Hub struct {
 	alerts  *alert.Service
 	router  cluster.Router
 	elector *leader.Elector
-	nodeTLS *tls.Config // hub→spawn calls
+	nodeTLS *tls.Config  // hub→spawn calls
+	hosts   *httpx.Hosts // the names the hub answers to (httpx.Guard)
 	standby http.Handler
 
 	mu      sync.Mutex
@@ -108,6 +110,13 @@ type Hub struct {
 // Start opens the database, binds the listener, takes the leadership when
 // it may, and runs the hub until ctx ends or Stop is called.
 func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error) {
+	tokens, err := httpx.CheckTokens(
+		httpx.Token{Name: "BW_NODE_TOKEN (--node-token)", Value: cfg.NodeToken},
+		httpx.Token{Name: "BW_ADMIN_TOKEN (--admin-token)", Value: cfg.AdminToken})
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	cfg.NodeToken, cfg.AdminToken = tokens[0], tokens[1]
 	if cfg.ScalingTarget < 1 {
 		return nil, fmt.Errorf("hub: --scaling-target must be 1 or more, got %d", cfg.ScalingTarget)
 	}
@@ -142,6 +151,11 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 	if cfg.AdminToken == "" || cfg.NodeToken == "" {
 		logger.Warn("running without tokens: set BW_ADMIN_TOKEN and BW_NODE_TOKEN outside a local demo")
 	}
+	hosts, err := httpx.NewHosts(ln.Addr(), []string{cfg.Advertise}, cfg.AllowedHosts)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("hub: %w", err)
+	}
 	store, err := sqlstore.Open(ctx, cfg.DB, logger)
 	if err != nil {
 		ln.Close()
@@ -152,7 +166,7 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 		scheme = "https"
 		ln = tls.NewListener(ln, serverTLS)
 	}
-	h := &Hub{addr: ln.Addr().String(), cfg: cfg, logger: logger, store: store, router: router, nodeTLS: nodeTLS}
+	h := &Hub{addr: ln.Addr().String(), cfg: cfg, logger: logger, store: store, router: router, nodeTLS: nodeTLS, hosts: hosts}
 	acfg := alert.Config{Store: store, Logger: logger, Allow: allow, NodeToken: cfg.NodeToken, RetryMin: cfg.AlertRetryMin,
 		SMTP: alert.SMTP{Addr: cfg.SMTPServer, User: cfg.SMTPUser, Password: cfg.SMTPPassword, From: cfg.SMTPFrom, CAFile: cfg.SMTPCA}}
 	if nodeTLS != nil {
@@ -171,9 +185,9 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 		Store: store, URL: h.url, Lease: cfg.LeaderLease, Renew: cfg.LeaderRenew,
 		Alone: store.Dialect() != sqlstore.DialectPostgres, Logger: logger,
 	})
-	h.standby = h.elector.StandbyHandler(leader.StandbyOptions{
+	h.standby = httpx.Guard(hosts, h.elector.StandbyHandler(leader.StandbyOptions{
 		Routing: cfg.Routing, NodeToken: cfg.NodeToken, ClientCerts: cfg.ClientCA != "", Leading: h.Leading, Logger: logger,
-	})
+	}))
 	h.handler = h.standby
 
 	// A hub alone on its database, or the first on a fresh one, leads
@@ -227,7 +241,7 @@ func (h *Hub) becomeLeader(t leader.Term) (*cluster.Hub, error) {
 		return nil, err
 	}
 	srv := &server.Server{Hub: c, Store: h.store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: h.logger,
-		ScalingTarget: cfg.ScalingTarget, Alerts: h.alerts}
+		ScalingTarget: cfg.ScalingTarget, Alerts: h.alerts, Hosts: h.hosts}
 	handler := srv.Handler()
 	if cfg.ClientCA != "" {
 		handler = httpx.RequireClientCert(func(path string) bool { return path == api.PathRegister }, handler)

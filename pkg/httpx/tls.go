@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 )
 
 // maxPEMBytes caps a certificate or CA file, so a wrong path (a log, a
@@ -160,4 +161,46 @@ func RequireClientCert(protected func(path string) bool, h http.Handler) http.Ha
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// MinTokenBytes is the shortest token a server starts with: 16 bytes, what
+// `openssl rand -hex 16` prints twice over. A short or guessable token is
+// no token.
+const MinTokenBytes = 16
+
+// ErrWeakToken is returned for a token a server refuses to start with.
+var ErrWeakToken = errors.New("httpx: weak token")
+
+// Token is a secret a server checks, with the names an operator sets it by.
+type Token struct {
+	Name  string // "BW_NODE_TOKEN (--node-token)"
+	Value string
+}
+
+// CheckTokens returns the tokens trimmed of surrounding white space (which
+// no Authorization header can carry back), or an error naming the first that
+// is set but shorter than MinTokenBytes once trimmed, blank included, or
+// equal to another. A token left unset (empty) is not checked: the server
+// then runs without it, which CheckExposure allows on loopback only.
+func CheckTokens(tokens ...Token) ([]string, error) {
+	out := make([]string, len(tokens))
+	for i, t := range tokens {
+		if t.Value == "" {
+			continue
+		}
+		v := strings.TrimSpace(t.Value)
+		switch {
+		case v == "":
+			return nil, fmt.Errorf("%w: %s is blank (only white space): unset it to run without a token on loopback, or set one of at least %d bytes (openssl rand -hex 16)", ErrWeakToken, t.Name, MinTokenBytes)
+		case len(v) < MinTokenBytes:
+			return nil, fmt.Errorf("%w: %s is %d bytes long; a token must have at least %d (openssl rand -hex 16)", ErrWeakToken, t.Name, len(v), MinTokenBytes)
+		}
+		for j := range i {
+			if out[j] == v {
+				return nil, fmt.Errorf("%w: %s equals %s; each must be a secret of its own", ErrWeakToken, t.Name, tokens[j].Name)
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
 }

@@ -40,6 +40,7 @@ type Settings struct {
 	Hub          string        `flag:"hub" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required)"`
 	Listen       string        `flag:"listen" usage:"address to serve the node API on"`
 	Advertise    string        `flag:"advertise" usage:"URL the hub reaches this spawn at (default: derived from the bound address)"`
+	AllowedHosts []string      `flag:"allowed-hosts" usage:"other host names or IP addresses the hub and operators reach this spawn by (besides loopback, the bound address and --advertise); requests naming any other Host, or coming from a page on another origin, are refused"`
 	Store        string        `flag:"store" usage:"comment store: file://DIR or cassandra://host[,host]/keyspace"`
 	Queue        string        `flag:"queue" usage:"optional queue for stored comments: nats://host:port or tls://host:port (comma-separated for a cluster; nats://user:pass@host or nats://token@host for credentials)"`
 	QueueCreds   string        `flag:"queue-creds" usage:"NATS credentials file (user JWT and nkey seed) for --queue"`
@@ -128,6 +129,11 @@ type Spawn struct {
 // Start opens the store, binds the listener and runs the spawn until ctx
 // ends or Stop is called.
 func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, error) {
+	tokens, err := httpx.CheckTokens(httpx.Token{Name: "BW_NODE_TOKEN (--node-token)", Value: cfg.NodeToken})
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	cfg.NodeToken = tokens[0]
 	hubs, err := hubURLs(cfg.Hub)
 	if err != nil {
 		return nil, err
@@ -162,6 +168,11 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 		return nil, fmt.Errorf("spawn: unable to listen on %s: %w", cfg.Listen, err)
 	}
 	if err := httpx.CheckExposure(ln.Addr(), cfg.NodeToken != "", cfg.Insecure); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	hosts, err := httpx.NewHosts(ln.Addr(), []string{cfg.Advertise}, cfg.AllowedHosts)
+	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
@@ -226,7 +237,7 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	fenced.Bind(n)
 	logger.Info("spawn listening", "addr", ln.Addr().String(), "advertise", advertise, "node_id", n.ID(), "hubs", strings.Join(hubs, ","), "tls", serverTLS != nil)
 
-	srv := &server.Server{Node: n, Store: fenced, NodeToken: cfg.NodeToken, Logger: logger.With("component", "spawn")}
+	srv := &server.Server{Node: n, Store: fenced, NodeToken: cfg.NodeToken, Logger: logger.With("component", "spawn"), Hosts: hosts}
 	handler := srv.Handler()
 	if cfg.ClientCA != "" {
 		handler = httpx.RequireClientCert(hubOnly, handler)

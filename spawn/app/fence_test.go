@@ -195,9 +195,14 @@ func TestFence_CutOffSlowSpawnStoresNothingAfterItsUsageIsRecovered(t *testing.T
 	}
 }
 
-// spawnHealth reads a spawn's health directly, not through its link.
+// spawnHealth reads a spawn's whole health directly, not through its link.
 func spawnHealth(s *spawnapp.Spawn) (api.SpawnHealth, bool) {
-	resp, err := http.Get(s.URL() + api.PathHealth)
+	req, err := http.NewRequest(http.MethodGet, s.URL()+api.PathHealth, nil)
+	if err != nil {
+		return api.SpawnHealth{}, false
+	}
+	req.Header.Set("Authorization", "Bearer "+clustertest.NodeToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return api.SpawnHealth{}, false
 	}

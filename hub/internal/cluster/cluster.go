@@ -142,6 +142,9 @@ type Hub struct {
 	// read back from the comment store.
 	recoveries []recovery
 	userTotals map[int64]*userTotal // see userTotalLocked
+	// prior are the previous run's spawns still to report what they
+	// counted under its leases; no lease is granted until they have.
+	prior priorSpawns
 	// lostLeased keeps, per lost node, the crawlers that may still hold
 	// lease accounts on it (its leased set when it was lost), for its
 	// recovery and its registering again; pruneLostLocked drops what

@@ -47,6 +47,8 @@ func newFixture(t *testing.T) *fixture {
 	now := time.Now()
 	// Long past the first lease lifetime, in which a new hub grants nothing.
 	h.started = now.Add(-time.Hour)
+	// No spawn of a previous run has usage to report.
+	h.loadPriorLocked(nil)
 	return &fixture{t: t, h: h, st: st, now: now, spawnZero: now.Add(-time.Minute)}
 }
 

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -238,6 +240,11 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		// surely expired.
 		return nil
 	}
+	if h.grantsHeldLocked() {
+		// What the previous run's leases counted may not all be
+		// reported yet (see priorSpawns).
+		return nil
+	}
 	if now.Sub(n.anchorAt) > ttl/2 {
 		// The anchor is old: a lease on it would be mostly expired.
 		// The answer to this poll brings a fresh one.
@@ -318,4 +325,119 @@ func (h *Hub) grantLocked(n *node, now time.Time) []api.Lease {
 		h.metrics.leaseComments.Add(float64(amount))
 	}
 	return leases
+}
+
+// The restart rule has a second half. A run of the control loop (a
+// restarted hub, a new leader) knows nothing of what the spawns counted
+// under the previous run's leases and have not reported yet: stored
+// comments whose increments SQL has not seen, and batches still being
+// written. Waiting for those leases to expire stops new counting, not the
+// reports of what was counted. Until each spawn the previous run knew
+// (known_nodes) has told this run all of it, or had it read back from the
+// store, what remains of any limit is unknown: the hub grants nothing.
+
+// priorSpawns are the spawns of the previous run this run has not yet heard
+// everything from. Guarded by Hub.mu.
+type priorSpawns struct {
+	// loaded says the previous run's spawns were read from SQL; until
+	// then none may be granted to.
+	loaded bool
+	// unheard are their ids.
+	unheard map[string]bool
+}
+
+// grantsHeldLocked says whether the previous run's usage may still be
+// unreported, so that no lease may be granted.
+func (h *Hub) grantsHeldLocked() bool {
+	return !h.prior.loaded || len(h.prior.unheard) > 0
+}
+
+// loadPriorLocked records the spawns the previous run knew. A spawn that
+// has already registered with this run is among them: it tells its usage
+// in its answers like the others.
+func (h *Hub) loadPriorLocked(ids []string) {
+	h.prior.loaded = true
+	h.prior.unheard = make(map[string]bool, len(ids))
+	for _, id := range ids {
+		h.prior.unheard[id] = true
+	}
+	if len(ids) > 0 {
+		h.logger.Info("no lease granted until the spawns of the previous run have reported their usage", "spawns", len(ids))
+	}
+}
+
+// priorHeardLocked records that a spawn of the previous run has nothing
+// more to report to this run.
+func (h *Hub) priorHeardLocked(nodeID, how string) {
+	if !h.prior.unheard[nodeID] {
+		return
+	}
+	delete(h.prior.unheard, nodeID)
+	h.logger.Info("spawn of the previous run has reported its usage", "node_id", nodeID, "how", how, "still_unheard", len(h.prior.unheard))
+	if len(h.prior.unheard) == 0 {
+		h.eventLocked("grants_resumed", "every spawn of the previous run has reported its usage: leases are granted again")
+	}
+}
+
+// answeredAllLocked says whether an answer tells everything its node counted
+// that may count against a limit: all its increments, applied, and no
+// comment of a limited crawler still waiting for the store. A spawn answers
+// this run only after registering with it, which drops every subscriber
+// and lease of the previous run, and it counts nothing more for a limited
+// crawler without this run's lease: such an answer holds the last of what
+// it counted before.
+func (h *Hub) answeredAllLocked(a pollAnswer) bool {
+	if a.applyErr != nil || a.resp.MoreIncrements {
+		return false
+	}
+	for id, waiting := range a.resp.Pending {
+		if waiting <= 0 {
+			continue
+		}
+		if c, ok := h.crawlers[id]; !ok || c.limited {
+			return false
+		}
+	}
+	return true
+}
+
+// chasePrior reads back the usage of the previous run's spawns that have not
+// registered with this run one recovery delay after it started: a spawn
+// whose wake-up failed, or that answers but cannot register, has stopped
+// writing by then (it was not contacted since the previous run ended), and
+// what it stored is in the store. One that registers later reports its own
+// usage, as any lost node does. When the previous run's spawns could not be
+// read at the start, it reads (and wakes) them first.
+func (h *Hub) chasePrior(ctx context.Context, now time.Time) {
+	h.mu.Lock()
+	loaded := h.prior.loaded
+	if !loaded || now.Before(h.started.Add(h.recoveryDelay())) {
+		h.mu.Unlock()
+		if !loaded {
+			h.wakeKnownNodes(ctx) // reading them failed at the start
+		}
+		return
+	}
+	var gone []string
+	for id := range h.prior.unheard {
+		_, live := h.nodes[id]
+		recovering := slices.ContainsFunc(h.recoveries, func(r recovery) bool { return r.nodeID == id })
+		if !live && !recovering {
+			gone = append(gone, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, id := range gone {
+		after, err := h.cfg.Store.MaxAppliedSeq(ctx, id)
+		if err != nil {
+			h.logger.Warn("unable to read the last increment of a spawn of the previous run", "node_id", id, "err", err)
+			continue
+		}
+		h.mu.Lock()
+		if _, live := h.nodes[id]; !live && h.prior.unheard[id] {
+			h.logger.Info("spawn of the previous run has not registered: reading its usage back from the store", "node_id", id)
+			h.recoveries = append(h.recoveries, recovery{nodeID: id, afterSeq: after, due: now})
+		}
+		h.mu.Unlock()
+	}
 }

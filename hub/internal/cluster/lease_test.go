@@ -1,8 +1,12 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
@@ -336,5 +340,114 @@ func TestLease_RetiredAccountSettlesAfterTheNodeRegistersAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestLease_NoGrantUntilEverySpawnOfThePreviousRunReported: a restarted hub
+// knows nothing of what the previous run's leases counted and the spawns
+// have not reported. While one spawn of that run has not told everything,
+// another spawn of the same user gets no lease; once it has, the grant
+// leaves room for what it reported.
+func TestLease_NoGrantUntilEverySpawnOfThePreviousRunReported(t *testing.T) {
+	f := newFixture(t)
+	u := f.user(10)
+	// One crawler routed to each node.
+	route := moduloRouter{}.Table([]string{"node-a", "node-b"})
+	queryOn := func(node string) string {
+		for {
+			if q := uuid.New(); route(q) == node {
+				return q.String()
+			}
+		}
+	}
+	onA, onB := f.crawler(u, 0, queryOn("node-a")), f.crawler(u, 0, queryOn("node-b"))
+	a, b := f.addNode("node-a"), f.addNode("node-b")
+	f.sync()
+	f.route()
+	f.h.mu.Lock()
+	f.h.loadPriorLocked([]string{"node-a", "node-b"})
+	f.h.mu.Unlock()
+
+	f.running(a, map[int64]int64{onA: 0}, 0) // all told: nothing counted, nothing pending
+	if got := f.grant(a); len(got) != 0 {
+		t.Fatalf("granted %+v while node-b has not reported", got)
+	}
+	// node-b reports 6 comments of the previous run; 2 more are still
+	// being written.
+	f.answer(b, api.PollResponse{NodeID: "node-b", Clock: f.spawnClock(), Pending: map[int64]int{onB: 2},
+		Increments: []api.Increment{{NodeID: "node-b", Seq: 1, CrawlerID: onB, UserID: u, Instance: 7, Count: 6}}}, 0)
+	if got := f.grant(a); len(got) != 0 {
+		t.Fatalf("granted %+v while node-b still writes comments of the previous run", got)
+	}
+	f.answer(b, api.PollResponse{NodeID: "node-b", Clock: f.spawnClock(),
+		Increments: []api.Increment{{NodeID: "node-b", Seq: 2, CrawlerID: onB, UserID: u, Instance: 7, Count: 2}}}, 1)
+	f.running(a, map[int64]int64{onA: 0}, 0)
+	l, ok := f.grant(a)[onA]
+	if !ok {
+		t.Fatal("no grant once every spawn of the previous run reported")
+	}
+	// 2 of the user's 10 are left after the 8 reported, shared by rate
+	// with the crawler on node-b (both at rate 0): ceil(2 × 1/2).
+	if l.Total != 1 {
+		t.Errorf("granted %d, want 1", l.Total)
+	}
+	if err := f.exactErr(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestLease_WhatAnAnswerMustTellBeforeGrants: an answer tells all its
+// spawn counted only with every increment applied and no comment of a
+// limited crawler (or one the hub does not know) waiting for the store.
+func TestLease_WhatAnAnswerMustTellBeforeGrants(t *testing.T) {
+	f := newFixture(t)
+	limited := f.crawler(f.user(0), 5, "")
+	free := f.crawler(f.user(0), 0, "")
+	f.sync()
+	cases := []struct {
+		name string
+		a    pollAnswer
+		all  bool
+	}{
+		{"nothing counted", pollAnswer{}, true},
+		{"increments applied", pollAnswer{resp: api.PollResponse{Increments: []api.Increment{{Seq: 1, CrawlerID: limited, Count: 3}}}}, true},
+		{"applying failed", pollAnswer{applyErr: errors.New("sql down")}, false},
+		{"more increments held", pollAnswer{resp: api.PollResponse{MoreIncrements: true}}, false},
+		{"limited crawler pending", pollAnswer{resp: api.PollResponse{Pending: map[int64]int{limited: 1}}}, false},
+		{"unknown crawler pending", pollAnswer{resp: api.PollResponse{Pending: map[int64]int{free + 100: 1}}}, false},
+		{"unlimited crawler pending", pollAnswer{resp: api.PollResponse{Pending: map[int64]int{free: 4}}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f.h.mu.Lock()
+			defer f.h.mu.Unlock()
+			if got := f.h.answeredAllLocked(tc.a); got != tc.all {
+				t.Errorf("answeredAll = %v, want %v", got, tc.all)
+			}
+		})
+	}
+}
+
+// TestLease_UnregisteredSpawnOfThePreviousRunIsReadBack: a spawn of the
+// previous run that never registers with this one (its wake-up answered,
+// but it cannot register) has its usage read back from the store once it
+// can no longer write, instead of holding every grant for ever.
+func TestLease_UnregisteredSpawnOfThePreviousRunIsReadBack(t *testing.T) {
+	f := newFixture(t)
+	f.h.mu.Lock()
+	f.h.loadPriorLocked([]string{"node-gone"})
+	f.h.started = f.now.Add(-f.h.recoveryDelay() + time.Millisecond)
+	f.h.mu.Unlock()
+	f.h.chasePrior(context.Background(), f.now)
+	if n := pendingRecoveries(f.h, "node-gone"); n != 0 {
+		t.Fatalf("%d recoveries before the spawn can have stopped writing", n)
+	}
+	f.h.chasePrior(context.Background(), f.now.Add(time.Millisecond))
+	if n := pendingRecoveries(f.h, "node-gone"); n != 1 {
+		t.Fatalf("%d recoveries of the unregistered spawn, want 1", n)
+	}
+	f.h.chasePrior(context.Background(), f.now.Add(time.Second))
+	if n := pendingRecoveries(f.h, "node-gone"); n != 1 {
+		t.Fatalf("%d recoveries of the unregistered spawn after asking again, want 1", n)
 	}
 }

@@ -200,13 +200,22 @@ func (h *Hub) sortedNodeIDsLocked() []string {
 // request from a new epoch by dropping what it runs and registering at once,
 // so a hub restart recovers in about a poll interval instead of the spawns'
 // detach_after. The request has sequence 0, which a spawn already attached
-// to this epoch ignores as stale.
+// to this epoch ignores as stale. They are also the spawns whose usage this
+// run must hear before it grants a lease (priorSpawns); when they cannot be
+// read, the poll loop tries again and nothing is granted meanwhile.
 func (h *Hub) wakeKnownNodes(ctx context.Context) {
 	known, err := h.cfg.Store.KnownNodes(ctx)
 	if err != nil {
 		h.logger.Warn("unable to read known nodes", "err", err)
 		return
 	}
+	ids := make([]string, len(known))
+	for i, k := range known {
+		ids[i] = k.ID
+	}
+	h.mu.Lock()
+	h.loadPriorLocked(ids)
+	h.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, k := range known {
 		h.mu.Lock()

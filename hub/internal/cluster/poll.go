@@ -38,6 +38,7 @@ func (h *Hub) pollLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		h.PollAll(ctx)
+		h.chasePrior(ctx, time.Now())
 		h.runRecoveries(ctx)
 	}
 }
@@ -168,6 +169,9 @@ func (h *Hub) answer(ctx context.Context, n *node, resp api.PollResponse, sentAc
 func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 	resp := a.resp
 	h.takeUsageLocked(n, a)
+	if h.prior.unheard[n.id] && h.answeredAllLocked(a) {
+		h.priorHeardLocked(n.id, "reported in a poll answer")
+	}
 	n.failures = 0
 	n.lastPoll = now
 	// The spawn read its clock before this answer arrived, so anchoring on

@@ -125,6 +125,7 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 		total += inc.Count
 	}
 	h.eventLocked("usage_recovered", fmt.Sprintf("node %s: %d comments stored but not reported, in %d increments, counted", short(r.nodeID), total, len(applied)))
+	h.priorHeardLocked(r.nodeID, "read back from the store")
 	_, back = h.nodes[r.nodeID]
 	h.mu.Unlock()
 	h.metrics.usageRecovered.Add(float64(total))

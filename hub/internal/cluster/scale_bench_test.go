@@ -364,6 +364,7 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	b.Cleanup(cancel)
 	h.mu.Lock()
 	h.ctx = hctx
+	h.loadPriorLocked(nil) // a first run: no spawn has usage to report
 	h.mu.Unlock()
 	urls := startSimulatedSpawns(b, nodes)
 	for i, u := range urls {

@@ -30,9 +30,15 @@ type Server struct {
 	ScalingTarget int
 	// Alerts evaluates and delivers alert rules (alert_handlers.go).
 	Alerts *alert.Service
+	// Hosts are the names the hub answers to; nil means loopback only
+	// (httpx.Guard).
+	Hosts *httpx.Hosts
 }
 
-// Handler lists every route of the hub.
+// Handler lists every route of the hub. Every one of them, and whatever the
+// router answers itself, is behind httpx.Guard: a request must name the hub
+// by one of its names, come from no other origin, and send its body as
+// JSON.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	admin := func(h http.HandlerFunc) http.Handler { return httpx.RequireToken(s.AdminToken, h) }
@@ -80,7 +86,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET "+api.PathHealth, s.handleHealth)
 	mux.Handle("GET /metrics", s.metricsHandler())
-	return httpx.Recover(s.Logger, httpx.JSONErrors(mux))
+	return httpx.Recover(s.Logger, httpx.JSONErrors(httpx.Guard(s.Hosts, mux)))
 }
 
 // pathID reads the {id} path value as a positive integer.

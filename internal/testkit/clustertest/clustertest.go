@@ -24,8 +24,8 @@ import (
 // Tokens of every test cluster: spawns register with NodeToken, the admin
 // client uses AdminToken.
 const (
-	NodeToken  = "test-node-token"
-	AdminToken = "test-admin-token"
+	NodeToken  = "test-cluster-node-token"
+	AdminToken = "test-cluster-admin-token"
 )
 
 // WaitTimeout bounds every condition a cluster test waits for.

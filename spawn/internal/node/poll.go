@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/redact"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -157,20 +156,22 @@ func (n *Node) dataSourcesLocked() []api.DataSourceStatus {
 	return out
 }
 
-// Health is the spawn's GET /v1/health document. Unless full (a caller
-// that showed the node token), every URL in it is redacted: data source
-// keys and errors name crawl targets, whose query strings often carry
-// keys, and the document is open.
+// Health is the spawn's GET /v1/health document. The open one (full false)
+// holds the node's state and counts only: its lists name every crawler and
+// crawl target the node serves (target URLs often carry keys), and on a busy
+// node run to megabytes that anyone could have it build again and again. A
+// caller that showed the node token (full) gets them, with the hub it
+// follows and its epoch.
 func (n *Node) Health(full bool) api.SpawnHealth {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	h := api.SpawnHealth{NodeID: n.id, State: n.state, Epoch: n.epoch, Hub: n.cfg.HubURL, Store: n.writer.health(),
-		Subscribers: []api.HealthSubscriber{}, DataSources: []api.HealthDataSource{}}
-	hide := redact.Text
-	if full {
-		hide = func(s string) string { return s }
+	h := api.SpawnHealth{NodeID: n.id, State: n.state, Store: n.writer.health(),
+		SubscriberCount: len(n.subs), DataSourceCount: len(n.sources)}
+	if !full {
+		return h
 	}
-	h.Hub = hide(h.Hub)
+	h.Epoch, h.Hub = n.epoch, n.cfg.HubURL
+	h.Subscribers, h.DataSources = make([]api.HealthSubscriber, 0, len(n.subs)), make([]api.HealthDataSource, 0, len(n.sources))
 	clock, now := n.clock(), time.Now()
 	ids := make([]int64, 0, len(n.subs))
 	for id := range n.subs {
@@ -180,10 +181,10 @@ func (n *Node) Health(full bool) api.SpawnHealth {
 	for _, id := range ids {
 		st := n.statusLocked(n.subs[id], clock, now)
 		h.Subscribers = append(h.Subscribers, api.HealthSubscriber{CrawlerID: id, QueryUUID: st.QueryUUID, State: st.State,
-			DataSource: hide(st.DataSource), Stored: st.Stored, Error: hide(st.Error)})
+			DataSource: st.DataSource, Stored: st.Stored, Error: st.Error})
 	}
 	for _, ds := range n.dataSourcesLocked() {
-		h.DataSources = append(h.DataSources, api.HealthDataSource{Key: hide(ds.Key), Subscribers: ds.Subscribers, Error: hide(ds.Error)})
+		h.DataSources = append(h.DataSources, api.HealthDataSource{Key: ds.Key, Subscribers: ds.Subscribers, Error: ds.Error})
 	}
 	return h
 }

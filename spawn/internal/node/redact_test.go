@@ -33,9 +33,9 @@ func (s *syncBuffer) String() string {
 
 // TestNode_OpenHealthAndLogsRedactCrawlTargets runs a crawler on a feed
 // whose URL carries a key, with a failing source that names it in its
-// error: the open health document and every log line hide the key, and
-// only the full document (a caller with the node token) shows the target
-// whole.
+// error: the open health document names no target at all (it counts them),
+// every log line hides the key, and only the full document (a caller with
+// the node token) shows the target whole.
 func TestNode_OpenHealthAndLogsRedactCrawlTargets(t *testing.T) {
 	var logs syncBuffer
 	logger, err := logx.New(&logs, "debug", "text")
@@ -56,7 +56,7 @@ func TestNode_OpenHealthAndLogsRedactCrawlTargets(t *testing.T) {
 	ds.setErr(errors.New("rss: unable to fetch " + feed + ": 403"))
 
 	// The health document as GET /v1/health writes it: whole for a caller
-	// with the node token (full), redacted for anyone else.
+	// with the node token (full), state and counts for anyone else.
 	get := func(full bool) (string, api.SpawnHealth) {
 		h := n.Health(full)
 		raw, err := json.Marshal(h)
@@ -75,8 +75,11 @@ func TestNode_OpenHealthAndLogsRedactCrawlTargets(t *testing.T) {
 			t.Errorf("open health shows %s: %s", secret, body)
 		}
 	}
-	if len(h.DataSources) != 1 || !strings.Contains(h.DataSources[0].Key, "feeds.example/private") {
-		t.Errorf("open health lost the target's host and path: %+v", h.DataSources)
+	if strings.Contains(body, "feeds.example") || h.DataSources != nil || h.Subscribers != nil {
+		t.Errorf("open health names crawl targets: %s", body)
+	}
+	if h.SubscriberCount != 1 || h.DataSourceCount != 1 {
+		t.Errorf("open health counts %d subscribers and %d data sources, want 1 and 1: %s", h.SubscriberCount, h.DataSourceCount, body)
 	}
 	if body, _ := get(true); !strings.Contains(body, "SECRET") {
 		t.Errorf("health with the node token hides the target: %s", body)

@@ -35,6 +35,7 @@ func TestServer_RequestDuringRegistrationWaitsForIt(t *testing.T) {
 	go func() {
 		body, _ := json.Marshal(api.SubscribersRequest{Epoch: "1.e", Seq: 1, Subscribers: []api.SubscriberSpec{rssSpec(1, "f")}})
 		req, _ := http.NewRequest(http.MethodPut, srv.URL+api.PathSubscribers, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			got <- 0

@@ -26,11 +26,17 @@ type Server struct {
 	Store     store.Store
 	NodeToken string
 	Logger    *slog.Logger
+	// Hosts are the names the spawn answers to; nil means loopback only
+	// (httpx.Guard).
+	Hosts *httpx.Hosts
 }
 
 // Handler lists every route of the spawn. The node API needs the node
 // token; health and metrics are open (health shows crawl targets
-// unredacted only to a caller with the token).
+// unredacted only to a caller with the token). Every route, and whatever
+// the router answers itself, is behind httpx.Guard: a request must name the
+// spawn by one of its names, come from no other origin, and send its body
+// as JSON.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	node := func(h http.HandlerFunc) http.Handler { return httpx.RequireToken(s.NodeToken, h) }
@@ -48,7 +54,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET "+api.PathHealth, s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Node.Metrics().Registry, promhttp.HandlerOpts{}))
-	return httpx.Recover(s.Logger, httpx.JSONErrors(mux))
+	return httpx.Recover(s.Logger, httpx.JSONErrors(httpx.Guard(s.Hosts, mux)))
 }
 
 // handleHealth serves GET /v1/health, in full to a caller with the node

@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +124,9 @@ func call(t *testing.T, method, url, token string, in any) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -170,34 +175,75 @@ func TestServer_NodeAPINeedsTheNodeToken(t *testing.T) {
 	}
 }
 
-// TestServer_HealthIsWholeOnlyWithTheNodeToken runs a crawler on a feed
-// whose URL carries a key: GET /v1/health hides the key from a caller
-// without the node token, or with a wrong one, and shows it to the hub.
-func TestServer_HealthIsWholeOnlyWithTheNodeToken(t *testing.T) {
+// TestServer_OpenHealthHoldsStateAndCountsOnly runs fifty crawlers, one of
+// them on a feed whose URL carries a key. GET /v1/health without the node
+// token, or with a wrong one, says the node's state and counts its
+// subscribers and data sources, and names none of them (a busy node's lists
+// run to megabytes, and name every crawl target); the hub, with the token,
+// gets the whole document.
+func TestServer_OpenHealthHoldsStateAndCountsOnly(t *testing.T) {
 	kind := &idleKind{}
 	n, srv := runNode(t, hubAnswering(t, nil, nil), "node-token", kind)
 	testkit.WaitFor(t, waitTimeout, "the node attached", func() bool { return n.Health(true).State == api.NodeAttached })
-	feed := "https://user:PASSWORD@feeds.example/private?api_key=SECRET"
-	req := api.SubscribersRequest{Epoch: "1.e", Seq: 1, Subscribers: []api.SubscriberSpec{rssSpec(1, feed)}}
+	const crawlers = 50
+	secret := "https://user:PASSWORD@feeds.example/private?api_key=SECRET"
+	req := api.SubscribersRequest{Epoch: "1.e", Seq: 1}
+	for i := range crawlers {
+		feed := fmt.Sprintf("https://feeds.example/%d.xml", i)
+		if i == 0 {
+			feed = secret
+		}
+		req.Subscribers = append(req.Subscribers, rssSpec(int64(i+1), feed))
+	}
 	if code, body := call(t, http.MethodPut, srv.URL+api.PathSubscribers, "node-token", req); code != http.StatusOK {
 		t.Fatalf("upsert: %d %s", code, body)
 	}
-	testkit.WaitFor(t, waitTimeout, "data source", func() bool { return kind.starts(feed) == 1 })
+	testkit.WaitFor(t, waitTimeout, "data sources", func() bool { return kind.starts(secret) == 1 })
 	for _, token := range []string{"", "wrong-token"} {
 		code, body := call(t, http.MethodGet, srv.URL+api.PathHealth, token, nil)
 		if code != http.StatusOK {
 			t.Fatalf("health with token %q: %d %s", token, code, body)
 		}
-		for _, secret := range []string{"SECRET", "PASSWORD"} {
-			if strings.Contains(body, secret) {
-				t.Errorf("open health (token %q) shows %s: %s", token, secret, body)
-			}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(body, "feeds.example/private") {
-			t.Errorf("open health (token %q) lost the target's host and path: %s", token, body)
+		var keys []string
+		for k := range doc {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if want := []string{"data_source_count", "node_id", "state", "store", "subscriber_count"}; !slices.Equal(keys, want) {
+			t.Errorf("open health (token %q) has %v, want %v: %s", token, keys, want, body)
+		}
+		if doc["state"] != api.NodeAttached || doc["subscriber_count"] != float64(crawlers) || doc["data_source_count"] != float64(crawlers) {
+			t.Errorf("open health (token %q) says %s, want attached with %d subscribers and data sources", token, body, crawlers)
+		}
+		if strings.Contains(body, "feeds.example") {
+			t.Errorf("open health (token %q) names crawl targets: %s", token, body)
 		}
 	}
-	if _, body := call(t, http.MethodGet, srv.URL+api.PathHealth, "node-token", nil); !strings.Contains(body, "SECRET") {
+	code, body := call(t, http.MethodGet, srv.URL+api.PathHealth, "node-token", nil)
+	var h api.SpawnHealth
+	if err := json.Unmarshal([]byte(body), &h); code != http.StatusOK || err != nil {
+		t.Fatalf("health with the node token: %d %v", code, err)
+	}
+	if len(h.Subscribers) != crawlers || len(h.DataSources) != crawlers || h.SubscriberCount != crawlers || h.Epoch != "1.e" || h.Hub == "" {
+		t.Errorf("health with the node token: %d subscribers, %d data sources, count %d, epoch %q, hub %q",
+			len(h.Subscribers), len(h.DataSources), h.SubscriberCount, h.Epoch, h.Hub)
+	}
+	if !strings.Contains(body, "SECRET") {
 		t.Errorf("health with the node token hides the target: %s", body)
+	}
+}
+
+// TestServer_WholeHealthListsEvenNoSubscribers: the document the hub reads
+// has its lists even when they are empty, as the contract shows them.
+func TestServer_WholeHealthListsEvenNoSubscribers(t *testing.T) {
+	n, srv := runNode(t, hubAnswering(t, nil, nil), "node-token", &idleKind{})
+	testkit.WaitFor(t, waitTimeout, "the node attached", func() bool { return n.Health(true).State == api.NodeAttached })
+	_, body := call(t, http.MethodGet, srv.URL+api.PathHealth, "node-token", nil)
+	if !strings.Contains(body, `"subscribers": []`) || !strings.Contains(body, `"data_sources": []`) {
+		t.Errorf("whole health without subscribers: %s", body)
 	}
 }
