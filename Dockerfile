@@ -4,8 +4,7 @@
 # (hub, spawn and bwctl in /usr/local/bin, running as an unprivileged user).
 #
 #   docker build -t blackwidow .
-#   docker run -p 8700:8700 -e BW_ADMIN_TOKEN -e BW_NODE_TOKEN blackwidow \
-#       hub --listen 0.0.0.0:8700 --allowed-hosts hub,localhost
+#   docker run -p 8700:8700 -e BW_ADMIN_TOKEN -e BW_NODE_TOKEN -e BW_ALLOWED_HOSTS=hub blackwidow
 #   docker run -e BW_NODE_TOKEN blackwidow spawn --hub http://hub:8700 \
 #       --listen 0.0.0.0:8701 --advertise http://spawn1:8701
 #
