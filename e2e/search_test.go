@@ -158,3 +158,78 @@ func TestSearch_RefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestAnalyst_TermCurveComparisonAndExport reads a term's hourly curve
+// (a hashtag merged with its word), compares three crawlers' volumes, and
+// streams a search as CSV and JSON Lines.
+func TestAnalyst_TermCurveComparisonAndExport(t *testing.T) {
+	c := newCluster(t, clusterOpts{spawns: 2})
+	u := c.user(0)
+	feeds := []string{"a", "b", "c"}
+	var ids []int64
+	for _, f := range feeds {
+		ids = append(ids, c.rssCrawler(u.ID, []string{c.FeedURL(f)}, nil, 0).ID)
+	}
+	// a: 3 comments, b: 2, c: 1; "#weather" twice and "weather" once in a.
+	publishStories(c, "a", [][3]string{{"a1", "ann", "#weather is grim"}, {"a2", "ann", "more #weather today"}, {"a3", "bo", "weather report: =1+2"}})
+	publishStories(c, "b", [][3]string{{"b1", "cy", "golang weekly"}, {"b2", "di", "golang release"}})
+	publishStories(c, "c", [][3]string{{"c1", "ed", "golang"}})
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage counted", func() bool {
+		return c.crawler(ids[0]).Usage == 3 && c.crawler(ids[1]).Usage == 2 && c.crawler(ids[2]).Usage == 1
+	})
+
+	// The term's curve, merged and not.
+	var merged, tagOnly api.TermActivity
+	testkit.WaitFor(t, clustertest.WaitTimeout, "term counts applied", func() bool {
+		var err error
+		merged, err = c.Client.TermActivity(c.Ctx, ids[0], "#weather", "24h", true)
+		return err == nil && sumTerm(merged) == 3
+	})
+	tagOnly, err := c.Client.TermActivity(c.Ctx, ids[0], "#weather", "24h", false)
+	if err != nil || sumTerm(tagOnly) != 2 || merged.Term != "weather" || len(merged.Steps) < 24 || merged.Step != "1h0m0s" {
+		t.Fatalf("merged %+v; hashtag alone %+v, %v", merged, tagOnly, err)
+	}
+
+	// Three crawlers side by side: counts and shares.
+	cmp, err := c.Client.Compare(c.Ctx, ids, false, "1h", "1m")
+	if err != nil || len(cmp.Series) != 3 {
+		t.Fatalf("compare: %+v, %v", cmp, err)
+	}
+	for i, want := range []int64{3, 2, 1} {
+		s := cmp.Series[i]
+		if s.CrawlerID != ids[i] || s.Total != want || fmt.Sprintf("%.3f", s.Share) != fmt.Sprintf("%.3f", float64(want)/6) {
+			t.Fatalf("series %d: %+v, want total %d", i, s, want)
+		}
+		for _, st := range s.Steps {
+			if st.Comments > 0 && (st.Share <= 0 || st.Share > 1) {
+				t.Fatalf("series %d step %+v", i, st)
+			}
+		}
+	}
+	code, body := adminGet(t, c, "/v1/compare?crawlers=1,x")
+	if code != http.StatusBadRequest || !strings.Contains(body, "crawlers must be ids") {
+		t.Fatalf("bad ids: %d %s", code, body)
+	}
+
+	// Export of a search, streamed: CSV neutralised, JSON Lines verbatim.
+	code, body = adminGet(t, c, fmt.Sprintf("/v1/users/%d/comments/export?format=csv&q=weather", u.ID))
+	if code != http.StatusOK || !strings.HasPrefix(body, "id,crawler_id,source,author,") || strings.Count(body, "\n") != 4 {
+		t.Fatalf("csv export: %d\n%s", code, body)
+	}
+	code, body = adminGet(t, c, fmt.Sprintf("/v1/crawlers/%d/comments/export?format=jsonl&q=golang", ids[1]))
+	if code != http.StatusOK || strings.Count(body, "\n") != 2 || !strings.Contains(body, `"id":"b1"`) {
+		t.Fatalf("jsonl export: %d\n%s", code, body)
+	}
+	code, body = adminGet(t, c, fmt.Sprintf("/v1/crawlers/%d/comments/export?format=xml", ids[1]))
+	if code != http.StatusBadRequest || !strings.Contains(body, "format must be one of jsonl, csv") {
+		t.Fatalf("bad format: %d %s", code, body)
+	}
+}
+
+func sumTerm(a api.TermActivity) int64 {
+	var n int64
+	for _, s := range a.Steps {
+		n += s.Count
+	}
+	return n
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
@@ -85,18 +86,26 @@ func (s *Server) handleSearchUserComments(w http.ResponseWriter, r *http.Request
 	if !ok {
 		return
 	}
+	page, err := s.userSearchPage(r.Context(), id, sq)
+	if err != nil {
+		s.writePageError(w, fmt.Sprintf("user %d", id), err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, page)
+}
+
+// userSearchPage reads one page of a search over a user's crawlers.
+func (s *Server) userSearchPage(ctx context.Context, userID int64, sq api.SearchQuery) (api.SearchPage, error) {
 	at := userCursor{}
 	if sq.Cursor != "" {
 		var err error
 		if at, err = decodeUserCursor(sq.Cursor); err != nil {
-			httpx.WriteError(w, http.StatusBadRequest, "%v", err)
-			return
+			return api.SearchPage{}, fmt.Errorf("%w: %w", httpx.ErrBadRequest, err)
 		}
 	}
-	crawlers, err := s.Store.UserCrawlerIDs(r.Context(), id)
+	crawlers, err := s.Store.UserCrawlerIDs(ctx, userID)
 	if err != nil {
-		s.writeStoreError(w, fmt.Sprintf("user %d", id), err)
-		return
+		return api.SearchPage{}, err
 	}
 	out := api.SearchPage{Comments: []api.Comment{}}
 	start, _ := slices.BinarySearch(crawlers, at.Crawler)
@@ -110,13 +119,12 @@ func (s *Server) handleSearchUserComments(w http.ResponseWriter, r *http.Request
 			inner.Cursor = at.Inner
 		}
 		node := ""
-		if c, err := s.Store.GetCrawler(r.Context(), cid); err == nil {
+		if c, err := s.Store.GetCrawler(ctx, cid); err == nil {
 			node = s.Hub.CrawlerView(c).Node
 		}
-		page, err := s.searchPage(r.Context(), node, cid, inner)
+		page, err := s.searchPage(ctx, node, cid, inner)
 		if err != nil {
-			s.writeSearchError(w, cid, err)
-			return
+			return api.SearchPage{}, err
 		}
 		out.Comments = append(out.Comments, page.Comments...)
 		out.Scanned += page.Scanned
@@ -124,17 +132,27 @@ func (s *Server) handleSearchUserComments(w http.ResponseWriter, r *http.Request
 			out.NextCursor = userCursor{Crawler: cid, Inner: page.NextCursor}.encode()
 			break
 		}
+		out.NextCursor = ""
 		if i+1 < len(crawlers) {
 			// This crawler is done; the next page starts at the next one.
 			out.NextCursor = userCursor{Crawler: crawlers[i+1]}.encode()
-		} else {
-			out.NextCursor = ""
 		}
 		if len(out.Comments) >= limit {
 			break
 		}
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	return out, nil
+}
+
+// writePageError answers a failed search or export: the store's and the
+// request's refusals as writeStoreError does, the spawns' as
+// writeSearchError.
+func (s *Server) writePageError(w http.ResponseWriter, what string, err error) {
+	if errors.Is(err, sqlstore.ErrNotFound) || errors.Is(err, httpx.ErrBadRequest) {
+		s.writeStoreError(w, what, err)
+		return
+	}
+	s.writeSearchError(w, 0, err)
 }
 
 // parseSearch reads a search's parameters and checks its query with the
