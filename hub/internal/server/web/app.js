@@ -16,7 +16,10 @@
   const HISTORY_CONCURRENCY = 4;
   const COMMENTS_SHOWN = 20;
   const EVENTS_SHOWN = 60;
-  const QUERY_CHARS = 60;
+  const QUERY_CHARS = 120;
+  // A crawler's error is shown up to this many characters (all of it in its
+  // tooltip), wrapped within the state column.
+  const ERROR_CHARS = 160;
   const SPARK_WIDTH = 120;
   const SPARK_HEIGHT = 26;
   const TOKEN_KEY = 'bw.adminToken';
@@ -113,6 +116,14 @@
       e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
     return e;
+  }
+
+  // bidi isolates text that comes from outside the page (crawled authors,
+  // texts and URLs, queries, names, errors): a right-to-left override or
+  // other bidi control inside it (invoice\u202etxt.exe) cannot reorder what
+  // stands around it. The text itself is shown as it is.
+  function bidi(text) {
+    return el('bdi', {}, text == null ? '' : String(text));
   }
 
   function badge(text, cls) {
@@ -305,8 +316,8 @@
       const id = String(c.id);
       const query = (c.query || []).join(', ');
       const keywords = (c.keywords || []).length ? ` [${c.keywords.join(', ')}]` : '';
-      const state = el('td', {}, badge(c.state, stateClass(c.state)));
-      if (c.error) state.append(el('div', { class: 'dim wrap', title: c.error }, truncate(c.error, 60)));
+      const state = el('td', { class: 'state-cell' }, badge(c.state, stateClass(c.state)));
+      if (c.error) state.append(el('div', { class: 'dim cell-error', title: c.error }, bidi(truncate(c.error, ERROR_CHARS))));
       const rate = el('div', { class: 'rate' },
         sparkline(view.histories.get(c.id)),
         el('span', { class: 'rate-text', title: 'live rate reported by the spawn' }, fmtRate(liveRate(c))));
@@ -314,12 +325,12 @@
         el('td', { class: 'num' }, el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `show the latest comments of crawler ${id}` }, id)),
         el('td', { class: 'num opt' }, c.user_id),
         el('td', {}, c.source),
-        el('td', { class: 'opt wrap mono', title: query + keywords }, truncate(query, QUERY_CHARS), keywords ? el('span', { class: 'dim' }, truncate(keywords, 40)) : null),
+        el('td', { class: 'opt wrap mono query-cell', title: query + keywords }, bidi(truncate(query, QUERY_CHARS)), keywords ? el('span', { class: 'dim' }, bidi(truncate(keywords, 40))) : null),
         state,
         el('td', { class: 'mono', title: c.node || '' }, c.node ? shortID(c.node) : el('span', { class: 'dim' }, '–')),
         el('td', {}, usageCell(c)),
         el('td', {}, rate),
-        el('td', { class: 'actions' }, ...crawlerActions(c)),
+        el('td', { class: 'actions-cell' }, el('div', { class: 'actions' }, ...crawlerActions(c))),
       );
       return tr;
     });
@@ -356,13 +367,13 @@
       el('td', {}, usageCell(u)),
       el('td', { class: 'num opt' }, fmtNumber(owned.get(u.id) || 0)),
       el('td', { class: 'opt', title: dateTime(u.created_at) }, dateTime(u.created_at).slice(0, 10)),
-      el('td', { class: 'actions' },
+      el('td', { class: 'actions-cell' }, el('div', { class: 'actions' },
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'limit-user', id: String(u.id) },
           'aria-label': `change the limit of user ${u.id}` }, 'Change limit'),
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'add-crawler-for', id: String(u.id) },
           'aria-label': `add a crawler for user ${u.id}` }, 'Add crawler'),
         el('button', { type: 'button', class: 'btn btn-small btn-plain danger', dataset: { action: 'delete-user', id: String(u.id) },
-          'aria-label': `delete user ${u.id}` }, 'Delete')),
+          'aria-label': `delete user ${u.id}` }, 'Delete'))),
     ));
     $('users').tBodies[0].replaceChildren(...rows);
     $('users-empty').hidden = users.length > 0;
