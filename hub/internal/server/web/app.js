@@ -14,7 +14,6 @@
   const REQUEST_TIMEOUT_MS = 8000;
   // Rate histories read at once, so many crawlers do not flood the hub.
   const HISTORY_CONCURRENCY = 4;
-  const COMMENTS_SHOWN = 20;
   const EVENTS_SHOWN = 60;
   const QUERY_CHARS = 120;
   // A crawler's error is shown up to this many characters (all of it in its
@@ -35,6 +34,7 @@
     historyBusy: false,
     crawlers: [],
     users: [],
+    compare: { kind: 'crawler', ids: [] }, // what compare.js compares
     timer: null,
     generation: 0, // bumps on every restart of the loop, so late answers are dropped
     session: 0, // bumps on sign-out, so late histories are dropped
@@ -43,6 +43,9 @@
   // refreshHooks run after every successful refresh (trends.js reads the
   // selection's analytics in one).
   const refreshHooks = [];
+  // selectHooks run when the selection changes (search.js starts a new
+  // search in one).
+  const selectHooks = [];
 
   class AuthError extends Error {}
 
@@ -124,6 +127,28 @@
   // stands around it. The text itself is shown as it is.
   function bidi(text) {
     return el('bdi', {}, text == null ? '' : String(text));
+  }
+
+  // HIDDEN_CHARS are the bidi controls and zero-width characters: invisible,
+  // yet able to make a name read as another (invoice\u202etxt.exe shows as
+  // "invoiceexe.txt").
+  const HIDDEN_CHARS = /[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+
+  // shown isolates a short piece of crawled text where spoofing matters
+  // (an author, a URL) and makes its hidden characters visible as
+  // [U+XXXX] marks, so what is read is what is there.
+  function shown(text) {
+    const s = text == null ? '' : String(text);
+    const out = el('bdi', {});
+    let last = 0;
+    for (const m of s.matchAll(HIDDEN_CHARS)) {
+      if (m.index > last) out.append(s.slice(last, m.index));
+      const code = 'U+' + m[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+      out.append(el('span', { class: 'hidden-char', title: `hidden character ${code}` }, `[${code}]`));
+      last = m.index + m[0].length;
+    }
+    if (last < s.length) out.append(s.slice(last));
+    return out;
   }
 
   function badge(text, cls) {
@@ -322,7 +347,8 @@
         sparkline(view.histories.get(c.id)),
         el('span', { class: 'rate-text', title: 'live rate reported by the spawn' }, fmtRate(liveRate(c))));
       const tr = el('tr', { dataset: { crawlerId: id }, class: view.selected === c.id ? 'selected' : null, 'aria-selected': view.selected === c.id ? 'true' : 'false' },
-        el('td', { class: 'num' }, el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `show the latest comments of crawler ${id}` }, id)),
+        el('td', { class: 'num' }, el('span', { class: 'id-cell' }, compareBox('crawler', c.id),
+          el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `show the comments and trends of crawler ${id}` }, id))),
         el('td', { class: 'num opt' }, c.user_id),
         el('td', {}, c.source),
         el('td', { class: 'opt wrap mono query-cell', title: query + keywords }, bidi(truncate(query, QUERY_CHARS)), keywords ? el('span', { class: 'dim' }, bidi(truncate(keywords, 40))) : null),
@@ -340,6 +366,14 @@
       const b = $('crawlers').querySelector(`button[data-select-crawler="${CSS.escape(focusedID)}"]`);
       if (b) b.focus();
     }
+  }
+
+  // compareBox ticks a crawler or a user for the comparison (compare.js
+  // reads view.compare).
+  function compareBox(kind, id) {
+    const on = view.compare.kind === kind && view.compare.ids.includes(id);
+    return el('input', { type: 'checkbox', class: 'cmp-box', dataset: { compare: kind, id: String(id) }, checked: on,
+      'aria-label': `compare ${kind} ${id}`, title: `compare ${kind} ${id}` });
   }
 
   // crawlerActions are a crawler row's management buttons; manage.js
@@ -360,9 +394,10 @@
     for (const c of crawlers) owned.set(c.user_id, (owned.get(c.user_id) || 0) + 1);
     const rows = users.map((u) => el('tr', { dataset: { userId: String(u.id) }, class: view.selectedUser === u.id ? 'selected' : null,
       'aria-selected': view.selectedUser === u.id ? 'true' : 'false' },
-      el('td', { class: 'num' }, el('button', { type: 'button', class: 'row-btn', dataset: { selectUser: String(u.id) },
-        'aria-label': `show the trends of user ${u.id}` }, u.id)),
-      el('td', { class: 'wrap' }, u.name),
+      el('td', { class: 'num' }, el('span', { class: 'id-cell' }, compareBox('user', u.id),
+        el('button', { type: 'button', class: 'row-btn', dataset: { selectUser: String(u.id) },
+          'aria-label': `show the chart, comments and terms of user ${u.id}` }, u.id))),
+      el('td', { class: 'wrap' }, shown(u.name)),
       el('td', {}, badge(u.state, stateClass(u.state))),
       el('td', {}, usageCell(u)),
       el('td', { class: 'num opt' }, fmtNumber(owned.get(u.id) || 0)),
@@ -379,35 +414,6 @@
     $('users-empty').hidden = users.length > 0;
   }
 
-  function renderComments(id, comments, error) {
-    const list = $('comments');
-    const empty = $('comments-empty');
-    $('comments-for').textContent = id ? `crawler ${id}` : '';
-    if (!id) {
-      list.replaceChildren();
-      empty.textContent = 'Select a crawler above.';
-      empty.hidden = false;
-      return;
-    }
-    if (error) {
-      empty.textContent = `Comments unavailable: ${error}`;
-      empty.hidden = false;
-      return; // keep what was shown before
-    }
-    const items = comments.slice(0, COMMENTS_SHOWN).map((cm) => {
-      const meta = el('div', { class: 'comment-meta' },
-        el('span', { class: 'comment-author' }, cm.author || 'anonymous'),
-        el('time', { datetime: cm.published_at, title: 'published ' + dateTime(cm.published_at) }, dateTime(cm.published_at)));
-      const href = safeURL(cm.url);
-      if (href) meta.append(el('a', { href, target: '_blank', rel: 'noopener noreferrer nofollow' }, 'source'));
-      for (const term of cm.matched || []) meta.append(el('span', { class: 'term' }, term));
-      return el('li', { dataset: { commentId: cm.id } }, meta, el('p', { class: 'comment-text' }, cm.text));
-    });
-    list.replaceChildren(...items);
-    empty.textContent = 'No comment stored yet.';
-    empty.hidden = items.length > 0;
-  }
-
   function eventClass(kind) {
     const known = ['node_joined', 'node_lost', 'reload_hard', 'reload_soft', 'limit_reached', 'node_detached'];
     return known.includes(kind) ? 'k-' + kind : 'k-other';
@@ -417,7 +423,7 @@
     const items = events.slice(-EVENTS_SHOWN).reverse().map((ev) => el('li', {},
       el('time', { class: 'event-time', datetime: ev.time, title: dateTime(ev.time) }, clock(ev.time)),
       badge((ev.kind || '').replace(/_/g, ' '), eventClass(ev.kind)),
-      el('span', { class: 'event-msg' }, ev.message)));
+      el('span', { class: 'event-msg' }, bidi(ev.message))));
     $('events').replaceChildren(...items);
     $('events-empty').hidden = items.length > 0;
   }
@@ -465,18 +471,8 @@
       const [nodes, crawlers, events, scaling, users] = await Promise.all([
         api('/v1/nodes'), api('/v1/crawlers'), api('/v1/events'), api('/v1/scaling'), api('/v1/users'),
       ]);
-      let comments = [];
-      let commentsError = null;
       let selected = view.selected;
       const exists = selected !== null && crawlers.some((c) => c.id === selected);
-      if (exists) {
-        try {
-          comments = await api(`/v1/crawlers/${encodeURIComponent(selected)}/comments?n=${COMMENTS_SHOWN}`);
-        } catch (e) {
-          if (e instanceof AuthError) throw e;
-          commentsError = e.message;
-        }
-      }
       if (generation !== view.generation) return;
       if (selected !== null && !exists) {
         view.selected = selected = null; // deleted meanwhile
@@ -494,7 +490,6 @@
       renderSources(nodes);
       renderCrawlers(crawlers);
       renderUsers(users, crawlers);
-      if (selected === view.selected) renderComments(view.selected, comments, commentsError);
       renderEvents(events);
       for (const hook of refreshHooks) hook();
       setStatus('ok', 'live · ' + clock(new Date()));
@@ -557,10 +552,7 @@
     history.replaceState(null, '', `#${kind}=${id}`);
     markSelected('crawlers', 'crawlerId', crawler);
     markSelected('users', 'userId', user);
-    $('comments').replaceChildren();
-    $('comments-for').textContent = crawler ? `crawler ${crawler}` : '';
-    $('comments-empty').textContent = crawler ? 'Loading…' : 'Select a crawler above.';
-    $('comments-empty').hidden = false;
+    for (const hook of selectHooks) hook();
     // Fetch its data now rather than at the next tick.
     stop();
     refresh();
@@ -574,8 +566,10 @@
 
   // The management part of the page (manage.js) uses these.
   window.bwDashboard = Object.freeze({
-    api, el, $, view, refreshNow, AuthError, APIError, SVG_NS, fmtNumber, dateTime, clock,
+    api, el, $, view, refreshNow, AuthError, APIError, SVG_NS, fmtNumber, dateTime, clock, bidi, shown, safeURL, getToken,
     onRefresh: (fn) => { refreshHooks.push(fn); },
+    onSelect: (fn) => { selectHooks.push(fn); },
+    select: (kind, id) => select(kind, id),
   });
 
   document.addEventListener('DOMContentLoaded', () => {
@@ -611,12 +605,12 @@
       if (sel) select(sel.kind, sel.id);
     });
     $('crawlers').tBodies[0].addEventListener('click', (ev) => {
-      if (ev.target.closest('a, [data-action]')) return;
+      if (ev.target.closest('a, [data-action], input')) return;
       const tr = ev.target.closest('tr[data-crawler-id]');
       if (tr) select('crawler', Number(tr.dataset.crawlerId));
     });
     $('users').tBodies[0].addEventListener('click', (ev) => {
-      if (ev.target.closest('a, [data-action]')) return;
+      if (ev.target.closest('a, [data-action], input')) return;
       const tr = ev.target.closest('tr[data-user-id]');
       if (tr) select('user', Number(tr.dataset.userId));
     });
