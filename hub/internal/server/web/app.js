@@ -297,7 +297,8 @@
       box.append(el('span', { class: 'usage-text' }, `${fmtNumber(c.usage)} / ${fmtNumber(c.comment_limit)}`, el('span', { class: 'dim' }, ` · ${pct}%`)));
       const fill = el('div', { class: 'bar-fill' + (frac >= 1 ? ' full' : frac >= 0.8 ? ' high' : '') });
       fill.style.width = (frac * 100).toFixed(1) + '%';
-      box.append(el('div', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': c.comment_limit, 'aria-valuenow': c.usage }, fill));
+      box.append(el('div', { class: 'bar', role: 'meter', 'aria-label': 'usage of the comment limit', 'aria-valuemin': 0,
+        'aria-valuemax': c.comment_limit, 'aria-valuenow': c.usage }, fill));
     } else {
       box.append(el('span', { class: 'usage-text' }, fmtNumber(c.usage), el('span', { class: 'dim' }, ' · no limit')));
       box.append(el('div', { class: 'bar' }));
@@ -404,11 +405,11 @@
       el('td', { class: 'opt', title: dateTime(u.created_at) }, dateTime(u.created_at).slice(0, 10)),
       el('td', { class: 'actions-cell' }, el('div', { class: 'actions' },
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'limit-user', id: String(u.id) },
-          'aria-label': `change the limit of user ${u.id}` }, 'Change limit'),
+          'aria-label': `Change limit of user ${u.id}` }, 'Change limit'),
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'add-crawler-for', id: String(u.id) },
-          'aria-label': `add a crawler for user ${u.id}` }, 'Add crawler'),
+          'aria-label': `Add crawler for user ${u.id}` }, 'Add crawler'),
         el('button', { type: 'button', class: 'btn btn-small btn-plain danger', dataset: { action: 'delete-user', id: String(u.id) },
-          'aria-label': `delete user ${u.id}` }, 'Delete'))),
+          'aria-label': `Delete user ${u.id}` }, 'Delete'))),
     ));
     $('users').tBodies[0].replaceChildren(...rows);
     $('users-empty').hidden = users.length > 0;

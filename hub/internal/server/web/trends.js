@@ -80,8 +80,8 @@
       const kind = termKind(t.term);
       const li = el('li', { class: 'tc tc-' + kind, dataset: { term: t.term, count: String(t.count), kind } },
         el('button', { type: 'button', class: 'tc-btn', dataset: { term: t.term },
-          'aria-label': `${t.term}: ${bw.fmtNumber(t.count)} comments; show them and the term's curve` },
-        el('span', { class: 'tc-term' }, bw.bidi(t.term)), el('span', { class: 'tc-count' }, bw.fmtNumber(t.count))));
+          'aria-label': `${t.term} ${bw.fmtNumber(t.count)} comments: show them and the term's curve` },
+        el('span', { class: 'tc-term' }, bw.bidi(t.term)), ' ', el('span', { class: 'tc-count' }, bw.fmtNumber(t.count))));
       li.style.fontSize = fontSize(t.count, least, most).toFixed(1) + 'px';
       return li;
     }));
