@@ -421,7 +421,7 @@
   }
 
   function renderEvents(events) {
-    const items = events.slice(-EVENTS_SHOWN).reverse().map((ev) => el('li', {},
+    const items = (events || []).slice(-EVENTS_SHOWN).reverse().map((ev) => el('li', {},
       el('time', { class: 'event-time', datetime: ev.time, title: dateTime(ev.time) }, clock(ev.time)),
       badge((ev.kind || '').replace(/_/g, ' '), eventClass(ev.kind)),
       el('span', { class: 'event-msg' }, bidi(ev.message))));
