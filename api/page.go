@@ -111,3 +111,33 @@ func (c *Client) Compare(ctx context.Context, ids []int64, users bool, window, s
 	err := c.do(ctx, http.MethodGet, PathCompare, v, nil, &out)
 	return out, err
 }
+
+// PathCrawlerHistories reads the rate histories of several crawlers at
+// once (GET ?ids=1,2,3), and the rate of all crawlers together.
+const PathCrawlerHistories = "/v1/crawlers/history"
+
+// MaxHistoryIDs is how many crawlers one GET /v1/crawlers/history names.
+const MaxHistoryIDs = 500
+
+// CrawlerHistories is the answer of GET /v1/crawlers/history: the
+// histories of the crawlers asked for, in the order asked, and Total, the
+// comments per minute of every crawler together (its crawler_id is 0).
+type CrawlerHistories struct {
+	Histories []CrawlerHistory `json:"histories"`
+	Total     CrawlerHistory   `json:"total"`
+}
+
+// CrawlerHistories reads several crawlers' rate histories in one request.
+func (c *Client) CrawlerHistories(ctx context.Context, ids []int64) (CrawlerHistories, error) {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	v := url.Values{}
+	if len(parts) > 0 {
+		v.Set("ids", strings.Join(parts, ","))
+	}
+	var out CrawlerHistories
+	err := c.do(ctx, http.MethodGet, PathCrawlerHistories, v, nil, &out)
+	return out, err
+}

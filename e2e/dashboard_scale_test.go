@@ -30,7 +30,7 @@ func TestDashboard_RefreshCostAtScale(t *testing.T) {
 	if v := os.Getenv("BW_DASHBOARD_CRAWLERS"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	b := newChromeTab(t)
+	chromiumPath(t)
 	c := newCluster(t, clusterOpts{spawns: 0})
 	u := c.user(0)
 	off := false
@@ -56,6 +56,7 @@ func TestDashboard_RefreshCostAtScale(t *testing.T) {
 	close(jobs)
 	wg.Wait()
 	t.Logf("%d crawlers created in %s", n, time.Since(start).Round(time.Second))
+	b := newChromeTab(t) // its timeout starts now
 
 	b.do("open the dashboard", chromedp.Navigate(c.Hub.URL()+"/"))
 	b.waitDOM("the token prompt", `!document.getElementById('login').hidden`)
@@ -82,4 +83,41 @@ func TestDashboard_RefreshCostAtScale(t *testing.T) {
 	})()`)
 	t.Logf("%d crawlers, over %s: %.0f refreshes, %.0f bytes a refresh, a refresh takes %.0f ms (after its 2 s wait), %.0f history requests (%.1f a refresh), %.0f requests in all",
 		n, scaleWindow, m["refreshes"], m["bytes_per_refresh"], m["refresh_ms"], m["history_requests"], m["history_requests_per_refresh"], m["requests"])
+}
+
+// TestDashboard_PagesTheCrawlerTable shows 120 crawlers 50 a page, and
+// reads the sparklines of the shown rows in one request, never one request
+// per crawler.
+func TestDashboard_PagesTheCrawlerTable(t *testing.T) {
+	b := newChromeTab(t)
+	c := newCluster(t, clusterOpts{spawns: 0})
+	u := c.user(0)
+	off := false
+	for i := range 120 {
+		if _, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceRSS,
+			Query: []string{fmt.Sprintf("http://127.0.0.1:9/feeds/f%d.xml", i)}, Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.signIn(c.Hub.URL())
+	rows := func(from, to int) string {
+		return fmt.Sprintf(`(() => {
+			const ids = Array.from(document.querySelectorAll('#crawlers tbody tr'), (tr) => Number(tr.dataset.crawlerId));
+			return ids.length === %d && ids[0] === %d && ids[ids.length - 1] === %d;
+		})()`, to-from+1, from, to)
+	}
+	b.waitDOM("the first page", rows(1, 50)+` && document.getElementById('crawlers-page').textContent === 'crawlers 1–50 of 120'`)
+	b.click("#crawlers-next")
+	b.waitDOM("the second page", rows(51, 100)+` && document.getElementById('crawlers-page').textContent === 'crawlers 51–100 of 120'`)
+	b.click("#crawlers-next")
+	b.waitDOM("the last page", rows(101, 120)+` && document.getElementById('crawlers-next').disabled`)
+	b.click("#crawlers-prev")
+	b.waitDOM("back on the second page", rows(51, 100))
+	b.waitDOM("sparklines of the shown rows", `document.querySelectorAll('#crawlers tbody svg.spark').length === 50`)
+	if n := evalJS[int](b, `performance.getEntriesByType('resource').filter((r) => /\/v1\/crawlers\/[0-9]+\/history/.test(r.name)).length`); n != 0 {
+		t.Fatalf("the page read %d histories one crawler at a time", n)
+	}
+	if !evalJS[bool](b, `performance.getEntriesByType('resource').some((r) => r.name.includes('/v1/crawlers/history?ids=51,52,'))`) {
+		t.Fatal("the page did not read the shown rows' histories in one request")
+	}
 }

@@ -460,6 +460,7 @@ var schemaTypes = map[string]reflect.Type{
 	"PollResponse":        reflect.TypeFor[api.PollResponse](),
 	"Scaling":             reflect.TypeFor[api.Scaling](),
 	"CrawlerHistory":      reflect.TypeFor[api.CrawlerHistory](),
+	"CrawlerHistories":    reflect.TypeFor[api.CrawlerHistories](),
 }
 
 // semanticRequired are admin request bodies whose required fields say what
@@ -1024,6 +1025,8 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	_, err = client.Scaling(ctx)
 	must(err)
 	_, err = client.CrawlerHistory(ctx, b.ID)
+	must(err)
+	_, err = client.CrawlerHistories(ctx, []int64{a.ID, b.ID})
 	must(err)
 	// Alert rules: a webhook on this machine (the hub allows loopback).
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))

@@ -326,3 +326,30 @@ func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, name strin
 		}
 	}
 }
+
+// handleCrawlerHistories serves GET /v1/crawlers/history?ids=…: the rate
+// histories of the crawlers a dashboard page shows, in one request, and the
+// rate of all crawlers together. Unknown ids get all zeros, as a crawler
+// without usage does: the hub reads no SQL for it.
+func (s *Server) handleCrawlerHistories(w http.ResponseWriter, r *http.Request) {
+	var ids []int64
+	if v := r.URL.Query().Get("ids"); v != "" {
+		for _, p := range strings.Split(v, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+			if err != nil || id <= 0 {
+				httpx.WriteError(w, http.StatusBadRequest, "ids must be crawler ids separated by commas, got %q", v)
+				return
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > api.MaxHistoryIDs {
+		httpx.WriteError(w, http.StatusBadRequest, "ids: %d crawlers, at most %d at once", len(ids), api.MaxHistoryIDs)
+		return
+	}
+	out := api.CrawlerHistories{Histories: make([]api.CrawlerHistory, 0, len(ids)), Total: s.Hub.TotalHistory()}
+	for _, id := range ids {
+		out.Histories = append(out.Histories, s.Hub.History(id))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}

@@ -58,6 +58,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET "+api.PathUserExport, admin(s.handleExportUserSearch))
 	mux.Handle("GET "+api.PathTermActivity, admin(s.handleTermActivity))
 	mux.Handle("GET "+api.PathCompare, admin(s.handleCompare))
+	mux.Handle("GET "+api.PathCrawlerHistories, admin(s.handleCrawlerHistories))
 	mux.Handle("POST "+api.PathValidateQuery, admin(s.handleValidateQuery))
 	mux.Handle("GET /v1/nodes", admin(s.handleListNodes))
 	mux.Handle("POST /v1/reload", admin(s.handleReload))

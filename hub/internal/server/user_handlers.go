@@ -43,9 +43,17 @@ func (s *Server) handleListUsers(w http.ResponseWriter, r *http.Request) {
 		s.writeStoreError(w, "users", err)
 		return
 	}
+	counts, err := s.Store.CrawlerCountsByUser(r.Context())
+	if err != nil {
+		s.writeStoreError(w, "users", err)
+		return
+	}
 	out := make([]api.User, 0, len(users))
 	for _, u := range users {
-		out = append(out, s.userView(u))
+		v := s.userView(u)
+		n := counts[u.ID]
+		v.Crawlers = &n
+		out = append(out, v)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }

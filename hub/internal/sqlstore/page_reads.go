@@ -87,3 +87,20 @@ func (s *Store) TermActivity(ctx context.Context, crawlerID int64, terms []strin
 	}
 	return steps, nil
 }
+
+// CrawlerCountsByUser counts each user's crawlers; a user without any is
+// absent.
+func (s *Store) CrawlerCountsByUser(ctx context.Context) (map[int64]int64, error) {
+	var rows []struct {
+		UserID int64
+		N      int64
+	}
+	if err := s.db.WithContext(ctx).Model(&Crawler{}).Select("user_id, COUNT(*) AS n").Group("user_id").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to count crawlers by user: %w", err)
+	}
+	out := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		out[r.UserID] = r.N
+	}
+	return out, nil
+}

@@ -12,8 +12,9 @@
   const HISTORY_REFRESH_MS = 10000;
   // A request slower than this counts as failed; the next refresh retries.
   const REQUEST_TIMEOUT_MS = 8000;
-  // Rate histories read at once, so many crawlers do not flood the hub.
-  const HISTORY_CONCURRENCY = 4;
+  // Crawlers the table shows a page: the page reads only these, and their
+  // rate histories in one request, whatever the fleet's size.
+  const CRAWLERS_PAGE = 50;
   const EVENTS_SHOWN = 60;
   const QUERY_CHARS = 120;
   // A crawler's error is shown up to this many characters (all of it in its
@@ -35,6 +36,10 @@
     crawlers: [],
     users: [],
     compare: { kind: 'crawler', ids: [] }, // what compare.js compares
+    // The crawler table's page: the id it starts after, the starts of the
+    // pages before it, its first row's position, whether a next page exists.
+    crawlerPage: { after: 0, stack: [], offset: 0, hasNext: false },
+    totalRate: 0, // comments per minute of all crawlers (history's total)
     timer: null,
     generation: 0, // bumps on every restart of the loop, so late answers are dropped
     session: 0, // bumps on sign-out, so late histories are dropped
@@ -241,7 +246,7 @@
 
   // Rendering.
 
-  function renderCards(nodes, crawlers, scaling) {
+  function renderCards(nodes, health, scaling) {
     $('card-nodes').textContent = fmtNumber(nodes.length);
     const failing = nodes.filter((n) => n.state !== 'ok').length;
     $('card-nodes-note').textContent = failing ? `${failing} failing` : 'all polled';
@@ -249,11 +254,10 @@
     $('card-desired').classList.toggle('up', scaling.desired_nodes > nodes.length);
     $('card-desired-note').textContent =
       `${fmtNumber(scaling.subscribers)} subscribers at ${fmtNumber(scaling.target_subscribers_per_node)} a node`;
-    const running = crawlers.filter((c) => c.state === 'running').length;
-    $('card-running').textContent = fmtNumber(running);
-    $('card-crawlers-note').textContent = `of ${fmtNumber(crawlers.length)} crawlers`;
-    const rate = crawlers.reduce((sum, c) => sum + liveRate(c), 0);
-    $('card-rate').textContent = fmtRate(rate);
+    const counts = health.crawlers || {};
+    $('card-running').textContent = fmtNumber((counts.by_state || {}).running || 0);
+    $('card-crawlers-note').textContent = `of ${fmtNumber(counts.total || 0)} crawlers`;
+    $('card-rate').textContent = fmtRate(view.totalRate);
   }
 
   function renderNodes(nodes) {
@@ -390,9 +394,7 @@
     ];
   }
 
-  function renderUsers(users, crawlers) {
-    const owned = new Map();
-    for (const c of crawlers) owned.set(c.user_id, (owned.get(c.user_id) || 0) + 1);
+  function renderUsers(users) {
     const rows = users.map((u) => el('tr', { dataset: { userId: String(u.id) }, class: view.selectedUser === u.id ? 'selected' : null,
       'aria-selected': view.selectedUser === u.id ? 'true' : 'false' },
       el('td', { class: 'num' }, el('span', { class: 'id-cell' }, compareBox('user', u.id),
@@ -401,7 +403,7 @@
       el('td', { class: 'wrap' }, shown(u.name)),
       el('td', {}, badge(u.state, stateClass(u.state))),
       el('td', {}, usageCell(u)),
-      el('td', { class: 'num opt' }, fmtNumber(owned.get(u.id) || 0)),
+      el('td', { class: 'num opt' }, fmtNumber(u.crawlers || 0)),
       el('td', { class: 'opt', title: dateTime(u.created_at) }, dateTime(u.created_at).slice(0, 10)),
       el('td', { class: 'actions-cell' }, el('div', { class: 'actions' },
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'limit-user', id: String(u.id) },
@@ -431,33 +433,25 @@
 
   // Data.
 
-  // refreshHistories reads the rate history of every crawler, a few at a
-  // time, and redraws the crawlers when done. It runs beside the refresh
-  // loop so a slow history never delays the live numbers.
+  // refreshHistories reads, in one request, the rate history of the
+  // crawlers the table shows and the rate of all crawlers together, and
+  // redraws when done. It runs beside the refresh loop so a slow history
+  // never delays the live numbers.
   async function refreshHistories(crawlers) {
     const session = view.session;
     if (view.historyBusy) return;
     view.historyBusy = true;
     view.historyAt = Date.now();
-    const ids = crawlers.map((c) => c.id);
-    const next = new Map();
     try {
-      let i = 0;
-      const worker = async () => {
-        while (i < ids.length) {
-          const id = ids[i++];
-          try {
-            const h = await api(`/v1/crawlers/${encodeURIComponent(id)}/history`);
-            next.set(id, { values: h.comments_per_minute || [], step: h.step_seconds || 10 });
-          } catch (e) {
-            if (e instanceof AuthError) throw e;
-            if (view.histories.has(id)) next.set(id, view.histories.get(id));
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(HISTORY_CONCURRENCY, ids.length) }, worker));
+      const ids = crawlers.map((c) => c.id);
+      const h = await api(`/v1/crawlers/history${ids.length ? '?ids=' + ids.join(',') : ''}`);
       if (session !== view.session) return;
+      const next = new Map();
+      for (const one of h.histories || []) next.set(one.crawler_id, { values: one.comments_per_minute || [], step: one.step_seconds || 10 });
       view.histories = next;
+      const total = (h.total && h.total.comments_per_minute) || [];
+      view.totalRate = total.length ? total[total.length - 1] : 0;
+      $('card-rate').textContent = fmtRate(view.totalRate);
       renderCrawlers(view.crawlers);
     } catch (e) {
       // An AuthError reaches the main loop on its next round.
@@ -466,18 +460,42 @@
     }
   }
 
+  // renderPager says which crawlers the table shows and offers the pages
+  // around them.
+  function renderPager(crawlers, total) {
+    const p = view.crawlerPage;
+    const first = p.offset + (crawlers.length ? 1 : 0);
+    $('crawlers-page').textContent = `crawlers ${fmtNumber(first)}–${fmtNumber(p.offset + crawlers.length)} of ${fmtNumber(total)}`;
+    $('crawlers-prev').disabled = p.stack.length === 0;
+    $('crawlers-next').disabled = !p.hasNext;
+    $('crawlers-pager').hidden = p.stack.length === 0 && !p.hasNext;
+  }
+
   async function refresh() {
     const generation = view.generation;
     try {
-      const [nodes, crawlers, events, scaling, users] = await Promise.all([
-        api('/v1/nodes'), api('/v1/crawlers'), api('/v1/events'), api('/v1/scaling'), api('/v1/users'),
+      const page = view.crawlerPage;
+      const [nodes, listed, events, scaling, users, health] = await Promise.all([
+        api('/v1/nodes'), api(`/v1/crawlers?after=${page.after}&limit=${CRAWLERS_PAGE + 1}`), api('/v1/events'),
+        api('/v1/scaling'), api('/v1/users'), api('/v1/health'),
       ]);
-      let selected = view.selected;
-      const exists = selected !== null && crawlers.some((c) => c.id === selected);
       if (generation !== view.generation) return;
-      if (selected !== null && !exists) {
-        view.selected = selected = null; // deleted meanwhile
+      if (listed.length === 0 && page.stack.length > 0) {
+        // The crawlers of this page are gone: back to the first page.
+        Object.assign(page, { after: 0, stack: [], offset: 0 });
+        refreshNow();
+        return;
+      }
+      page.hasNext = listed.length > CRAWLERS_PAGE;
+      const crawlers = listed.slice(0, CRAWLERS_PAGE);
+      // A selected crawler that would be on this page and is not was
+      // deleted meanwhile.
+      const selected = view.selected;
+      const last = crawlers.length ? crawlers[crawlers.length - 1].id : page.after;
+      if (selected !== null && selected > page.after && (!page.hasNext || selected <= last) && !crawlers.some((c) => c.id === selected)) {
+        view.selected = null;
         history.replaceState(null, '', location.pathname);
+        for (const hook of selectHooks) hook();
       }
       if (view.selectedUser !== null && !users.some((u) => u.id === view.selectedUser)) {
         view.selectedUser = null;
@@ -486,11 +504,12 @@
       view.crawlers = crawlers;
       view.users = users;
       showMain();
-      renderCards(nodes, crawlers, scaling);
+      renderCards(nodes, health, scaling);
       renderNodes(nodes);
       renderSources(nodes);
       renderCrawlers(crawlers);
-      renderUsers(users, crawlers);
+      renderPager(crawlers, health.crawlers.total);
+      renderUsers(users);
       renderEvents(events);
       for (const hook of refreshHooks) hook();
       setStatus('ok', 'live · ' + clock(new Date()));
@@ -604,6 +623,21 @@
     window.addEventListener('hashchange', () => {
       const sel = selectionFromHash();
       if (sel) select(sel.kind, sel.id);
+    });
+    $('crawlers-next').addEventListener('click', () => {
+      const p = view.crawlerPage;
+      if (!p.hasNext || view.crawlers.length === 0) return;
+      p.stack.push(p.after);
+      p.offset += view.crawlers.length;
+      p.after = view.crawlers[view.crawlers.length - 1].id;
+      refreshNow();
+    });
+    $('crawlers-prev').addEventListener('click', () => {
+      const p = view.crawlerPage;
+      if (p.stack.length === 0) return;
+      p.after = p.stack.pop();
+      p.offset = Math.max(0, p.offset - CRAWLERS_PAGE);
+      refreshNow();
     });
     $('crawlers').tBodies[0].addEventListener('click', (ev) => {
       if (ev.target.closest('a, [data-action], input')) return;
