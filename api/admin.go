@@ -20,9 +20,8 @@ type User struct {
 	Usage        int64     `json:"usage"`
 	State        string    `json:"state"`
 	CreatedAt    time.Time `json:"created_at"`
-	// Crawlers is how many crawlers the user has; GET /v1/users says it
-	// (the dashboard's users table), a single user's read does not.
-	Crawlers *int64 `json:"crawlers,omitempty"`
+	// Crawlers is how many crawlers the user has.
+	Crawlers int64 `json:"crawlers"`
 }
 
 // UserCreate is the body of POST /v1/users.

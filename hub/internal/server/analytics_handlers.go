@@ -217,7 +217,7 @@ func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
 	}
 	var errs []error
 	for _, u := range urls[:min(len(urls), exportNodeAttempts)] {
-		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: nodeHTTPClient,
+		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: s.nodeHTTP(),
 			Timeouts: api.NodeTimeouts{Comments: threadTimeout}})
 		th, err := client.Thread(r.Context(), id, commentID)
 		var se *api.StatusError

@@ -101,7 +101,7 @@ func (s *Server) exportPage(ctx context.Context, preferred string, crawlerID int
 	}
 	var errs []error
 	for _, u := range urls[:min(len(urls), exportNodeAttempts)] {
-		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: nodeHTTPClient,
+		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: s.nodeHTTP(),
 			Timeouts: api.NodeTimeouts{Comments: exportPageTimeout}})
 		page, err := client.ExportComments(ctx, crawlerID, q)
 		if err == nil {

@@ -30,6 +30,18 @@ type Server struct {
 	ScalingTarget int
 	// Alerts evaluates and delivers alert rules (alert_handlers.go).
 	Alerts *alert.Service
+	// NodeHTTPClient reads comments from spawns (searches, exports,
+	// threads): the hub's client for spawns, with their TLS settings. Nil
+	// is a plain client.
+	NodeHTTPClient *http.Client
+}
+
+// nodeHTTP is the client of the hub's comment reads through spawns.
+func (s *Server) nodeHTTP() *http.Client {
+	if s.NodeHTTPClient != nil {
+		return s.NodeHTTPClient
+	}
+	return nodeHTTPClient
 }
 
 // Handler lists every route of the hub.

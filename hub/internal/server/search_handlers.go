@@ -207,7 +207,7 @@ func (s *Server) searchPage(ctx context.Context, preferred string, crawlerID int
 	}
 	var errs []error
 	for _, u := range urls[:min(len(urls), exportNodeAttempts)] {
-		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: nodeHTTPClient,
+		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: s.nodeHTTP(),
 			Timeouts: api.NodeTimeouts{Comments: searchPageTimeout}})
 		page, err := client.SearchComments(ctx, crawlerID, q)
 		if err == nil {

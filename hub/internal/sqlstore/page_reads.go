@@ -104,3 +104,12 @@ func (s *Store) CrawlerCountsByUser(ctx context.Context) (map[int64]int64, error
 	}
 	return out, nil
 }
+
+// CountUserCrawlers counts one user's crawlers.
+func (s *Store) CountUserCrawlers(ctx context.Context, userID int64) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&Crawler{}).Where("user_id = ?", userID).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("sqlstore: unable to count the crawlers of user %d: %w", userID, err)
+	}
+	return n, nil
+}
