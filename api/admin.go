@@ -20,6 +20,8 @@ type User struct {
 	Usage        int64     `json:"usage"`
 	State        string    `json:"state"`
 	CreatedAt    time.Time `json:"created_at"`
+	// Crawlers is how many crawlers the user has.
+	Crawlers int64 `json:"crawlers"`
 }
 
 // UserCreate is the body of POST /v1/users.

@@ -309,20 +309,22 @@ func TestDashboard_TrendsCloudAndVolume(t *testing.T) {
 		t.Fatalf("the empty crawler's cloud shows %d terms", n)
 	}
 
-	// A user: the terms of all its crawlers; activity is per crawler.
+	// A user: the terms, the volume and the comments of all its crawlers.
 	b.click(fmt.Sprintf(`#users button[data-select-user="%d"]`, u.ID))
 	ut, err := c.Client.UserTerms(c.Ctx, u.ID, api.Window7d, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.waitDOM("the user's cloud", cloudCondition(t, ut.Terms)+` && document.getElementById('volume').hidden &&
-		document.getElementById('trends-for').textContent.startsWith('user ')`)
+	b.waitDOM("the user's cloud and chart", cloudCondition(t, ut.Terms)+` && !document.getElementById('volume').hidden &&
+		document.querySelectorAll('#volume-chart rect').length > 0 && document.getElementById('trends-for').textContent.startsWith('user ')`)
 	if got := evalJS[string](b, `location.hash`); got != fmt.Sprintf("#user=%d", u.ID) {
 		t.Errorf("address %q, want it to name the user", got)
 	}
-	if evalJS[bool](b, `document.querySelectorAll('#crawlers tr.selected').length > 0 || !document.getElementById('comments-empty').textContent.includes('Select a crawler')`) {
+	if evalJS[bool](b, `document.querySelectorAll('#crawlers tr.selected').length > 0`) {
 		t.Error("a crawler still shows as selected beside the user")
 	}
+	b.waitDOM("the user's comments", fmt.Sprintf(`document.getElementById('comments-for').textContent === 'user %d' &&
+		document.querySelectorAll('#comments li').length > 0`, u.ID))
 
 	// Back on the crawler, over a day, for the picture.
 	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, cr.ID))

@@ -67,8 +67,9 @@ func loadOpenAPI(t *testing.T) *openapi3.T {
 	t.Helper()
 	defineFormatsOnce.Do(func() {
 		openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC4122))
-		// The dashboard's files are validated as text, like text/plain.
-		for _, ct := range []string{"text/html", "text/css", "text/javascript", "image/svg+xml"} {
+		// The dashboard's files and the comment exports are validated as
+		// text, like text/plain.
+		for _, ct := range []string{"text/html", "text/css", "text/javascript", "image/svg+xml", "application/x-ndjson"} {
 			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 		}
 	})
@@ -405,6 +406,12 @@ var schemaTypes = map[string]reflect.Type{
 	"Comment":             reflect.TypeFor[api.Comment](),
 	"Engagement":          reflect.TypeFor[api.Engagement](),
 	"CommentPage":         reflect.TypeFor[api.CommentPage](),
+	"SearchPage":          reflect.TypeFor[api.SearchPage](),
+	"TermActivity":        reflect.TypeFor[api.TermActivity](),
+	"TermStep":            reflect.TypeFor[api.TermStep](),
+	"Comparison":          reflect.TypeFor[api.Comparison](),
+	"CompareSeries":       reflect.TypeFor[api.CompareSeries](),
+	"CompareStep":         reflect.TypeFor[api.CompareStep](),
 	"Terms":               reflect.TypeFor[api.Terms](),
 	"AlertRuleCreate":     reflect.TypeFor[api.AlertRuleCreate](),
 	"AlertRule":           reflect.TypeFor[api.AlertRule](),
@@ -453,6 +460,7 @@ var schemaTypes = map[string]reflect.Type{
 	"PollResponse":        reflect.TypeFor[api.PollResponse](),
 	"Scaling":             reflect.TypeFor[api.Scaling](),
 	"CrawlerHistory":      reflect.TypeFor[api.CrawlerHistory](),
+	"CrawlerHistories":    reflect.TypeFor[api.CrawlerHistories](),
 }
 
 // semanticRequired are admin request bodies whose required fields say what
@@ -977,6 +985,26 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	must(err)
 	_, err = client.ValidateQuery(ctx, api.QueryValidate{Source: api.SourceTwitter, Query: "golang OR rust"})
 	must(err)
+	// Search, drill-down, comparison and export (the dashboard's analyst
+	// reads).
+	found, err := client.SearchComments(ctx, a.ID, api.SearchQuery{Q: `golang -rust OR "golang news"`, ExportQuery: api.ExportQuery{Limit: 2}})
+	must(err)
+	_, err = client.SearchComments(ctx, a.ID, api.SearchQuery{Q: "golang", ExportQuery: api.ExportQuery{Cursor: found.NextCursor, Limit: 2}})
+	must(err)
+	_, err = client.SearchUserComments(ctx, u.ID, api.SearchQuery{Q: "match", ExportQuery: api.ExportQuery{Since: time.Now().Add(-time.Hour)}})
+	must(err)
+	_, err = client.TermActivity(ctx, a.ID, "golang", "24h", true)
+	must(err)
+	_, err = client.Compare(ctx, []int64{a.ID, b.ID, cr.ID}, false, "1h", "1m")
+	must(err)
+	_, err = client.Compare(ctx, []int64{u.ID}, true, "24h", "")
+	must(err)
+	for _, path := range []string{"/v1/crawlers/" + idText(a.ID) + "/comments/export?format=csv&q=golang", "/v1/users/" + idText(u.ID) + "/comments/export?q=match"} {
+		status, body, reqErr := v.rawCall(t, http.MethodGet, c.Hub.URL()+path, clustertest.AdminToken, "")
+		if status != http.StatusOK || reqErr != nil || len(body) == 0 {
+			t.Fatalf("GET %s: %d %.200s %v", path, status, body, reqErr)
+		}
+	}
 	_, err = client.UpdateCrawler(ctx, a.ID, api.CrawlerUpdate{Keywords: []string{}})
 	must(err)
 	off := false
@@ -997,6 +1025,8 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	_, err = client.Scaling(ctx)
 	must(err)
 	_, err = client.CrawlerHistory(ctx, b.ID)
+	must(err)
+	_, err = client.CrawlerHistories(ctx, []int64{a.ID, b.ID})
 	must(err)
 	// Alert rules: a webhook on this machine (the hub allows loopback).
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
@@ -1079,6 +1109,11 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 		{"delete unknown crawler", "DELETE", hub + "/v1/crawlers/999999", clustertest.AdminToken, "", 404, true},
 		{"comments of unknown crawler", "GET", hub + "/v1/crawlers/999999/comments", clustertest.AdminToken, "", 404, true},
 		{"history of unknown crawler", "GET", hub + "/v1/crawlers/999999/history", clustertest.AdminToken, "", 404, true},
+		{"search: invalid query", "GET", hub + "/v1/crawlers/" + idText(a.ID) + "/comments?q=golang+%28", clustertest.AdminToken, "", 400, true},
+		{"search: since after until", "GET", hub + "/v1/users/" + idText(u.ID) + "/comments?since=2024-05-02T00:00:00Z&until=2024-05-01T00:00:00Z", clustertest.AdminToken, "", 400, true},
+		{"export: unknown format", "GET", hub + "/v1/crawlers/" + idText(a.ID) + "/comments/export?format=xml", clustertest.AdminToken, "", 400, false},
+		{"compare: nothing to compare", "GET", hub + "/v1/compare", clustertest.AdminToken, "", 400, true},
+		{"spawn: search", "GET", spawn + "/v1/comments/search?crawler_id=" + idText(a.ID) + "&q=golang", clustertest.NodeToken, "", 200, true},
 		{"unknown dashboard file", "GET", hub + "/assets/nope.js", "", "", 404, true},
 		{"scaling without a token", "GET", hub + "/v1/scaling", "", "", 401, false},
 		{"missing admin token", "GET", hub + "/v1/crawlers", "", "", 401, false},

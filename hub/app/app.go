@@ -242,6 +242,9 @@ func (h *Hub) becomeLeader(t leader.Term) (*cluster.Hub, error) {
 	}
 	srv := &server.Server{Hub: c, Store: h.store, AdminToken: cfg.AdminToken, NodeToken: cfg.NodeToken, Logger: h.logger,
 		ScalingTarget: cfg.ScalingTarget, Alerts: h.alerts, Hosts: h.hosts}
+	if h.nodeTLS != nil {
+		srv.NodeHTTPClient = cluster.NodeHTTPClient(h.nodeTLS)
+	}
 	handler := srv.Handler()
 	if cfg.ClientCA != "" {
 		handler = httpx.RequireClientCert(func(path string) bool { return path == api.PathRegister }, handler)

@@ -58,19 +58,34 @@ func nParam(r *http.Request, def, max int) (int, error) {
 // handleCrawlerTerms serves GET /v1/crawlers/{id}/terms: the crawler's most
 // frequent terms over the window's hour buckets.
 func (s *Server) handleCrawlerTerms(w http.ResponseWriter, r *http.Request) {
+	read := s.Store.TermsSince
+	if merged(r) {
+		read = s.Store.MergedTermsSince
+	}
 	s.serveTerms(w, r, "crawler", func(ctx context.Context, id int64) error {
 		_, err := s.Store.GetCrawler(ctx, id)
 		return err
-	}, s.Store.TermsSince)
+	}, read)
 }
 
 // handleUserTerms serves GET /v1/users/{id}/terms: the sum over the
 // user's crawlers.
 func (s *Server) handleUserTerms(w http.ResponseWriter, r *http.Request) {
+	read := s.Store.UserTermsSince
+	if merged(r) {
+		read = s.Store.MergedUserTermsSince
+	}
 	s.serveTerms(w, r, "user", func(ctx context.Context, id int64) error {
 		_, err := s.Store.GetUser(ctx, id)
 		return err
-	}, s.Store.UserTermsSince)
+	}, read)
+}
+
+// merged reports whether ?merge=true asks a hashtag to count with the word
+// it spells; any other value of merge is refused by serveTerms.
+func merged(r *http.Request) bool {
+	b, err := mergeParam(r)
+	return err == nil && b
 }
 
 func (s *Server) serveTerms(w http.ResponseWriter, r *http.Request, what string, exists func(context.Context, int64) error,
@@ -86,6 +101,10 @@ func (s *Server) serveTerms(w http.ResponseWriter, r *http.Request, what string,
 	}
 	n, err := nParam(r, defaultTermsN, maxTermsN)
 	if err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if _, err := mergeParam(r); err != nil {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
@@ -198,7 +217,7 @@ func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
 	}
 	var errs []error
 	for _, u := range urls[:min(len(urls), exportNodeAttempts)] {
-		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: nodeHTTPClient,
+		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: s.nodeHTTP(),
 			Timeouts: api.NodeTimeouts{Comments: threadTimeout}})
 		th, err := client.Thread(r.Context(), id, commentID)
 		var se *api.StatusError

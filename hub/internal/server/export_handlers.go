@@ -31,8 +31,13 @@ var pagedParams = []string{"since", "until", "cursor", "limit"}
 
 // handleComments serves GET /v1/crawlers/{id}/comments: the latest n
 // comments as a list, or, given since, until, cursor or limit, one page of
-// all the crawler's stored comments.
+// all the crawler's stored comments, or, given q, one page of a search
+// (search_handlers.go).
 func (s *Server) handleComments(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("q") {
+		s.handleSearchComments(w, r)
+		return
+	}
 	for _, p := range pagedParams {
 		if r.URL.Query().Has(p) {
 			s.handleExportComments(w, r)
@@ -96,7 +101,7 @@ func (s *Server) exportPage(ctx context.Context, preferred string, crawlerID int
 	}
 	var errs []error
 	for _, u := range urls[:min(len(urls), exportNodeAttempts)] {
-		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: nodeHTTPClient,
+		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: s.nodeHTTP(),
 			Timeouts: api.NodeTimeouts{Comments: exportPageTimeout}})
 		page, err := client.ExportComments(ctx, crawlerID, q)
 		if err == nil {

@@ -33,6 +33,18 @@ type Server struct {
 	// Hosts are the names the hub answers to; nil means loopback only
 	// (httpx.Guard).
 	Hosts *httpx.Hosts
+	// NodeHTTPClient reads comments from spawns (searches, exports,
+	// threads): the hub's client for spawns, with their TLS settings. Nil
+	// is a plain client.
+	NodeHTTPClient *http.Client
+}
+
+// nodeHTTP is the client of the hub's comment reads through spawns.
+func (s *Server) nodeHTTP() *http.Client {
+	if s.NodeHTTPClient != nil {
+		return s.NodeHTTPClient
+	}
+	return nodeHTTPClient
 }
 
 // Handler lists every route of the hub. Every one of them, and whatever the
@@ -59,6 +71,12 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("PATCH /v1/crawlers/{id}", admin(s.handleUpdateCrawler))
 	mux.Handle("DELETE /v1/crawlers/{id}", admin(s.handleDeleteCrawler))
 	mux.Handle("GET /v1/crawlers/{id}/comments", admin(s.handleComments))
+	mux.Handle("GET "+api.PathUserComments, admin(s.handleSearchUserComments))
+	mux.Handle("GET "+api.PathCrawlerExport, admin(s.handleExportCrawlerSearch))
+	mux.Handle("GET "+api.PathUserExport, admin(s.handleExportUserSearch))
+	mux.Handle("GET "+api.PathTermActivity, admin(s.handleTermActivity))
+	mux.Handle("GET "+api.PathCompare, admin(s.handleCompare))
+	mux.Handle("GET "+api.PathCrawlerHistories, admin(s.handleCrawlerHistories))
 	mux.Handle("POST "+api.PathValidateQuery, admin(s.handleValidateQuery))
 	mux.Handle("GET /v1/nodes", admin(s.handleListNodes))
 	mux.Handle("POST /v1/reload", admin(s.handleReload))

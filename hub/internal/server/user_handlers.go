@@ -43,9 +43,16 @@ func (s *Server) handleListUsers(w http.ResponseWriter, r *http.Request) {
 		s.writeStoreError(w, "users", err)
 		return
 	}
+	counts, err := s.Store.CrawlerCountsByUser(r.Context())
+	if err != nil {
+		s.writeStoreError(w, "users", err)
+		return
+	}
 	out := make([]api.User, 0, len(users))
 	for _, u := range users {
-		out = append(out, s.userView(u))
+		v := s.userView(u)
+		v.Crawlers = counts[u.ID]
+		out = append(out, v)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
@@ -60,7 +67,19 @@ func (s *Server) handleGetUser(w http.ResponseWriter, r *http.Request) {
 		s.writeStoreError(w, fmt.Sprintf("user %d", id), err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, s.userView(u))
+	s.writeUser(w, r, http.StatusOK, u)
+}
+
+// writeUser answers a user with the number of its crawlers.
+func (s *Server) writeUser(w http.ResponseWriter, r *http.Request, status int, u sqlstore.User) {
+	v := s.userView(u)
+	n, err := s.Store.CountUserCrawlers(r.Context(), u.ID)
+	if err != nil {
+		s.writeStoreError(w, fmt.Sprintf("user %d", u.ID), err)
+		return
+	}
+	v.Crawlers = n
+	httpx.WriteJSON(w, status, v)
 }
 
 func (s *Server) handleUpdateUser(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +102,7 @@ func (s *Server) handleUpdateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Hub.RequestReload(false)
-	httpx.WriteJSON(w, http.StatusOK, s.userView(u))
+	s.writeUser(w, r, http.StatusOK, u)
 }
 
 func (s *Server) handleDeleteUser(w http.ResponseWriter, r *http.Request) {

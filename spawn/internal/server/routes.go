@@ -47,6 +47,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST "+api.PathPoll, node(s.handlePoll))
 	mux.Handle("GET /v1/comments", node(s.handleRecent))
 	mux.Handle("GET "+api.PathNodeExport, node(s.handleExport))
+	mux.Handle("GET "+api.PathNodeSearch, node(s.handleSearch))
 	mux.Handle("GET "+api.PathNodeThread, node(s.handleThread))
 	mux.Handle("POST "+api.PathRecover, node(s.handleRecover))
 

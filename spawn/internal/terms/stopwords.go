@@ -1,6 +1,9 @@
 package terms
 
 import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -8,40 +11,67 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/hashtab"
 )
 
-// stopEnglish are English words too common to be terms; every comment is
-// filtered by them, whatever its language, since mixed text is common.
-var stopEnglish = words(`a about above after again against all am an and any are aren't as at be
-because been before being below between both but by can can't cannot could couldn't did didn't do
-does doesn't doing don't down during each few for from further get gets got had hadn't has hasn't
-have haven't having he her here hers herself him himself his how i if in into is isn't it it's its
-itself just let's like me more most much must my myself no nor not now of off on once one only or
-other our ours ourselves out over own same she should so some such than that that's the their
-theirs them themselves then there there's these they this those through to too under until up us
-very via was wasn't we were weren't what when where which while who whom why will with won't would
-you your yours yourself yourselves also new amp rt http https www com aren isn don doesn didn won
-wasn weren hasn haven hadn couldn shouldn wouldn let ll ve re`)
+// stopwordsISO is the stopwords-iso collection (version 1.1.0, MIT
+// licence; see STOPWORDS.md): for each ISO 639-1 language, the words too
+// common to be terms. It replaces the short lists this package kept by
+// hand, which let "many", "well" and "long" rank as trends.
+//
+//go:embed stopwords-iso.json
+var stopwordsISO []byte
 
-// stopByLang are the stop-words of a few other languages, used for
-// comments that say their language (api.Comment.Lang).
-var stopByLang = map[string]*stopWords{
-	"es": words(`de la que el en y a los del se las por un para con no una su al lo como más pero sus le ya o
-este sí porque esta entre cuando muy sin sobre también me hasta hay donde quien desde todo nos
-durante todos uno les ni contra otros ese eso ante ellos e esto mí antes algunos qué unos yo otro
-otras otra él tanto esa estos mucho quienes nada muchos cual poco ella estar estas algunas algo
-nosotros es son fue ha`),
-	"fr": words(`au aux avec ce ces dans de des du elle en et eux il je la le les leur lui ma mais me même mes
-moi mon ne nos notre nous on ou par pas pour qu que qui sa se ses son sur ta te tes toi ton tu un
-une vos votre vous est sont été être avoir a ai c d j l m n s t y plus comme tout bien`),
-	"de": words(`aber alle als also am an auch auf aus bei bin bis bist da damit dann der den des dem die das
-dass du er es ein eine einem einen einer eines für hat hatte ich ihr im in ist ja kein mit nach
-nicht noch nur oder sich sie sind so über um und uns von vor war was wie wir zu zum zur`),
-	"pt": words(`de a o que e do da em um para é com não uma os no se na por mais as dos como mas foi ao ele
-das tem à seu sua ou ser quando muito há nos já está eu também só pelo pela até isso ela entre era
-depois sem mesmo aos ter seus quem nas me esse eles estão você tinha foram essa num nem suas meu
-às minha têm numa pelos elas havia seja qual será nós tenho lhe deles essas esses pelas este`),
-	"it": words(`il lo la i gli le di a da in con su per tra fra un una uno e ed o ma che chi cui non più
-come anche del della dei delle al alla ai alle nel nella sono è sei siamo ho hai ha abbiamo questo
-questa quello quella mi ti ci si vi`),
+// stopArtefacts are the tokenizer's leftovers that are no words of any
+// language: the stems of English contractions (the tokenizer splits "don't"
+// at the apostrophe) and the debris of links and retweets.
+const stopArtefacts = `amp rt http https www com aren isn don doesn didn won wasn weren hasn haven hadn couldn
+shouldn wouldn let ll ve re`
+
+// stopEnglish are the stop-words every comment is filtered by, whatever
+// its language, since mixed text is common: English's and the artefacts.
+var stopEnglish = func() *stopWords {
+	t := words(stopArtefacts)
+	for _, w := range stopLists()["en"] {
+		addWord(t, w)
+	}
+	return t
+}()
+
+// stopByLang are the stop-words of every other language of stopwords-iso,
+// used for comments that say their language (api.Comment.Lang).
+var stopByLang = func() map[string]*stopWords {
+	out := map[string]*stopWords{}
+	for lang, list := range stopLists() {
+		if lang == "en" {
+			continue
+		}
+		t := &stopWords{}
+		for _, w := range list {
+			addWord(t, w)
+		}
+		out[lang] = t
+	}
+	return out
+}()
+
+// stopLists decodes stopwordsISO; the file is part of the binary, so a
+// failure is a build defect.
+func stopLists() map[string][]string {
+	var lists map[string][]string
+	if err := json.Unmarshal(stopwordsISO, &lists); err != nil {
+		panic(fmt.Sprintf("terms: stopwords-iso.json: %v", err))
+	}
+	return lists
+}
+
+// addWord adds one stop-word (lowercased, as terms are) to t.
+func addWord(t *stopWords, w string) {
+	w = strings.ToLower(strings.TrimSpace(w))
+	if w == "" {
+		return
+	}
+	h := hashOf([]byte(w))
+	if _, dup := t.Get(h, w); !dup {
+		t.Put(h, w, struct{}{})
+	}
 }
 
 // stopWords is a set of stop-words, each looked up by its hash (hashOf).

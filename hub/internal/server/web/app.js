@@ -12,11 +12,14 @@
   const HISTORY_REFRESH_MS = 10000;
   // A request slower than this counts as failed; the next refresh retries.
   const REQUEST_TIMEOUT_MS = 8000;
-  // Rate histories read at once, so many crawlers do not flood the hub.
-  const HISTORY_CONCURRENCY = 4;
-  const COMMENTS_SHOWN = 20;
+  // Crawlers the table shows a page: the page reads only these, and their
+  // rate histories in one request, whatever the fleet's size.
+  const CRAWLERS_PAGE = 50;
   const EVENTS_SHOWN = 60;
-  const QUERY_CHARS = 60;
+  const QUERY_CHARS = 120;
+  // A crawler's error is shown up to this many characters (all of it in its
+  // tooltip), wrapped within the state column.
+  const ERROR_CHARS = 160;
   const SPARK_WIDTH = 120;
   const SPARK_HEIGHT = 26;
   const TOKEN_KEY = 'bw.adminToken';
@@ -32,6 +35,11 @@
     historyBusy: false,
     crawlers: [],
     users: [],
+    compare: { kind: 'crawler', ids: [] }, // what compare.js compares
+    // The crawler table's page: the id it starts after, the starts of the
+    // pages before it, its first row's position, whether a next page exists.
+    crawlerPage: { after: 0, stack: [], offset: 0, hasNext: false },
+    totalRate: 0, // comments per minute of all crawlers (history's total)
     timer: null,
     generation: 0, // bumps on every restart of the loop, so late answers are dropped
     session: 0, // bumps on sign-out, so late histories are dropped
@@ -40,6 +48,9 @@
   // refreshHooks run after every successful refresh (trends.js reads the
   // selection's analytics in one).
   const refreshHooks = [];
+  // selectHooks run when the selection changes (search.js starts a new
+  // search in one).
+  const selectHooks = [];
 
   class AuthError extends Error {}
 
@@ -113,6 +124,36 @@
       e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
     return e;
+  }
+
+  // bidi isolates text that comes from outside the page (crawled authors,
+  // texts and URLs, queries, names, errors): a right-to-left override or
+  // other bidi control inside it (invoice\u202etxt.exe) cannot reorder what
+  // stands around it. The text itself is shown as it is.
+  function bidi(text) {
+    return el('bdi', {}, text == null ? '' : String(text));
+  }
+
+  // HIDDEN_CHARS are the bidi controls and zero-width characters: invisible,
+  // yet able to make a name read as another (invoice\u202etxt.exe shows as
+  // "invoiceexe.txt").
+  const HIDDEN_CHARS = /[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+
+  // shown isolates a short piece of crawled text where spoofing matters
+  // (an author, a URL) and makes its hidden characters visible as
+  // [U+XXXX] marks, so what is read is what is there.
+  function shown(text) {
+    const s = text == null ? '' : String(text);
+    const out = el('bdi', {});
+    let last = 0;
+    for (const m of s.matchAll(HIDDEN_CHARS)) {
+      if (m.index > last) out.append(s.slice(last, m.index));
+      const code = 'U+' + m[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+      out.append(el('span', { class: 'hidden-char', title: `hidden character ${code}` }, `[${code}]`));
+      last = m.index + m[0].length;
+    }
+    if (last < s.length) out.append(s.slice(last));
+    return out;
   }
 
   function badge(text, cls) {
@@ -205,7 +246,7 @@
 
   // Rendering.
 
-  function renderCards(nodes, crawlers, scaling) {
+  function renderCards(nodes, health, scaling) {
     $('card-nodes').textContent = fmtNumber(nodes.length);
     const failing = nodes.filter((n) => n.state !== 'ok').length;
     $('card-nodes-note').textContent = failing ? `${failing} failing` : 'all polled';
@@ -213,11 +254,10 @@
     $('card-desired').classList.toggle('up', scaling.desired_nodes > nodes.length);
     $('card-desired-note').textContent =
       `${fmtNumber(scaling.subscribers)} subscribers at ${fmtNumber(scaling.target_subscribers_per_node)} a node`;
-    const running = crawlers.filter((c) => c.state === 'running').length;
-    $('card-running').textContent = fmtNumber(running);
-    $('card-crawlers-note').textContent = `of ${fmtNumber(crawlers.length)} crawlers`;
-    const rate = crawlers.reduce((sum, c) => sum + liveRate(c), 0);
-    $('card-rate').textContent = fmtRate(rate);
+    const counts = health.crawlers || {};
+    $('card-running').textContent = fmtNumber((counts.by_state || {}).running || 0);
+    $('card-crawlers-note').textContent = `of ${fmtNumber(counts.total || 0)} crawlers`;
+    $('card-rate').textContent = fmtRate(view.totalRate);
   }
 
   function renderNodes(nodes) {
@@ -261,7 +301,8 @@
       box.append(el('span', { class: 'usage-text' }, `${fmtNumber(c.usage)} / ${fmtNumber(c.comment_limit)}`, el('span', { class: 'dim' }, ` · ${pct}%`)));
       const fill = el('div', { class: 'bar-fill' + (frac >= 1 ? ' full' : frac >= 0.8 ? ' high' : '') });
       fill.style.width = (frac * 100).toFixed(1) + '%';
-      box.append(el('div', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': c.comment_limit, 'aria-valuenow': c.usage }, fill));
+      box.append(el('div', { class: 'bar', role: 'meter', 'aria-label': 'usage of the comment limit', 'aria-valuemin': 0,
+        'aria-valuemax': c.comment_limit, 'aria-valuenow': c.usage }, fill));
     } else {
       box.append(el('span', { class: 'usage-text' }, fmtNumber(c.usage), el('span', { class: 'dim' }, ' · no limit')));
       box.append(el('div', { class: 'bar' }));
@@ -305,21 +346,22 @@
       const id = String(c.id);
       const query = (c.query || []).join(', ');
       const keywords = (c.keywords || []).length ? ` [${c.keywords.join(', ')}]` : '';
-      const state = el('td', {}, badge(c.state, stateClass(c.state)));
-      if (c.error) state.append(el('div', { class: 'dim wrap', title: c.error }, truncate(c.error, 60)));
+      const state = el('td', { class: 'state-cell' }, badge(c.state, stateClass(c.state)));
+      if (c.error) state.append(el('div', { class: 'dim cell-error', title: c.error }, bidi(truncate(c.error, ERROR_CHARS))));
       const rate = el('div', { class: 'rate' },
         sparkline(view.histories.get(c.id)),
         el('span', { class: 'rate-text', title: 'live rate reported by the spawn' }, fmtRate(liveRate(c))));
       const tr = el('tr', { dataset: { crawlerId: id }, class: view.selected === c.id ? 'selected' : null, 'aria-selected': view.selected === c.id ? 'true' : 'false' },
-        el('td', { class: 'num' }, el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `show the latest comments of crawler ${id}` }, id)),
+        el('td', { class: 'num' }, el('span', { class: 'id-cell' }, compareBox('crawler', c.id),
+          el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `show the comments and trends of crawler ${id}` }, id))),
         el('td', { class: 'num opt' }, c.user_id),
         el('td', {}, c.source),
-        el('td', { class: 'opt wrap mono', title: query + keywords }, truncate(query, QUERY_CHARS), keywords ? el('span', { class: 'dim' }, truncate(keywords, 40)) : null),
+        el('td', { class: 'opt wrap mono query-cell', title: query + keywords }, bidi(truncate(query, QUERY_CHARS)), keywords ? el('span', { class: 'dim' }, bidi(truncate(keywords, 40))) : null),
         state,
         el('td', { class: 'mono', title: c.node || '' }, c.node ? shortID(c.node) : el('span', { class: 'dim' }, '–')),
         el('td', {}, usageCell(c)),
         el('td', {}, rate),
-        el('td', { class: 'actions' }, ...crawlerActions(c)),
+        el('td', { class: 'actions-cell' }, el('div', { class: 'actions' }, ...crawlerActions(c))),
       );
       return tr;
     });
@@ -329,6 +371,14 @@
       const b = $('crawlers').querySelector(`button[data-select-crawler="${CSS.escape(focusedID)}"]`);
       if (b) b.focus();
     }
+  }
+
+  // compareBox ticks a crawler or a user for the comparison (compare.js
+  // reads view.compare).
+  function compareBox(kind, id) {
+    const on = view.compare.kind === kind && view.compare.ids.includes(id);
+    return el('input', { type: 'checkbox', class: 'cmp-box', dataset: { compare: kind, id: String(id) }, checked: on,
+      'aria-label': `compare ${kind} ${id}`, title: `compare ${kind} ${id}` });
   }
 
   // crawlerActions are a crawler row's management buttons; manage.js
@@ -344,57 +394,27 @@
     ];
   }
 
-  function renderUsers(users, crawlers) {
-    const owned = new Map();
-    for (const c of crawlers) owned.set(c.user_id, (owned.get(c.user_id) || 0) + 1);
+  function renderUsers(users) {
     const rows = users.map((u) => el('tr', { dataset: { userId: String(u.id) }, class: view.selectedUser === u.id ? 'selected' : null,
       'aria-selected': view.selectedUser === u.id ? 'true' : 'false' },
-      el('td', { class: 'num' }, el('button', { type: 'button', class: 'row-btn', dataset: { selectUser: String(u.id) },
-        'aria-label': `show the trends of user ${u.id}` }, u.id)),
-      el('td', { class: 'wrap' }, u.name),
+      el('td', { class: 'num' }, el('span', { class: 'id-cell' }, compareBox('user', u.id),
+        el('button', { type: 'button', class: 'row-btn', dataset: { selectUser: String(u.id) },
+          'aria-label': `show the chart, comments and terms of user ${u.id}` }, u.id))),
+      el('td', { class: 'wrap' }, shown(u.name)),
       el('td', {}, badge(u.state, stateClass(u.state))),
       el('td', {}, usageCell(u)),
-      el('td', { class: 'num opt' }, fmtNumber(owned.get(u.id) || 0)),
+      el('td', { class: 'num opt' }, fmtNumber(u.crawlers || 0)),
       el('td', { class: 'opt', title: dateTime(u.created_at) }, dateTime(u.created_at).slice(0, 10)),
-      el('td', { class: 'actions' },
+      el('td', { class: 'actions-cell' }, el('div', { class: 'actions' },
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'limit-user', id: String(u.id) },
-          'aria-label': `change the limit of user ${u.id}` }, 'Change limit'),
+          'aria-label': `Change limit of user ${u.id}` }, 'Change limit'),
         el('button', { type: 'button', class: 'btn btn-small btn-plain', dataset: { action: 'add-crawler-for', id: String(u.id) },
-          'aria-label': `add a crawler for user ${u.id}` }, 'Add crawler'),
+          'aria-label': `Add crawler for user ${u.id}` }, 'Add crawler'),
         el('button', { type: 'button', class: 'btn btn-small btn-plain danger', dataset: { action: 'delete-user', id: String(u.id) },
-          'aria-label': `delete user ${u.id}` }, 'Delete')),
+          'aria-label': `Delete user ${u.id}` }, 'Delete'))),
     ));
     $('users').tBodies[0].replaceChildren(...rows);
     $('users-empty').hidden = users.length > 0;
-  }
-
-  function renderComments(id, comments, error) {
-    const list = $('comments');
-    const empty = $('comments-empty');
-    $('comments-for').textContent = id ? `crawler ${id}` : '';
-    if (!id) {
-      list.replaceChildren();
-      empty.textContent = 'Select a crawler above.';
-      empty.hidden = false;
-      return;
-    }
-    if (error) {
-      empty.textContent = `Comments unavailable: ${error}`;
-      empty.hidden = false;
-      return; // keep what was shown before
-    }
-    const items = comments.slice(0, COMMENTS_SHOWN).map((cm) => {
-      const meta = el('div', { class: 'comment-meta' },
-        el('span', { class: 'comment-author' }, cm.author || 'anonymous'),
-        el('time', { datetime: cm.published_at, title: 'published ' + dateTime(cm.published_at) }, dateTime(cm.published_at)));
-      const href = safeURL(cm.url);
-      if (href) meta.append(el('a', { href, target: '_blank', rel: 'noopener noreferrer nofollow' }, 'source'));
-      for (const term of cm.matched || []) meta.append(el('span', { class: 'term' }, term));
-      return el('li', { dataset: { commentId: cm.id } }, meta, el('p', { class: 'comment-text' }, cm.text));
-    });
-    list.replaceChildren(...items);
-    empty.textContent = 'No comment stored yet.';
-    empty.hidden = items.length > 0;
   }
 
   function eventClass(kind) {
@@ -403,43 +423,35 @@
   }
 
   function renderEvents(events) {
-    const items = events.slice(-EVENTS_SHOWN).reverse().map((ev) => el('li', {},
+    const items = (events || []).slice(-EVENTS_SHOWN).reverse().map((ev) => el('li', {},
       el('time', { class: 'event-time', datetime: ev.time, title: dateTime(ev.time) }, clock(ev.time)),
       badge((ev.kind || '').replace(/_/g, ' '), eventClass(ev.kind)),
-      el('span', { class: 'event-msg' }, ev.message)));
+      el('span', { class: 'event-msg' }, bidi(ev.message))));
     $('events').replaceChildren(...items);
     $('events-empty').hidden = items.length > 0;
   }
 
   // Data.
 
-  // refreshHistories reads the rate history of every crawler, a few at a
-  // time, and redraws the crawlers when done. It runs beside the refresh
-  // loop so a slow history never delays the live numbers.
+  // refreshHistories reads, in one request, the rate history of the
+  // crawlers the table shows and the rate of all crawlers together, and
+  // redraws when done. It runs beside the refresh loop so a slow history
+  // never delays the live numbers.
   async function refreshHistories(crawlers) {
     const session = view.session;
     if (view.historyBusy) return;
     view.historyBusy = true;
     view.historyAt = Date.now();
-    const ids = crawlers.map((c) => c.id);
-    const next = new Map();
     try {
-      let i = 0;
-      const worker = async () => {
-        while (i < ids.length) {
-          const id = ids[i++];
-          try {
-            const h = await api(`/v1/crawlers/${encodeURIComponent(id)}/history`);
-            next.set(id, { values: h.comments_per_minute || [], step: h.step_seconds || 10 });
-          } catch (e) {
-            if (e instanceof AuthError) throw e;
-            if (view.histories.has(id)) next.set(id, view.histories.get(id));
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(HISTORY_CONCURRENCY, ids.length) }, worker));
+      const ids = crawlers.map((c) => c.id);
+      const h = await api(`/v1/crawlers/history${ids.length ? '?ids=' + ids.join(',') : ''}`);
       if (session !== view.session) return;
+      const next = new Map();
+      for (const one of h.histories || []) next.set(one.crawler_id, { values: one.comments_per_minute || [], step: one.step_seconds || 10 });
       view.histories = next;
+      const total = (h.total && h.total.comments_per_minute) || [];
+      view.totalRate = total.length ? total[total.length - 1] : 0;
+      $('card-rate').textContent = fmtRate(view.totalRate);
       renderCrawlers(view.crawlers);
     } catch (e) {
       // An AuthError reaches the main loop on its next round.
@@ -448,28 +460,42 @@
     }
   }
 
+  // renderPager says which crawlers the table shows and offers the pages
+  // around them.
+  function renderPager(crawlers, total) {
+    const p = view.crawlerPage;
+    const first = p.offset + (crawlers.length ? 1 : 0);
+    $('crawlers-page').textContent = `crawlers ${fmtNumber(first)}–${fmtNumber(p.offset + crawlers.length)} of ${fmtNumber(total)}`;
+    $('crawlers-prev').disabled = p.stack.length === 0;
+    $('crawlers-next').disabled = !p.hasNext;
+    $('crawlers-pager').hidden = p.stack.length === 0 && !p.hasNext;
+  }
+
   async function refresh() {
     const generation = view.generation;
     try {
-      const [nodes, crawlers, events, scaling, users] = await Promise.all([
-        api('/v1/nodes'), api('/v1/crawlers'), api('/v1/events'), api('/v1/scaling'), api('/v1/users'),
+      const page = view.crawlerPage;
+      const [nodes, listed, events, scaling, users, health] = await Promise.all([
+        api('/v1/nodes'), api(`/v1/crawlers?after=${page.after}&limit=${CRAWLERS_PAGE + 1}`), api('/v1/events'),
+        api('/v1/scaling'), api('/v1/users'), api('/v1/health'),
       ]);
-      let comments = [];
-      let commentsError = null;
-      let selected = view.selected;
-      const exists = selected !== null && crawlers.some((c) => c.id === selected);
-      if (exists) {
-        try {
-          comments = await api(`/v1/crawlers/${encodeURIComponent(selected)}/comments?n=${COMMENTS_SHOWN}`);
-        } catch (e) {
-          if (e instanceof AuthError) throw e;
-          commentsError = e.message;
-        }
-      }
       if (generation !== view.generation) return;
-      if (selected !== null && !exists) {
-        view.selected = selected = null; // deleted meanwhile
+      if (listed.length === 0 && page.stack.length > 0) {
+        // The crawlers of this page are gone: back to the first page.
+        Object.assign(page, { after: 0, stack: [], offset: 0 });
+        refreshNow();
+        return;
+      }
+      page.hasNext = listed.length > CRAWLERS_PAGE;
+      const crawlers = listed.slice(0, CRAWLERS_PAGE);
+      // A selected crawler that would be on this page and is not was
+      // deleted meanwhile.
+      const selected = view.selected;
+      const last = crawlers.length ? crawlers[crawlers.length - 1].id : page.after;
+      if (selected !== null && selected > page.after && (!page.hasNext || selected <= last) && !crawlers.some((c) => c.id === selected)) {
+        view.selected = null;
         history.replaceState(null, '', location.pathname);
+        for (const hook of selectHooks) hook();
       }
       if (view.selectedUser !== null && !users.some((u) => u.id === view.selectedUser)) {
         view.selectedUser = null;
@@ -478,12 +504,12 @@
       view.crawlers = crawlers;
       view.users = users;
       showMain();
-      renderCards(nodes, crawlers, scaling);
+      renderCards(nodes, health, scaling);
       renderNodes(nodes);
       renderSources(nodes);
       renderCrawlers(crawlers);
-      renderUsers(users, crawlers);
-      if (selected === view.selected) renderComments(view.selected, comments, commentsError);
+      renderPager(crawlers, health.crawlers.total);
+      renderUsers(users);
       renderEvents(events);
       for (const hook of refreshHooks) hook();
       setStatus('ok', 'live · ' + clock(new Date()));
@@ -546,10 +572,7 @@
     history.replaceState(null, '', `#${kind}=${id}`);
     markSelected('crawlers', 'crawlerId', crawler);
     markSelected('users', 'userId', user);
-    $('comments').replaceChildren();
-    $('comments-for').textContent = crawler ? `crawler ${crawler}` : '';
-    $('comments-empty').textContent = crawler ? 'Loading…' : 'Select a crawler above.';
-    $('comments-empty').hidden = false;
+    for (const hook of selectHooks) hook();
     // Fetch its data now rather than at the next tick.
     stop();
     refresh();
@@ -563,8 +586,10 @@
 
   // The management part of the page (manage.js) uses these.
   window.bwDashboard = Object.freeze({
-    api, el, $, view, refreshNow, AuthError, APIError, SVG_NS, fmtNumber, dateTime, clock,
+    api, el, $, view, refreshNow, AuthError, APIError, SVG_NS, fmtNumber, dateTime, clock, bidi, shown, safeURL, getToken,
     onRefresh: (fn) => { refreshHooks.push(fn); },
+    onSelect: (fn) => { selectHooks.push(fn); },
+    select: (kind, id) => select(kind, id),
   });
 
   document.addEventListener('DOMContentLoaded', () => {
@@ -599,13 +624,28 @@
       const sel = selectionFromHash();
       if (sel) select(sel.kind, sel.id);
     });
+    $('crawlers-next').addEventListener('click', () => {
+      const p = view.crawlerPage;
+      if (!p.hasNext || view.crawlers.length === 0) return;
+      p.stack.push(p.after);
+      p.offset += view.crawlers.length;
+      p.after = view.crawlers[view.crawlers.length - 1].id;
+      refreshNow();
+    });
+    $('crawlers-prev').addEventListener('click', () => {
+      const p = view.crawlerPage;
+      if (p.stack.length === 0) return;
+      p.after = p.stack.pop();
+      p.offset = Math.max(0, p.offset - CRAWLERS_PAGE);
+      refreshNow();
+    });
     $('crawlers').tBodies[0].addEventListener('click', (ev) => {
-      if (ev.target.closest('a, [data-action]')) return;
+      if (ev.target.closest('a, [data-action], input')) return;
       const tr = ev.target.closest('tr[data-crawler-id]');
       if (tr) select('crawler', Number(tr.dataset.crawlerId));
     });
     $('users').tBodies[0].addEventListener('click', (ev) => {
-      if (ev.target.closest('a, [data-action]')) return;
+      if (ev.target.closest('a, [data-action], input')) return;
       const tr = ev.target.closest('tr[data-user-id]');
       if (tr) select('user', Number(tr.dataset.userId));
     });

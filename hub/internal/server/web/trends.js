@@ -34,6 +34,9 @@
     again: false, // a refresh was asked while one ran
     seq: 0, // bumps on every read, so only the latest answer is drawn
     shown: '', // the selection and window now on the page
+    merge: false, // a hashtag counted with the word it spells
+    curve: null, // the term whose curve is shown
+    curveSeq: 0,
   };
 
   // selection is what the trends show: a crawler, else a user, else null.
@@ -75,9 +78,10 @@
     const most = Math.max(...counts);
     cloud.replaceChildren(...shown.map((t) => {
       const kind = termKind(t.term);
-      const li = el('li', { class: 'tc tc-' + kind, dataset: { term: t.term, count: String(t.count), kind },
-        title: `${t.term}: ${bw.fmtNumber(t.count)} comments (${kind})` },
-      el('span', { class: 'tc-term' }, t.term), el('span', { class: 'tc-count' }, bw.fmtNumber(t.count)));
+      const li = el('li', { class: 'tc tc-' + kind, dataset: { term: t.term, count: String(t.count), kind } },
+        el('button', { type: 'button', class: 'tc-btn', dataset: { term: t.term },
+          'aria-label': `${t.term} ${bw.fmtNumber(t.count)} comments: show them and the term's curve` },
+        el('span', { class: 'tc-term' }, bw.bidi(t.term)), ' ', el('span', { class: 'tc-count' }, bw.fmtNumber(t.count))));
       li.style.fontSize = fontSize(t.count, least, most).toFixed(1) + 'px';
       return li;
     }));
@@ -104,9 +108,10 @@
     const total = steps.reduce((n, s) => n + (s.comments || 0), 0);
     const busiest = steps.reduce((b, s) => (!b || s.comments > b.comments ? s : b), null);
     const w = WINDOWS[win];
-    $('volume-summary').textContent = total
-      ? `${bw.fmtNumber(total)} comments in ${w.span}; busiest ${w.stepWord} ${bw.fmtNumber(busiest.comments)} from about ${bw.fmtNumber(busiest.authors)} authors`
-      : '';
+    $('volume-summary').textContent = !total ? '' : activity.user
+      ? `${bw.fmtNumber(total)} comments in ${w.span}; busiest ${w.stepWord} ${bw.fmtNumber(busiest.comments)}`
+      : `${bw.fmtNumber(total)} comments in ${w.span}; busiest ${w.stepWord} ${bw.fmtNumber(busiest.comments)} from about ${bw.fmtNumber(busiest.authors)} authors`;
+    document.querySelector('.vol-key-authors').hidden = !!activity.user;
     empty.textContent = total ? '' : `No comments in ${w.span}.`;
     empty.hidden = total > 0;
     const chart = svg('svg', { class: 'volume-svg', viewBox: `0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`, role: 'img',
@@ -138,7 +143,8 @@
       bars.append(bar);
       pts.push(`${((i + 0.5) * slot).toFixed(2)},${y(s.authors || 0).toFixed(2)}`);
     });
-    chart.append(bars, svg('polyline', { class: 'vol-authors', points: pts.join(' ') }));
+    chart.append(bars);
+    if (!activity.user) chart.append(svg('polyline', { class: 'vol-authors', points: pts.join(' ') }));
     const base = CHART_HEIGHT - 4;
     chart.append(svg('text', { class: 'vol-label', x: 2, y: base }, label(steps[0].at, win)));
     chart.append(svg('text', { class: 'vol-label', x: CHART_WIDTH - 2, y: base, 'text-anchor': 'end' }, 'now'));
@@ -167,7 +173,7 @@
       return;
     }
     const win = state.window;
-    const key = `${view.session}:${sel.kind}:${sel.id}:${win}`;
+    const key = `${view.session}:${sel.kind}:${sel.id}:${win}:${state.merge}`;
     const seq = ++state.seq;
     state.busy = true;
     if (state.shown !== key) {
@@ -180,17 +186,20 @@
     try {
       const base = sel.kind === 'crawler' ? `/v1/crawlers/${encodeURIComponent(sel.id)}` : `/v1/users/${encodeURIComponent(sel.id)}`;
       const [terms, activity] = await Promise.all([
-        api(`${base}/terms?window=${encodeURIComponent(win)}&n=${TERMS_SHOWN}`),
-        sel.kind === 'crawler' ? api(`${base}/activity?window=${encodeURIComponent(win)}&step=${WINDOWS[win].step}`) : null,
+        api(`${base}/terms?window=${encodeURIComponent(win)}&n=${TERMS_SHOWN}&merge=${state.merge}`),
+        sel.kind === 'crawler'
+          ? api(`${base}/activity?window=${encodeURIComponent(win)}&step=${WINDOWS[win].step}`)
+          : api(`/v1/compare?users=${encodeURIComponent(sel.id)}&window=${encodeURIComponent(win)}&step=${WINDOWS[win].step}`)
+            .then((cmp) => ({ steps: (cmp.series[0] || { steps: [] }).steps.map((st) => ({ at: st.at, comments: st.comments, authors: 0 })), user: true })),
       ]);
       const now = selection();
-      if (seq !== state.seq || !now || `${view.session}:${now.kind}:${now.id}:${state.window}` !== key) return;
+      if (seq !== state.seq || !now || `${view.session}:${now.kind}:${now.id}:${state.window}:${state.merge}` !== key) return;
       renderCloud(terms.terms || [], WINDOWS[win].span);
       const volume = $('volume');
       volume.hidden = !activity;
       if (activity) renderVolume(activity, win);
       $('trends-for').textContent = `${sel.kind} ${sel.id} · ${WINDOWS[win].span}` +
-        (activity ? '' : ' · activity is per crawler: select one of its crawlers for it');
+        (activity.user ? ' · comments of all its crawlers' : '');
       $('trends-empty').hidden = true;
       $('trends').hidden = false;
       state.shown = key;
@@ -214,9 +223,94 @@
     refresh();
   }
 
+  // queryFor is the search that finds a term's comments: a phrase in
+  // quotes; merged, a word also finds its hashtag (the word rule sees a
+  // hashtag's word).
+  function queryFor(term) {
+    if (term.includes(' ')) return `"${term}"`;
+    if (state.merge && term.startsWith('#')) return term.slice(1);
+    return term;
+  }
+
+  // showCurve reads and draws a term's comments per hour in the selected
+  // crawler over the trends' window (at least a day).
+  async function showCurve(term) {
+    const sel = selection();
+    const fig = $('term-curve');
+    if (!sel || sel.kind !== 'crawler') {
+      fig.hidden = false;
+      $('term-curve-title').textContent = term;
+      $('term-curve-summary').textContent = '';
+      $('term-curve-chart').replaceChildren();
+      $('term-curve-empty').textContent = 'A term\'s curve is per crawler: select one of the user\'s crawlers for it.';
+      $('term-curve-empty').hidden = false;
+      return;
+    }
+    state.curve = term;
+    const seq = ++state.curveSeq;
+    const win = state.window === '1h' ? '24h' : state.window;
+    try {
+      const a = await api(`/v1/crawlers/${encodeURIComponent(sel.id)}/terms/${encodeURIComponent(term)}/activity?window=${win}&merge=${state.merge}`);
+      if (seq !== state.curveSeq) return;
+      const steps = a.steps || [];
+      const total = steps.reduce((n, s) => n + (s.count || 0), 0);
+      fig.hidden = false;
+      fig.dataset.term = a.term;
+      fig.dataset.total = String(total);
+      $('term-curve-title').replaceChildren('Comments per hour carrying ', el('strong', {}, bw.bidi(a.merged ? a.terms.join(' + ') : a.term)));
+      $('term-curve-summary').textContent = `${bw.fmtNumber(total)} in ${WINDOWS[win].span}`;
+      $('term-curve-empty').hidden = total > 0;
+      $('term-curve-empty').textContent = total ? '' : `Not counted in ${WINDOWS[win].span}.`;
+      const peak = Math.max(1, ...steps.map((s) => s.count || 0));
+      const plotH = CHART_HEIGHT - CHART_AXIS - CHART_TOP;
+      const slot = CHART_WIDTH / Math.max(1, steps.length);
+      const chart = svg('svg', { class: 'volume-svg', viewBox: `0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`, role: 'img',
+        'aria-label': `comments per hour carrying ${a.term} over ${WINDOWS[win].span}: ${total}` });
+      chart.append(svg('line', { class: 'vol-base', x1: 0, x2: CHART_WIDTH, y1: CHART_TOP + plotH, y2: CHART_TOP + plotH }));
+      chart.append(svg('text', { class: 'vol-label', x: 2, y: CHART_TOP - 3 }, `${bw.fmtNumber(peak)} per hour`));
+      const bars = svg('g', { class: 'vol-bars' });
+      steps.forEach((s, i) => {
+        const h = ((s.count || 0) / peak) * plotH;
+        const bar = svg('rect', { x: (i * slot + 0.5).toFixed(2), y: (CHART_TOP + plotH - h).toFixed(2), width: Math.max(0.5, slot - 1).toFixed(2),
+          height: h.toFixed(2), 'data-at': s.at, 'data-count': s.count || 0 });
+        bar.append(svg('title', {}, `${bw.dateTime(s.at)}: ${bw.fmtNumber(s.count || 0)}`));
+        bars.append(bar);
+      });
+      chart.append(bars);
+      if (steps.length) chart.append(svg('text', { class: 'vol-label', x: 2, y: CHART_HEIGHT - 4 }, label(steps[0].at, '7d')));
+      chart.append(svg('text', { class: 'vol-label', x: CHART_WIDTH - 2, y: CHART_HEIGHT - 4, 'text-anchor': 'end' }, 'now'));
+      $('term-curve-chart').replaceChildren(chart);
+    } catch (e) {
+      if (seq !== state.curveSeq || e instanceof bw.AuthError) return;
+      fig.hidden = false;
+      $('term-curve-empty').textContent = `Curve unavailable: ${e instanceof bw.APIError ? e.reason : e.message}`;
+      $('term-curve-empty').hidden = false;
+    }
+  }
+
+  function hideCurve() {
+    state.curve = null;
+    state.curveSeq++;
+    $('term-curve').hidden = true;
+  }
+
   bw.onRefresh(refresh);
+  bw.onSelect(hideCurve);
 
   document.addEventListener('DOMContentLoaded', () => {
     for (const b of document.querySelectorAll('button[data-window]')) b.addEventListener('click', () => setWindow(b.dataset.window));
+    $('term-cloud').addEventListener('click', (ev) => {
+      const b = ev.target.closest('button[data-term]');
+      if (!b) return;
+      const term = b.dataset.term;
+      window.bwSearch.search(queryFor(term));
+      showCurve(term);
+    });
+    $('term-curve-close').addEventListener('click', hideCurve);
+    $('trends-merge').addEventListener('change', () => {
+      state.merge = $('trends-merge').checked;
+      if (state.curve) showCurve(state.curve);
+      refresh();
+    });
   });
 })();

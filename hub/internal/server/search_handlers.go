@@ -1,0 +1,223 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+)
+
+const (
+	// searchPageTimeout bounds one search page read through a spawn; the
+	// spawn itself stops at its scan bound and time budget well before.
+	searchPageTimeout = 30 * time.Second
+	// userSearchCrawlers is how many crawlers one page of a user's search
+	// reads at most: a page across many crawlers with few matches answers
+	// with what it has and a cursor, rather than reading them all at once.
+	userSearchCrawlers = 8
+)
+
+// errSearchNoNode is returned when no spawn is live to search the store.
+var errSearchNoNode = errors.New("server: no spawn node is live")
+
+// handleSearchComments serves GET /v1/crawlers/{id}/comments?q=…: one page
+// of a search over a crawler's stored comments, newest first.
+func (s *Server) handleSearchComments(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	sq, ok := parseSearch(w, r)
+	if !ok {
+		return
+	}
+	c, err := s.Store.GetCrawler(r.Context(), id)
+	if err != nil {
+		s.writeStoreError(w, fmt.Sprintf("crawler %d", id), err)
+		return
+	}
+	page, err := s.searchPage(r.Context(), s.Hub.CrawlerView(c).Node, id, sq)
+	if err != nil {
+		s.writeSearchError(w, id, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, page)
+}
+
+// userCursor is where a search over a user's crawlers goes on: the
+// crawler, and the cursor within it.
+type userCursor struct {
+	Crawler int64  `json:"c"`
+	Inner   string `json:"k,omitempty"`
+}
+
+func (c userCursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeUserCursor(s string) (userCursor, error) {
+	var c userCursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Crawler <= 0 {
+		return userCursor{}, fmt.Errorf("cursor %q is not one this search gave", s)
+	}
+	return c, nil
+}
+
+// handleSearchUserComments serves GET /v1/users/{id}/comments: one page of
+// a search over the comments of every crawler of a user, crawler by
+// crawler (in id order), newest first within each.
+func (s *Server) handleSearchUserComments(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	sq, ok := parseSearch(w, r)
+	if !ok {
+		return
+	}
+	page, err := s.userSearchPage(r.Context(), id, sq)
+	if err != nil {
+		s.writePageError(w, fmt.Sprintf("user %d", id), err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, page)
+}
+
+// userSearchPage reads one page of a search over a user's crawlers.
+func (s *Server) userSearchPage(ctx context.Context, userID int64, sq api.SearchQuery) (api.SearchPage, error) {
+	at := userCursor{}
+	if sq.Cursor != "" {
+		var err error
+		if at, err = decodeUserCursor(sq.Cursor); err != nil {
+			return api.SearchPage{}, fmt.Errorf("%w: %w", httpx.ErrBadRequest, err)
+		}
+	}
+	crawlers, err := s.Store.UserCrawlerIDs(ctx, userID)
+	if err != nil {
+		return api.SearchPage{}, err
+	}
+	out := api.SearchPage{Comments: []api.Comment{}}
+	start, _ := slices.BinarySearch(crawlers, at.Crawler)
+	limit := sq.Limit
+	for i, read := start, 0; i < len(crawlers) && read < userSearchCrawlers; i, read = i+1, read+1 {
+		cid := crawlers[i]
+		inner := sq
+		inner.Limit = limit - len(out.Comments)
+		inner.Cursor = ""
+		if cid == at.Crawler {
+			inner.Cursor = at.Inner
+		}
+		node := ""
+		if c, err := s.Store.GetCrawler(ctx, cid); err == nil {
+			node = s.Hub.CrawlerView(c).Node
+		}
+		page, err := s.searchPage(ctx, node, cid, inner)
+		if err != nil {
+			return api.SearchPage{}, err
+		}
+		out.Comments = append(out.Comments, page.Comments...)
+		out.Scanned += page.Scanned
+		if page.NextCursor != "" {
+			out.NextCursor = userCursor{Crawler: cid, Inner: page.NextCursor}.encode()
+			break
+		}
+		out.NextCursor = ""
+		if i+1 < len(crawlers) {
+			// This crawler is done; the next page starts at the next one.
+			out.NextCursor = userCursor{Crawler: crawlers[i+1]}.encode()
+		}
+		if len(out.Comments) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// writePageError answers a failed search or export: the store's and the
+// request's refusals as writeStoreError does, the spawns' as
+// writeSearchError.
+func (s *Server) writePageError(w http.ResponseWriter, what string, err error) {
+	if errors.Is(err, sqlstore.ErrNotFound) || errors.Is(err, httpx.ErrBadRequest) {
+		s.writeStoreError(w, what, err)
+		return
+	}
+	s.writeSearchError(w, 0, err)
+}
+
+// parseSearch reads a search's parameters and checks its query with the
+// query language's parser; a refusal is answered 400 with the reason.
+func parseSearch(w http.ResponseWriter, r *http.Request) (api.SearchQuery, bool) {
+	if r.URL.Query().Has("n") {
+		httpx.WriteError(w, http.StatusBadRequest, "n reads the latest comments; a search takes limit instead")
+		return api.SearchQuery{}, false
+	}
+	sq, err := api.ParseSearchQuery(r.URL.Query())
+	if err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return api.SearchQuery{}, false
+	}
+	if sq.Q != "" {
+		if _, err := query.Parse(sq.Q); err != nil {
+			httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+			return api.SearchQuery{}, false
+		}
+	}
+	return sq, true
+}
+
+// writeSearchError answers a failed search page.
+func (s *Server) writeSearchError(w http.ResponseWriter, crawlerID int64, err error) {
+	var se *api.StatusError
+	switch {
+	case errors.As(err, &se) && se.Code == http.StatusBadRequest:
+		httpx.WriteError(w, http.StatusBadRequest, "%s", se.Message)
+	case errors.Is(err, errSearchNoNode):
+		httpx.WriteError(w, http.StatusServiceUnavailable, "no spawn node is live to read the store")
+	default:
+		s.Logger.Warn("comment search failed", "crawler_id", crawlerID, "err", err)
+		httpx.WriteError(w, http.StatusBadGateway, "%v", err)
+	}
+}
+
+// searchPage asks the spawn running the crawler (first) or other live
+// spawns for one page of a search: they share the store, so any can
+// answer. A spawn's refusal of the request (400) is final.
+func (s *Server) searchPage(ctx context.Context, preferred string, crawlerID int64, q api.SearchQuery) (api.SearchPage, error) {
+	var urls []string
+	for _, n := range s.Hub.Nodes() {
+		if n.ID == preferred {
+			urls = append([]string{n.URL}, urls...)
+		} else {
+			urls = append(urls, n.URL)
+		}
+	}
+	if len(urls) == 0 {
+		return api.SearchPage{}, errSearchNoNode
+	}
+	var errs []error
+	for _, u := range urls[:min(len(urls), exportNodeAttempts)] {
+		client := api.NewNodeClient(u, api.NodeOptions{Token: s.NodeToken, HTTPClient: s.nodeHTTP(),
+			Timeouts: api.NodeTimeouts{Comments: searchPageTimeout}})
+		page, err := client.SearchComments(ctx, crawlerID, q)
+		if err == nil {
+			return page, nil
+		}
+		var se *api.StatusError
+		if errors.As(err, &se) && se.Code == http.StatusBadRequest {
+			return api.SearchPage{}, err
+		}
+		errs = append(errs, fmt.Errorf("spawn at %s: %w", u, err))
+	}
+	return api.SearchPage{}, fmt.Errorf("search: %w", errors.Join(errs...))
+}

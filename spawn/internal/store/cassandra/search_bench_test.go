@@ -1,0 +1,28 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/storetest"
+)
+
+// BenchmarkSearch measures search over a million stored comments of one
+// crawler against exporting them all (docs/benchmarks.md). The comments are
+// written once into the keyspace BW_BENCH_KEYSPACE (default
+// bw_search_bench_<count>, kept for the next run).
+func BenchmarkSearch(b *testing.B) {
+	addr := testAddr(b)
+	ks := os.Getenv("BW_BENCH_KEYSPACE")
+	if ks == "" {
+		ks = fmt.Sprintf("bw_search_bench_%d", storetest.BenchComments())
+	}
+	s, err := Open(context.Background(), "cassandra://"+addr+"/"+ks, testLogger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	storetest.BenchSearch(b, s)
+}

@@ -1,0 +1,12 @@
+package cassandra
+
+import (
+	"testing"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/storetest"
+)
+
+func TestSearch(t *testing.T) {
+	s, _ := openTest(t)
+	storetest.CheckSearch(t, s)
+}
