@@ -119,6 +119,27 @@ type Cursor struct {
 	// time_us) of the newest item delivered, so a source that can replay
 	// (bluesky) resumes right after it on another node; 0 when unknown.
 	Position int64 `json:"position,omitempty"`
+	// Sources are, by data source key, the newest item id the crawler
+	// stored in that source's own numbering (an X post id, a Mastodon
+	// status id local to the instance), so a source that pages its
+	// history from an id (X recent search, Mastodon timelines) fills the
+	// gap a move left from there.
+	Sources map[string]string `json:"sources,omitempty"`
+}
+
+// LaterSourceID returns the later of two source ids (Cursor.Sources):
+// decimal numbers, compared as such; "" is earlier than any.
+func LaterSourceID(a, b string) string {
+	if len(a) != len(b) {
+		if len(a) > len(b) {
+			return a
+		}
+		return b
+	}
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // SubscribersRequest upserts subscribers on a spawn. With Exact set the spawn
@@ -223,6 +244,10 @@ type Increment struct {
 	// counted (a Jetstream time_us), carried to the hub as the crawler's
 	// cursor position; 0 for sources without one.
 	Position int64 `json:"position,omitempty"`
+	// Sources are, by data source key, the newest source id among the
+	// comments counted (Cursor.Sources), carried to the hub as the
+	// crawler's cursor.
+	Sources map[string]string `json:"sources,omitempty"`
 	// Analytics describes the same comments (terms, activity, query
 	// candidates), so the hub applies it exactly once, with their usage.
 	Analytics *IncrementAnalytics `json:"analytics,omitempty"`

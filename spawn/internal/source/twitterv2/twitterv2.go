@@ -29,8 +29,28 @@
 // watchdog that reconnects after StallTimeout without even a keep-alive
 // (X sends one every 20 s), and the reconnect policy of X's guide: after
 // network errors linearly by 250 ms up to 16 s, after HTTP errors
-// exponentially from 5 s up to 320 s, after 429 (TooManyConnections
-// included) exponentially from a minute.
+// exponentially from 5 s up to 320 s, after 429 exponentially from a
+// minute.
+//
+// TooManyConnections right after the stream changed hands is expected: X
+// goes on counting a connection whose client went away (a killed or
+// drained spawn, or this source's own connection that just broke) for a
+// few seconds, and a project may hold one connection. So the first
+// HandoverRetries refusals in a row are retried every
+// HandoverRetryInterval (ten tries two seconds apart), as long as X's
+// x-rate-limit-remaining for the stream endpoint stays above
+// StreamRequestReserve; only then does the minute-long back-off of X's
+// guide for 429 apply. The bound is X's own: the stream endpoint allows 50
+// connection requests per 15 minutes to an app, and the short retries
+// spend at most a fifth of them, leaving the rest to the guide's back-off.
+// Meanwhile the subscribers show the refusal as passing; after it they
+// fail with ErrTooManyConnections, another client holding the stream.
+//
+// # Gaps
+//
+// A post published while the stream is down is never delivered: every
+// reconnect, handover and crawler moved here opens a gap per query, which
+// recent search fills once the stream is back (backfill.go).
 //
 // # Why not gotwi
 //
@@ -66,6 +86,20 @@ const (
 	DefaultAPIURL = "https://api.x.com"
 	rulesPath     = "/2/tweets/search/stream/rules"
 	streamPath    = "/2/tweets/search/stream"
+)
+
+// Handover retries: see the package documentation.
+const (
+	// DefaultHandoverRetryInterval is the wait between the short retries
+	// after TooManyConnections.
+	DefaultHandoverRetryInterval = 2 * time.Second
+	// DefaultHandoverRetries is how many TooManyConnections in a row are
+	// retried on the short schedule.
+	DefaultHandoverRetries = 10
+	// DefaultStreamRequestReserve is how many of the stream endpoint's
+	// connection requests (50 per 15 minutes) the short retries leave
+	// untouched.
+	DefaultStreamRequestReserve = 10
 )
 
 // Key is the one data source key of every twitter subscriber of a spawn:
@@ -189,6 +223,15 @@ type Options struct {
 	MaxLineBytes         int
 	SeenLimit            int
 	UserAgent            string
+
+	// The short retries after TooManyConnections.
+	HandoverRetryInterval time.Duration
+	HandoverRetries       int
+	StreamRequestReserve  int
+	// MaxSearchQueryLength is the longest query recent search takes (the
+	// app's access level); MaxBackfillPages bounds one gap's search.
+	MaxSearchQueryLength int
+	MaxBackfillPages     int
 }
 
 func (o Options) withDefaults() Options {
@@ -218,6 +261,11 @@ func (o Options) withDefaults() Options {
 	source.SetDefault(&o.RulesRequestInterval, DefaultRulesRequestInterval)
 	source.SetDefault(&o.ReconcileRetryMin, DefaultReconcileRetryMin)
 	source.SetDefault(&o.ReconcileRetryMax, DefaultReconcileRetryMax)
+	source.SetDefault(&o.HandoverRetryInterval, DefaultHandoverRetryInterval)
+	source.SetDefault(&o.HandoverRetries, DefaultHandoverRetries)
+	source.SetDefault(&o.StreamRequestReserve, DefaultStreamRequestReserve)
+	source.SetDefault(&o.MaxSearchQueryLength, DefaultMaxSearchQueryLength)
+	source.SetDefault(&o.MaxBackfillPages, DefaultMaxBackfillPages)
 	o.NetworkBackoffMax = max(o.NetworkBackoffMax, o.NetworkBackoffStep)
 	o.HTTPBackoffMax = max(o.HTTPBackoffMax, o.HTTPBackoffMin)
 	o.RateLimitBackoffMax = max(o.RateLimitBackoffMax, o.RateLimitBackoffMin)
@@ -233,6 +281,7 @@ type Kind struct {
 	opts      Options
 	rulesURL  string
 	streamURL string
+	searchURL string
 }
 
 var _ source.Kind = (*Kind)(nil)
@@ -249,7 +298,7 @@ func New(opts Options) (*Kind, error) {
 		return nil, fmt.Errorf("twitter: API URL %q is not an http(s) base URL", opts.APIURL)
 	}
 	base := strings.TrimSuffix(u.String(), "/")
-	return &Kind{opts: opts, rulesURL: base + rulesPath, streamURL: base + streamPath}, nil
+	return &Kind{opts: opts, rulesURL: base + rulesPath, streamURL: base + streamPath, searchURL: base + searchPath}, nil
 }
 
 // Scope is ScopeFleet: a project gets one filtered-stream connection for all
@@ -273,7 +322,7 @@ func (k *Kind) New(key string) (source.DataSource, error) {
 	if err := source.CheckKey("twitter", key, Key); err != nil {
 		return nil, err
 	}
-	return newSource(k.opts, k.rulesURL, k.streamURL), nil
+	return newSource(k.opts, k.rulesURL, k.streamURL, k.searchURL), nil
 }
 
 // wanted is one subscriber query as a rule.
