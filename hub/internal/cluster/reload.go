@@ -130,13 +130,19 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 	if u, ok := h.users[r.UserID]; ok && u.row.CommentLimit > 0 {
 		spec.Limited = true
 	}
-	if r.CursorAt != nil || r.CursorPos > 0 {
+	if r.CursorAt != nil || r.CursorPos > 0 || len(r.CursorIDs) > 0 {
 		spec.Cursor = &api.Cursor{Position: r.CursorPos}
 		if r.CursorAt != nil {
 			spec.Cursor.PublishedAt = *r.CursorAt
 		}
+		if len(r.CursorIDs) > 0 {
+			// Shared, never changed in place (sqlstore.SourceIDs).
+			spec.Cursor.Sources = r.CursorIDs
+		}
 	}
-	if r.Source == api.SourceBluesky && r.CursorPos == 0 && !r.CreatedAt.IsZero() {
+	switch {
+	case r.CreatedAt.IsZero():
+	case r.Source == api.SourceBluesky && r.CursorPos == 0:
 		// A crawler of a replayable log that has counted nothing yet
 		// reads from its creation: a subscriber moved before its first
 		// count was reported (its node died) still misses nothing.
@@ -144,6 +150,10 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 			spec.Cursor = &api.Cursor{}
 		}
 		spec.Cursor.Position = r.CreatedAt.UnixMicro()
+	case (r.Source == api.SourceTwitter || r.Source == api.SourceMastodon) && spec.Cursor == nil:
+		// Likewise for the sources whose gaps are filled from history
+		// (X recent search, Mastodon timelines): from its creation.
+		spec.Cursor = &api.Cursor{PublishedAt: r.CreatedAt.UTC()}
 	}
 	return spec
 }

@@ -154,9 +154,16 @@ type subscriber struct {
 	leaseTotal int64 // cumulative allowance of this instance
 	leaseUntil int64 // spawn clock, ms
 	seen       seenIDs
-	backlog    []source.Item // items waiting for a lease
+	backlog    []heldItem // items waiting for a lease
 	// rejectedTotal is the node's bw_spawn_comments_rejected_total.
 	rejectedTotal prometheus.Counter
+}
+
+// heldItem is an item a limited subscriber holds until a lease covers
+// it, with the key of the data source it came from.
+type heldItem struct {
+	item source.Item
+	key  string
 }
 
 // dataSource is one shared crawl and the subscribers it feeds.
