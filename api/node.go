@@ -18,6 +18,9 @@ const (
 	PathRecover = "/v1/usage/recover"
 	// PathHealth is the JSON health document of both servers.
 	PathHealth = "/v1/health"
+	// PathDrain is where a spawn tells the hub it is draining (given
+	// SIGTERM), and later that it has stopped.
+	PathDrain = "/v1/nodes/drain"
 )
 
 // Source kinds a crawler can read from.
@@ -48,6 +51,9 @@ const (
 	NodeRegistering = "registering"
 	NodeAttached    = "attached"
 	NodeDetached    = "detached"
+	// NodeDraining: the spawn hands its crawlers to other spawns and
+	// takes no new ones (given SIGTERM, or bwctl node drain).
+	NodeDraining = "draining"
 )
 
 // RegisterRequest is what a spawn sends to the hub when it starts and after
@@ -75,6 +81,18 @@ type RegisterRequest struct {
 	// standby that has one from most known spawns takes the leadership
 	// over (a leader cut off from its spawns but not from the database).
 	LeaderUnreachable *UnreachableLeader `json:"leader_unreachable,omitempty"`
+	// Draining says the spawn is draining: the hub routes nothing to it
+	// and moves what it runs elsewhere.
+	Draining bool `json:"draining,omitempty"`
+}
+
+// DrainRequest is a spawn telling the hub that it drains (given SIGTERM):
+// the hub moves its crawlers to other spawns, make before break. Done
+// says it has stopped running them and the hub acknowledged all its
+// usage: the hub forgets it at once, with nothing to recover.
+type DrainRequest struct {
+	NodeID string `json:"node_id"`
+	Done   bool   `json:"done,omitempty"`
 }
 
 // UnreachableLeader is a leader a spawn could not reach: the URL it was
@@ -219,6 +237,9 @@ type PollRequest struct {
 	// statuses that changed since (StatusDelta). Zero asks for every
 	// status.
 	StatusBase uint64 `json:"status_base,omitempty"`
+	// Drain tells the spawn the hub drains it (bwctl node drain): it
+	// says so in its health and takes no new crawlers.
+	Drain bool `json:"drain,omitempty"`
 }
 
 // SubscriberRef names a subscriber and the spec version the hub expects.
@@ -307,6 +328,8 @@ type PollResponse struct {
 	// DataSourcesUnchanged says DataSources is left out because it is as
 	// the hub last heard (only in a partial answer).
 	DataSourcesUnchanged bool `json:"data_sources_unchanged,omitempty"`
+	// Draining says the spawn drains.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // RecoverRequest asks a spawn for the usage increments of a lost node that

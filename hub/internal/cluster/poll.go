@@ -108,10 +108,20 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 // h.mu.
 func (h *Hub) pollRequestLocked(n *node, now time.Time) api.PollRequest {
 	n.seq++
-	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks, StatusBase: n.statusBase}
-	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want))
+	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks, StatusBase: n.statusBase, Drain: n.draining}
+	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want)+len(n.keep))
 	for id, c := range n.want {
 		req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.row.Version})
+	}
+	// The crawlers a draining node keeps until their new node runs them
+	// are polled with their whole status, for their lease accounts.
+	for id, c := range n.keep {
+		if _, wanted := n.want[id]; !wanted {
+			req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.sentVersion})
+		}
+	}
+	if len(n.keep) > 0 {
+		req.StatusBase = 0
 	}
 	req.Leases = h.grantLocked(n, now)
 	req.ValidUntil = n.validUntilLocked(now, h.nodeOpts.Timeouts.Poll)
@@ -185,9 +195,19 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 			c.leases.retire(n.id)
 		}
 	}
+	if resp.Draining && !n.draining && h.nodes[n.id] == n {
+		h.drainLocked(n, "it said so")
+	}
 	for _, st := range resp.Subscribers {
 		c, ok := h.crawlers[st.CrawlerID]
-		if !ok || c.nodeID() != n.id {
+		if !ok {
+			continue
+		}
+		if c.leaving == n && c.nodeID() != n.id {
+			h.takeLeavingStatusLocked(n, c, st, resp.Clock)
+			continue
+		}
+		if c.nodeID() != n.id {
 			continue
 		}
 		resend = h.takeStatusLocked(n, c, st, resp) || resend
@@ -248,6 +268,7 @@ func (h *Hub) takeStatusLocked(n *node, c *crawler, st api.SubscriberStatus, res
 		version: st.Version, instance: st.Instance, reserved: st.Reserved}
 	c.heardFrom, c.heardIn = n, resp.Answer
 	c.state, c.err, c.rate = c.heard.state, st.Error, st.RatePerSec
+	h.runningElsewhereLocked(c, c.state)
 	return false
 }
 

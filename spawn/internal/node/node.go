@@ -129,6 +129,9 @@ type Node struct {
 	// delta is what the hub has been told of each subscriber, so a poll
 	// is answered with what changed (api.StatusDelta).
 	delta api.StatusDelta
+	// draining is set once the node drains (drain.go), at drainStart.
+	draining   bool
+	drainStart time.Time
 	wg    sync.WaitGroup // data source goroutines
 
 	// attach is which hubs the node follows and the terms it has seen

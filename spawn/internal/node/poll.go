@@ -30,12 +30,15 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	// subscribers nor grants leases. Acknowledgements hold whatever their
 	// order: an increment the hub has applied is never reported again.
 	if fresh {
+		if req.Drain {
+			n.startDrainLocked("the hub drains it")
+		}
 		n.keepListedLocked(req.Subscribers, now)
 		n.enqueueReleasedLocked(n.applyLeasesLocked(req.Leases))
 	}
 	n.pruneAckedLocked(req.Acks)
 	clock := n.clock()
-	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health()}
+	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health(), Draining: n.draining}
 	// A fresh poll is answered with what changed since the answer the hub
 	// last took in; a stale one, which the hub may never read, in full and
 	// unrecorded.
@@ -166,6 +169,9 @@ func (n *Node) Health(full bool) api.SpawnHealth {
 	defer n.mu.Unlock()
 	h := api.SpawnHealth{NodeID: n.id, State: n.state, Epoch: n.epoch, Hub: n.cfg.HubURL, Store: n.writer.health(),
 		Subscribers: []api.HealthSubscriber{}, DataSources: []api.HealthDataSource{}}
+	if n.draining {
+		h.State = api.NodeDraining
+	}
 	hide := redact.Text
 	if full {
 		hide = func(s string) string { return s }
