@@ -208,9 +208,9 @@ type crawler struct {
 	// its new node does (drain.go); nil otherwise.
 	leaving *node
 	state   string
-	err         string
-	rate        float64
-	leases      leaseBook
+	err     string
+	rate    float64
+	leases  leaseBook
 	// quuid is row.QueryUUID parsed (queryUUID) while quuidState is
 	// quuidParsed; upsertCrawlerLocked forgets it when the row changes.
 	quuid      uuid.UUID

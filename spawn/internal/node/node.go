@@ -132,7 +132,7 @@ type Node struct {
 	// draining is set once the node drains (drain.go), at drainStart.
 	draining   bool
 	drainStart time.Time
-	wg    sync.WaitGroup // data source goroutines
+	wg         sync.WaitGroup // data source goroutines
 
 	// attach is which hubs the node follows and the terms it has seen
 	// (attach.go), and when it last lost the right to write (fence.go).
