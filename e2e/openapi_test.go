@@ -434,6 +434,7 @@ var schemaTypes = map[string]reflect.Type{
 	"HealthSubscriber":    reflect.TypeFor[api.HealthSubscriber](),
 	"HealthDataSource":    reflect.TypeFor[api.HealthDataSource](),
 	"RegisterRequest":     reflect.TypeFor[api.RegisterRequest](),
+	"DrainRequest":        reflect.TypeFor[api.DrainRequest](),
 	"UnreachableLeader":   reflect.TypeFor[api.UnreachableLeader](),
 	"RegisterResponse":    reflect.TypeFor[api.RegisterResponse](),
 	"SubscriberSpec":      reflect.TypeFor[api.SubscriberSpec](),
