@@ -293,6 +293,11 @@ type SubscriberStatus struct {
 	// LeaseSeq and LeaseTotal describe the lease the spawn holds now.
 	LeaseSeq   uint64 `json:"lease_seq,omitempty"`
 	LeaseTotal int64  `json:"lease_total,omitempty"`
+	// Live says the subscriber's data sources deliver its items from now
+	// on: connected and subscribed, or able to fill what they miss from
+	// the service's history. A crawler leaving a draining spawn stops
+	// there only once it is live on its new one.
+	Live bool `json:"live,omitempty"`
 }
 
 // DataSourceStatus describes one data source on a spawn.

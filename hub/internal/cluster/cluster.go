@@ -231,6 +231,7 @@ type heardStatus struct {
 	version  int64
 	instance uint64
 	reserved int64
+	live     bool
 }
 
 // States of crawler.quuid.

@@ -174,9 +174,10 @@ func (h *Hub) takeLeavingStatusLocked(n *node, c *crawler, st api.SubscriberStat
 }
 
 // runningElsewhereLocked releases a crawler from the node it leaves once
-// its new node reports it running there.
-func (h *Hub) runningElsewhereLocked(c *crawler, state string) {
-	if c.leaving == nil || (state != api.StateRunning && state != api.StateQuotaWait) {
+// its new node reports it running there (or waiting for quota) with its
+// data sources live.
+func (h *Hub) runningElsewhereLocked(c *crawler, state string, live bool) {
+	if c.leaving == nil || !live || (state != api.StateRunning && state != api.StateQuotaWait) {
 		return
 	}
 	from := c.leaving

@@ -24,7 +24,7 @@ func (f *fixture) runningAs(n *node, instance uint64, reserved map[int64]int64) 
 	f.t.Helper()
 	resp := api.PollResponse{NodeID: n.id, Clock: f.spawnClock()}
 	for id, r := range reserved {
-		resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{CrawlerID: id, State: api.StateRunning, Instance: instance, Reserved: r})
+		resp.Subscribers = append(resp.Subscribers, api.SubscriberStatus{CrawlerID: id, State: api.StateRunning, Instance: instance, Reserved: r, Live: true})
 	}
 	f.answer(n, resp, 0)
 }
@@ -77,6 +77,17 @@ func TestDrain_CrawlersLeaveMakeBeforeBreak(t *testing.T) {
 	}
 	if req := f.pollRequest(a); !req.Drain || req.StatusBase != 0 {
 		t.Fatalf("node-a's poll drain=%v status_base=%d, want the drain said and every status asked", req.Drain, req.StatusBase)
+	}
+
+	// node-b runs them, but its data sources are not live yet (a stream
+	// still subscribing): node-a keeps them all.
+	notLive := api.PollResponse{NodeID: b.id, Clock: f.spawnClock()}
+	for id := range onA {
+		notLive.Subscribers = append(notLive.Subscribers, api.SubscriberStatus{CrawlerID: id, State: api.StateRunning, Instance: 1})
+	}
+	f.answer(b, notLive, 0)
+	if got := f.polled(a); !slices.Equal(got, before) {
+		t.Fatalf("node-a is polled for %v before node-b's sources are live, want %v", got, before)
 	}
 
 	// node-b runs all but one: only that one stays on node-a.

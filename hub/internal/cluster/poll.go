@@ -265,17 +265,17 @@ func (h *Hub) takeStatusLocked(n *node, c *crawler, st api.SubscriberStatus, res
 		return true
 	}
 	c.heard = heardStatus{state: knownState(st.State), err: st.Error, rate: st.RatePerSec,
-		version: st.Version, instance: st.Instance, reserved: st.Reserved}
+		version: st.Version, instance: st.Instance, reserved: st.Reserved, live: st.Live}
 	c.heardFrom, c.heardIn = n, resp.Answer
 	c.state, c.err, c.rate = c.heard.state, st.Error, st.RatePerSec
-	h.runningElsewhereLocked(c, c.state)
+	h.runningElsewhereLocked(c, c.state, st.Live)
 	return false
 }
 
 // status is the remembered status as a poll answer would carry it.
 func (s heardStatus) status(crawlerID int64) api.SubscriberStatus {
 	return api.SubscriberStatus{CrawlerID: crawlerID, Version: s.version, State: s.state, Error: s.err,
-		RatePerSec: s.rate, Instance: s.instance, Reserved: s.reserved}
+		RatePerSec: s.rate, Instance: s.instance, Reserved: s.reserved, Live: s.live}
 }
 
 // knownState returns the constant equal to a state read off the wire, so a

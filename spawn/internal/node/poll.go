@@ -108,13 +108,20 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 	}
 	var errs []string
 	failing := 0
+	st.Live = true
 	for _, k := range s.keys {
-		if ds, ok := n.sources[k]; ok {
-			if err := subscriberErr(ds.ds, s.spec); err != nil {
-				errs = append(errs, err.Error())
-				if !errors.Is(err, source.ErrDegraded) {
-					failing++
-				}
+		ds, ok := n.sources[k]
+		if !ok {
+			st.Live = false
+			continue
+		}
+		if r, ok := ds.ds.(source.Readiness); ok && !r.Ready(s.spec) {
+			st.Live = false
+		}
+		if err := subscriberErr(ds.ds, s.spec); err != nil {
+			errs = append(errs, err.Error())
+			if !errors.Is(err, source.ErrDegraded) {
+				failing++
 			}
 		}
 	}

@@ -120,6 +120,16 @@ type SubscriberErrors interface {
 	ErrFor(spec api.SubscriberSpec) error
 }
 
+// Readiness is implemented by a data source that needs a while before it
+// delivers a new subscriber's items (a connection to open, a subscription
+// to confirm) and cannot fetch what it misses meanwhile: Ready reports
+// whether it delivers spec's items from now on. A crawler moved off a
+// draining spawn keeps running there until its new data sources are
+// ready. A data source without it is ready at once.
+type Readiness interface {
+	Ready(spec api.SubscriberSpec) bool
+}
+
 // AuthorName is the name of an author a data source learned after it
 // may have handed over items of theirs under their account id.
 type AuthorName struct {

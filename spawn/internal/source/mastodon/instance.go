@@ -107,7 +107,9 @@ type instance struct {
 	followWant map[string]bool // the tags to follow
 	config     access          // what the instance document says
 	deleteOnly string          // why the public stream is known closed
-	errs       source.ErrorSet
+	// live are the subscriptions sent on the open connection.
+	live map[sub]bool
+	errs source.ErrorSet
 
 	// Owned by Run's reader goroutine.
 	domain        string // the domain of the instance's accounts
@@ -142,6 +144,7 @@ func newInstance(opts Options, base *url.URL, stats *counters, follows *tagFollo
 		follows:       follows,
 		domain:        base.Hostname(),
 		want:          map[sub]bool{},
+		live:          map[sub]bool{},
 		followWant:    map[string]bool{},
 		recent:        newStatusCache(opts.StatusCacheSize),
 		resolve:       newBucket(opts.ResolveRate, opts.ResolveBurst),
@@ -248,6 +251,33 @@ func cmpSub(a, b sub) int {
 // tag follows.
 func (i *instance) Err() error { return i.errs.Err() }
 
+// Ready reports whether the open connection carries every subscription
+// the subscribers need: from then on their statuses arrive. (Mastodon's
+// streaming server confirms no subscription: it streams from the message
+// on.)
+func (i *instance) Ready(api.SubscriberSpec) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for w := range i.want {
+		if !i.live[w] {
+			return false
+		}
+	}
+	return len(i.live) > 0 || len(i.want) == 0
+}
+
+// setLive records a subscription sent (on) or ended (off) on the open
+// connection.
+func (i *instance) setLive(w sub, on bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if on {
+		i.live[w] = true
+	} else {
+		delete(i.live, w)
+	}
+}
+
 // ErrFor joins the data source's errors with, for a query that needs free
 // text while the instance's live feeds are closed to the token,
 // ErrLiveFeedsClosed naming the instance and why: such a subscriber fails.
@@ -327,6 +357,11 @@ func (i *instance) connect(ctx context.Context, emit source.Emit) (healthy bool,
 		return false, i.dialError(err)
 	}
 	defer c.CloseNow()
+	defer func() {
+		i.mu.Lock()
+		clear(i.live)
+		i.mu.Unlock()
+	}()
 	s.conn = c
 	i.stats.connects.Add(1)
 	i.logger.Info("mastodon connected", "url", wsURL)

@@ -89,6 +89,7 @@ func (s *session) reconcile(ctx context.Context, subscribed map[sub]bool) error 
 			return err
 		}
 		subscribed[w] = true
+		s.setLive(w, true)
 		s.stats.subscribes.Add(1)
 	}
 	for _, old := range slices.SortedFunc(maps.Keys(subscribed), cmpSub) {
@@ -99,6 +100,7 @@ func (s *session) reconcile(ctx context.Context, subscribed map[sub]bool) error 
 			return err
 		}
 		delete(subscribed, old)
+		s.setLive(old, false)
 		s.stats.unsubscribes.Add(1)
 	}
 	return nil
