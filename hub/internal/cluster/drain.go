@@ -63,8 +63,11 @@ func (h *Hub) drainLocked(n *node, why string) {
 	}
 }
 
-// pollDraining polls a draining node every drainPollInterval until it is
-// removed or ctx ends.
+// pollDraining polls a draining node every drainPollInterval until it has
+// handed everything over — it runs nothing, has nothing on its way to the
+// store and every increment it reported is acknowledged — or it is
+// removed, or ctx ends. A drained node that stays up (bwctl node drain)
+// is then polled at the usual interval.
 func (h *Hub) pollDraining(ctx context.Context, n *node) {
 	t := time.NewTicker(drainPollInterval)
 	defer t.Stop()
@@ -75,9 +78,9 @@ func (h *Hub) pollDraining(ctx context.Context, n *node) {
 		case <-t.C:
 		}
 		h.mu.Lock()
-		gone := n.removed
+		done := n.removed || (len(n.want) == 0 && len(n.keep) == 0 && len(n.pending) == 0 && len(n.acks) == 0 && !n.lastPoll.Before(n.drainStart))
 		h.mu.Unlock()
-		if gone {
+		if done {
 			return
 		}
 		h.pollNodes(ctx, []*node{n})
