@@ -203,6 +203,16 @@ func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
 	return orEmpty(out), nil
 }
 
+// DrainNode drains a spawn without stopping it (POST
+// /v1/nodes/{id}/drain): the hub moves its crawlers to other spawns, make
+// before break, and routes nothing to it any more. It returns the node,
+// now draining.
+func (c *Client) DrainNode(ctx context.Context, id string) (Node, error) {
+	var out Node
+	err := c.do(ctx, http.MethodPost, PathNodes+"/"+url.PathEscape(id)+"/drain", nil, struct{}{}, &out)
+	return out, err
+}
+
 // Events lists the hub's recent events, oldest first (GET /v1/events).
 func (c *Client) Events(ctx context.Context) ([]Event, error) {
 	var out []Event

@@ -18,6 +18,9 @@ const (
 	PathRecover = "/v1/usage/recover"
 	// PathHealth is the JSON health document of both servers.
 	PathHealth = "/v1/health"
+	// PathDrain is where a spawn tells the hub it is draining (given
+	// SIGTERM), and later that it has stopped.
+	PathDrain = "/v1/nodes/drain"
 )
 
 // Source kinds a crawler can read from.
@@ -48,6 +51,9 @@ const (
 	NodeRegistering = "registering"
 	NodeAttached    = "attached"
 	NodeDetached    = "detached"
+	// NodeDraining: the spawn hands its crawlers to other spawns and
+	// takes no new ones (given SIGTERM, or bwctl node drain).
+	NodeDraining = "draining"
 )
 
 // RegisterRequest is what a spawn sends to the hub when it starts and after
@@ -75,6 +81,18 @@ type RegisterRequest struct {
 	// standby that has one from most known spawns takes the leadership
 	// over (a leader cut off from its spawns but not from the database).
 	LeaderUnreachable *UnreachableLeader `json:"leader_unreachable,omitempty"`
+	// Draining says the spawn is draining: the hub routes nothing to it
+	// and moves what it runs elsewhere.
+	Draining bool `json:"draining,omitempty"`
+}
+
+// DrainRequest is a spawn telling the hub that it drains (given SIGTERM):
+// the hub moves its crawlers to other spawns, make before break. Done
+// says it has stopped running them and the hub acknowledged all its
+// usage: the hub forgets it at once, with nothing to recover.
+type DrainRequest struct {
+	NodeID string `json:"node_id"`
+	Done   bool   `json:"done,omitempty"`
 }
 
 // UnreachableLeader is a leader a spawn could not reach: the URL it was
@@ -119,6 +137,27 @@ type Cursor struct {
 	// time_us) of the newest item delivered, so a source that can replay
 	// (bluesky) resumes right after it on another node; 0 when unknown.
 	Position int64 `json:"position,omitempty"`
+	// Sources are, by data source key, the newest item id the crawler
+	// stored in that source's own numbering (an X post id, a Mastodon
+	// status id local to the instance), so a source that pages its
+	// history from an id (X recent search, Mastodon timelines) fills the
+	// gap a move left from there.
+	Sources map[string]string `json:"sources,omitempty"`
+}
+
+// LaterSourceID returns the later of two source ids (Cursor.Sources):
+// decimal numbers, compared as such; "" is earlier than any.
+func LaterSourceID(a, b string) string {
+	if len(a) != len(b) {
+		if len(a) > len(b) {
+			return a
+		}
+		return b
+	}
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // SubscribersRequest upserts subscribers on a spawn. With Exact set the spawn
@@ -198,6 +237,9 @@ type PollRequest struct {
 	// statuses that changed since (StatusDelta). Zero asks for every
 	// status.
 	StatusBase uint64 `json:"status_base,omitempty"`
+	// Drain tells the spawn the hub drains it (bwctl node drain): it
+	// says so in its health and takes no new crawlers.
+	Drain bool `json:"drain,omitempty"`
 }
 
 // SubscriberRef names a subscriber and the spec version the hub expects.
@@ -223,6 +265,10 @@ type Increment struct {
 	// counted (a Jetstream time_us), carried to the hub as the crawler's
 	// cursor position; 0 for sources without one.
 	Position int64 `json:"position,omitempty"`
+	// Sources are, by data source key, the newest source id among the
+	// comments counted (Cursor.Sources), carried to the hub as the
+	// crawler's cursor.
+	Sources map[string]string `json:"sources,omitempty"`
 	// Analytics describes the same comments (terms, activity, query
 	// candidates), so the hub applies it exactly once, with their usage.
 	Analytics *IncrementAnalytics `json:"analytics,omitempty"`
@@ -247,6 +293,11 @@ type SubscriberStatus struct {
 	// LeaseSeq and LeaseTotal describe the lease the spawn holds now.
 	LeaseSeq   uint64 `json:"lease_seq,omitempty"`
 	LeaseTotal int64  `json:"lease_total,omitempty"`
+	// Live says the subscriber's data sources deliver its items from now
+	// on: connected and subscribed, or able to fill what they miss from
+	// the service's history. A crawler leaving a draining spawn stops
+	// there only once it is live on its new one.
+	Live bool `json:"live,omitempty"`
 }
 
 // DataSourceStatus describes one data source on a spawn.
@@ -282,6 +333,8 @@ type PollResponse struct {
 	// DataSourcesUnchanged says DataSources is left out because it is as
 	// the hub last heard (only in a partial answer).
 	DataSourcesUnchanged bool `json:"data_sources_unchanged,omitempty"`
+	// Draining says the spawn drains.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // RecoverRequest asks a spawn for the usage increments of a lost node that

@@ -127,7 +127,7 @@ func (d *StatusDelta) Reset() {
 func materiallyChanged(prev, cur SubscriberStatus) bool {
 	if prev.Version != cur.Version || prev.State != cur.State || prev.Error != cur.Error ||
 		prev.Instance != cur.Instance || prev.Reserved != cur.Reserved ||
-		prev.QueryUUID != cur.QueryUUID || prev.DataSource != cur.DataSource {
+		prev.QueryUUID != cur.QueryUUID || prev.DataSource != cur.DataSource || prev.Live != cur.Live {
 		return true
 	}
 	return rateMoved(prev.RatePerSec, cur.RatePerSec)

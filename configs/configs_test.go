@@ -329,8 +329,8 @@ func TestCompose_ServicesHoldTogether(t *testing.T) {
 			}
 		}
 		grace, err := time.ParseDuration(s.StopGracePeriod)
-		if err != nil || grace < spawnapp.DrainTimeout {
-			t.Errorf("%s stop_grace_period %q, want at least the drain timeout %s", name, s.StopGracePeriod, spawnapp.DrainTimeout)
+		if err != nil || grace <= spawnapp.StopBudget {
+			t.Errorf("%s stop_grace_period %q, want more than the %s a spawn may take to drain and stop", name, s.StopGracePeriod, spawnapp.StopBudget)
 		}
 	}
 }
@@ -486,7 +486,7 @@ var units = []struct {
 	stopAtLeast time.Duration
 }{
 	{"systemd/blackwidow-hub.service", "hub", httpx.ShutdownGrace},
-	{"systemd/blackwidow-spawn.service", "spawn", spawnapp.DrainTimeout + httpx.ShutdownGrace},
+	{"systemd/blackwidow-spawn.service", "spawn", spawnapp.StopBudget},
 }
 
 func loadUnit(t *testing.T, file string) unitFile {

@@ -441,6 +441,7 @@ var schemaTypes = map[string]reflect.Type{
 	"HealthSubscriber":    reflect.TypeFor[api.HealthSubscriber](),
 	"HealthDataSource":    reflect.TypeFor[api.HealthDataSource](),
 	"RegisterRequest":     reflect.TypeFor[api.RegisterRequest](),
+	"DrainRequest":        reflect.TypeFor[api.DrainRequest](),
 	"UnreachableLeader":   reflect.TypeFor[api.UnreachableLeader](),
 	"RegisterResponse":    reflect.TypeFor[api.RegisterResponse](),
 	"SubscriberSpec":      reflect.TypeFor[api.SubscriberSpec](),
@@ -1149,6 +1150,14 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 			}
 		})
 	}
+
+	// Draining: an operator drains the second spawn, then the spawn
+	// drains itself as on SIGTERM, telling the hub it drains and is done.
+	_, err = client.DrainNode(ctx, spawns[1].ID())
+	must(err)
+	dctx, cancel := context.WithTimeout(ctx, clustertest.WaitTimeout)
+	defer cancel()
+	must(spawns[1].Node.Drain(dctx))
 
 	// Every documented operation has answered with success at least once.
 	for path, item := range doc.Paths.Map() {

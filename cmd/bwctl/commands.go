@@ -47,6 +47,7 @@ func init() {
 		{name: "crawler delete", args: []string{"ID"}, help: "delete a crawler",
 			run: deleteByID("crawler", func(c *cli, id int64) error { return c.client.DeleteCrawler(c.ctx, id) })},
 		{name: "node list", help: "list live spawn nodes", run: nodeList},
+		{name: "node drain", args: []string{"NODE"}, help: "drain a spawn without stopping it: its crawlers move to other spawns (make before break) and it takes no new ones", run: nodeDrain},
 		{name: "reload", help: "reload: hard recomputes every assignment, soft only what changed", run: reload,
 			flags: []flagSpec{
 				{name: "hard", group: "kind", required: true, usage: "recompute every assignment and poll every node at once"},
@@ -366,6 +367,21 @@ func nodeList(c *cli, _ *input) error {
 			orDash(strings.Join(n.Sources, ","))})
 	}
 	return printTable(c.out, []string{"ID", "URL", "STATE", "SUBSCRIBERS", "FAILURES", "LAST POLL", "STORE", "SOURCES"}, rows)
+}
+
+func nodeDrain(c *cli, in *input) error {
+	n, err := c.client.DrainNode(c.ctx, in.args[0])
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(c.out, n)
+	}
+	return printKV(c.out, [][2]string{
+		{"id", n.ID},
+		{"state", n.State},
+		{"subscribers", strconv.Itoa(n.Subscribers)},
+	})
 }
 
 func reload(c *cli, in *input) error {

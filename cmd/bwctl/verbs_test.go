@@ -69,6 +69,8 @@ var verbRuns = map[string][]verbRun{
 	"crawler disable": {{args: "{new-crawler}"}},
 	"crawler delete":  {{args: "{new-crawler}"}},
 	"node list":       {{}},
+	// The fixture's one spawn: its crawlers have nowhere to go and stay.
+	"node drain":      {{args: "{node}"}},
 	"reload":          {{args: "--hard"}, {args: "--soft"}},
 	"comments recent": {{args: "{rss} --n 5"}},
 	"comments export": {
@@ -463,6 +465,7 @@ func newVerbFixture(t *testing.T) *verbFixture {
 		"hub": cl.Hub.URL(), "ca": cert, "token": clustertest.AdminToken, "config": config,
 		"user": itoa(u.ID), "rss": itoa(rss.ID), "twitter": itoa(tw.ID), "feed": cl.FeedURL("news"), "comment": "story-1",
 		"search-cursor": first.NextCursor,
+		"node": cl.Spawns[0].ID(),
 	}}
 }
 

@@ -247,7 +247,7 @@ func (h *Hub) becomeLeader(t leader.Term) (*cluster.Hub, error) {
 	}
 	handler := srv.Handler()
 	if cfg.ClientCA != "" {
-		handler = httpx.RequireClientCert(func(path string) bool { return path == api.PathRegister }, handler)
+		handler = httpx.RequireClientCert(func(path string) bool { return path == api.PathRegister || path == api.PathDrain }, handler)
 	}
 	h.mu.Lock()
 	h.cluster, h.handler = c, handler

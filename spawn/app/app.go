@@ -31,8 +31,21 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/file"
 )
 
-// DrainTimeout is how long a stopping spawn keeps writing counted comments.
-const DrainTimeout = 30 * time.Second
+// StoreDrainTimeout is how long a stopping spawn keeps writing counted
+// comments after its data sources stopped.
+const StoreDrainTimeout = 30 * time.Second
+
+// DefaultDrainTimeout is how long a spawn given SIGTERM waits for the hub
+// to move its crawlers to other spawns and acknowledge its usage before it
+// stops anyway (--drain-timeout). A handover takes a few seconds; an AWS
+// spot interruption leaves two minutes, which this, StoreDrainTimeout and
+// the HTTP server's shutdown fit in.
+const DefaultDrainTimeout = 60 * time.Second
+
+// StopBudget is the longest a spawn takes to stop after SIGTERM at default
+// settings: the drain, then the store drain, then the HTTP server's
+// shutdown. A supervisor's stop timeout must exceed it.
+const StopBudget = DefaultDrainTimeout + StoreDrainTimeout + httpx.ShutdownGrace
 
 // Settings are the spawn's flags; each also reads BW_<NAME> and the --config
 // YAML file.
@@ -48,6 +61,7 @@ type Settings struct {
 	AllowTargets []string      `flag:"allow-targets" usage:"CIDRs crawl targets may be in although private or loopback"`
 	FeedInterval time.Duration `flag:"feed-interval" usage:"how often a feed is fetched until its publishing rate is known"`
 	OrphanAfter  time.Duration `flag:"orphan-after" usage:"stop a subscriber not polled for this long (until the hub says otherwise)"`
+	DrainTimeout time.Duration `flag:"drain-timeout" usage:"on SIGTERM, wait this long for the hub to move the spawn's crawlers elsewhere before stopping anyway"`
 	DetachAfter  time.Duration `flag:"detach-after" usage:"drop everything when the hub is silent this long (until the hub says otherwise)"`
 	NodeToken    string        `flag:"node-token" usage:"shared token of hub-spawn calls (prefer BW_NODE_TOKEN)"`
 	TLSCert      string        `flag:"tls-cert" usage:"PEM certificate chain: serve the node API over HTTPS only, and present it to hubs that ask for a client certificate"`
@@ -99,6 +113,7 @@ func DefaultSettings() Settings {
 		FeedInterval: rss.DefaultInterval,
 		QueueMaxAge:  queue.DefaultMaxAge,
 		OrphanAfter:  node.DefaultOrphanAfter,
+		DrainTimeout: DefaultDrainTimeout,
 		DetachAfter:  node.DefaultDetachAfter,
 		LogLevel:     "info",
 		LogFormat:    "text",
@@ -124,6 +139,24 @@ type Spawn struct {
 	addr  string
 	url   string
 	fence *node.FencedStore
+	// drainTimeout bounds Drain (--drain-timeout).
+	drainTimeout time.Duration
+}
+
+// Drain hands the spawn's crawlers to other spawns through the hub, for up
+// to --drain-timeout, then stops it: what a spawn does on SIGTERM. It
+// returns why the spawn stopped, as Stop does; a drain cut short by its
+// timeout is logged, and the hub reads the usage the spawn could not
+// report back from the store.
+func (s *Spawn) Drain() error {
+	timeout := s.drainTimeout
+	if timeout <= 0 {
+		timeout = DefaultDrainTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_ = s.Node.Drain(ctx) // logged by the node
+	return s.Stop()
 }
 
 // Start opens the store, binds the listener and runs the spawn until ctx
@@ -242,13 +275,13 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	if cfg.ClientCA != "" {
 		handler = httpx.RequireClientCert(hubOnly, handler)
 	}
-	s := &Spawn{Node: n, addr: ln.Addr().String(), url: scheme + "://" + ln.Addr().String(), fence: fenced}
+	s := &Spawn{Node: n, addr: ln.Addr().String(), url: scheme + "://" + ln.Addr().String(), fence: fenced, drainTimeout: cfg.DrainTimeout}
 	s.Service = service.Start(ctx,
 		func() error {
 			logger.Info("spawn stopped", "node_id", n.ID())
 			return st.Close()
 		},
-		func(ctx context.Context) error { return n.Run(ctx, DrainTimeout) },
+		func(ctx context.Context) error { return n.Run(ctx, StoreDrainTimeout) },
 		func(ctx context.Context) error { return httpx.Serve(ctx, ln, handler) },
 	)
 	return s, nil

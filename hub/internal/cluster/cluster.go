@@ -176,6 +176,12 @@ type node struct {
 	pending      map[int64]int
 	leased       map[int64]bool // crawlers with lease accounts on the node
 	maxSeq       uint64         // highest increment sequence applied from it
+	// draining is set when the node drains (drain.go), at drainStart;
+	// keep are the crawlers routed elsewhere that it runs until their new
+	// node does.
+	draining   bool
+	drainStart time.Time
+	keep       map[int64]*crawler
 	// statusBase is the number of the node's last answer taken in, which
 	// the next poll names so the node reports only what changed since
 	// (api.StatusDelta); 0 asks for everything. baseResets counts the
@@ -201,10 +207,13 @@ type crawler struct {
 	sentTo      *node
 	sentVersion int64
 	needSend    bool
-	state       string
-	err         string
-	rate        float64
-	leases      leaseBook
+	// leaving is the draining node that still runs the crawler until
+	// its new node does (drain.go); nil otherwise.
+	leaving *node
+	state   string
+	err     string
+	rate    float64
+	leases  leaseBook
 	// quuid is row.QueryUUID parsed (queryUUID) while quuidState is
 	// quuidParsed; upsertCrawlerLocked forgets it when the row changes.
 	quuid      uuid.UUID
@@ -225,6 +234,7 @@ type heardStatus struct {
 	version  int64
 	instance uint64
 	reserved int64
+	live     bool
 }
 
 // States of crawler.quuid.

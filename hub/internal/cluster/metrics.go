@@ -23,6 +23,8 @@ type metrics struct {
 	leaseComments  prometheus.Counter
 	usageRecovered prometheus.Counter
 	usageApplied   prometheus.Counter
+	drains         prometheus.Counter
+	drainSeconds   prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -42,6 +44,9 @@ func newMetrics() *metrics {
 		leaseComments:  f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_comments_total", Help: "Comments newly allowed by leases."}),
 		usageRecovered: f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_recovered_total", Help: "Comments lost nodes stored but never reported, read back from the store and counted."}),
 		usageApplied:   f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_applied_total", Help: "Comments applied to usage in SQL."}),
+		drains:         f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_node_drains_total", Help: "Spawns that started draining (SIGTERM, or bwctl node drain)."}),
+		drainSeconds: f.NewHistogram(prometheus.HistogramOpts{Name: "bw_hub_node_drain_seconds", Help: "How long drained spawns took from the start of their drain to leaving, every crawler handed over.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 10)}),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

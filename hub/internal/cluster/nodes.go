@@ -33,7 +33,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	n := &node{
 		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), fleet: fleetSources(req.FleetSources), registeredAt: now, lastPoll: now,
 		want: map[int64]*crawler{}, sent: map[int64]*crawler{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
-		leased: map[int64]bool{},
+		leased: map[int64]bool{}, keep: map[int64]*crawler{},
 	}
 	// Crawlers that may hold lease accounts on the node: those of its
 	// previous registration, live or lost. The hub keeps them per node, so
@@ -54,6 +54,10 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		for _, c := range old.want {
 			h.wantLocked(c, n)
 		}
+		// It no longer runs what it was keeping for a drain.
+		for _, c := range old.keep {
+			h.releaseLocked(c)
+		}
 	}
 	h.nodes[req.NodeID] = n
 	// Its lease accounts from before settle on this node's answers
@@ -64,6 +68,9 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		}
 	}
 	h.nodeBackLocked(n)
+	if req.Draining {
+		h.drainLocked(n, "it registered draining")
+	}
 	if req.Detached != "" {
 		h.eventLocked("node_detached", fmt.Sprintf("node %s detached (%s), dropping its subscribers, and registered again", short(req.NodeID), req.Detached))
 	}
@@ -143,7 +150,9 @@ func (h *Hub) routeTablesLocked(ids []string) map[string]RouteTable {
 	for _, kind := range api.Sources {
 		offering := make([]string, 0, len(ids))
 		for _, id := range ids {
-			if slices.Contains(h.nodes[id].sources, kind) {
+			// A draining node takes nothing, and holds no fleet
+			// connection any more.
+			if n := h.nodes[id]; !n.draining && slices.Contains(n.sources, kind) {
 				offering = append(offering, id)
 			}
 		}
@@ -168,6 +177,9 @@ func (h *Hub) removeNodeLocked(n *node, reason string) {
 	for _, c := range n.want {
 		c.needSend, c.state = true, api.StatePending
 		h.wantLocked(c, nil)
+	}
+	for _, c := range n.keep {
+		h.releaseLocked(c)
 	}
 	for id := range n.leased {
 		if c, ok := h.crawlers[id]; ok {

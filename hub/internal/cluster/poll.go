@@ -109,10 +109,20 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 // h.mu.
 func (h *Hub) pollRequestLocked(n *node, now time.Time) api.PollRequest {
 	n.seq++
-	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks, StatusBase: n.statusBase}
-	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want))
+	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks, StatusBase: n.statusBase, Drain: n.draining}
+	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want)+len(n.keep))
 	for id, c := range n.want {
 		req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.row.Version})
+	}
+	// The crawlers a draining node keeps until their new node runs them
+	// are polled with their whole status, for their lease accounts.
+	for id, c := range n.keep {
+		if _, wanted := n.want[id]; !wanted {
+			req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.sentVersion})
+		}
+	}
+	if len(n.keep) > 0 {
+		req.StatusBase = 0
 	}
 	req.Leases = h.grantLocked(n, now)
 	req.ValidUntil = n.validUntilLocked(now, h.nodeOpts.Timeouts.Poll)
@@ -189,9 +199,19 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 			c.leases.retire(n.id)
 		}
 	}
+	if resp.Draining && !n.draining && h.nodes[n.id] == n {
+		h.drainLocked(n, "it said so")
+	}
 	for _, st := range resp.Subscribers {
 		c, ok := h.crawlers[st.CrawlerID]
-		if !ok || c.nodeID() != n.id {
+		if !ok {
+			continue
+		}
+		if c.leaving == n && c.nodeID() != n.id {
+			h.takeLeavingStatusLocked(n, c, st, resp.Clock)
+			continue
+		}
+		if c.nodeID() != n.id {
 			continue
 		}
 		resend = h.takeStatusLocked(n, c, st, resp) || resend
@@ -249,16 +269,17 @@ func (h *Hub) takeStatusLocked(n *node, c *crawler, st api.SubscriberStatus, res
 		return true
 	}
 	c.heard = heardStatus{state: knownState(st.State), err: st.Error, rate: st.RatePerSec,
-		version: st.Version, instance: st.Instance, reserved: st.Reserved}
+		version: st.Version, instance: st.Instance, reserved: st.Reserved, live: st.Live}
 	c.heardFrom, c.heardIn = n, resp.Answer
 	c.state, c.err, c.rate = c.heard.state, st.Error, st.RatePerSec
+	h.runningElsewhereLocked(c, c.state, st.Live)
 	return false
 }
 
 // status is the remembered status as a poll answer would carry it.
 func (s heardStatus) status(crawlerID int64) api.SubscriberStatus {
 	return api.SubscriberStatus{CrawlerID: crawlerID, Version: s.version, State: s.state, Error: s.err,
-		RatePerSec: s.rate, Instance: s.instance, Reserved: s.reserved}
+		RatePerSec: s.rate, Instance: s.instance, Reserved: s.reserved, Live: s.live}
 }
 
 // knownState returns the constant equal to a state read off the wire, so a

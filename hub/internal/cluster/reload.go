@@ -130,13 +130,19 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 	if u, ok := h.users[r.UserID]; ok && u.row.CommentLimit > 0 {
 		spec.Limited = true
 	}
-	if r.CursorAt != nil || r.CursorPos > 0 {
+	if r.CursorAt != nil || r.CursorPos > 0 || len(r.CursorIDs) > 0 {
 		spec.Cursor = &api.Cursor{Position: r.CursorPos}
 		if r.CursorAt != nil {
 			spec.Cursor.PublishedAt = *r.CursorAt
 		}
+		if len(r.CursorIDs) > 0 {
+			// Shared, never changed in place (sqlstore.SourceIDs).
+			spec.Cursor.Sources = r.CursorIDs
+		}
 	}
-	if r.Source == api.SourceBluesky && r.CursorPos == 0 && !r.CreatedAt.IsZero() {
+	switch {
+	case r.CreatedAt.IsZero():
+	case r.Source == api.SourceBluesky && r.CursorPos == 0:
 		// A crawler of a replayable log that has counted nothing yet
 		// reads from its creation: a subscriber moved before its first
 		// count was reported (its node died) still misses nothing.
@@ -144,6 +150,10 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 			spec.Cursor = &api.Cursor{}
 		}
 		spec.Cursor.Position = r.CreatedAt.UnixMicro()
+	case (r.Source == api.SourceTwitter || r.Source == api.SourceMastodon) && spec.Cursor == nil:
+		// Likewise for the sources whose gaps are filled from history
+		// (X recent search, Mastodon timelines): from its creation.
+		spec.Cursor = &api.Cursor{PublishedAt: r.CreatedAt.UTC()}
 	}
 	return spec
 }
@@ -228,6 +238,10 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	if route, ok := routes[c.row.Source]; ok {
 		target = route(q)
 	}
+	if target == "" && c.node != nil && c.node.draining && !c.node.removed {
+		// No other spawn can run it: it stays on the draining one.
+		return
+	}
 	if target == "" {
 		c.state, c.err = api.StatePending, "no spawn node is registered"
 		if anyNode {
@@ -237,13 +251,25 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 		return
 	}
 	tn := h.nodes[target]
+	from := c.node
 	h.wantLocked(c, tn)
+	makeBeforeBreak := false
 	if prev != "" && prev != target {
 		resp.Moved++
 		if pn, ok := h.nodes[prev]; ok {
-			p := planOf(plans, pn)
-			p.removes = append(p.removes, id)
+			if pn.draining && pn == from && c.sentTo == pn {
+				// Leaving a draining node: it runs the crawler until the
+				// new node does (drain.go).
+				h.leaveLocked(c, pn)
+				makeBeforeBreak = true
+			} else {
+				p := planOf(plans, pn)
+				p.removes = append(p.removes, id)
+			}
 		}
+	}
+	if c.leaving == tn {
+		h.releaseLocked(c) // routed back to the node it was leaving
 	}
 	// A subscriber the node already runs in this version is left
 	// alone, in a hard reload too: only what moved or changed travels.
@@ -253,7 +279,11 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 		p := planOf(plans, tn)
 		p.upserts = append(p.upserts, h.specLocked(c))
 		resp.Assigned++
-		c.state, c.err = api.StatePending, ""
+		if !makeBeforeBreak && c.leaving == nil {
+			// A crawler leaving a draining node still runs there: it
+			// is not pending.
+			c.state, c.err = api.StatePending, ""
+		}
 	}
 }
 

@@ -109,6 +109,7 @@ func (h *Hub) upsertCrawlerLocked(r sqlstore.Crawler) (*crawler, bool) {
 		h.crawlers[r.ID] = c
 	}
 	usage := max(c.row.Usage, r.Usage)
+	ids := c.row.CursorIDs
 	if !ok || c.row.Version != r.Version || c.row.CommentLimit != r.CommentLimit || c.row.LimitReached != r.LimitReached || c.row.Enabled != r.Enabled {
 		r.Source = knownSource(r.Source)
 		if r.QueryUUID != c.row.QueryUUID {
@@ -119,6 +120,7 @@ func (h *Hub) upsertCrawlerLocked(r sqlstore.Crawler) (*crawler, bool) {
 	c.row.Usage = usage
 	c.row.CursorAt = laterCursor(c.row.CursorAt, r.CursorAt)
 	c.row.CursorPos = max(c.row.CursorPos, r.CursorPos)
+	c.row.CursorIDs = ids.Merge(r.CursorIDs)
 	c.row.ChangeSeq = max(c.row.ChangeSeq, r.ChangeSeq)
 	return c, !ok
 }

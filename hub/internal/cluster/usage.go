@@ -78,6 +78,7 @@ func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied
 			c.row.CursorAt = laterCursor(c.row.CursorAt, &t)
 		}
 		c.row.CursorPos = max(c.row.CursorPos, inc.Position)
+		c.row.CursorIDs = c.row.CursorIDs.Merge(inc.Sources)
 		switch {
 		case leased == nil:
 			// A lost node: only its surviving accounts take the usage.

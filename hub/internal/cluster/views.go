@@ -83,18 +83,33 @@ func (h *Hub) Nodes() []api.Node {
 	defer h.mu.Unlock()
 	out := make([]api.Node, 0, len(h.nodes))
 	for _, id := range h.sortedNodeIDsLocked() {
-		n := h.nodes[id]
-		state := "ok"
-		if n.failures > 0 {
-			state = "failing"
-		}
-		out = append(out, api.Node{
-			ID: n.id, URL: n.url, State: state, Subscribers: len(n.want),
-			RegisteredAt: n.registeredAt.UTC(), LastPoll: n.lastPoll.UTC(), Failures: n.failures,
-			Sources: slices.Clone(n.sources), Store: n.store, DataSources: slices.Clone(n.dataSources),
-		})
+		out = append(out, h.nodeViewLocked(h.nodes[id]))
 	}
 	return out
+}
+
+// Node states in the node list.
+const (
+	nodeOK      = "ok"
+	nodeFailing = "failing"
+)
+
+// nodeViewLocked is a node as the node list shows it: "draining" while it
+// drains (its subscribers count those it still runs for the drain),
+// "failing" while contacts with it fail, else "ok".
+func (h *Hub) nodeViewLocked(n *node) api.Node {
+	state := nodeOK
+	switch {
+	case n.draining:
+		state = api.NodeDraining
+	case n.failures > 0:
+		state = nodeFailing
+	}
+	return api.Node{
+		ID: n.id, URL: n.url, State: state, Subscribers: len(n.want) + len(n.keep),
+		RegisteredAt: n.registeredAt.UTC(), LastPoll: n.lastPoll.UTC(), Failures: n.failures,
+		Sources: slices.Clone(n.sources), Store: n.store, DataSources: slices.Clone(n.dataSources),
+	}
 }
 
 // Health is the hub's GET /v1/health document.

@@ -58,6 +58,7 @@ func (s *Server) Handler() http.Handler {
 
 	// Node API.
 	mux.Handle("POST "+api.PathRegister, node(s.handleRegister))
+	mux.Handle("POST "+api.PathDrain, node(s.handleNodeDrain))
 
 	// Admin API.
 	mux.Handle("POST /v1/users", admin(s.handleCreateUser))
@@ -79,6 +80,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET "+api.PathCrawlerHistories, admin(s.handleCrawlerHistories))
 	mux.Handle("POST "+api.PathValidateQuery, admin(s.handleValidateQuery))
 	mux.Handle("GET /v1/nodes", admin(s.handleListNodes))
+	mux.Handle("POST /v1/nodes/{id}/drain", admin(s.handleDrainNode))
 	mux.Handle("POST /v1/reload", admin(s.handleReload))
 	mux.Handle("GET /v1/events", admin(s.handleEvents))
 	mux.Handle("GET "+api.PathCrawlerHistory, admin(s.handleCrawlerHistory))

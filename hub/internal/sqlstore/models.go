@@ -6,6 +6,7 @@ package sqlstore
 
 import (
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -59,6 +60,11 @@ type Crawler struct {
 	// CursorPos is the highest source log position counted for the
 	// crawler (a Jetstream time_us), 0 for sources without one.
 	CursorPos int64 `gorm:"not null;default:0"`
+	// CursorIDs are, by data source key, the newest source id counted for
+	// the crawler (an X post id, a Mastodon status id local to its
+	// instance), so a subscriber moved to another node fills its gap from
+	// there (api.Cursor.Sources).
+	CursorIDs SourceIDs `gorm:"column:cursor_ids;type:text;not null;default:''"`
 	// ChangeSeq is the change that last created or changed the row
 	// (changes.go); usage and cursors do not change it.
 	ChangeSeq int64 `gorm:"not null;default:0"`
@@ -112,6 +118,69 @@ func (l *List) Scan(src any) error {
 		return fmt.Errorf("sqlstore: unable to read a list from %T", src)
 	}
 	return nil
+}
+
+// SourceIDs are a crawler's newest source ids by data source key, kept in
+// their column as a JSON object ("" for none). A value is never changed in
+// place: Merge returns a new one.
+type SourceIDs map[string]string
+
+// Value writes the ids to their column.
+func (m SourceIDs) Value() (driver.Value, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(map[string]string(m))
+	return string(b), err
+}
+
+// Scan reads the ids from their column.
+func (m *SourceIDs) Scan(src any) error {
+	var text string
+	switch v := src.(type) {
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	case nil:
+	default:
+		return fmt.Errorf("sqlstore: unable to read source ids from %T", src)
+	}
+	*m = nil
+	if text == "" {
+		return nil
+	}
+	var ids map[string]string
+	if err := json.Unmarshal([]byte(text), &ids); err != nil {
+		return fmt.Errorf("sqlstore: unable to read source ids: %w", err)
+	}
+	*m = ids
+	return nil
+}
+
+// Merge returns the ids of m and more, each key's later id kept
+// (api.LaterSourceID); m itself is returned when more adds nothing.
+func (m SourceIDs) Merge(more map[string]string) SourceIDs {
+	changed := false
+	for k, v := range more {
+		if v != "" && api.LaterSourceID(m[k], v) != m[k] {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return m
+	}
+	out := make(SourceIDs, len(m)+len(more))
+	for k, v := range m {
+		out[k] = v
+	}
+	for k, v := range more {
+		if v != "" {
+			out[k] = api.LaterSourceID(out[k], v)
+		}
+	}
+	return out
 }
 
 // AppliedIncrement records a usage increment the hub has applied, so a

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -170,6 +171,7 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 					d.newest = inc.Newest
 				}
 				d.pos = max(d.pos, inc.Position)
+				d.ids = d.ids.Merge(inc.Sources)
 			} else {
 				userID = inc.UserID
 			}
@@ -195,6 +197,7 @@ type usageDelta struct {
 	count  int64
 	newest time.Time
 	pos    int64
+	ids    SourceIDs // newest source ids, merged into cursor_ids
 }
 
 // rowsPerStatement bounds the rows one multi-row statement writes: a few
@@ -261,34 +264,76 @@ func (s *Store) recordIncrementsTx(tx *gorm.DB, incs []api.Increment, order []in
 func (s *Store) addCrawlerUsageTx(tx *gorm.DB, ids []int64, deltas map[int64]*usageDelta) error {
 	var todo []int64
 	for _, id := range ids {
-		if d := deltas[id]; d != nil && (d.count != 0 || !d.newest.IsZero() || d.pos != 0) {
+		if d := deltas[id]; d != nil && (d.count != 0 || !d.newest.IsZero() || d.pos != 0 || len(d.ids) > 0) {
 			todo = append(todo, id)
 		}
 	}
 	for chunk := range slices.Chunk(todo, rowsPerStatement) {
-		values := s.valuesRows(len(chunk), "BIGINT", "BIGINT", "TIMESTAMPTZ", "BIGINT")
-		args := make([]any, 0, 4*len(chunk))
+		if err := s.lockRowsTx(tx, "crawlers", chunk); err != nil {
+			return err
+		}
+		// Source ids merge key by key with what the rows hold, read under
+		// the lock (SQLite runs one writing transaction at a time).
+		merged, err := s.mergeCursorIDsTx(tx, chunk, deltas)
+		if err != nil {
+			return err
+		}
+		values := s.valuesRows(len(chunk), "BIGINT", "BIGINT", "TIMESTAMPTZ", "BIGINT", "TEXT")
+		args := make([]any, 0, 5*len(chunk))
 		for _, id := range chunk {
 			d := deltas[id]
 			var at any // NULL: no cursor time
 			if !d.newest.IsZero() {
 				at = dbTime(d.newest)
 			}
-			args = append(args, id, d.count, at, d.pos)
+			args = append(args, id, d.count, at, d.pos, merged[id]) // "": unchanged
 		}
-		if err := s.lockRowsTx(tx, "crawlers", chunk); err != nil {
-			return err
-		}
-		sql := "WITH v(id, n, at, pos) AS (VALUES " + values + ") " +
+		sql := "WITH v(id, n, at, pos, ids) AS (VALUES " + values + ") " +
 			"UPDATE crawlers SET usage = crawlers.usage + v.n, " +
 			"cursor_at = CASE WHEN v.at IS NOT NULL AND (crawlers.cursor_at IS NULL OR crawlers.cursor_at < v.at) THEN v.at ELSE crawlers.cursor_at END, " +
-			"cursor_pos = CASE WHEN crawlers.cursor_pos < v.pos THEN v.pos ELSE crawlers.cursor_pos END " +
+			"cursor_pos = CASE WHEN crawlers.cursor_pos < v.pos THEN v.pos ELSE crawlers.cursor_pos END, " +
+			"cursor_ids = CASE WHEN v.ids <> '' THEN v.ids ELSE crawlers.cursor_ids END " +
 			"FROM v WHERE crawlers.id = v.id"
 		if err := tx.Exec(sql, args...).Error; err != nil {
 			return fmt.Errorf("add usage to %d crawlers: %w", len(chunk), err)
 		}
 	}
 	return nil
+}
+
+// mergeCursorIDsTx reads the cursor_ids of the crawlers of ids whose
+// deltas bring source ids and returns, by crawler, the merged column text
+// to write; a crawler whose ids do not change is left out.
+func (s *Store) mergeCursorIDsTx(tx *gorm.DB, ids []int64, deltas map[int64]*usageDelta) (map[int64]string, error) {
+	var with []int64
+	for _, id := range ids {
+		if len(deltas[id].ids) > 0 {
+			with = append(with, id)
+		}
+	}
+	out := make(map[int64]string, len(with))
+	if len(with) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID        int64
+		CursorIDs SourceIDs
+	}
+	if err := tx.Model(&Crawler{}).Select("id", "cursor_ids").Where("id IN ?", with).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read cursor ids: %w", err)
+	}
+	for _, r := range rows {
+		next := r.CursorIDs.Merge(deltas[r.ID].ids)
+		if len(next) == len(r.CursorIDs) && maps.Equal(next, r.CursorIDs) {
+			continue
+		}
+		text, err := next.Value()
+		if err != nil {
+			return nil, fmt.Errorf("write cursor ids: %w", err)
+		}
+		out[r.ID] = text.(string)
+	}
+	return out, nil
 }
 
 // addUserUsageTx adds to the users' usage, as addCrawlerUsageTx does for

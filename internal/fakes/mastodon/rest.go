@@ -41,6 +41,7 @@ const (
 //	POST /api/v1/tags/{name}/unfollow        idempotent
 //	GET  /api/v1/followed_tags               newest follow first, Link header to the next page
 //	GET  /api/v1/statuses/{id}/context       {"ancestors", "descendants"}
+//	GET  /api/v1/timelines/…                 public, tag/{hashtag}, home (timelines.go)
 func (s *Server) routes(mux *http.ServeMux) {
 	handle := func(pattern string, h http.HandlerFunc) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -58,6 +59,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	handle("POST /api/v1/tags/{name}/unfollow", s.user(s.handleFollowTag, "follow", "write", "write:follows"))
 	handle("GET /api/v1/followed_tags", s.user(s.handleFollowedTags, "follow", "read", "read:follows"))
 	handle("GET /api/v1/statuses/{id}/context", s.handleContext)
+	s.timelineRoutes(handle)
 }
 
 // user wraps a handler that needs a user token with one of scopes:

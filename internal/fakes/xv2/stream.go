@@ -37,20 +37,26 @@ func (s *Server) logConnection(r *http.Request, status int) {
 	s.connLog = append(s.connLog, Connection{At: time.Now(), Status: status, Query: r.URL.RawQuery})
 }
 
-// handleStream serves GET /2/tweets/search/stream: after any injected
-// failure, and unless the app's one connection is taken, it streams each
-// matching post as a "\r\n"-terminated JSON line, with "\r\n" every
-// KeepAlive while idle.
+// handleStream serves GET /2/tweets/search/stream: within the app's
+// connection rate limit, after any injected failure, and unless the app's
+// one connection is taken (or still held by a client that went away), it
+// streams each matching post as a "\r\n"-terminated JSON line, with "\r\n"
+// every KeepAlive while idle.
 func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	now := time.Now()
+	limit, remaining, reset, allowed := s.streamRate.take(now)
+	setRateHeaders(w, limit, remaining, reset)
 	status := http.StatusOK
 	switch {
 	case s.closed:
 		status = http.StatusServiceUnavailable
+	case !allowed:
+		status = http.StatusTooManyRequests
 	case len(s.streamFail) > 0:
 		status = s.streamFail[0]
 		s.streamFail = s.streamFail[1:]
-	case s.held || s.conn != nil:
+	case s.held || s.conn != nil || now.Before(s.heldUntil):
 		status = http.StatusTooManyRequests
 		s.connLog = append(s.connLog, Connection{At: time.Now(), Status: status, Query: r.URL.RawQuery})
 		s.mu.Unlock()
@@ -75,10 +81,16 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 	s.conn = c
 	s.mu.Unlock()
+	// gone is set when the client went away rather than the server
+	// ending the stream: X keeps counting such a connection for a while.
+	gone := false
 	defer func() {
 		s.mu.Lock()
 		if s.conn == c {
 			s.conn = nil
+			if gone && s.opts.SlotHold > 0 {
+				s.heldUntil = time.Now().Add(s.opts.SlotHold)
+			}
 		}
 		s.mu.Unlock()
 	}()
@@ -108,6 +120,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-r.Context().Done():
+			gone = true
 			return
 		case <-c.cut:
 			return
@@ -115,10 +128,15 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-keepAlive.C:
 			if !s.isStalled() && !write([]byte("\r\n")) {
+				gone = true
 				return
 			}
 		case f := <-out:
-			if !write(f.data) || f.cut {
+			if !write(f.data) {
+				gone = true
+				return
+			}
+			if f.cut {
 				return
 			}
 		}

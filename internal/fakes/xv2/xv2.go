@@ -1,10 +1,15 @@
 // Package xv2 is a local stand-in for X API v2's filtered stream: the rules
-// endpoint (GET and POST /2/tweets/search/stream/rules, with dry_run) and
-// the stream itself (GET /2/tweets/search/stream). It checks the bearer
-// token, enforces the limits of X's tiers (rule count, rule length, one
-// connection per app), validates rules with its own parser of X's rule
-// syntax, and delivers each published post to the open stream with the
-// rules it matched. Tests can make it misbehave the way X does: refuse
+// endpoint (GET and POST /2/tweets/search/stream/rules, with dry_run), the
+// stream itself (GET /2/tweets/search/stream) and recent search over the
+// posts published (GET /2/tweets/search/recent, search.go). It checks the
+// bearer token, enforces the limits of X's tiers (rule count, rule length,
+// one connection per app, 50 stream connections and 450 searches per 15
+// minutes), validates rules with its own parser of X's rule syntax, and
+// delivers each published post to the open stream with the rules it
+// matched. Like X, it goes on counting a connection whose client went away
+// against the app's one connection for a while (SlotHold): a client that
+// reconnects at once, or another that takes over, is refused with
+// TooManyConnections until then. Tests can make it misbehave the way X does: refuse
 // connections (429, 503), hold the one connection elsewhere
 // (TooManyConnections), go silent, cut the stream, send broken and
 // oversized lines, or end the stream with X's in-stream error document.
@@ -50,6 +55,19 @@ const (
 	// DefaultConnBuffer is how many lines may wait for a slow reader
 	// before the server drops the connection, as X drops slow consumers.
 	DefaultConnBuffer = 1024
+	// DefaultSlotHold is how long the app's one connection still counts
+	// as taken after its client went away (a killed process, a closed
+	// socket): X's servers notice a vanished client only after a while,
+	// and a new connection is refused with TooManyConnections meanwhile.
+	// X does not document the delay; its effect — the next client's
+	// first attempt right after a kill refused — is what the server
+	// reproduces.
+	DefaultSlotHold = 5 * time.Second
+	// DefaultStreamConnectLimit is how many stream connection requests an
+	// app may make in RateWindow (X: 50 per 15 minutes).
+	DefaultStreamConnectLimit = 50
+	// DefaultRateWindow is X's rate-limit window.
+	DefaultRateWindow = 15 * time.Minute
 )
 
 // maxBodyBytes caps a rules request body.
@@ -64,6 +82,16 @@ type Options struct {
 	MaxRuleLength int
 	KeepAlive     time.Duration
 	ConnBuffer    int
+	// SlotHold is how long a connection whose client went away still
+	// holds the app's one connection; negative holds it not at all.
+	SlotHold time.Duration
+	// StreamConnectLimit and SearchLimit are the requests to the stream
+	// and to recent search allowed per RateWindow; MaxQueryLength is the
+	// longest search query.
+	StreamConnectLimit int
+	SearchLimit        int
+	RateWindow         time.Duration
+	MaxQueryLength     int
 	// Logger receives a line per request at debug level; nil discards.
 	Logger *slog.Logger
 }
@@ -141,7 +169,14 @@ type Server struct {
 	streamFail []int // statuses the next stream attempts answer with
 	rulesFail  []int // statuses the next rules requests answer with
 	held       bool  // another client holds the one connection
+	// heldUntil is when the slot of a connection whose client went away
+	// is free again (SlotHold).
+	heldUntil  time.Time
 	stalled    bool
+	streamRate rateWindow
+	searchRate rateWindow
+	searchLog  []SearchRequest
+	searchFail []int // statuses the next searches answer with
 }
 
 // New returns a server without rules.
@@ -158,6 +193,21 @@ func New(opts Options) *Server {
 	if opts.ConnBuffer <= 0 {
 		opts.ConnBuffer = DefaultConnBuffer
 	}
+	if opts.SlotHold == 0 {
+		opts.SlotHold = DefaultSlotHold
+	}
+	if opts.StreamConnectLimit <= 0 {
+		opts.StreamConnectLimit = DefaultStreamConnectLimit
+	}
+	if opts.SearchLimit <= 0 {
+		opts.SearchLimit = DefaultSearchLimit
+	}
+	if opts.RateWindow <= 0 {
+		opts.RateWindow = DefaultRateWindow
+	}
+	if opts.MaxQueryLength <= 0 {
+		opts.MaxQueryLength = DefaultMaxQueryLength
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -167,7 +217,8 @@ func New(opts Options) *Server {
 		parsed:     map[string]*node{},
 		posts:      map[string]*stored{},
 		nextRuleID: 1_500_000_000_000_000_000,
-		nextPostID: 1_700_000_000_000_000_000,
+		streamRate: rateWindow{limit: opts.StreamConnectLimit, window: opts.RateWindow},
+		searchRate: rateWindow{limit: opts.SearchLimit, window: opts.RateWindow},
 	}
 }
 
@@ -179,12 +230,13 @@ func Start(tb fakehttp.TB, opts Options) (*Server, string) {
 	return s, fakehttp.Serve(tb, s.Handler(), s.Close)
 }
 
-// Handler serves the rules and the stream, and GET /healthz.
+// Handler serves the rules, the stream and recent search, and GET /healthz.
 func (s *Server) Handler() http.Handler {
 	mux := fakehttp.NewMux()
 	mux.HandleFunc("GET "+RulesPath, s.auth(s.handleListRules))
 	mux.HandleFunc("POST "+RulesPath, s.auth(s.handleChangeRules))
 	mux.HandleFunc("GET "+StreamPath, s.auth(s.handleStream))
+	mux.HandleFunc("GET "+SearchPath, s.auth(s.handleSearch))
 	return mux
 }
 
@@ -283,6 +335,14 @@ func (s *Server) RulesRequests() []RulesRequest {
 	return slices.Clone(s.rulesLog)
 }
 
+// SlotHeld reports whether a client that went away still holds the app's
+// one connection (SlotHold).
+func (s *Server) SlotHeld() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Now().Before(s.heldUntil)
+}
+
 // Connected reports whether a client holds the stream open.
 func (s *Server) Connected() bool {
 	s.mu.Lock()
@@ -365,12 +425,11 @@ func (s *Server) SendRaw(data []byte, cut bool) bool {
 func (s *Server) Publish(p Post) (Post, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p.ID == "" {
-		s.nextPostID++
-		p.ID = strconv.FormatInt(s.nextPostID, 10)
-	}
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = time.Now()
+	}
+	if p.ID == "" {
+		p.ID = s.snowflakeLocked(p.CreatedAt)
 	}
 	if p.Username == "" {
 		p.Username = "user"
@@ -397,6 +456,22 @@ func (s *Server) Publish(p Post) (Post, []string) {
 		s.conn.send(frame{data: append(line, '\r', '\n')})
 	}
 	return p, ruleIDs(matched)
+}
+
+// Snowflake ids: X's post ids are the post's creation time in
+// milliseconds since X's epoch, shifted left 22 bits, with a worker and
+// sequence number in the low bits (X's "X IDs" page), so ids grow with
+// time and a time names an id.
+const (
+	snowflakeEpochMillis = 1288834974657
+	snowflakeTimeShift   = 22
+)
+
+// snowflakeLocked is a new post id for a post created at t.
+func (s *Server) snowflakeLocked(t time.Time) string {
+	s.nextPostID++
+	ms := max(t.UnixMilli()-snowflakeEpochMillis, 0)
+	return strconv.FormatInt(ms<<snowflakeTimeShift|s.nextPostID&(1<<snowflakeTimeShift-1), 10)
 }
 
 // matchLocked lists the rules that match in.

@@ -139,13 +139,14 @@ func (n *Node) register(ctx context.Context) error {
 	detached := n.detachReason
 	first, leader := n.attach.next, n.attach.leader
 	followed, term := n.attach.followed, n.attach.maxTerm
+	draining := n.draining
 	var complaint *api.UnreachableLeader
 	if n.attach.complaint != nil && time.Since(n.attach.complaintAt) < complaintKept {
 		complaint = n.attach.complaint
 	}
 	n.mu.Unlock()
 	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock(),
-		LeaderUnreachable: complaint}
+		LeaderUnreachable: complaint, Draining: draining}
 	order := make([]string, 0, len(hubs)+1)
 	if leader != "" {
 		order = append(order, leader)

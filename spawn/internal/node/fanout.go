@@ -155,7 +155,7 @@ func (n *Node) matchChunk(ds *dataSource, items []source.Item, out []pending) ([
 	for _, it := range items {
 		h := idHash(it.ID) // once for every subscriber
 		for _, s := range open {
-			if p, ok := s.acceptMatchedLocked(it, h, nil, now); ok {
+			if p, ok := s.acceptMatchedLocked(it, ds.key, h, nil, now); ok {
 				n.pendingLocked(p.comment.CrawlerID, 1)
 				out = append(out, p)
 			}
@@ -166,7 +166,7 @@ func (n *Node) matchChunk(ds *dataSource, items []source.Item, out []pending) ([
 			if !ok {
 				continue
 			}
-			if p, ok := s.acceptMatchedLocked(it, h, hit.Terms, now); ok {
+			if p, ok := s.acceptMatchedLocked(it, ds.key, h, hit.Terms, now); ok {
 				n.pendingLocked(p.comment.CrawlerID, 1)
 				out = append(out, p)
 			}
@@ -218,7 +218,7 @@ func (n *Node) drainBacklogLocked(s *subscriber) []pending {
 	now := n.clock()
 	var out []pending
 	for _, it := range held {
-		if p, ok := s.acceptLocked(it, now); ok {
+		if p, ok := s.acceptLocked(it.item, it.key, now); ok {
 			n.pendingLocked(p.comment.CrawlerID, 1)
 			out = append(out, p)
 		}
@@ -229,23 +229,24 @@ func (n *Node) drainBacklogLocked(s *subscriber) []pending {
 // acceptLocked decides whether an item becomes one of the subscriber's comments,
 // matching the subscriber's query itself: the path of items held for a
 // lease, which come one subscriber at a time.
-func (s *subscriber) acceptLocked(it source.Item, now int64) (pending, bool) {
+func (s *subscriber) acceptLocked(it source.Item, key string, now int64) (pending, bool) {
 	matched, ok := matchFilter(it, s.filter)
 	if !ok {
 		return pending{}, false
 	}
-	return s.acceptMatchedLocked(it, idHash(it.ID), matched, now)
+	return s.acceptMatchedLocked(it, key, idHash(it.ID), matched, now)
 }
 
 // acceptMatchedLocked is acceptLocked for an item whose query the caller
 // has already evaluated (the data source's query index): matched are the
 // query's positive terms the item contains, nil for a subscriber without a
-// filter; h is idHash of the item's id.
-func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []string, now int64) (pending, bool) {
+// filter; h is idHash of the item's id; key names the data source the item
+// came from.
+func (s *subscriber) acceptMatchedLocked(it source.Item, key string, h uint64, matched []string, now int64) (pending, bool) {
 	if s.seen.has(it.ID, h) {
 		return pending{}, false
 	}
-	if c := s.spec.Cursor; c != nil && behindCursor(it, c) {
+	if c := s.spec.Cursor; c != nil && behindCursor(it, key, c) {
 		return pending{}, false
 	}
 	if it.QueryUUID != "" && it.QueryUUID != s.spec.QueryUUID {
@@ -254,8 +255,8 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []str
 	if s.spec.Limited && (s.reserved >= s.leaseTotal || now >= s.leaseUntil) {
 		// No live lease: keep the item until the next grant, so a
 		// subscriber waiting for quota loses nothing its source sent once.
-		if i := slices.IndexFunc(s.backlog, func(b source.Item) bool { return b.ID == it.ID }); i < 0 {
-			s.backlog = append(s.backlog, it)
+		if i := slices.IndexFunc(s.backlog, func(b heldItem) bool { return b.item.ID == it.ID }); i < 0 {
+			s.backlog = append(s.backlog, heldItem{item: it, key: key})
 		}
 		if len(s.backlog) > backlogPerSubscriber {
 			s.backlog = s.backlog[len(s.backlog)-backlogPerSubscriber:]
@@ -290,15 +291,21 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []str
 		userID:   s.spec.UserID,
 		instance: s.instance,
 		leaseSeq: s.leaseSeq,
+		source:   key,
+		sourceID: it.SourceID,
 	}, true
 }
 
-// behindCursor reports whether an item is one the crawler has already
-// delivered: at or before its cursor's log position for a source that
-// numbers its items (publication times there are set by the posting app and
-// arrive out of order), at or before its cursor's publication time for the
-// others.
-func behindCursor(it source.Item, c *api.Cursor) bool {
+// behindCursor reports whether an item of the data source key is one the
+// crawler has already delivered: at or before its cursor's id in that
+// source for a source that numbers its items (X, Mastodon), at or before
+// its cursor's log position for one with a replayable log (publication
+// times there are set by the posting app and arrive out of order), at or
+// before its cursor's publication time for the others.
+func behindCursor(it source.Item, key string, c *api.Cursor) bool {
+	if at := c.Sources[key]; at != "" && it.SourceID != "" {
+		return api.LaterSourceID(it.SourceID, at) == at
+	}
 	if it.Position > 0 && c.Position > 0 {
 		return it.Position <= c.Position
 	}

@@ -28,6 +28,8 @@ type Metrics struct {
 	storeQueueDepth      prometheus.Gauge
 	duplicatesSkipped    prometheus.Counter
 	storeWriteErrors     prometheus.Counter
+	draining             prometheus.Gauge
+	drainSeconds         prometheus.Gauge
 }
 
 // NewMetrics builds a spawn's metrics on a new registry.
@@ -50,5 +52,7 @@ func NewMetrics() *Metrics {
 		storeQueueDepth:      f.NewGauge(prometheus.GaugeOpts{Name: "bw_spawn_store_queue_depth", Help: "Counted comments waiting for the store (the bounded buffer)."}),
 		duplicatesSkipped:    f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_comments_duplicate_total", Help: "Comments the store already held (delivered again after a move); not counted as usage."}),
 		storeWriteErrors:     f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_store_write_errors_total", Help: "Failed store writes (each is retried)."}),
+		draining:             f.NewGauge(prometheus.GaugeOpts{Name: "bw_spawn_draining", Help: "1 while the spawn drains: it hands its crawlers to other spawns and takes no new ones."}),
+		drainSeconds:         f.NewGauge(prometheus.GaugeOpts{Name: "bw_spawn_drain_seconds", Help: "How long the spawn's drain took, from its start to every crawler handed over and all usage acknowledged."}),
 	}
 }

@@ -129,7 +129,10 @@ type Node struct {
 	// delta is what the hub has been told of each subscriber, so a poll
 	// is answered with what changed (api.StatusDelta).
 	delta api.StatusDelta
-	wg    sync.WaitGroup // data source goroutines
+	// draining is set once the node drains (drain.go), at drainStart.
+	draining   bool
+	drainStart time.Time
+	wg         sync.WaitGroup // data source goroutines
 
 	// attach is which hubs the node follows and the terms it has seen
 	// (attach.go), and when it last lost the right to write (fence.go).
@@ -154,9 +157,16 @@ type subscriber struct {
 	leaseTotal int64 // cumulative allowance of this instance
 	leaseUntil int64 // spawn clock, ms
 	seen       seenIDs
-	backlog    []source.Item // items waiting for a lease
+	backlog    []heldItem // items waiting for a lease
 	// rejectedTotal is the node's bw_spawn_comments_rejected_total.
 	rejectedTotal prometheus.Counter
+}
+
+// heldItem is an item a limited subscriber holds until a lease covers
+// it, with the key of the data source it came from.
+type heldItem struct {
+	item source.Item
+	key  string
 }
 
 // dataSource is one shared crawl and the subscribers it feeds.

@@ -29,12 +29,15 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	// subscribers nor grants leases. Acknowledgements hold whatever their
 	// order: an increment the hub has applied is never reported again.
 	if fresh {
+		if req.Drain {
+			n.startDrainLocked("the hub drains it")
+		}
 		n.keepListedLocked(req.Subscribers, now)
 		n.enqueueReleasedLocked(n.applyLeasesLocked(req.Leases))
 	}
 	n.pruneAckedLocked(req.Acks)
 	clock := n.clock()
-	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health()}
+	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health(), Draining: n.draining}
 	// A fresh poll is answered with what changed since the answer the hub
 	// last took in; a stale one, which the hub may never read, in full and
 	// unrecorded.
@@ -104,13 +107,20 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 	}
 	var errs []string
 	failing := 0
+	st.Live = true
 	for _, k := range s.keys {
-		if ds, ok := n.sources[k]; ok {
-			if err := subscriberErr(ds.ds, s.spec); err != nil {
-				errs = append(errs, err.Error())
-				if !errors.Is(err, source.ErrDegraded) {
-					failing++
-				}
+		ds, ok := n.sources[k]
+		if !ok {
+			st.Live = false
+			continue
+		}
+		if r, ok := ds.ds.(source.Readiness); ok && !r.Ready(s.spec) {
+			st.Live = false
+		}
+		if err := subscriberErr(ds.ds, s.spec); err != nil {
+			errs = append(errs, err.Error())
+			if !errors.Is(err, source.ErrDegraded) {
+				failing++
 			}
 		}
 	}
@@ -167,6 +177,9 @@ func (n *Node) Health(full bool) api.SpawnHealth {
 	defer n.mu.Unlock()
 	h := api.SpawnHealth{NodeID: n.id, State: n.state, Store: n.writer.health(),
 		SubscriberCount: len(n.subs), DataSourceCount: len(n.sources)}
+	if n.draining {
+		h.State = api.NodeDraining
+	}
 	if !full {
 		return h
 	}

@@ -197,7 +197,7 @@ func TestLease_BoundsWhatIsCountedOnTheSpawnClock(t *testing.T) {
 				for range st.items {
 					item++
 					it := source.Item{ID: fmt.Sprint("item-", item), Text: "x", PublishedAt: time.Now()}
-					if p, ok := s.acceptLocked(it, base+st.at); ok {
+					if p, ok := s.acceptLocked(it, "test", base+st.at); ok {
 						n.pendingLocked(p.comment.CrawlerID, 1)
 					}
 				}

@@ -134,6 +134,12 @@ func (n *Node) recordWritten(batch []pending, fresh []bool) {
 			n.incs[i].Newest = c.PublishedAt
 		}
 		n.incs[i].Position = max(n.incs[i].Position, c.Position)
+		if p.sourceID != "" && p.source != "" {
+			if n.incs[i].Sources == nil {
+				n.incs[i].Sources = map[string]string{}
+			}
+			n.incs[i].Sources[p.source] = api.LaterSourceID(n.incs[i].Sources[p.source], p.sourceID)
+		}
 	}
 	// Within a batch the first fresh comment of each increment decides the
 	// order of appends: keep the batch's increments in number order.

@@ -45,6 +45,10 @@ type pending struct {
 	userID   int64
 	instance uint64
 	leaseSeq uint64
+	// source is the key of the data source the item came from and
+	// sourceID its id there (source.Item.SourceID), carried to the hub as
+	// the crawler's cursor in that source.
+	source, sourceID string
 	// terms are the comment's terms for its analytics, extracted once
 	// for every subscriber's comment of the same item (withTerms); nil
 	// when analytics are off or not extracted yet.

@@ -74,6 +74,14 @@ type Item struct {
 	// Jetstream event's time_us), so a subscriber moved to another node
 	// resumes after it; 0 for sources without one.
 	Position int64
+	// SourceID is the item's id in its data source's own numbering, one
+	// that grows with time (an X post id, a Mastodon status id local to
+	// the instance), so the newest one a crawler stored says where it
+	// stands in that source; empty for sources without one. The crawler's
+	// cursor carries it per data source (api.Cursor.Sources), and a source
+	// that can page its history from an id fills a moved crawler's gap
+	// from there.
+	SourceID string
 	// Terms, when set, are the query terms the item matched upstream (a
 	// stream that filters server-side); empty means "every subscriber of the
 	// source may want it".
@@ -110,6 +118,16 @@ type SubscriberErrors interface {
 	// ErrFor joins the errors that concern spec's subscriber: those of the
 	// whole source and those of its own query; nil when there are none.
 	ErrFor(spec api.SubscriberSpec) error
+}
+
+// Readiness is implemented by a data source that needs a while before it
+// delivers a new subscriber's items (a connection to open, a subscription
+// to confirm) and cannot fetch what it misses meanwhile: Ready reports
+// whether it delivers spec's items from now on. A crawler moved off a
+// draining spawn keeps running there until its new data sources are
+// ready. A data source without it is ready at once.
+type Readiness interface {
+	Ready(spec api.SubscriberSpec) bool
 }
 
 // AuthorName is the name of an author a data source learned after it
@@ -247,7 +265,24 @@ const (
 	StatSkipped    = "bw_spawn_source_skipped_total" // label reason
 	StatStalls     = "bw_spawn_source_stalls_total"
 	StatLag        = "bw_spawn_source_lag_seconds"
+	// StatGapsFilled counts the gaps (a reconnect, a handover, a crawler
+	// moved here) a source without replay filled from the service's
+	// history; StatGapItems the items those fills found that the live
+	// connection had not delivered; StatGapSeconds the length of the
+	// gaps filled, from the last item known before each to its fill.
+	StatGapsFilled = "bw_spawn_source_gaps_filled_total"
+	StatGapItems   = "bw_spawn_source_gap_items_total"
+	StatGapSeconds = "bw_spawn_source_gap_seconds_total"
 )
+
+// GapStats are the stats of a source that fills gaps from history.
+func GapStats(filled, items int64, seconds float64) []Stat {
+	return []Stat{
+		{Name: StatGapsFilled, Help: "Gaps (reconnects, handovers, moved crawlers) a data source filled from the service's history.", Value: float64(filled)},
+		{Name: StatGapItems, Help: "Items the filling of gaps found that the live connection had not delivered.", Value: float64(items)},
+		{Name: StatGapSeconds, Help: "Length of the gaps a data source filled, in seconds.", Value: seconds},
+	}
+}
 
 // StandardStats builds the stats every streaming source shares.
 func StandardStats(items, reconnects, stalls int64, skipped map[string]int64) []Stat {

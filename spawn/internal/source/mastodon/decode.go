@@ -204,6 +204,7 @@ func statusItem(st *status, domain string, parent *link, now time.Time) (source.
 	}
 	it := source.Item{
 		ID:         source.ItemID(uri),
+		SourceID:   st.ID,
 		FetchedAt:  now.UTC(),
 		Engagement: source.EngagementOf(st.ReblogsCount, st.FavouritesCount),
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
@@ -41,6 +42,11 @@ type Stats struct {
 	Refollows  int64 // tags followed again after the account stopped following them
 	Resolved   int64 // replies whose parent was looked up on the instance
 	Unresolved int64 // replies whose parent stayed unknown (no reply_to)
+	// GapsFilled counts the gaps filled from the REST timelines, GapItems
+	// the statuses they found that the stream had not delivered,
+	// GapSeconds the gaps' length.
+	GapsFilled, GapItems int64
+	GapSeconds           float64
 }
 
 // counters are the live Stats of one instance, shared by the data sources
@@ -50,6 +56,7 @@ type counters struct {
 	malformed, truncated, tooLarge, stalls, refused            atomic.Int64
 	serverErrs, subscribes, unsubscribes                       atomic.Int64
 	follows, unfollows, refollows, resolved, unresolved        atomic.Int64
+	gapsFilled, gapItems, gapMillis                            atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -60,6 +67,7 @@ func (c *counters) snapshot() Stats {
 		Stalls: c.stalls.Load(), Refused: c.refused.Load(), ServerErrs: c.serverErrs.Load(),
 		Follows: c.follows.Load(), Unfollows: c.unfollows.Load(), Refollows: c.refollows.Load(),
 		Resolved: c.resolved.Load(), Unresolved: c.unresolved.Load(),
+		GapsFilled: c.gapsFilled.Load(), GapItems: c.gapItems.Load(), GapSeconds: float64(c.gapMillis.Load()) / 1000,
 	}
 }
 
@@ -107,7 +115,17 @@ type instance struct {
 	followWant map[string]bool // the tags to follow
 	config     access          // what the instance document says
 	deleteOnly string          // why the public stream is known closed
-	errs       source.ErrorSet
+	// live are the subscriptions sent on the open connection.
+	live map[sub]bool
+	// pending is the gap to fill (backfill.go); lastID the newest status
+	// handed over; cursors the crawlers whose cursor opened a gap.
+	pending gap
+	lastID  string
+	cursors map[int64]bool
+	errs    source.ErrorSet
+	// handling serialises handing statuses over between the stream's
+	// reader and a gap's filling: the status cache is theirs.
+	handling sync.Mutex
 
 	// Owned by Run's reader goroutine.
 	domain        string // the domain of the instance's accounts
@@ -142,6 +160,8 @@ func newInstance(opts Options, base *url.URL, stats *counters, follows *tagFollo
 		follows:       follows,
 		domain:        base.Hostname(),
 		want:          map[sub]bool{},
+		live:          map[sub]bool{},
+		cursors:       map[int64]bool{},
 		followWant:    map[string]bool{},
 		recent:        newStatusCache(opts.StatusCacheSize),
 		resolve:       newBucket(opts.ResolveRate, opts.ResolveBurst),
@@ -163,6 +183,7 @@ func (i *instance) SetSubscribers(specs []api.SubscriberSpec) {
 	i.mu.Lock()
 	i.needs = ns
 	i.recomputeLocked()
+	i.cursorGapsLocked(specs)
 	i.mu.Unlock()
 }
 
@@ -248,6 +269,33 @@ func cmpSub(a, b sub) int {
 // tag follows.
 func (i *instance) Err() error { return i.errs.Err() }
 
+// Ready reports whether the open connection carries every subscription
+// the subscribers need: from then on their statuses arrive. (Mastodon's
+// streaming server confirms no subscription: it streams from the message
+// on.)
+func (i *instance) Ready(api.SubscriberSpec) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for w := range i.want {
+		if !i.live[w] {
+			return false
+		}
+	}
+	return len(i.live) > 0 || len(i.want) == 0
+}
+
+// setLive records a subscription sent (on) or ended (off) on the open
+// connection.
+func (i *instance) setLive(w sub, on bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if on {
+		i.live[w] = true
+	} else {
+		delete(i.live, w)
+	}
+}
+
 // ErrFor joins the data source's errors with, for a query that needs free
 // text while the instance's live feeds are closed to the token,
 // ErrLiveFeedsClosed naming the instance and why: such a subscriber fails.
@@ -327,10 +375,18 @@ func (i *instance) connect(ctx context.Context, emit source.Emit) (healthy bool,
 		return false, i.dialError(err)
 	}
 	defer c.CloseNow()
+	defer func() {
+		i.mu.Lock()
+		clear(i.live)
+		i.mu.Unlock()
+	}()
 	s.conn = c
 	i.stats.connects.Add(1)
 	i.logger.Info("mastodon connected", "url", wsURL)
 	err = s.serve(ctx, emit)
+	if s.healthy.Load() && ctx.Err() == nil {
+		i.connectionLost(time.Unix(0, s.last.Load()))
+	}
 	return s.healthy.Load(), err
 }
 
@@ -362,10 +418,11 @@ func (i *instance) dialError(err error) error {
 // Report gives the instance's counters to the spawn's metrics.
 func (i *instance) Report() []source.Stat {
 	st := i.Stats()
-	return append(source.StandardStats(st.Items, st.Reconnects, st.Stalls, map[string]int64{
+	out := append(source.StandardStats(st.Items, st.Reconnects, st.Stalls, map[string]int64{
 		"malformed": st.Malformed, "truncated": st.Truncated, "too_large": st.TooLarge, "duplicate": st.Duplicates,
 		"not_followed": st.Filtered,
-	}),
+	}), source.GapStats(st.GapsFilled, st.GapItems, st.GapSeconds)...)
+	return append(out,
 		source.Stat{Name: "bw_spawn_mastodon_token_refusals_total", Help: "Times a Mastodon instance refused the access token.", Value: float64(st.Refused)},
 		source.Stat{Name: "bw_spawn_mastodon_tag_follows_total", Help: "Tags a spawn followed on a Mastodon instance whose feeds are closed.", Value: float64(st.Follows)},
 		source.Stat{Name: "bw_spawn_mastodon_tag_unfollows_total", Help: "Tags a spawn unfollowed on a Mastodon instance.", Value: float64(st.Unfollows)},

@@ -178,6 +178,9 @@ type Options struct {
 	UnfollowTimeout     time.Duration
 	ResolveRate         float64
 	ResolveBurst        int
+	// MaxBackfillPages bounds the timeline pages one gap reads; it
+	// defaults to DefaultMaxBackfillPages.
+	MaxBackfillPages int
 	// Logger receives connection changes and failures; nil discards.
 	Logger *slog.Logger
 }
@@ -201,6 +204,7 @@ func (o Options) withDefaults() Options {
 	source.SetDefault(&o.FollowCheckInterval, DefaultFollowCheckInterval)
 	source.SetDefault(&o.UnfollowTimeout, DefaultUnfollowTimeout)
 	source.SetDefault(&o.ResolveBurst, DefaultResolveBurst)
+	source.SetDefault(&o.MaxBackfillPages, DefaultMaxBackfillPages)
 	if o.ResolveRate <= 0 {
 		o.ResolveRate = DefaultResolveRate
 	}

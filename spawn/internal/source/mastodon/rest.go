@@ -85,11 +85,15 @@ func (i *instance) api(ctx context.Context, method, path string, limit int64, ou
 
 // nextLink is the URL of a Link header's rel="next", "" when there is
 // none.
-func nextLink(h http.Header) string {
+func nextLink(h http.Header) string { return relLink(h, "next") }
+
+// relLink is the URL of a Link header's link of relation rel, "" when
+// there is none.
+func relLink(h http.Header, rel string) string {
 	for _, v := range h.Values("Link") {
 		for _, part := range strings.Split(v, ",") {
 			target, params, ok := strings.Cut(strings.TrimSpace(part), ";")
-			if !ok || !strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="next"`) {
+			if !ok || !strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="`+rel+`"`) {
 				continue
 			}
 			return strings.Trim(strings.TrimSpace(target), "<>")

@@ -61,11 +61,25 @@ func (s *session) serve(ctx context.Context, emit source.Emit) error {
 		wg.Wait()
 		return err
 	}
+	// Gaps are filled beside the reader, once the streams they cover
+	// are subscribed (backfill.go).
+	fillWake := make(chan struct{}, 1)
+	wg.Go(func() {
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-fillWake:
+			}
+			s.runFill(sctx, emit)
+		}
+	})
 	subscribed := map[sub]bool{}
 	for {
 		if err := s.reconcile(sctx, subscribed); err != nil {
 			return stop(err)
 		}
+		source.Signal(fillWake)
 		select {
 		case <-ctx.Done():
 			return stop(ctx.Err())
@@ -89,6 +103,7 @@ func (s *session) reconcile(ctx context.Context, subscribed map[sub]bool) error 
 			return err
 		}
 		subscribed[w] = true
+		s.setLive(w, true)
 		s.stats.subscribes.Add(1)
 	}
 	for _, old := range slices.SortedFunc(maps.Keys(subscribed), cmpSub) {
@@ -99,6 +114,7 @@ func (s *session) reconcile(ctx context.Context, subscribed map[sub]bool) error 
 			return err
 		}
 		delete(subscribed, old)
+		s.setLive(old, false)
 		s.stats.unsubscribes.Add(1)
 	}
 	return nil
@@ -200,7 +216,7 @@ func (s *session) read(ctx context.Context, emit source.Emit) error {
 					continue
 				}
 			}
-			if err := s.status(ctx, f, emit); err != nil {
+			if _, err := s.handle(ctx, f, emit); err != nil {
 				return err
 			}
 		}
@@ -251,11 +267,27 @@ func (s *session) serverError(f frame) error {
 	return nil
 }
 
-// status hands a status over unless this connection has handed it over
+// handle hands a status over unless it was handed over already (status),
+// and reports whether it was.
+func (s *session) handle(ctx context.Context, f frame, emit source.Emit) (bool, error) {
+	s.handling.Lock()
+	defer s.handling.Unlock()
+	before := s.stats.items.Load()
+	if err := s.status(ctx, f, emit); err != nil {
+		return false, err
+	}
+	if s.stats.items.Load() == before {
+		return false, nil
+	}
+	s.noteStatus(f.status.ID)
+	return true, nil
+}
+
+// status hands a status over unless this source has handed it over
 // already: an update seen before came through another stream (a status
-// with two subscribed tags, or two followed tags on the home timeline) or
-// is a reblog of a status already read; an edit is new when its edited_at
-// is.
+// with two subscribed tags, or two followed tags on the home timeline), a
+// timeline read to fill a gap, or is a reblog of a status already read; an
+// edit is new when its edited_at is.
 func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
 	st := f.status
 	edited := ""

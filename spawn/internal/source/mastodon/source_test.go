@@ -395,3 +395,20 @@ func TestSource_FollowsTheAdvertisedStreamingURL(t *testing.T) {
 		t.Fatalf("%d connections on the front instance", front.Connections())
 	}
 }
+
+// TestSource_ReadyOnceItsStreamsAreSubscribed: the data source is ready
+// (its subscribers' statuses arrive from now on) once every stream they
+// need is subscribed on the open connection, and not while it is down.
+func TestSource_ReadyOnceItsStreamsAreSubscribed(t *testing.T) {
+	srv := startServer(t, fake.Options{})
+	g := spec(1, "#golang")
+	ds, _ := start(t, testOptions(t, srv.URL()), g)
+	subscribed(t, srv, "hashtag:golang")
+	testkit.WaitFor(t, waitDeadline, "ready", func() bool { return ds.Ready(g) })
+	ds.SetSubscribers([]api.SubscriberSpec{g, spec(2, "#rust")})
+	subscribed(t, srv, "hashtag:golang", "hashtag:rust")
+	testkit.WaitFor(t, waitDeadline, "ready again", func() bool { return ds.Ready(g) })
+	srv.Cut(300 * time.Millisecond)
+	testkit.WaitFor(t, waitDeadline, "not ready while disconnected", func() bool { return !ds.Ready(g) })
+	testkit.WaitFor(t, waitDeadline, "ready after the reconnect", func() bool { return ds.Ready(g) })
+}

@@ -68,7 +68,10 @@ type multi struct {
 	hashes    map[string]compiled // query uuid → its compiled filter
 	hashOrder []string            // query uuids in caching order
 	routes    map[string][]string // subscribed hash → query uuids
-	errs      source.ErrorSet     // by part: the connection, each query, each hash
+	// live are the hashes the service confirmed subscribed on the
+	// current connection.
+	live map[string]bool
+	errs source.ErrorSet // by part: the connection, each query, each hash
 }
 
 func newMulti(opts Options, compileURL, multiURL string) *multi {
@@ -85,6 +88,7 @@ func newMulti(opts Options, compileURL, multiURL string) *multi {
 		want:       map[string][]string{},
 		hashes:     map[string]compiled{},
 		routes:     map[string][]string{},
+		live:       map[string]bool{},
 	}
 	m.ws = &wsconn.Config{
 		Client:          wsconn.HandshakeClient(opts.Client, opts.ConnectTimeout),
@@ -122,6 +126,17 @@ func (m *multi) SetSubscribers(specs []api.SubscriberSpec) {
 
 // Err joins the current errors of the parts; nil when all is well.
 func (m *multi) Err() error { return m.errs.Err() }
+
+// Ready reports whether the service confirmed the subscription of spec's
+// query on the live connection: from then on its items arrive. The
+// service keeps nothing for later, so a crawler moved here must not stop
+// on its old spawn before.
+func (m *multi) Ready(spec api.SubscriberSpec) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.hashes[spec.QueryUUID]
+	return ok && m.live[c.hash]
+}
 
 // ErrFor joins the errors of the connection and of spec's own query (its
 // compile and its subscription), leaving out other queries' errors.
@@ -180,6 +195,11 @@ func (m *multi) connect(ctx context.Context, emit source.Emit) (connected bool, 
 		return false, dialError(err)
 	}
 	defer c.CloseNow()
+	defer func() {
+		m.mu.Lock()
+		clear(m.live)
+		m.mu.Unlock()
+	}()
 	m.stats.connects.Add(1)
 	m.setErr(source.PartConnection, nil)
 	m.logger.Info("stream connected", "url", m.multiURL)
@@ -299,6 +319,9 @@ func (m *multi) reconcile(ctx context.Context, c *wsconn.Conn, subscribed map[st
 			return failed, auth, err
 		}
 		delete(subscribed, h)
+		m.mu.Lock()
+		delete(m.live, h)
+		m.mu.Unlock()
 		m.setErr(subPrefix+h, nil)
 		m.stats.unsubscribes.Add(1)
 	}
@@ -468,6 +491,9 @@ func (m *multi) status(msg message) {
 		m.logger.Warn("stream subscription refused", "hash", msg.hash, "message", msg.text)
 	case "success":
 		m.setErr(subPrefix+msg.hash, nil)
+		m.mu.Lock()
+		m.live[msg.hash] = true
+		m.mu.Unlock()
 	}
 }
 

@@ -481,3 +481,28 @@ func TestCSDLRoundTrip(t *testing.T) {
 // sawErr reports whether one of the recent errors, cleared or not, wraps
 // target: a failure that a reconnect has already repaired still shows.
 func (m *multi) sawErr(target error) bool { return m.errs.Saw(target) }
+
+// TestMulti_ReadyOnceTheSubscriptionIsConfirmed: a query is ready (its
+// items arrive from now on) once the service confirmed its subscription
+// on the live connection, and not after the connection is lost; the
+// service keeps nothing for a query not yet subscribed.
+func TestMulti_ReadyOnceTheSubscriptionIsConfirmed(t *testing.T) {
+	srv, base := newServer(t)
+	g := spec(1, "golang")
+	srv.FailConnections(503, 1) // the first attempt is refused
+	m, _ := start(t, testOptions(base), g)
+	if m.Ready(g) {
+		t.Fatal("ready before connecting")
+	}
+	testkit.WaitFor(t, waitDeadline, "ready", func() bool { return m.Ready(g) })
+	if !subscribedTo(srv, 1) {
+		t.Fatal("ready without a subscription on the server")
+	}
+	if m.Ready(spec(2, "rust")) {
+		t.Fatal("a query never subscribed is ready")
+	}
+	srv.FailConnections(503, 2)
+	srv.Cut()
+	testkit.WaitFor(t, waitDeadline, "not ready while disconnected", func() bool { return !m.Ready(g) })
+	testkit.WaitFor(t, waitDeadline, "ready again", func() bool { return m.Ready(g) })
+}

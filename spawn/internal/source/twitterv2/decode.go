@@ -187,6 +187,7 @@ func postItem(w wireMessage, now time.Time) (source.Item, error) {
 	author := x.users[t.AuthorID]
 	it := source.Item{
 		ID:        source.ItemID(idPrefix + t.ID),
+		SourceID:  t.ID,
 		Author:    author,
 		URL:       source.WebURL(statusURL(author, t.ID)),
 		FetchedAt: now.UTC(),

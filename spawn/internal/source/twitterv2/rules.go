@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
 // Limits of the rules endpoint's requests.
@@ -174,6 +175,7 @@ func (s *Source) reconcile(ctx context.Context) error {
 		return ok && !wanted
 	})
 	s.setRules(append(slices.Clone(p.Keep), added...), members)
+	source.Signal(s.gapWake) // gaps wait for their rules
 	s.stats.reconciles.Add(1)
 	s.logger.Info("twitter rules reconciled", "queries", len(want), "rules", len(p.Keep)+len(added),
 		"kept", len(p.Keep), "added", len(added), "deleted", len(p.Delete), "failed_queries", len(queryErr))

@@ -21,6 +21,7 @@ const (
 	streamPart   = "stream"
 	messagesPart = "messages"
 	rulesPart    = "rules"
+	backfillPart = "backfill"
 	queryPrefix  = "query:"
 )
 
@@ -33,22 +34,42 @@ type Source struct {
 	opts      Options
 	rulesURL  string
 	streamURL string
-	rest      *http.Client // rules requests
+	searchURL string
+	rest      *http.Client // rules and search requests
 	stream    *http.Client // the stream
 	logger    *slog.Logger
 	changed   chan struct{}
-	// sleep waits between attempts; tests replace it to see the delays.
-	sleep func(ctx context.Context, d time.Duration) bool
+	// sleep waits between attempts, searchSleep between searches; tests
+	// replace them to see the delays.
+	sleep       func(ctx context.Context, d time.Duration) bool
+	searchSleep func(ctx context.Context, d time.Duration) bool
 
 	errs  source.ErrorSet
 	stats counters
-	seen  recentIDs // used by the stream goroutine only
+
+	// seen are the post ids handed over, by the stream and the gaps'
+	// fills alike.
+	seenMu sync.Mutex
+	seen   recentIDs
+
+	// gaps are the gaps to fill from recent search (backfill.go);
+	// gapWake wakes the goroutine that fills them.
+	gaps        *gapBook
+	gapWake     chan struct{}
+	searchLimit searchLimit
+	// streamRemaining is x-rate-limit-remaining of the last stream
+	// answer, -1 before one.
+	streamRemaining atomic.Int64
 
 	lastRule time.Time // when the last rules request was sent; the rules goroutine's
 
 	mu    sync.Mutex
 	want  map[string]wanted // query uuid → its rule
 	rules map[string]*ruleCounters
+	// held are the rules X holds for the queries, as the last reconcile
+	// left them; members maps each rule's tag to its rule texts.
+	held    []packedRule
+	members map[string][]string
 }
 
 // ruleCounters are the cost counters of one rule, by tag.
@@ -66,37 +87,63 @@ type counters struct {
 	notices                                atomic.Uint64
 	duplicates, read, emitted              atomic.Uint64
 	rulesRequests, reconciles              atomic.Uint64
+	shortRetries                           atomic.Uint64
+	searches, searchRateLimited            atomic.Uint64
+	gapsFilled, gapPosts                   atomic.Uint64
+	gapMillis                              atomic.Uint64
 }
 
-func newSource(opts Options, rulesURL, streamURL string) *Source {
+func newSource(opts Options, rulesURL, streamURL, searchURL string) *Source {
 	rest := *opts.Client
 	rest.Timeout = opts.RequestTimeout
 	stream := *opts.Client
 	stream.Timeout = 0
-	return &Source{
-		opts:      opts,
-		rulesURL:  rulesURL,
-		streamURL: streamURL,
-		rest:      &rest,
-		stream:    &stream,
-		logger:    opts.Logger.With("source", "twitter", "api", "v2"),
-		changed:   make(chan struct{}, 1),
-		sleep:     backoff.Sleep,
-		seen:      newRecentIDs(opts.SeenLimit),
-		want:      map[string]wanted{},
-		rules:     map[string]*ruleCounters{},
+	s := &Source{
+		opts:        opts,
+		rulesURL:    rulesURL,
+		streamURL:   streamURL,
+		searchURL:   searchURL,
+		rest:        &rest,
+		stream:      &stream,
+		logger:      opts.Logger.With("source", "twitter", "api", "v2"),
+		changed:     make(chan struct{}, 1),
+		sleep:       backoff.Sleep,
+		searchSleep: backoff.Sleep,
+		seen:        newRecentIDs(opts.SeenLimit),
+		want:        map[string]wanted{},
+		rules:       map[string]*ruleCounters{},
+		members:     map[string][]string{},
+		gaps:        newGapBook(),
+		gapWake:     make(chan struct{}, 1),
 	}
+	s.searchLimit.remaining = -1
+	s.streamRemaining.Store(-1)
+	return s
 }
 
 // SetSubscribers records the distinct queries of the spawn's twitter
 // subscribers; Run reconciles the app's rules to them. It never blocks.
+//
+// A subscriber that arrives with a cursor ran elsewhere until now: the
+// posts of its query since its cursor are searched for once the stream
+// and its rule are live.
 func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
 	want := make(map[string]wanted, len(specs))
+	texts := make(map[int64]string, len(specs))
+	wantedTexts := make(map[string]bool, len(specs))
 	for _, spec := range specs {
 		w := compile(spec, s.opts.MaxRuleLength)
 		if _, dup := want[w.uuid]; !dup {
 			want[w.uuid] = w
 		}
+		if w.err == nil {
+			texts[spec.CrawlerID] = w.rule
+			wantedTexts[w.rule] = true
+		}
+	}
+	s.gaps.forget(wantedTexts)
+	if s.gaps.subscribers(specs, texts) {
+		source.Signal(s.gapWake)
 	}
 	s.mu.Lock()
 	same := maps.EqualFunc(want, s.want, func(a, b wanted) bool { return a.rule == b.rule && (a.err == nil) == (b.err == nil) })
@@ -138,6 +185,7 @@ func (s *Source) Run(ctx context.Context, emit source.Emit) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.runRules(ctx) })
 	wg.Go(func() { s.runStream(ctx, emit) })
+	wg.Go(func() { s.runBackfill(ctx, emit) })
 	wg.Wait()
 }
 
@@ -169,6 +217,16 @@ type Stats struct {
 	// RulesRequests counts requests to the rules endpoint, Reconciles
 	// completed reconciles.
 	RulesRequests, Reconciles uint64
+	// ShortRetries counts the TooManyConnections retried on the short
+	// schedule.
+	ShortRetries uint64
+	// Searches counts recent search requests, SearchRateLimited those X
+	// answered 429; GapsFilled the gaps filled, GapPosts the posts they
+	// found that the stream had not delivered, GapSeconds the gaps'
+	// length.
+	Searches, SearchRateLimited uint64
+	GapsFilled, GapPosts        uint64
+	GapSeconds                  float64
 	// Rules has one entry per rule held, sorted by tag.
 	Rules []RuleStats
 }
@@ -184,6 +242,8 @@ func (s *Source) Stats() Stats {
 		Malformed: c.malformed.Load(), Oversized: c.oversized.Load(), Notices: c.notices.Load(),
 		Duplicates: c.duplicates.Load(), Read: c.read.Load(), Emitted: c.emitted.Load(),
 		RulesRequests: c.rulesRequests.Load(), Reconciles: c.reconciles.Load(),
+		ShortRetries: c.shortRetries.Load(), Searches: c.searches.Load(), SearchRateLimited: c.searchRateLimited.Load(),
+		GapsFilled: c.gapsFilled.Load(), GapPosts: c.gapPosts.Load(), GapSeconds: float64(c.gapMillis.Load()) / 1000,
 	}
 	s.mu.Lock()
 	for tag, rc := range s.rules {
@@ -192,6 +252,42 @@ func (s *Source) Stats() Stats {
 	s.mu.Unlock()
 	slices.SortFunc(st.Rules, func(a, b RuleStats) int { return strings.Compare(a.Tag, b.Tag) })
 	return st
+}
+
+// addGapSeconds adds the length of a gap filled.
+func (s *Source) addGapSeconds(sec float64) {
+	if sec > 0 {
+		s.stats.gapMillis.Add(uint64(sec * 1000))
+	}
+}
+
+// markSeen records a post id handed over and reports whether it was new.
+func (s *Source) markSeen(id string) bool {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	return s.seen.add(id)
+}
+
+// textsOf lists the rule texts of the rules tagged tags.
+func (s *Source) textsOf(tags []string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, t := range tags {
+		out = append(out, s.members[t]...)
+	}
+	return out
+}
+
+// heldTexts lists the rule texts of every rule X holds.
+func (s *Source) heldTexts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, r := range s.held {
+		out = append(out, r.Members...)
+	}
+	return out
 }
 
 // countRead records a delivered post against the rules it matched and
@@ -249,6 +345,11 @@ func (s *Source) setRules(rules []packedRule, members map[string][]string) {
 		next[otherTag] = rc
 	}
 	s.rules = next
+	s.held = slices.Clone(rules)
+	s.members = make(map[string][]string, len(rules))
+	for _, r := range rules {
+		s.members[r.Tag] = r.Members
+	}
 }
 
 // recentIDs remembers the last n post ids in a ring.
@@ -284,7 +385,10 @@ func (s *Source) Report() []source.Stat {
 	out := source.StandardStats(int64(st.Emitted), int64(st.Connects)-min(int64(st.Connects), 1), int64(st.Stalls), map[string]int64{
 		"malformed": int64(st.Malformed), "too_large": int64(st.Oversized), "duplicate": int64(st.Duplicates),
 	})
+	out = append(out, source.GapStats(int64(st.GapsFilled), int64(st.GapPosts), st.GapSeconds)...)
 	out = append(out,
+		source.Stat{Name: "bw_spawn_xv2_searches_total", Help: "Recent search requests made to fill gaps.", Value: float64(st.Searches)},
+		source.Stat{Name: "bw_spawn_xv2_short_retries_total", Help: "TooManyConnections answers retried on the short schedule of a handover.", Value: float64(st.ShortRetries)},
 		source.Stat{Name: "bw_spawn_xv2_posts_read_total", Help: "Posts X API v2 delivered (and bills).", Value: float64(st.Read)},
 		source.Stat{Name: "bw_spawn_xv2_rate_limited_total", Help: "Stream attempts X refused with 429 or TooManyConnections.", Value: float64(st.RateLimited + st.TooManyConnections)},
 		source.Stat{Name: "bw_spawn_xv2_stream_errors_total", Help: "Error documents X sent inside the stream (operational disconnects).", Value: float64(st.Notices)},

@@ -84,7 +84,7 @@ func run(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *spa
 	}
 	s := ds.(*Source)
 	d := &delays{}
-	s.sleep = d.sleep
+	s.sleep, s.searchSleep = d.sleep, d.sleep
 	s.SetSubscribers(specs)
 	rec := &spawntest.Recorder{}
 	spawntest.Run(t, s, rec.Emit)
@@ -258,25 +258,61 @@ func TestSource_BacksOffAsXAsks(t *testing.T) {
 			[]time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute}, ErrRateLimited},
 		{"503", func(srv *fakex.Server) { srv.FailStreams(503, 503, 503) },
 			[]time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second}, ErrStatus},
+		// Held elsewhere: ten short retries two seconds apart, as after a
+		// handover, then X's minute-long back-off.
 		{"TooManyConnections", func(srv *fakex.Server) { srv.Hold() },
-			[]time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute}, ErrTooManyConnections},
+			append(slices.Repeat([]time.Duration{2 * time.Second}, 10), time.Minute, 2*time.Minute), ErrTooManyConnections},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, url := fakex.Start(t, fakex.Options{BearerToken: token})
 			tc.inject(srv)
 			s, _, d := run(t, testOptions(t, url), spec(1, "golang"))
-			testkit.WaitFor(t, wait, "three back-offs", func() bool { return len(d.all()) >= 3 })
+			testkit.WaitFor(t, wait, "the back-offs", func() bool { return len(d.all()) >= len(tc.want) })
 			if !s.errs.Saw(tc.is) {
 				t.Fatalf("Err() never reported %v (now %v)", tc.is, s.Err())
 			}
 			srv.Release()
 			testkit.WaitFor(t, wait, "the stream", srv.Connected)
-			if got := d.all(); !slices.Equal(got[:3], tc.want) {
+			if got := d.all(); !slices.Equal(got[:len(tc.want)], tc.want) {
 				t.Fatalf("waits %v, want %v", got, tc.want)
 			}
 			testkit.WaitFor(t, wait, "the error to clear", func() bool { return s.Err() == nil })
 		})
+	}
+}
+
+// TestSource_TooManyConnectionsPassesWhileRetriedSoon: during the short
+// retries of a handover the refusal shows as passing (the subscribers keep
+// running); once they are spent, another client holds the stream and the
+// subscribers fail.
+func TestSource_TooManyConnectionsPassesWhileRetriedSoon(t *testing.T) {
+	srv, url := fakex.Start(t, fakex.Options{BearerToken: token})
+	srv.Hold()
+	s, _, d := run(t, testOptions(t, url), spec(1, "golang"))
+	testkit.WaitFor(t, wait, "a short retry", func() bool { return len(d.all()) >= 1 })
+	if err := s.Err(); !errors.Is(err, ErrTooManyConnections) || !errors.Is(err, source.ErrDegraded) {
+		t.Fatalf("Err() during the short retries = %v, want ErrTooManyConnections, passing", err)
+	}
+	testkit.WaitFor(t, wait, "the short retries spent", func() bool { return len(d.all()) >= 11 })
+	if err := s.Err(); !errors.Is(err, ErrTooManyConnections) || errors.Is(err, source.ErrDegraded) {
+		t.Fatalf("Err() after the short retries = %v, want ErrTooManyConnections, lasting", err)
+	}
+}
+
+// TestSource_ShortRetriesKeepARequestReserve: the short retries stop when
+// X's x-rate-limit-remaining for the stream endpoint falls to the
+// reserve, leaving the rest of the window's 50 requests to X's back-off.
+func TestSource_ShortRetriesKeepARequestReserve(t *testing.T) {
+	// 13 requests a window, 10 kept in reserve: the first two refusals
+	// leave 12 and 11 and are retried soon, the third leaves 10.
+	srv, url := fakex.Start(t, fakex.Options{BearerToken: token, StreamConnectLimit: 13})
+	srv.Hold()
+	_, _, d := run(t, testOptions(t, url), spec(1, "golang"))
+	testkit.WaitFor(t, wait, "the back-offs", func() bool { return len(d.all()) >= 4 })
+	want := []time.Duration{2 * time.Second, 2 * time.Second, time.Minute, 2 * time.Minute}
+	if got := d.all()[:4]; !slices.Equal(got, want) {
+		t.Fatalf("waits %v, want %v", got, want)
 	}
 }
 
@@ -314,7 +350,9 @@ func TestSource_SkipsMalformedAndOversizedMessages(t *testing.T) {
 }
 
 func TestSource_ReconnectsAfterAStall(t *testing.T) {
-	srv, url := fakex.Start(t, fakex.Options{BearerToken: token, KeepAlive: 50 * time.Millisecond})
+	// The dropped connection holds the app's slot for a while, scaled
+	// down as the stall timeout is.
+	srv, url := fakex.Start(t, fakex.Options{BearerToken: token, KeepAlive: 50 * time.Millisecond, SlotHold: 50 * time.Millisecond})
 	s, rec, d := run(t, testOptions(t, url), spec(1, "golang"))
 	waitRules(t, srv, "golang")
 	testkit.WaitFor(t, wait, "the stream", srv.Connected)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -20,11 +21,16 @@ import (
 // suggestions), the posts it references (a repost's original, whose whole
 // text the repost's own text cuts to "RT @user: …", and a quoted post),
 // with the same fields, and the user names of its author and of theirs.
-var streamQuery = url.Values{
-	"tweet.fields": {"author_id,conversation_id,created_at,entities,lang,note_tweet,public_metrics,referenced_tweets"},
-	"expansions":   {"author_id,referenced_tweets.id,referenced_tweets.id.author_id"},
-	"user.fields":  {"username"},
-}.Encode()
+// Recent search asks for the same, so a gap's posts are items as the
+// stream's are.
+var (
+	streamParams = url.Values{
+		"tweet.fields": {"author_id,conversation_id,created_at,entities,lang,note_tweet,public_metrics,referenced_tweets"},
+		"expansions":   {"author_id,referenced_tweets.id,referenced_tweets.id.author_id"},
+		"user.fields":  {"username"},
+	}
+	streamQuery = streamParams.Encode()
+)
 
 // maxErrorBodyBytes is how much of an error answer is read.
 const maxErrorBodyBytes = 4 << 10
@@ -39,13 +45,33 @@ func newBackoff(o Options) *linestream.Backoff {
 }
 
 // runStream keeps the stream open until ctx ends, reconnecting with the
-// back-off the last failure asks for.
+// back-off the last failure asks for: the short schedule for the first
+// TooManyConnections in a row, X's guide otherwise.
 func (s *Source) runStream(ctx context.Context, emit source.Emit) {
 	fails := newBackoff(s.opts)
+	short := s.opts.HandoverRetries
+	connected := func() {
+		fails.Reset()
+		short = s.opts.HandoverRetries
+	}
 	for {
-		class, err := s.session(ctx, emit, fails.Reset)
+		class, err := s.session(ctx, emit, connected)
 		if ctx.Err() != nil {
 			return
+		}
+		s.gaps.broke(s.heldTexts())
+		if errors.Is(err, ErrTooManyConnections) && short > 0 && s.streamRemaining.Load() != 0 &&
+			(s.streamRemaining.Load() < 0 || s.streamRemaining.Load() > int64(s.opts.StreamRequestReserve)) {
+			// Expected right after a handover: the connection that went
+			// away still counts for a few seconds.
+			short--
+			s.stats.shortRetries.Add(1)
+			s.errs.Set(streamPart, source.Degraded(err))
+			s.logger.Info("twitter stream held elsewhere, as after a handover: retrying soon", "retry_in", s.opts.HandoverRetryInterval, "short_retries_left", short)
+			if !s.sleep(ctx, s.opts.HandoverRetryInterval) {
+				return
+			}
+			continue
 		}
 		wait := fails.Next(class)
 		s.setErr(streamPart, err)
@@ -53,6 +79,13 @@ func (s *Source) runStream(ctx context.Context, emit source.Emit) {
 		if !s.sleep(ctx, wait) {
 			return
 		}
+	}
+}
+
+// observeStreamLimit keeps x-rate-limit-remaining of a stream answer.
+func (s *Source) observeStreamLimit(h http.Header) {
+	if n, err := strconv.ParseInt(h.Get("x-rate-limit-remaining"), 10, 64); err == nil {
+		s.streamRemaining.Store(n)
 	}
 }
 
@@ -96,6 +129,7 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 		return classify(err)
 	}
 	defer resp.Body.Close()
+	s.observeStreamLimit(resp.Header)
 	if resp.StatusCode != http.StatusOK {
 		return s.refused(resp)
 	}
@@ -103,12 +137,18 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 	connected()
 	s.setErr(streamPart, nil)
 	s.logger.Info("twitter stream connected")
+	// The stream is live: the gaps of the rules X holds can be filled.
+	s.gaps.connected(time.Now())
+	source.Signal(s.gapWake)
 
 	stall := linestream.Watch(o.StallTimeout, cancel)
 	defer stall.Stop()
 	lines := newLineReader(stall.Reader(resp.Body), o.MaxLineBytes)
 	for {
 		line, err := lines.Next()
+		if err == nil {
+			s.gaps.alive(time.Now())
+		}
 		switch {
 		case errors.Is(err, ErrOversized):
 			s.stats.oversized.Add(1)
@@ -138,7 +178,8 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 		s.stats.read.Add(1)
 		s.setErr(messagesPart, nil) // a good post ends an earlier bad message's report
 		tags := s.countRead(msg.tags)
-		if !s.seen.add(msg.item.ID) {
+		s.gaps.saw(s.textsOf(msg.tags), itemID(msg.item))
+		if !s.markSeen(msg.item.ID) {
 			s.stats.duplicates.Add(1)
 			continue
 		}

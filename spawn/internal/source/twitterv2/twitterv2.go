@@ -4,6 +4,10 @@
 // subscribers' queries (packed, tagged, reconciled by diff). Why it speaks
 // the API on net/http: docs/decisions/0013-x-api-v2-without-a-client-library.md;
 // what a comment keeps: docs/sources.md, "X API v2 and sharing scope".
+// TooManyConnections right after the stream changed hands is retried on a
+// short schedule within X's connection limits, and every reconnect,
+// handover and crawler moved here opens a gap that recent search fills
+// (backfill.go): docs/decisions/0015-no-gaps.md.
 package twitterv2
 
 import (
@@ -27,6 +31,20 @@ const (
 	DefaultAPIURL = "https://api.x.com"
 	rulesPath     = "/2/tweets/search/stream/rules"
 	streamPath    = "/2/tweets/search/stream"
+)
+
+// Handover retries: see the package documentation.
+const (
+	// DefaultHandoverRetryInterval is the wait between the short retries
+	// after TooManyConnections.
+	DefaultHandoverRetryInterval = 2 * time.Second
+	// DefaultHandoverRetries is how many TooManyConnections in a row are
+	// retried on the short schedule.
+	DefaultHandoverRetries = 10
+	// DefaultStreamRequestReserve is how many of the stream endpoint's
+	// connection requests (50 per 15 minutes) the short retries leave
+	// untouched.
+	DefaultStreamRequestReserve = 10
 )
 
 // Key is the one data source key of every twitter subscriber of a spawn:
@@ -150,6 +168,15 @@ type Options struct {
 	MaxLineBytes         int
 	SeenLimit            int
 	UserAgent            string
+
+	// The short retries after TooManyConnections.
+	HandoverRetryInterval time.Duration
+	HandoverRetries       int
+	StreamRequestReserve  int
+	// MaxSearchQueryLength is the longest query recent search takes (the
+	// app's access level); MaxBackfillPages bounds one gap's search.
+	MaxSearchQueryLength int
+	MaxBackfillPages     int
 }
 
 func (o Options) withDefaults() Options {
@@ -179,6 +206,11 @@ func (o Options) withDefaults() Options {
 	source.SetDefault(&o.RulesRequestInterval, DefaultRulesRequestInterval)
 	source.SetDefault(&o.ReconcileRetryMin, DefaultReconcileRetryMin)
 	source.SetDefault(&o.ReconcileRetryMax, DefaultReconcileRetryMax)
+	source.SetDefault(&o.HandoverRetryInterval, DefaultHandoverRetryInterval)
+	source.SetDefault(&o.HandoverRetries, DefaultHandoverRetries)
+	source.SetDefault(&o.StreamRequestReserve, DefaultStreamRequestReserve)
+	source.SetDefault(&o.MaxSearchQueryLength, DefaultMaxSearchQueryLength)
+	source.SetDefault(&o.MaxBackfillPages, DefaultMaxBackfillPages)
 	o.NetworkBackoffMax = max(o.NetworkBackoffMax, o.NetworkBackoffStep)
 	o.HTTPBackoffMax = max(o.HTTPBackoffMax, o.HTTPBackoffMin)
 	o.RateLimitBackoffMax = max(o.RateLimitBackoffMax, o.RateLimitBackoffMin)
@@ -194,6 +226,7 @@ type Kind struct {
 	opts      Options
 	rulesURL  string
 	streamURL string
+	searchURL string
 }
 
 var _ source.Kind = (*Kind)(nil)
@@ -210,7 +243,7 @@ func New(opts Options) (*Kind, error) {
 		return nil, fmt.Errorf("twitter: API URL %q is not an http(s) base URL", opts.APIURL)
 	}
 	base := strings.TrimSuffix(u.String(), "/")
-	return &Kind{opts: opts, rulesURL: base + rulesPath, streamURL: base + streamPath}, nil
+	return &Kind{opts: opts, rulesURL: base + rulesPath, streamURL: base + streamPath, searchURL: base + searchPath}, nil
 }
 
 // Scope is ScopeFleet: a project gets one filtered-stream connection for all
@@ -234,7 +267,7 @@ func (k *Kind) New(key string) (source.DataSource, error) {
 	if err := source.CheckKey("twitter", key, Key); err != nil {
 		return nil, err
 	}
-	return newSource(k.opts, k.rulesURL, k.streamURL), nil
+	return newSource(k.opts, k.rulesURL, k.streamURL, k.searchURL), nil
 }
 
 // wanted is one subscriber query as a rule.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -418,7 +419,7 @@ func TestStore_RecoverCountsWhatEachIntentStored(t *testing.T) {
 	for i := range want {
 		g := got[i]
 		g.Newest = time.Time{}
-		if g != want[i] {
+		if !reflect.DeepEqual(g, want[i]) {
 			t.Errorf("increment %d = %+v, want %+v", i, g, want[i])
 		}
 	}
