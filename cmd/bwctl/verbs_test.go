@@ -465,7 +465,7 @@ func newVerbFixture(t *testing.T) *verbFixture {
 		"hub": cl.Hub.URL(), "ca": cert, "token": clustertest.AdminToken, "config": config,
 		"user": itoa(u.ID), "rss": itoa(rss.ID), "twitter": itoa(tw.ID), "feed": cl.FeedURL("news"), "comment": "story-1",
 		"search-cursor": first.NextCursor,
-		"node": cl.Spawns[0].ID(),
+		"node":          cl.Spawns[0].ID(),
 	}}
 }
 

@@ -59,8 +59,8 @@ func TestNode_DrainHandsOverThenStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- n.Drain(context.Background()) }()
 	testkit.WaitFor(t, waitTimeout, "the hub told", func() bool { return len(hub.got()) == 1 })
-	if h := n.Health(false); h.State != api.NodeDraining || len(h.Subscribers) != 1 {
-		t.Fatalf("health state %q with %d subscribers, want draining with its subscriber still running", h.State, len(h.Subscribers))
+	if h := n.Health(false); h.State != api.NodeDraining || h.SubscriberCount != 1 {
+		t.Fatalf("health state %q with %d subscribers, want draining with its subscriber still running", h.State, h.SubscriberCount)
 	}
 	// It still runs the subscriber: items keep being stored.
 	kind.send("f", source.Item{ID: "a", PublishedAt: time.Now()})
@@ -138,7 +138,7 @@ func TestNode_HubDrainsIt(t *testing.T) {
 	if _, err := n.Poll(api.PollRequest{Epoch: "e1", NodeID: n.ID(), Seq: 2, Drain: true, Subscribers: []api.SubscriberRef{{CrawlerID: 1, Version: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	if h := n.Health(false); h.State != api.NodeDraining || len(h.Subscribers) != 1 {
-		t.Fatalf("health %q with %d subscribers, want draining, still running its subscriber", h.State, len(h.Subscribers))
+	if h := n.Health(false); h.State != api.NodeDraining || h.SubscriberCount != 1 {
+		t.Fatalf("health %q with %d subscribers, want draining, still running its subscriber", h.State, h.SubscriberCount)
 	}
 }

@@ -118,13 +118,25 @@ func TestNode_OneCrawlersFailingStoreHoldsUpNoOther(t *testing.T) {
 		lines, resp := statuses(t, n, seq, crawlers)
 		return stored(broken) == perCrawler && resp.Store == "ok" && lines[broken].Error == ""
 	})
-	// Usage is what the store holds, crawler by crawler.
-	usage := map[int64]int64{}
-	seq++
-	_, resp = statuses(t, n, seq, crawlers)
-	for _, inc := range resp.Increments {
-		usage[inc.CrawlerID] += inc.Count
-	}
+	// Usage is what the store holds, crawler by crawler. A batch's
+	// increment is recorded just after the store returns, so a poll may
+	// come between the two: wait for the last one (polls that acknowledge
+	// nothing report every increment again).
+	var usage map[int64]int64
+	testkit.WaitFor(t, waitTimeout, "every stored comment reported as usage", func() bool {
+		seq++
+		_, resp = statuses(t, n, seq, crawlers)
+		usage = map[int64]int64{}
+		for _, inc := range resp.Increments {
+			usage[inc.CrawlerID] += inc.Count
+		}
+		for id := int64(1); id <= crawlers; id++ {
+			if usage[id] < perCrawler {
+				return false
+			}
+		}
+		return true
+	})
 	for id := int64(1); id <= crawlers; id++ {
 		if usage[id] != int64(stored(id)) || usage[id] != perCrawler {
 			t.Errorf("crawler %d: usage %d, stored %d, sent %d", id, usage[id], stored(id), perCrawler)
