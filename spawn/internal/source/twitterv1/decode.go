@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/xtext"
 )
 
 // newFramer splits a stream body into messages: Twitter ends each with
@@ -297,9 +297,6 @@ func numeric(s string) bool {
 	return err == nil
 }
 
-// maxLinks caps the links one item carries.
-const maxLinks = 64
-
 // content is a tweet's whole text as its author wrote it, with its links;
 // for a quote tweet, the quoted tweet's text follows, and its address is
 // among the links.
@@ -313,7 +310,7 @@ func content(tw *gotwitter.Tweet) (string, []string) {
 	if qid == "" {
 		return text, links
 	}
-	if !slices.ContainsFunc(links, func(l string) bool { return isStatusOf(l, qid) }) {
+	if !slices.ContainsFunc(links, func(l string) bool { return xtext.IsStatusOf(l, qid) }) {
 		name := ""
 		if q.User != nil && validScreenName(q.User.ScreenName) {
 			name = q.User.ScreenName
@@ -322,13 +319,13 @@ func content(tw *gotwitter.Tweet) (string, []string) {
 		if name != "" {
 			addr = "https://twitter.com/" + name + "/status/" + qid
 		}
-		links = appendLinks(links, addr)
+		links = xtext.AppendLinks(links, addr)
 	}
 	qtext, qlinks := expandedText(q)
 	if qtext != "" {
 		text += "\n\n" + qtext
 	}
-	return text, appendLinks(links, qlinks...)
+	return text, xtext.AppendLinks(links, qlinks...)
 }
 
 // expandedText is a tweet's own whole text, unescaped once, with every
@@ -337,7 +334,7 @@ func content(tw *gotwitter.Tweet) (string, []string) {
 // matched, not the entity's indices (which count the escaped text's
 // characters differently in places).
 func expandedText(tw *gotwitter.Tweet) (string, []string) {
-	text := unescape(fullText(tw))
+	text := xtext.Unescape(fullText(tw))
 	ents, ext := tw.Entities, tw.ExtendedEntities
 	if e := tw.ExtendedTweet; e != nil && e.FullText != "" {
 		ents, ext = e.Entities, e.ExtendedEntities
@@ -354,79 +351,11 @@ func expandedText(tw *gotwitter.Tweet) (string, []string) {
 			urls = append(urls, m.URLEntity)
 		}
 	}
-	var links, pairs []string
-	for _, u := range urls {
-		full := source.WebURL(u.ExpandedURL)
-		if full == "" {
-			full = source.WebURL(u.URL)
-		}
-		if full == "" {
-			continue
-		}
-		links = appendLinks(links, full)
-		if u.URL != "" && u.URL != full && !slices.Contains(pairs, u.URL) {
-			pairs = append(pairs, u.URL, full)
-		}
+	short := make([]xtext.URL, len(urls))
+	for i, u := range urls {
+		short[i] = xtext.URL{Short: u.URL, Expanded: u.ExpandedURL}
 	}
-	if len(pairs) > 0 {
-		text = strings.NewReplacer(longestFirst(pairs)...).Replace(text)
-	}
-	return text, links
-}
-
-// longestFirst orders old/new pairs so that a short address that is the
-// start of a longer one never replaces part of it.
-func longestFirst(pairs []string) []string {
-	type pair struct{ old, new string }
-	ps := make([]pair, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		ps = append(ps, pair{pairs[i], pairs[i+1]})
-	}
-	slices.SortStableFunc(ps, func(a, b pair) int { return len(b.old) - len(a.old) })
-	out := make([]string, 0, len(pairs))
-	for _, p := range ps {
-		out = append(out, p.old, p.new)
-	}
-	return out
-}
-
-// appendLinks adds links not yet present, up to maxLinks.
-func appendLinks(links []string, more ...string) []string {
-	for _, l := range more {
-		if len(links) >= maxLinks {
-			break
-		}
-		if l != "" && !slices.Contains(links, l) {
-			links = append(links, l)
-		}
-	}
-	return links
-}
-
-// unescaper undoes the HTML escaping Twitter applies to a tweet's text:
-// "&", "<" and ">" arrive as "&amp;", "&lt;" and "&gt;", and nothing else
-// is escaped. Each is undone once, left to right: "&amp;lt;" is "&lt;".
-var unescaper = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
-
-func unescape(s string) string { return unescaper.Replace(s) }
-
-// isStatusOf reports whether link is the address of tweet id on X
-// (twitter.com or x.com, any author path).
-func isStatusOf(link, id string) bool {
-	u, err := url.Parse(link)
-	if err != nil {
-		return false
-	}
-	host := strings.TrimPrefix(strings.ToLower(u.Host), "www.")
-	if host != "twitter.com" && host != "x.com" && host != "mobile.twitter.com" {
-		return false
-	}
-	_, rest, ok := strings.Cut(u.Path, "/status/")
-	if !ok {
-		return false
-	}
-	rest, _, _ = strings.Cut(rest, "/")
-	return rest == id
+	return xtext.Expand(text, short)
 }
 
 // maxLangBytes caps a language tag.

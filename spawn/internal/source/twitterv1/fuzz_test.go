@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/xtext"
 )
 
 // FuzzDecodeLine feeds arbitrary bytes through the path a stream body
@@ -80,7 +81,7 @@ func FuzzDecodeLine(f *testing.F) {
 			if it.AuthorID != "" && !numeric(it.AuthorID) {
 				t.Fatalf("author id %q", it.AuthorID)
 			}
-			if len(it.Links) > maxLinks || slices.ContainsFunc(it.Links, func(l string) bool { return source.WebURL(l) != l }) {
+			if len(it.Links) > xtext.MaxLinks || slices.ContainsFunc(it.Links, func(l string) bool { return source.WebURL(l) != l }) {
 				t.Fatalf("links %q", it.Links)
 			}
 			if len(it.Text) > maxTextBytes {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/xtext"
 )
 
 const (
@@ -236,9 +236,6 @@ func refOf(t *wireTweet, kind string) string {
 	return ""
 }
 
-// maxLinks caps the links one item carries.
-const maxLinks = 64
-
 // content is the text of t as its author wrote it, with its links: the
 // whole text (note_tweet's for a long post), HTML-unescaped once, every
 // t.co address replaced by the one it stands for; then, for a quote post,
@@ -250,7 +247,7 @@ func (x expansions) content(t *wireTweet) (string, []string) {
 	if q == "" {
 		return text, links
 	}
-	if !slices.ContainsFunc(links, func(l string) bool { return isStatusOf(l, q) }) {
+	if !slices.ContainsFunc(links, func(l string) bool { return xtext.IsStatusOf(l, q) }) {
 		if u := source.WebURL(statusURL(x.users[authorOf(x.tweets[q])], q)); u != "" {
 			links = append(links, u)
 		}
@@ -260,7 +257,7 @@ func (x expansions) content(t *wireTweet) (string, []string) {
 		if qtext != "" {
 			text += "\n\n" + qtext
 		}
-		links = appendLinks(links, qlinks...)
+		links = xtext.AppendLinks(links, qlinks...)
 	}
 	return text, links
 }
@@ -281,65 +278,16 @@ func expandText(t *wireTweet) (string, []string) {
 	if n := t.NoteTweet; n != nil && n.Text != "" {
 		text, ents = n.Text, n.Entities
 	}
-	text = unescape(text)
+	text = xtext.Unescape(text)
 	if ents == nil || len(ents.URLs) == 0 {
 		return text, nil
 	}
-	var links, pairs []string
-	for _, u := range ents.URLs {
-		full := source.WebURL(u.ExpandedURL)
-		if full == "" {
-			full = source.WebURL(u.URL)
-		}
-		if full == "" {
-			continue
-		}
-		links = appendLinks(links, full)
-		if u.URL != "" && u.URL != full && !slices.Contains(pairs, u.URL) {
-			pairs = append(pairs, u.URL, full)
-		}
+	short := make([]xtext.URL, len(ents.URLs))
+	for i, u := range ents.URLs {
+		short[i] = xtext.URL{Short: u.URL, Expanded: u.ExpandedURL}
 	}
-	if len(pairs) > 0 {
-		text = strings.NewReplacer(longestFirst(pairs)...).Replace(text)
-	}
-	return text, links
+	return xtext.Expand(text, short)
 }
-
-// longestFirst orders old/new pairs so that a short address that is the
-// start of a longer one never replaces part of it.
-func longestFirst(pairs []string) []string {
-	type pair struct{ old, new string }
-	ps := make([]pair, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		ps = append(ps, pair{pairs[i], pairs[i+1]})
-	}
-	slices.SortStableFunc(ps, func(a, b pair) int { return len(b.old) - len(a.old) })
-	out := make([]string, 0, len(pairs))
-	for _, p := range ps {
-		out = append(out, p.old, p.new)
-	}
-	return out
-}
-
-// appendLinks adds links not yet present, up to maxLinks.
-func appendLinks(links []string, more ...string) []string {
-	for _, l := range more {
-		if len(links) >= maxLinks {
-			break
-		}
-		if l != "" && !slices.Contains(links, l) {
-			links = append(links, l)
-		}
-	}
-	return links
-}
-
-// unescaper undoes the HTML escaping X applies to a post's text: "&", "<"
-// and ">" arrive as "&amp;", "&lt;" and "&gt;", and nothing else is
-// escaped. Each is undone once, left to right: "&amp;lt;" is "&lt;".
-var unescaper = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
-
-func unescape(s string) string { return unescaper.Replace(s) }
 
 // statusURL is the address of a post, with its author's name when known.
 func statusURL(username, id string) string {
@@ -347,25 +295,6 @@ func statusURL(username, id string) string {
 		return "https://twitter.com/i/web/status/" + id
 	}
 	return "https://twitter.com/" + username + "/status/" + id
-}
-
-// isStatusOf reports whether link is the address of post id on X
-// (twitter.com or x.com, any author path).
-func isStatusOf(link, id string) bool {
-	u, err := url.Parse(link)
-	if err != nil {
-		return false
-	}
-	host := strings.TrimPrefix(strings.ToLower(u.Host), "www.")
-	if host != "twitter.com" && host != "x.com" && host != "mobile.twitter.com" {
-		return false
-	}
-	_, rest, ok := strings.Cut(u.Path, "/status/")
-	if !ok {
-		return false
-	}
-	rest, _, _ = strings.Cut(rest, "/")
-	return rest == id
 }
 
 func numericID(s string) bool {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/xtext"
 )
 
 // FuzzDecodeLine feeds arbitrary bytes through the path a stream body
@@ -75,7 +76,7 @@ func FuzzDecodeLine(f *testing.F) {
 					t.Fatalf("reference %q", ref)
 				}
 			}
-			if len(it.Links) > maxLinks || slices.ContainsFunc(it.Links, func(l string) bool { return source.WebURL(l) != l }) {
+			if len(it.Links) > xtext.MaxLinks || slices.ContainsFunc(it.Links, func(l string) bool { return source.WebURL(l) != l }) {
 				t.Fatalf("links %q", it.Links)
 			}
 			if len(it.Text) > maxTextBytes {
