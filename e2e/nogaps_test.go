@@ -22,6 +22,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/xv2"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 
@@ -53,9 +54,9 @@ func startFleet(t *testing.T) *fleet {
 	f.dataDir = filepath.Join(dir, "data")
 	addr := testkit.FreeAddr(t)
 	f.hubURL = "http://" + addr
-	f.env = []string{"BW_NODE_TOKEN=ng-node", "BW_ADMIN_TOKEN=ng-admin"}
+	f.env = []string{"BW_NODE_TOKEN=" + clustertest.NodeToken, "BW_ADMIN_TOKEN=" + clustertest.AdminToken}
 	startProc(t, f.env, filepath.Join(f.bin, "hub"), "--listen", addr, "--db", "sqlite://"+filepath.Join(dir, "hub.db"))
-	f.client = api.NewClient(f.hubURL, "ng-admin", nil)
+	f.client = api.NewClient(f.hubURL, clustertest.AdminToken, nil)
 	return f
 }
 
