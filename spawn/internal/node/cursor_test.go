@@ -23,6 +23,7 @@ func TestBehindCursor(t *testing.T) {
 		{"logged later, created earlier", source.Item{PublishedAt: at.Add(-time.Hour), Position: 20}, api.Cursor{PublishedAt: at, Position: 10}, false},
 		{"logged earlier, created later", source.Item{PublishedAt: at.Add(time.Hour), Position: 5}, api.Cursor{PublishedAt: at, Position: 10}, true},
 		{"same position", source.Item{Position: 10}, api.Cursor{Position: 10}, true},
+		{"cursor position in the future", source.Item{PublishedAt: at.Add(time.Second), FetchedAt: at, Position: at.UnixMicro()}, api.Cursor{PublishedAt: at, Position: at.Add(10 * 365 * 24 * time.Hour).UnixMicro()}, false},
 		{"cursor without a position", source.Item{PublishedAt: at.Add(time.Second), Position: 5}, api.Cursor{PublishedAt: at}, false},
 	}
 	for _, tc := range cases {

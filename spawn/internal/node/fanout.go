@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -297,9 +298,14 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []str
 // delivered: at or before its cursor's log position for a source that
 // numbers its items (publication times there are set by the posting app and
 // arrive out of order), at or before its cursor's publication time for the
-// others.
+// others, and for a cursor whose position lies in the future (which no
+// item could pass).
 func behindCursor(it source.Item, c *api.Cursor) bool {
-	if it.Position > 0 && c.Position > 0 {
+	now := it.FetchedAt
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if it.Position > 0 && c.Position > 0 && !source.FuturePosition(c.Position, now) {
 		return it.Position <= c.Position
 	}
 	return !it.PublishedAt.After(c.PublishedAt)

@@ -56,8 +56,11 @@ func (s *Source) runStream(ctx context.Context, emit source.Emit) {
 	}
 }
 
-// session runs one connection until it fails.
-func (s *Source) session(ctx context.Context, emit source.Emit, connected func()) (linestream.Class, error) {
+// session runs one connection until it fails. answered is called when X
+// sends its first bytes (a keep-alive will do): a stream that X accepts
+// and ends at once is a failure like any other, and its waits keep
+// growing.
+func (s *Source) session(ctx context.Context, emit source.Emit, answered func()) (linestream.Class, error) {
 	o := s.opts
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -100,15 +103,17 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 		return s.refused(resp)
 	}
 	s.stats.connects.Add(1)
-	connected()
 	s.setErr(streamPart, nil)
 	s.logger.Info("twitter stream connected")
 
 	stall := linestream.Watch(o.StallTimeout, cancel)
 	defer stall.Stop()
 	lines := newLineReader(stall.Reader(resp.Body), o.MaxLineBytes)
-	for {
+	for first := true; ; first = false {
 		line, err := lines.Next()
+		if first && (err == nil || errors.Is(err, ErrOversized)) {
+			answered()
+		}
 		switch {
 		case errors.Is(err, ErrOversized):
 			s.stats.oversized.Add(1)
