@@ -135,6 +135,12 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 		if r.CursorAt != nil {
 			spec.Cursor.PublishedAt = *r.CursorAt
 		}
+		if now := time.Now(); sqlstore.FutureCursor(r.CursorPos, now) {
+			// Saved before cursors were bounded: read from now (the
+			// crawler says so, futureCursorNote) until a real position
+			// replaces it.
+			spec.Cursor.Position = now.UnixMicro()
+		}
 	}
 	if r.Source == api.SourceBluesky && r.CursorPos == 0 && !r.CreatedAt.IsZero() {
 		// A crawler of a replayable log that has counted nothing yet
