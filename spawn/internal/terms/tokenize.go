@@ -33,6 +33,9 @@ const (
 	// minWordRunes drops shorter words ("go" and "ai" remain reachable as
 	// hashtags).
 	minWordRunes = 3
+	// minUnspacedRunes drops shorter runs of a script written without
+	// spaces: most Chinese and Japanese words are two characters.
+	minUnspacedRunes = 2
 )
 
 // Kind says what a term is.
@@ -57,10 +60,12 @@ type Term struct {
 // appearance: hashtags and mentions with their sign, words that are not
 // stop-words of English or of lang (and are not numbers or too short),
 // and each two adjacent significant words separated only by spaces as a
-// phrase (with one space). Words are runs of bytes for which
-// query.IsWordByte holds, so a term occurs in a text exactly when a query
-// for it would match; URLs are skipped. At most maxTermsPerComment terms
-// are returned.
+// phrase (with one space). Words are the query language's (query.NextWord:
+// "golang’s" holds the word "golang"), a run of letters of a script written
+// without spaces counting as one word ("学习"), and a #tag or @mention
+// takes every word character after its sign; so a term occurs in a text
+// exactly when a query for it would match. Invisible characters are
+// ignored and URLs skipped. At most maxTermsPerComment terms are returned.
 func Terms(text, lang string) []Term {
 	var tk tokenizer
 	var out []Term
@@ -109,13 +114,27 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 	}
 	prevStart, prevEnd := -1, -1 // the previous significant word
 	for i := 0; i < len(b); {
-		if !wordBytes[b[i]] {
+		k := byteKinds[b[i]]
+		if k == byteSep {
 			i++
 			continue
 		}
 		start := i
-		for i < len(b) && wordBytes[b[i]] {
+		for i < len(b) && byteKinds[b[i]] == byteWord {
 			i++
+		}
+		if i < len(b) && byteKinds[b[i]] == byteOther {
+			// A character beyond ASCII at or right after the word: the
+			// query language's rules cut it.
+			if start, i = nextWord(b, start); start == len(b) {
+				break
+			}
+		}
+		tag := start > 0 && (b[start-1] == '#' || b[start-1] == '@') && query.Bounded(b, start-1, i)
+		if tag {
+			i = touching(b, start, i, false)
+		} else if k == byteOther {
+			i = touching(b, start, i, true)
 		}
 		if i+2 < len(b) && b[i] == ':' && b[i+1] == '/' && b[i+2] == '/' {
 			// A URL: skip to the next space.
@@ -129,7 +148,7 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 			prevStart = -1
 			continue
 		}
-		if start > 0 && (b[start-1] == '#' || b[start-1] == '@') {
+		if tag {
 			prevStart = -1
 			kind := Hashtag
 			if b[start-1] == '@' {
@@ -141,7 +160,9 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 			continue
 		}
 		word := b[start:i]
-		if len(word) < minWordRunes || !ascii && utf8.RuneCount(word) < minWordRunes || isNumber(word) {
+		unspaced := k == byteOther && unspacedAt(b, start)
+		if unspaced && utf8.RuneCount(word) < minUnspacedRunes ||
+			!unspaced && (len(word) < minWordRunes || !ascii && utf8.RuneCount(word) < minWordRunes) || isNumber(word) {
 			prevStart = -1
 			continue
 		}
@@ -167,8 +188,9 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 	}
 }
 
-// lowercase returns text lowercased in tk's buffer, and whether it is
-// ASCII: ASCII by a table, anything else through strings.ToLower.
+// lowercase returns text folded in tk's buffer (query.Fold: lowercased,
+// invisible characters dropped), and whether it is ASCII: ASCII by a
+// table, anything else through query.AppendFold.
 func (tk *tokenizer) lowercase(text string) ([]byte, bool) {
 	b := slices.Grow(tk.lower[:0], len(text))[:len(text)]
 	var high byte
@@ -178,17 +200,59 @@ func (tk *tokenizer) lowercase(text string) ([]byte, bool) {
 		b[i] = lowerBytes[c]
 	}
 	if high >= utf8.RuneSelf {
-		b = append(b[:0], strings.ToLower(text)...)
+		b = query.AppendFold(b[:0], text)
 	}
 	tk.lower = b
 	return b, high < utf8.RuneSelf
 }
 
-// wordBytes is query.IsWordByte as a table, and lowerBytes lowercases
-// ASCII letters (other bytes stay).
-var wordBytes, lowerBytes = func() (w [256]bool, l [256]byte) {
+// nextWord is query.NextWord on a folded text.
+func nextWord(b []byte, i int) (start, end int) { return query.NextWord(b, i) }
+
+// touching extends the word b[start:end] over the words right after it,
+// with nothing between: every one (a tag's), or, with unspaced, while both
+// are letters of a script written without spaces ("学习" is one term, as
+// "学习golang" is two).
+func touching(b []byte, start, end int, unspaced bool) int {
+	if unspaced && !unspacedAt(b, start) {
+		return end
+	}
+	for end < len(b) && byteKinds[b[end]] != byteSep { // an ASCII separator ends the run
+		s, e := nextWord(b, end)
+		if s != end || unspaced && !unspacedAt(b, s) {
+			break
+		}
+		end = e
+	}
+	return end
+}
+
+// unspacedAt reports whether the character at b[i] is a letter of a
+// script written without spaces.
+func unspacedAt(b []byte, i int) bool {
+	r, _ := utf8.DecodeRune(b[i:])
+	return query.Unspaced(r)
+}
+
+// Kinds of bytes: ASCII bytes are classified by table, and a byte of a
+// character beyond ASCII hands the word at hand to the query language's
+// word rules.
+const (
+	byteSep   = iota // ASCII that ends a word
+	byteWord         // ASCII letter, digit or '_'
+	byteOther        // part of a character beyond ASCII
+)
+
+// byteKinds is each byte's kind, and lowerBytes lowercases ASCII letters
+// (other bytes stay).
+var byteKinds, lowerBytes = func() (w [256]uint8, l [256]byte) {
 	for c := range 256 {
-		w[c] = query.IsWordByte(byte(c))
+		switch {
+		case c >= utf8.RuneSelf:
+			w[c] = byteOther
+		case query.IsWordRune(rune(c)):
+			w[c] = byteWord
+		}
 		l[c] = byte(c)
 		if 'A' <= c && c <= 'Z' {
 			l[c] = byte(c + 'a' - 'A')
