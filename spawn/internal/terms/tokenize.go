@@ -114,8 +114,7 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 	}
 	prevStart, prevEnd := -1, -1 // the previous significant word
 	for i := 0; i < len(b); {
-		k := byteKinds[b[i]]
-		if k == byteSep {
+		if byteKinds[b[i]] == byteSep {
 			i++
 			continue
 		}
@@ -123,18 +122,11 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 		for i < len(b) && byteKinds[b[i]] == byteWord {
 			i++
 		}
-		if i < len(b) && byteKinds[b[i]] == byteOther {
-			// A character beyond ASCII at or right after the word: the
-			// query language's rules cut it.
-			if start, i = nextWord(b, start); start == len(b) {
-				break
-			}
-		}
-		tag := start > 0 && (b[start-1] == '#' || b[start-1] == '@') && query.Bounded(b, start-1, i)
-		if tag {
-			i = touching(b, start, i, false)
-		} else if k == byteOther {
-			i = touching(b, start, i, true)
+		var tag, unspaced bool
+		if ascii { // the common case, by table alone
+			tag = start > 0 && (b[start-1] == '#' || b[start-1] == '@') && (start == 1 || byteKinds[b[start-2]] == byteSep)
+		} else if start, i, tag, unspaced = cutWord(b, start, i); start == len(b) {
+			break
 		}
 		if i+2 < len(b) && b[i] == ':' && b[i+1] == '/' && b[i+2] == '/' {
 			// A URL: skip to the next space.
@@ -160,7 +152,6 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 			continue
 		}
 		word := b[start:i]
-		unspaced := k == byteOther && unspacedAt(b, start)
 		if unspaced && utf8.RuneCount(word) < minUnspacedRunes ||
 			!unspaced && (len(word) < minWordRunes || !ascii && utf8.RuneCount(word) < minWordRunes) || isNumber(word) {
 			prevStart = -1
@@ -208,6 +199,38 @@ func (tk *tokenizer) lowercase(text string) ([]byte, bool) {
 
 // nextWord is query.NextWord on a folded text.
 func nextWord(b []byte, i int) (start, end int) { return query.NextWord(b, i) }
+
+// cutWord cuts the word at or after b[start] of a text beyond ASCII by the
+// query language's rules, i the end of the ASCII letters read from start:
+// its start and end (start is len(b) when no word is left), whether it is
+// a #tag or @mention (then with every word that touches it) and whether it
+// is a run of letters of a script written without spaces.
+func cutWord(b []byte, start, i int) (s, e int, tag, unspaced bool) {
+	if i == start || i < len(b) && byteKinds[b[i]] == byteOther {
+		if start, i = nextWord(b, start); start == len(b) {
+			return start, i, false, false
+		}
+	}
+	tag = start > 0 && (b[start-1] == '#' || b[start-1] == '@') && signBounded(b, start-1, i)
+	unspaced = !tag && unspacedAt(b, start)
+	if i < len(b) && byteKinds[b[i]] != byteSep { // a word may touch this one
+		i = touching(b, start, i, !tag)
+	}
+	return start, i, tag, unspaced
+}
+
+// signBounded reports whether the sign of a #tag or @mention at b[sign]
+// starts whole words: nothing, or no word character it would join, before
+// it (an ASCII one by table).
+func signBounded(b []byte, sign, end int) bool {
+	if sign == 0 {
+		return true
+	}
+	if k := byteKinds[b[sign-1]]; k != byteOther {
+		return k == byteSep
+	}
+	return query.Bounded(b, sign, end)
+}
 
 // touching extends the word b[start:end] over the words right after it,
 // with nothing between: every one (a tag's), or, with unspaced, while both
