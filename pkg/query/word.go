@@ -23,7 +23,8 @@ import (
 // Fold removes them, so "go\u200blang" reads "golang". These are the
 // letter and number classes of Unicode's word-boundary rules (UAX #29)
 // without their joining punctuation: in "golang’s" the apostrophe ends the
-// word, as a reader sees it, where UAX #29 would keep one word.
+// word, as a reader sees it, where UAX #29 would keep one word. Why:
+// docs/decisions/0011-word-rules.md.
 
 // class is what a character is to the word rules.
 type class uint8
