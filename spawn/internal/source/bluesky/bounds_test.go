@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -240,5 +241,35 @@ func TestSource_ConnectionClosedBeforeAnyEventBacksOff(t *testing.T) {
 	}
 	if !src.errs.Saw(ErrConnectionLost) {
 		t.Errorf("Err never said the connection was lost (now %v)", src.Err())
+	}
+}
+
+// With compressed events, an event too large even to read past is known by
+// the time_us at the start of its decompressed message: the next connection
+// starts after it.
+func TestSource_CompressedEventOverTheSkipLimitDoesNotPinTheCursor(t *testing.T) {
+	js := jetstream.Start(t, jetstream.Options{})
+	first := js.Publish(jetstream.Post{DID: "did:plc:alice", Text: "first"})
+	// Text zstd cannot shrink below 1 MiB: random letters.
+	r := rand.New(rand.NewPCG(7, 8))
+	noise := make([]byte, 2<<20)
+	for i := range noise {
+		noise[i] = byte('a' + r.IntN(26))
+	}
+	huge := js.Publish(jetstream.Post{DID: "did:plc:alice", Text: string(noise)})
+	after := js.Publish(jetstream.Post{DID: "did:plc:alice", Text: "after the huge one"})
+	opts := testOptions(t, js.URL())
+	opts.Compress = true
+	opts.MaxSkipBytes = 1<<20 + 1<<18 // 1.25 MiB: the compressed event is larger
+	a := spec(1, "golang")
+	a.Cursor = &api.Cursor{Position: first.TimeUS - 1}
+	src, rec := start(t, opts, a)
+	testkit.WaitFor(t, waitTimeout, "the post after the huge one", func() bool { return rec.Has(first.URI, after.URI) })
+	acc := js.Accepted()
+	if len(acc) != 2 || !acc[1].Compress || acc[1].Cursor <= huge.TimeUS {
+		t.Errorf("connections %+v, want a second one after the huge event at %d", acc, huge.TimeUS)
+	}
+	if st := src.Stats(); st.TooLarge != 1 {
+		t.Errorf("stats %+v, want the huge event counted once", st)
 	}
 }
