@@ -135,6 +135,22 @@ func IsWordRune(r rune) bool {
 // spaces between words (Han, kana, Thai…): a word by itself.
 func Unspaced(r rune) bool { return classOf(r) == ideo }
 
+// Class is what a character is to the word rules, for code that cuts
+// words its own way (the term counter).
+type Class uint8
+
+// Classes of characters.
+const (
+	Separator Class = Class(sep)    // ends a word
+	Letter    Class = Class(letter) // continues a word
+	Alone     Class = Class(ideo)   // a word by itself (Unspaced)
+	Mark      Class = Class(mark)   // part of the character before it
+	Hidden    Class = Class(hidden) // ignored (Invisible)
+)
+
+// ClassOf returns r's class.
+func ClassOf(r rune) Class { return Class(classOf(r)) }
+
 // Invisible reports whether r is an invisible format character (a zero
 // width space or joiner, a bidirectional control, a variation selector…),
 // which matching ignores and queries and names may not contain.

@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -60,12 +61,12 @@ type Term struct {
 // appearance: hashtags and mentions with their sign, words that are not
 // stop-words of English or of lang (and are not numbers or too short),
 // and each two adjacent significant words separated only by spaces as a
-// phrase (with one space). Words are the query language's (query.NextWord:
-// "golang’s" holds the word "golang"), a run of letters of a script written
-// without spaces counting as one word ("学习"), and a #tag or @mention
-// takes every word character after its sign; so a term occurs in a text
-// exactly when a query for it would match. Invisible characters are
-// ignored and URLs skipped. At most maxTermsPerComment terms are returned.
+// phrase (with one space). Words are the query language's ("golang’s"
+// holds the word "golang"; a sign after a letter starts no tag), a run of
+// letters of a script written without spaces counting as one word ("学习"),
+// so a term occurs in a text exactly when a query for it would match.
+// Invisible characters are ignored and URLs skipped. At most
+// maxTermsPerComment terms are returned.
 func Terms(text, lang string) []Term {
 	var tk tokenizer
 	var out []Term
@@ -114,19 +115,13 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 	}
 	prevStart, prevEnd := -1, -1 // the previous significant word
 	for i := 0; i < len(b); {
-		if byteKinds[b[i]] == byteSep {
+		if !wordBytes[b[i]] {
 			i++
 			continue
 		}
 		start := i
-		for i < len(b) && byteKinds[b[i]] == byteWord {
+		for i < len(b) && wordBytes[b[i]] {
 			i++
-		}
-		var tag, unspaced bool
-		if ascii { // the common case, by table alone
-			tag = start > 0 && (b[start-1] == '#' || b[start-1] == '@') && (start == 1 || byteKinds[b[start-2]] == byteSep)
-		} else if start, i, tag, unspaced = cutWord(b, start, i); start == len(b) {
-			break
 		}
 		if i+2 < len(b) && b[i] == ':' && b[i+1] == '/' && b[i+2] == '/' {
 			// A URL: skip to the next space.
@@ -140,7 +135,8 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 			prevStart = -1
 			continue
 		}
-		if tag {
+		// A sign after a word character starts no tag ("a#go").
+		if start > 0 && (b[start-1] == '#' || b[start-1] == '@') && (start == 1 || !wordBytes[b[start-2]]) {
 			prevStart = -1
 			kind := Hashtag
 			if b[start-1] == '@' {
@@ -152,8 +148,7 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 			continue
 		}
 		word := b[start:i]
-		if unspaced && utf8.RuneCount(word) < minUnspacedRunes ||
-			!unspaced && (len(word) < minWordRunes || !ascii && utf8.RuneCount(word) < minWordRunes) || isNumber(word) {
+		if len(word) < minWordRunes || !ascii && tooFewRunes(word) || isNumber(word) {
 			prevStart = -1
 			continue
 		}
@@ -179,9 +174,9 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 	}
 }
 
-// lowercase returns text folded in tk's buffer (query.Fold: lowercased,
-// invisible characters dropped), and whether it is ASCII: ASCII by a
-// table, anything else through query.AppendFold.
+// lowercase returns text folded in tk's buffer, and whether it is ASCII:
+// ASCII by a table; a text beyond ASCII through cutWords, so that the one
+// loop of scan, reading bytes by table, cuts it as the query language does.
 func (tk *tokenizer) lowercase(text string) ([]byte, bool) {
 	b := slices.Grow(tk.lower[:0], len(text))[:len(text)]
 	var high byte
@@ -191,91 +186,82 @@ func (tk *tokenizer) lowercase(text string) ([]byte, bool) {
 		b[i] = lowerBytes[c]
 	}
 	if high >= utf8.RuneSelf {
-		b = query.AppendFold(b[:0], text)
+		b = cutWords(b[:0], text)
 	}
 	tk.lower = b
 	return b, high < utf8.RuneSelf
 }
 
-// nextWord is query.NextWord on a folded text.
-func nextWord(b []byte, i int) (start, end int) { return query.NextWord(b, i) }
+// apart is the byte cutWords writes where the query language's rules end a
+// word that bytes alone would not: a separator beyond ASCII (’ — « … a
+// no-break space, an emoji) and the seam between a run of letters of a
+// script written without spaces and a letter or sign beside it. It is no
+// space, so it breaks phrases as punctuation does.
+const apart = 0x01
 
-// cutWord cuts the word at or after b[start] of a text beyond ASCII by the
-// query language's rules, i the end of the ASCII letters read from start:
-// its start and end (start is len(b) when no word is left), whether it is
-// a #tag or @mention (then with every word that touches it) and whether it
-// is a run of letters of a script written without spaces.
-func cutWord(b []byte, start, i int) (s, e int, tag, unspaced bool) {
-	if i == start || i < len(b) && byteKinds[b[i]] == byteOther {
-		if start, i = nextWord(b, start); start == len(b) {
-			return start, i, false, false
+// cutWords appends text folded (query.Fold: lowercased, invisible characters
+// dropped) to dst, with apart wherever the query language ends a word and
+// bytes alone would not: after it, a word is a maximal run of wordBytes.
+// "golang’s" holds the word golang; "学习golang" the words 学习 and golang
+// (a run of letters of an unspaced script is one term, as a query for it
+// matches); a mark belongs to the character before it.
+func cutWords(dst []byte, text string) []byte {
+	prev := query.Separator // the class of the last character written
+	for _, r := range text {
+		c := query.ClassOf(r)
+		switch {
+		case c == query.Hidden:
+			continue
+		case r < utf8.RuneSelf:
+			if prev == query.Alone && (wordBytes[byte(r)] || r == '#' || r == '@') {
+				dst = append(dst, apart)
+			}
+			dst = append(dst, lowerBytes[r])
+			c = query.Separator
+			if wordBytes[byte(r)] {
+				c = query.Letter
+			}
+		case c == query.Separator, c == query.Mark && prev == query.Separator:
+			dst = append(dst, apart)
+			c = query.Separator
+		case c == query.Mark:
+			dst = utf8.AppendRune(dst, r)
+			c = prev // a mark is what the character before it is
+		default:
+			if prev != query.Separator && prev != c {
+				dst = append(dst, apart) // a letter beside an unspaced run
+			}
+			dst = utf8.AppendRune(dst, unicode.ToLower(r))
 		}
+		prev = c
 	}
-	tag = start > 0 && (b[start-1] == '#' || b[start-1] == '@') && signBounded(b, start-1, i)
-	unspaced = !tag && unspacedAt(b, start)
-	if i < len(b) && byteKinds[b[i]] != byteSep { // a word may touch this one
-		i = touching(b, start, i, !tag)
-	}
-	return start, i, tag, unspaced
+	return dst
 }
 
-// signBounded reports whether the sign of a #tag or @mention at b[sign]
-// starts whole words: nothing, or no word character it would join, before
-// it (an ASCII one by table).
-func signBounded(b []byte, sign, end int) bool {
-	if sign == 0 {
-		return true
-	}
-	if k := byteKinds[b[sign-1]]; k != byteOther {
-		return k == byteSep
-	}
-	return query.Bounded(b, sign, end)
-}
-
-// touching extends the word b[start:end] over the words right after it,
-// with nothing between: every one (a tag's), or, with unspaced, while both
-// are letters of a script written without spaces ("学习" is one term, as
-// "学习golang" is two).
-func touching(b []byte, start, end int, unspaced bool) int {
-	if unspaced && !unspacedAt(b, start) {
-		return end
-	}
-	for end < len(b) && byteKinds[b[end]] != byteSep { // an ASCII separator ends the run
-		s, e := nextWord(b, end)
-		if s != end || unspaced && !unspacedAt(b, s) {
-			break
-		}
-		end = e
-	}
-	return end
-}
-
-// unspacedAt reports whether the character at b[i] is a letter of a
-// script written without spaces.
-func unspacedAt(b []byte, i int) bool {
-	r, _ := utf8.DecodeRune(b[i:])
+// unspacedAt reports whether word starts with a letter of a script written
+// without spaces: such a run is a term from two letters on.
+func unspacedAt(word []byte) bool {
+	r, _ := utf8.DecodeRune(word)
 	return query.Unspaced(r)
 }
 
-// Kinds of bytes: ASCII bytes are classified by table, and a byte of a
-// character beyond ASCII hands the word at hand to the query language's
-// word rules.
-const (
-	byteSep   = iota // ASCII that ends a word
-	byteWord         // ASCII letter, digit or '_'
-	byteOther        // part of a character beyond ASCII
-)
+// tooFewRunes reports whether a word beyond ASCII has fewer characters
+// than a term needs: minUnspacedRunes for a run of an unspaced script,
+// minWordRunes for others.
+func tooFewRunes(word []byte) bool {
+	if unspacedAt(word) {
+		return utf8.RuneCount(word) < minUnspacedRunes
+	}
+	return utf8.RuneCount(word) < minWordRunes
+}
 
-// byteKinds is each byte's kind, and lowerBytes lowercases ASCII letters
+// wordBytes are the bytes of words once a text went through cutWords: ASCII
+// letters, digits and '_', and every byte of a character beyond ASCII
+// (cutWords has made the others apart); lowerBytes lowercases ASCII letters
 // (other bytes stay).
-var byteKinds, lowerBytes = func() (w [256]uint8, l [256]byte) {
+var wordBytes, lowerBytes = func() (w [256]bool, l [256]byte) {
 	for c := range 256 {
-		switch {
-		case c >= utf8.RuneSelf:
-			w[c] = byteOther
-		case query.IsWordRune(rune(c)):
-			w[c] = byteWord
-		}
+		w[c] = c >= utf8.RuneSelf || query.IsWordRune(rune(c))
 		l[c] = byte(c)
 		if 'A' <= c && c <= 'Z' {
 			l[c] = byte(c + 'a' - 'A')
