@@ -109,6 +109,11 @@ func classOf(r rune) class {
 	if uint32(r) < tableRunes {
 		return classes[r]
 	}
+	return rareClassOf(r)
+}
+
+// rareClassOf is classOf for the characters beyond the table.
+func rareClassOf(r rune) class {
 	switch {
 	case unicode.Is(unicode.Prepended_Concatenation_Mark, r):
 		return sep
@@ -192,7 +197,11 @@ func AppendFold[T ~string | ~[]byte](dst []byte, s T) []byte {
 		}
 		r, n := runeAt(s, i)
 		i += n
-		if classOf(r) == hidden {
+		switch classOf(r) {
+		case hidden:
+			continue
+		case ideo, mark: // no case to lower
+			dst = utf8.AppendRune(dst, r)
 			continue
 		}
 		dst = utf8.AppendRune(dst, unicode.ToLower(r))

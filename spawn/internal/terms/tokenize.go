@@ -208,28 +208,35 @@ const apart = 0x01
 func cutWords(dst []byte, text string) []byte {
 	prev := query.Separator // the class of the last character written
 	for _, r := range text {
-		c := query.ClassOf(r)
-		switch {
-		case c == query.Hidden:
-			continue
-		case r < utf8.RuneSelf:
+		if r < utf8.RuneSelf {
 			if prev == query.Alone && (wordBytes[byte(r)] || r == '#' || r == '@') {
 				dst = append(dst, apart)
 			}
 			dst = append(dst, lowerBytes[r])
-			c = query.Separator
+			prev = query.Separator
 			if wordBytes[byte(r)] {
-				c = query.Letter
+				prev = query.Letter
 			}
+			continue
+		}
+		c := query.ClassOf(r)
+		switch {
+		case c == query.Hidden:
+			continue
 		case c == query.Separator, c == query.Mark && prev == query.Separator:
 			dst = append(dst, apart)
 			c = query.Separator
 		case c == query.Mark:
 			dst = utf8.AppendRune(dst, r)
 			c = prev // a mark is what the character before it is
-		default:
+		case c == query.Alone:
 			if prev != query.Separator && prev != c {
-				dst = append(dst, apart) // a letter beside an unspaced run
+				dst = append(dst, apart) // beside a letter
+			}
+			dst = utf8.AppendRune(dst, r) // no case to lower
+		default:
+			if prev == query.Alone {
+				dst = append(dst, apart) // beside an unspaced run
 			}
 			dst = utf8.AppendRune(dst, unicode.ToLower(r))
 		}
