@@ -26,6 +26,9 @@ func TestInput_HiddenCharactersAndRouterErrors(t *testing.T) {
 		{"invalid UTF-8 in a name", "POST", "/v1/users", "{\"name\": \"a\xffb\"}", 400, "not valid UTF-8"},
 		{"control character in a query", "POST", "/v1/crawlers", `{"user_id": 1, "source": "bluesky", "query": ["golang\u0000"]}`, 400, "query contains control character U+0000"},
 		{"bidi in a filter", "POST", "/v1/crawlers", `{"user_id": 1, "source": "rss", "query": ["http://127.0.0.1:1/f"], "keywords": ["go\u2067"]}`, 400, "keywords contains bidirectional control U+2067"},
+		{"zero width space in a name", "POST", "/v1/users", `{"name": "bob\u200b"}`, 400, "name contains invisible character U+200B at character 4"},
+		{"zero width space in a query", "POST", "/v1/crawlers", `{"user_id": 1, "source": "bluesky", "query": ["golang\u200b"]}`, 400, "query contains invisible character U+200B at character 7"},
+		{"soft hyphen in a filter", "POST", "/v1/crawlers", `{"user_id": 1, "source": "rss", "query": ["http://127.0.0.1:1/f"], "keywords": ["go\u00adlang"]}`, 400, "keywords contains invisible character U+00AD"},
 		{"unknown path", "GET", "/v1/nothing", "", 404, "not found"},
 		{"wrong method", "DELETE", "/v1/users", "", 405, "method not allowed"},
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
 // windowNames are the analytics windows the hub serves, shortest first.
@@ -105,21 +106,27 @@ func crawlerExpand(c *cli, in *input) error {
 	return c.showCrawler(updated)
 }
 
-// expandQuery is (canonical) OR t1 OR t2 …, each term written as the query
-// language reads it: a term with a space as a phrase.
+// expandQuery is (canonical) OR (t1) OR (t2) …, each term as the query
+// language writes it: a word, a "phrase", a #tag, an @user, from:, or any
+// query in its syntax; a term with a space and no quotes or parentheses
+// is a phrase, as the shell hands over black widow typed in quotes. A term
+// the language does not read is refused here, saying why.
 func expandQuery(canonical string, terms []string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "(%s)", canonical)
 	for _, t := range terms {
 		t = strings.TrimSpace(t)
-		switch {
-		case t == "" || strings.ContainsAny(t, `"()`):
-			return "", usagef("term %s cannot be added: give a word, a #tag, an @user or a phrase", quote(t))
-		case strings.ContainsAny(t, " \t"):
-			fmt.Fprintf(&b, " OR %q", strings.Join(strings.Fields(t), " "))
-		default:
-			b.WriteString(" OR " + t)
+		if t == "" {
+			return "", usagef("an empty term cannot be added: give a word, a \"phrase\", a #tag or an @user")
 		}
+		if strings.ContainsAny(t, " \t") && !strings.ContainsAny(t, `"()`) {
+			t = `"` + strings.Join(strings.Fields(t), " ") + `"`
+		}
+		q, err := query.Parse(t)
+		if err != nil {
+			return "", usagef("term %s cannot be added: %v", quote(t), err)
+		}
+		fmt.Fprintf(&b, " OR (%s)", q)
 	}
 	return b.String(), nil
 }

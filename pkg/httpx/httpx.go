@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
 // MaxBodyBytes caps every request body both servers read.
@@ -97,9 +98,12 @@ func invalidUTF8At(b []byte) int {
 
 // CheckText refuses text an operator would not see as typed: control
 // characters, bidirectional embedding, override and isolate controls (which
-// make a name or query display as something other than what it is), and the
-// replacement character (what broken encodings decode to). The error names
-// the field, the character and its place (1-based, in characters).
+// make a name or query display as something other than what it is), other
+// invisible characters (zero width spaces and joiners, the soft hyphen,
+// variation selectors: "golang\u200b" looks like golang and could never
+// match it, as matching ignores them; query.Invisible), and the replacement
+// character (what broken encodings decode to). The error names the field,
+// the character and its place (1-based, in characters).
 func CheckText(field, s string) error {
 	pos := 0
 	for _, r := range s {
@@ -112,6 +116,8 @@ func CheckText(field, s string) error {
 			what = fmt.Sprintf("control character U+%04X", r)
 		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
 			what = fmt.Sprintf("bidirectional control U+%04X", r)
+		case query.Invisible(r):
+			what = fmt.Sprintf("invisible character U+%04X", r)
 		default:
 			continue
 		}

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -47,6 +48,11 @@ func (l *lexer) endsWord(i int) bool {
 }
 
 func (l *lexer) lex(start, end int) error {
+	for i, r := range l.src[start:end] {
+		if Invisible(r) {
+			return errAt(l.src, start+i, fmt.Sprintf("invisible character U+%04X (it would never match: matching ignores it)", r))
+		}
+	}
 	for i := start; i < end; {
 		r, size := utf8.DecodeRuneInString(l.src[i:end])
 		switch {
@@ -115,7 +121,7 @@ func word(raw string) (Atom, string) {
 	switch {
 	case strings.HasPrefix(lw, "#"):
 		v := lw[1:]
-		if v == "" || !allWordBytes(v) {
+		if !IsWord(v) {
 			return Atom{}, "bad hashtag " + quote(raw) + " (letters, digits and _ only)"
 		}
 		return Atom{Kind: Tag, Value: v}, ""
@@ -159,23 +165,25 @@ func bareWord(v string) bool {
 	return true
 }
 
-func allWordBytes(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !IsWordByte(s[i]) {
-			return false
-		}
-	}
-	return true
+// validUser accepts the user names of the sources: word characters, with
+// '.', '-' and '@' inside (bluesky handles, mastodon accounts).
+func validUser(v string) bool {
+	return validName(v, ".-@")
 }
 
-// validUser accepts the user names of the sources: word bytes, with '.',
-// '-' and '@' inside (bluesky handles, mastodon accounts).
-func validUser(v string) bool {
-	if v == "" || len(v) > maxUserBytes || !IsWordByte(v[0]) || !IsWordByte(v[len(v)-1]) {
+// validName reports whether v is word characters (IsWordRune), first and
+// last, with the characters of inner between.
+func validName(v, inner string) bool {
+	if v == "" || len(v) > maxUserBytes {
 		return false
 	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; !IsWordByte(c) && c != '.' && c != '-' && c != '@' {
+	first, _ := utf8.DecodeRuneInString(v)
+	last, _ := utf8.DecodeLastRuneInString(v)
+	if !IsWordRune(first) || !IsWordRune(last) {
+		return false
+	}
+	for _, r := range v {
+		if !IsWordRune(r) && !strings.ContainsRune(inner, r) {
 			return false
 		}
 	}
@@ -186,18 +194,7 @@ func validUser(v string) bool {
 // or an account id (a DID such as did:plc:…, an X user id, a Mastodon
 // account URI), which also carry ':', '/', '%', '~' and '_' inside.
 func validAuthor(v string) bool {
-	if validUser(v) {
-		return true
-	}
-	if v == "" || len(v) > maxUserBytes || !IsWordByte(v[0]) || !IsWordByte(v[len(v)-1]) {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; !IsWordByte(c) && !strings.ContainsRune(".-@:/%~", rune(c)) {
-			return false
-		}
-	}
-	return true
+	return validName(v, ".-@:/%~")
 }
 
 // validLang accepts a BCP 47-like tag: a letter first, then letters, digits

@@ -20,8 +20,8 @@ type Doc struct {
 // gives the same answers for many queries at once, and the hub's match
 // alerts use this.
 func (q *Query) Match(d Doc) ([]string, bool) {
-	lower := strings.ToLower(d.Text)
-	author, authorID, lang := strings.ToLower(strings.TrimPrefix(d.Author, "@")), strings.ToLower(d.AuthorID), strings.ToLower(d.Lang)
+	lower := Fold(d.Text)
+	author, authorID, lang := Fold(strings.TrimPrefix(d.Author, "@")), Fold(d.AuthorID), strings.ToLower(d.Lang)
 	occurs := func(a Atom) bool {
 		switch a.Kind {
 		case From:

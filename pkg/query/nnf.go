@@ -15,9 +15,6 @@ var ErrUnsupported = errors.New("query: not expressible for the service")
 // services that cannot negate a group want it.
 func (q *Query) NNF() *Node { return nnf(q.root) }
 
-// IsWord reports whether s is made of word bytes only (IsWordByte).
-func IsWord(s string) bool { return allWordBytes(s) }
-
 // Quote quotes s for an error message, shortened when long.
 func Quote(s string) string { return quote(s) }
 

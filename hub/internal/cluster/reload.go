@@ -139,6 +139,12 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 			// Shared, never changed in place (sqlstore.SourceIDs).
 			spec.Cursor.Sources = r.CursorIDs
 		}
+		if now := time.Now(); sqlstore.FutureCursor(r.CursorPos, now) {
+			// Saved before cursors were bounded: read from now (the
+			// crawler says so, futureCursorNote) until a real position
+			// replaces it.
+			spec.Cursor.Position = now.UnixMicro()
+		}
 	}
 	switch {
 	case r.CreatedAt.IsZero():

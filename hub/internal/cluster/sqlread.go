@@ -119,7 +119,7 @@ func (h *Hub) upsertCrawlerLocked(r sqlstore.Crawler) (*crawler, bool) {
 	}
 	c.row.Usage = usage
 	c.row.CursorAt = laterCursor(c.row.CursorAt, r.CursorAt)
-	c.row.CursorPos = max(c.row.CursorPos, r.CursorPos)
+	c.row.CursorPos = sqlstore.NextCursorPos(c.row.CursorPos, r.CursorPos, time.Now())
 	c.row.CursorIDs = ids.Merge(r.CursorIDs)
 	c.row.ChangeSeq = max(c.row.ChangeSeq, r.ChangeSeq)
 	return c, !ok

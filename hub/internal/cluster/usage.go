@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
 // Usage: the increments spawns report with their poll answers are applied
@@ -77,7 +78,7 @@ func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied
 			t := inc.Newest
 			c.row.CursorAt = laterCursor(c.row.CursorAt, &t)
 		}
-		c.row.CursorPos = max(c.row.CursorPos, inc.Position)
+		c.row.CursorPos = sqlstore.NextCursorPos(c.row.CursorPos, inc.Position, time.Now())
 		c.row.CursorIDs = c.row.CursorIDs.Merge(inc.Sources)
 		switch {
 		case leased == nil:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
@@ -29,9 +31,14 @@ func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 		State: api.StatePending, QueryCanonical: row.CanonicalQuery(),
 	}
 	c, ok := h.crawlers[row.ID]
+	pos := row.CursorPos
 	if ok && c.row.Version == row.Version {
 		v.State, v.Error, v.Node, v.RatePerSec = c.state, c.err, c.nodeID(), c.rate
 		v.Usage = max(v.Usage, c.row.Usage)
+		pos = c.row.CursorPos
+	}
+	if note := futureCursorNote(pos, time.Now()); note != "" {
+		v.Error = strings.Join(slices.DeleteFunc([]string{v.Error, note}, func(s string) bool { return s == "" }), "; ")
 	}
 	if state, byUser, resting := h.restingStateLocked(&row); resting {
 		v.State, v.Node = state, ""
@@ -40,6 +47,17 @@ func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 		}
 	}
 	return v
+}
+
+// futureCursorNote is what a crawler whose saved cursor position lies in
+// the future says (it was saved before cursors were bounded): it reads from
+// now until a real position replaces it. "" for any other cursor.
+func futureCursorNote(pos int64, now time.Time) string {
+	if !sqlstore.FutureCursor(pos, now) {
+		return ""
+	}
+	return fmt.Sprintf("saved cursor position %s is in the future: reading from now",
+		time.UnixMicro(pos).UTC().Format(time.RFC3339Nano))
 }
 
 // restingStateLocked decides from a crawler's row itself the states that

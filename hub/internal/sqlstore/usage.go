@@ -39,7 +39,9 @@ const maxNodeID = 64
 //
 // The count goes to the crawler's user as stored in SQL; for a crawler that
 // no longer exists it goes to inc.UserID, and the increment is still
-// recorded. A crawler's CursorAt moves forward to inc.Newest, never back. A
+// recorded. A crawler's CursorAt moves forward to inc.Newest, never back,
+// and its CursorPos to inc.Position (NextCursorPos); neither is ever set
+// past the clock and MaxCursorAhead. A
 // negative count (a spawn bug) is recorded with count 0, so it is
 // acknowledged and never comes back.
 //
@@ -67,10 +69,12 @@ func (s *Store) applyIncrements(ctx context.Context, incs []api.Increment, recov
 		return nil, nil
 	}
 	incs = slices.Clone(incs) // counts may become differences below
-	for _, inc := range incs {
+	at := now()
+	for i, inc := range incs {
 		if inc.NodeID == "" || len(inc.NodeID) > maxNodeID {
 			return nil, fmt.Errorf("%w: increment %d has node id %q (want 1 to %d bytes)", ErrInvalid, inc.Seq, inc.NodeID, maxNodeID)
 		}
+		s.boundCursor(&incs[i], at)
 	}
 	order := make([]int, len(incs))
 	for i := range order {
@@ -279,7 +283,7 @@ func (s *Store) addCrawlerUsageTx(tx *gorm.DB, ids []int64, deltas map[int64]*us
 			return err
 		}
 		values := s.valuesRows(len(chunk), "BIGINT", "BIGINT", "TIMESTAMPTZ", "BIGINT", "TEXT")
-		args := make([]any, 0, 5*len(chunk))
+		args := make([]any, 0, 5*len(chunk)+1)
 		for _, id := range chunk {
 			d := deltas[id]
 			var at any // NULL: no cursor time
@@ -291,9 +295,12 @@ func (s *Store) addCrawlerUsageTx(tx *gorm.DB, ids []int64, deltas map[int64]*us
 		sql := "WITH v(id, n, at, pos, ids) AS (VALUES " + values + ") " +
 			"UPDATE crawlers SET usage = crawlers.usage + v.n, " +
 			"cursor_at = CASE WHEN v.at IS NOT NULL AND (crawlers.cursor_at IS NULL OR crawlers.cursor_at < v.at) THEN v.at ELSE crawlers.cursor_at END, " +
-			"cursor_pos = CASE WHEN crawlers.cursor_pos < v.pos THEN v.pos ELSE crawlers.cursor_pos END, " +
+			// NextCursorPos: v.pos is never in the future (boundCursor);
+			// a saved position that is gives way to it.
+			"cursor_pos = CASE WHEN v.pos > 0 AND (crawlers.cursor_pos < v.pos OR crawlers.cursor_pos > ?) THEN v.pos ELSE crawlers.cursor_pos END, " +
 			"cursor_ids = CASE WHEN v.ids <> '' THEN v.ids ELSE crawlers.cursor_ids END " +
 			"FROM v WHERE crawlers.id = v.id"
+		args = append(args, now().Add(MaxCursorAhead).UnixMicro())
 		if err := tx.Exec(sql, args...).Error; err != nil {
 			return fmt.Errorf("add usage to %d crawlers: %w", len(chunk), err)
 		}

@@ -436,8 +436,7 @@ func (s *Server) Replay(lines [][]byte) error {
 	defer s.mu.Unlock()
 	for _, ev := range evs {
 		s.seq++
-		s.used[ev.timeUS] = true
-		s.lastTimeUS = max(s.lastTimeUS, ev.timeUS)
+		s.used[ev.timeUS] = true // its own time, from the clock that recorded it: the server's clock goes on
 		s.history = append(s.history, ev)
 		for c := range s.conns {
 			if c.filter.wants(ev) {

@@ -366,7 +366,7 @@ func (s *Server) Publish(it Interaction) Interaction {
 	if s.stalled {
 		return it
 	}
-	text := strings.ToLower(it.Content)
+	text := textmatch.Fold(it.Content)
 	for hash, f := range s.filters {
 		if !f.matches(text) {
 			continue

@@ -1,30 +1,125 @@
-// Package textmatch is the word-bounded search the fake Twitter and stream
-// services filter with. It belongs to the fakes alone: the product matches
-// with its own code, so that a bug here cannot hide the same bug there.
+// Package textmatch is the word-bounded search the fake Twitter, X and
+// stream services filter with, and the reference the product's matchers
+// are tested against. It belongs to the fakes and the tests alone, and is
+// written apart from the product's word rules (package query), rune by
+// rune over Unicode's classes, so that a bug there cannot hide the same
+// bug here.
+//
+// A word is a run of letters, digits and connectors (Unicode L, Nd, Nl,
+// Pc) with the combining marks (M) after them; a letter of a script written
+// without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) is a
+// word by itself; everything else (spaces of every kind, punctuation,
+// symbols, emoji) separates words. Invisible format characters (Unicode's
+// default-ignorable code points) are dropped first (Fold).
 package textmatch
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
-// ContainsPhrase reports whether phrase occurs in text bounded by non-word
-// bytes (anything but letters, digits, '_' and non-ASCII) or the ends of
-// text. An empty phrase is never contained.
+// unspaced are the scripts whose letters are words by themselves.
+var unspaced = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar}
+
+// Character classes: separator, letter, mark, unspaced letter.
+const (
+	classSep    = 's'
+	classLetter = 'l'
+	classMark   = 'm'
+	classAlone  = 'i'
+)
+
+func classOf(r rune) byte {
+	switch {
+	case unicode.IsMark(r):
+		return classMark
+	case r == 'ー' || r == 'ｰ': // katakana's prolonged sound marks
+		return classAlone
+	case unicode.IsLetter(r) || unicode.Is(unicode.Nd, r) || unicode.Is(unicode.Nl, r) || unicode.Is(unicode.Pc, r):
+		if unicode.In(r, unspaced...) {
+			return classAlone
+		}
+		return classLetter
+	}
+	return classSep
+}
+
+// invisible reports a default-ignorable character.
+func invisible(r rune) bool {
+	return (unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)) &&
+		!unicode.Is(unicode.Prepended_Concatenation_Mark, r)
+}
+
+// Fold lowercases s rune by rune (invalid bytes become U+FFFD) and drops
+// invisible characters.
+func Fold(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if !invisible(r) {
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
+}
+
+// ContainsPhrase reports whether phrase occurs in text as whole words: on
+// its left nothing, or a character that does not join its first one; on
+// its right likewise. A letter joins a letter (on the left, a separator
+// after a letter joins too: "a#go" holds no tag #go); a mark joins
+// anything and is what the character before it is; a letter of an
+// unspaced script joins only marks. Both are compared as they are: callers
+// fold them (Fold). An empty phrase is never contained.
 func ContainsPhrase(text, phrase string) bool {
 	if phrase == "" {
 		return false
 	}
-	for i := 0; ; {
-		j := strings.Index(text[i:], phrase)
-		if j < 0 {
-			return false
+	rs, ps := []rune(text), []rune(phrase)
+	for i := 0; i+len(ps) <= len(rs); i++ {
+		if string(rs[i:i+len(ps)]) != string(ps) {
+			continue
 		}
-		start, end := i+j, i+j+len(phrase)
-		if (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end])) {
+		if leftBounded(rs, i) && rightBounded(rs, ps, i+len(ps)) {
 			return true
 		}
-		i = start + 1
 	}
+	return false
 }
 
-func isWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
+func leftBounded(rs []rune, i int) bool {
+	if i == 0 {
+		return true
+	}
+	j := i - 1
+	for j > 0 && classOf(rs[j]) == classMark {
+		j--
+	}
+	before := classOf(rs[j])
+	if before == classMark {
+		before = classSep // marks at the start belong to no word
+	}
+	first := classOf(rs[i])
+	switch before {
+	case classSep:
+		return true
+	case classAlone:
+		return first != classMark
+	}
+	return first == classAlone
+}
+
+func rightBounded(rs, ps []rune, end int) bool {
+	if end == len(rs) {
+		return true
+	}
+	last := classOf(ps[len(ps)-1])
+	for k := len(ps) - 1; k > 0 && last == classMark; k-- {
+		last = classOf(ps[k-1])
+	}
+	switch classOf(rs[end]) {
+	case classSep, classAlone:
+		return true
+	case classLetter:
+		return last == classAlone
+	}
+	return false
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/textmatch"
 )
 
 // recordedTweet is the part of a recorded v1.1 tweet that track terms
@@ -81,7 +83,7 @@ func (s *Server) PublishMessage(doc []byte) (int, error) {
 	if err := json.Compact(&compact, doc); err != nil {
 		return 0, fmt.Errorf("twitterserver: recorded tweet: %w", err)
 	}
-	text := strings.ToLower(t.matchText(0))
+	text := textmatch.Fold(t.matchText(0))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0

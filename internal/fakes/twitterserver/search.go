@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/textmatch"
 )
 
 // handleSearch serves search/tweets.json: the published tweets matching q,
@@ -44,7 +46,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		if t.ID <= sinceID || (maxID > 0 && t.ID > maxID) {
 			continue
 		}
-		if matchAny(strings.ToLower(t.Text), groups) {
+		if matchAny(textmatch.Fold(t.Text), groups) {
 			found = append(found, t)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/textmatch"
 )
 
 // Defaults of Options.
@@ -243,7 +244,7 @@ func (s *Server) Publish(t Tweet) Tweet {
 	if s.stalled {
 		return t // a silent stream delivers nothing; search still finds it
 	}
-	text := strings.ToLower(t.Text)
+	text := textmatch.Fold(t.Text)
 	var line []byte
 	for c := range s.conns {
 		if !matchAny(text, c.terms) {

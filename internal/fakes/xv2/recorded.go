@@ -2,6 +2,8 @@ package xv2
 
 import (
 	"strings"
+
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/textmatch"
 )
 
 // recordedMessage is the part of a recorded stream message that X's rules
@@ -75,5 +77,5 @@ func (m recordedMessage) matchInput() post {
 		}
 		return body
 	}
-	return post{text: strings.ToLower(text(*m.Data, 0)), username: strings.ToLower(username), lang: strings.ToLower(m.Data.Lang)}
+	return post{text: textmatch.Fold(text(*m.Data, 0)), username: strings.ToLower(username), lang: strings.ToLower(m.Data.Lang)}
 }

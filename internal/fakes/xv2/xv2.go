@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/textmatch"
 )
 
 // Paths of the service.
@@ -449,7 +450,7 @@ func (s *Server) Publish(p Post) (Post, []string) {
 		p.Text, p.Lang = "", orig.Lang
 	}
 	st := s.storeLocked(p)
-	matched := s.matchLocked(post{text: strings.ToLower(s.matchTextLocked(st)), username: strings.ToLower(p.Username), lang: strings.ToLower(p.Lang)})
+	matched := s.matchLocked(post{text: textmatch.Fold(s.matchTextLocked(st)), username: strings.ToLower(p.Username), lang: strings.ToLower(p.Lang)})
 	if len(matched) > 0 && s.conn != nil {
 		data, inc := s.renderLocked(st, s.conn.fields)
 		line, _ := json.Marshal(messageJSON{Data: data, Includes: inc, MatchingRules: matchesJSON(matched)})

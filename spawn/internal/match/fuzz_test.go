@@ -4,29 +4,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
-// naiveContains is the reference rule, written independently of the
-// package: some occurrence of word in text has no word byte on either side.
-func naiveContains(text, word string) bool {
-	isWord := func(b byte) bool {
-		return b == '_' || ('0' <= b && b <= '9') || ('a' <= b && b <= 'z') || b >= 0x80
-	}
-	for i := 0; i+len(word) <= len(text); i++ {
-		if text[i:i+len(word)] != word {
-			continue
-		}
-		if (i == 0 || !isWord(text[i-1])) && (i+len(word) == len(text) || !isWord(text[i+len(word)])) {
-			return true
-		}
-	}
-	return false
-}
-
-// FuzzMatch checks Index.Match against the naive rule applied to each
-// subscriber separately: the keywords (separated by '|') are dealt to three
-// subscribers, and every subscriber's reported keywords must be exactly the
-// non-empty ones that occur whole-word in the lowercased text.
+// FuzzMatch checks Index.Match against the naive rule (naive_test.go)
+// applied to each subscriber separately: the keywords (separated by '|')
+// are dealt to three subscribers, and every subscriber's reported keywords
+// must be exactly the non-empty ones that occur whole-word in the folded
+// text.
 func FuzzMatch(f *testing.F) {
 	f.Add("I love New York!", "new york|york|new")
 	f.Add("golangs and golang, GoLang", "golang|go|lang")
@@ -35,17 +21,19 @@ func FuzzMatch(f *testing.F) {
 	f.Add("aaa aa a", "a|aa|aaa|aaaa")
 	f.Add("c++ and #go!", "c++|#go|go|c")
 	f.Add("\xff\xfego", "\xff|go|\ufffdgo")
+	f.Add("golang’s «golang» golang—fast golang\u00a0x 学习golang。", "golang|学习|学|golang’s|s")
+	f.Add("go\u200blang java\u0301 ภาษาไทย", "golang|java|ไทย|ja")
 	f.Fuzz(func(t *testing.T, text, keywords string) {
 		subs := map[int64][]string{}
 		for i, k := range strings.Split(keywords, "|") {
 			subs[int64(i%3)] = append(subs[int64(i%3)], k)
 		}
 		got := hitMap(New(subs).Match(text))
-		lower := strings.ToLower(text)
+		lower := naiveFold(text)
 		for id, kws := range subs {
 			var want []string
 			for _, k := range kws {
-				if k != "" && naiveContains(lower, strings.ToLower(k)) {
+				if k != "" && naiveContains(lower, naiveFold(k)) {
 					want = append(want, k)
 				}
 			}
@@ -61,8 +49,8 @@ func FuzzMatch(f *testing.F) {
 				t.Fatalf("unknown subscriber %d reported", id)
 			}
 		}
-		if string(appendLower(nil, text)) != lower {
-			t.Fatalf("appendLower(%q) differs from strings.ToLower", text)
+		if string(query.AppendFold(nil, text)) != lower {
+			t.Fatalf("query.AppendFold(%q) differs from the reference", text)
 		}
 	})
 }

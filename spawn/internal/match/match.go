@@ -1,17 +1,14 @@
 // Package match finds which subscribers of a shared data source want an
 // item, in one pass over its text however many subscribers share the
 // source: an Index for keyword lists, a QueryIndex for queries in the query
-// language (package query). Matching is case-insensitive and whole-word
-// (query.ContainsWord). How: docs/decisions/0004-keyword-matching.md and
+// language (package query). Matching is case-insensitive and whole-word,
+// by the query language's word rules (query.ContainsWord). How: docs/decisions/0004-keyword-matching.md and
 // docs/decisions/0005-query-index.md.
 package match
 
 import (
 	"slices"
-	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
@@ -81,7 +78,7 @@ func build(prev *Index, subs map[int64][]string) *Index {
 		ix.keywords[i] = slices.Clone(subs[id])
 		lowered[i] = make([]string, len(ix.keywords[i]))
 		for j, k := range ix.keywords[i] {
-			lk := strings.ToLower(k)
+			lk := query.Fold(k)
 			lowered[i][j] = lk
 			if lk != "" {
 				wanted[lk] = struct{}{}
@@ -283,52 +280,19 @@ func Keywords(text string, keywords []string) []string {
 	if len(keywords) == 0 {
 		return nil
 	}
-	lower := strings.ToLower(text)
+	lower := query.Fold(text)
 	var matched []string
 	for _, k := range keywords {
-		if k != "" && ContainsWord(lower, strings.ToLower(k)) {
+		if k != "" && ContainsWord(lower, query.Fold(k)) {
 			matched = append(matched, k)
 		}
 	}
 	return matched
 }
 
-// ContainsWord reports whether word occurs in text bounded by non-word
-// bytes. Both must already be lowercased. It is query.ContainsWord, the
-// one whole-word rule of the system.
+// ContainsWord reports whether word occurs in text as whole words. Both
+// must already be folded (query.Fold). It is query.ContainsWord, the one
+// whole-word rule of the system.
 func ContainsWord(text, word string) bool {
 	return query.ContainsWord(text, word)
-}
-
-// bounded reports whether text[start:end] has no word byte on either side.
-func bounded[T string | []byte](text T, start, end int) bool {
-	return (start == 0 || !query.IsWordByte(text[start-1])) && (end == len(text) || !query.IsWordByte(text[end]))
-}
-
-// IsWordByte reports whether b belongs to a word: ASCII letters and
-// digits, '_' and any byte of a multi-byte character (query.IsWordByte).
-func IsWordByte(b byte) bool {
-	return query.IsWordByte(b)
-}
-
-// appendLower appends s lowercased to dst, exactly as strings.ToLower
-// would lowercase it (invalid UTF-8 becomes U+FFFD), without allocating
-// once dst has grown. Match positions are positions in this lowercased
-// text, never in the original, whose length may differ.
-func appendLower(dst []byte, s string) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		dst = utf8.AppendRune(dst, unicode.ToLower(r))
-		i += n
-	}
-	return dst
 }

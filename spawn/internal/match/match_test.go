@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
 func hitMap(hits []Hit) map[int64][]string {
@@ -217,10 +219,15 @@ func TestIndex_UpdateReusesThePatternSet(t *testing.T) {
 	}
 }
 
-func TestAppendLowerMatchesStringsToLower(t *testing.T) {
+func TestAppendFoldLowersAsStringsToLowerAndDropsInvisibles(t *testing.T) {
 	for _, s := range []string{"", "abc", "ABC", "ÀÉÎ", "\u212A", "İ", "\xff\xfeA", "\xef\xbf\xbd", "ǅ", "ΣΑΣ", "a\x00B"} {
-		if got, want := string(appendLower(nil, s)), strings.ToLower(s); got != want {
-			t.Errorf("appendLower(%q) = %q, strings.ToLower = %q", s, got, want)
+		if got, want := string(query.AppendFold(nil, s)), strings.ToLower(s); got != want {
+			t.Errorf("AppendFold(%q) = %q, strings.ToLower = %q", s, got, want)
+		}
+	}
+	for _, s := range []string{"Go\u200bLang", "\ufeffX\u00ad", "a\u202eb\u2066c", "x\ufe0f"} {
+		if got, want := string(query.AppendFold(nil, s)), naiveFold(s); got != want {
+			t.Errorf("AppendFold(%q) = %q, want %q", s, got, want)
 		}
 	}
 }

@@ -11,11 +11,24 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
-// wordByte is query.IsWordByte as a table, read once per byte of every
-// item.
-var wordByte = func() (t [256]bool) {
+// Kinds of bytes, read once per byte of every item: ASCII bytes are
+// classified by table, and a byte of a character beyond ASCII hands the
+// word at hand to the word rules (query.NextWord).
+const (
+	byteSep   = iota // ASCII that ends a word
+	byteWord         // ASCII letter, digit or '_'
+	byteOther        // part of a character beyond ASCII
+)
+
+// byteKind is each byte's kind.
+var byteKind = func() (t [256]uint8) {
 	for b := range t {
-		t[b] = query.IsWordByte(byte(b))
+		switch c := byte(b); {
+		case c >= 0x80:
+			t[b] = byteOther
+		case query.IsWordRune(rune(c)):
+			t[b] = byteWord
+		}
 	}
 	return t
 }()
@@ -24,11 +37,11 @@ var wordByte = func() (t [256]bool) {
 // whole-word in a text in one pass; Update shares it between indexes whose
 // patterns it covers.
 //
-// A pattern occurs whole-word only where each of its runs of word bytes
-// is a whole token of the text (a maximal run of word bytes): the bytes
-// around an inner run are the pattern's own non-word bytes, and those
-// around its first and last run are either the pattern's non-word bytes
-// or, by the whole-word rule, non-word bytes of the text. So a pattern is
+// A pattern occurs whole-word only where each of its words (query.NextWord)
+// is a whole token of the text (a word of the text): the characters
+// around an inner word are the pattern's own, and those around its first
+// and last word are either the pattern's own or, by the whole-word rule
+// (query.Bounded), characters of the text that join no word. So a pattern is
 // found by cutting the text into tokens once and looking each token up in
 // a hash table: a pattern of one run ("golang", "#go", "c++") under its
 // run, a pattern of several ("new york", "e-mail") under its first two
@@ -100,7 +113,7 @@ const entryLast = 1 << 31
 // len is the length of the entry's pattern.
 func (en *tokenEntry) len() int { return int(en.n &^ entryLast) }
 
-// token is a run of word bytes of a lowercased text and its hash.
+// token is a word of a folded text (query.NextWord) and its hash.
 type token struct {
 	start, end int32
 	hash       uint64
@@ -237,29 +250,38 @@ func pairKey(k1, k2 uint64) uint64 {
 	return max((k1^bits.RotateLeft64(k2, 29))*0x9e3779b97f4a7c15, 1)
 }
 
-// lower sets tz.text to text lowercased exactly as strings.ToLower would
-// lowercase it (invalid UTF-8 becomes U+FFFD), without allocating once the
-// buffer has grown, and cuts it into tokens. Positions are positions in
-// the lowercased text, whose length may differ from the original's.
+// lower sets tz.text to text folded (query.Fold: lowercased exactly as
+// strings.ToLower would, invalid UTF-8 becoming U+FFFD, invisible
+// characters dropped), without allocating once the buffer has grown, and
+// cuts it into tokens. Positions are positions in the folded text, whose
+// length may differ from the original's.
 func (tz *tokenizer) lower(text string) {
-	tz.text = appendLower(tz.text[:0], text)
+	tz.text = query.AppendFold(tz.text[:0], text)
 	n := len(tz.text)
 	tz.text = append(tz.text, 0, 0, 0, 0, 0, 0, 0, 0)[:n]
 	tz.toks = tz.tokens(tz.toks[:0])
 }
 
 // tokens appends the tokens of tz.text to toks. tz.text must have 8
-// bytes of room past its end, which hashing reads.
+// bytes of room past its end, which hashing reads. ASCII words are cut
+// here, byte by byte; a word at or next to a character beyond ASCII is
+// cut by query.NextWord.
 func (tz *tokenizer) tokens(toks []token) []token {
 	text := tz.text
 	for i := 0; i < len(text); {
-		if !wordByte[text[i]] {
+		k := byteKind[text[i]]
+		if k == byteSep {
 			i++
 			continue
 		}
 		start := i
-		for i < len(text) && wordByte[text[i]] {
+		for i < len(text) && byteKind[text[i]] == byteWord {
 			i++
+		}
+		if i < len(text) && byteKind[text[i]] == byteOther {
+			if start, i = query.NextWord(text, start); start == len(text) {
+				break
+			}
 		}
 		toks = append(toks, token{start: int32(start), end: int32(i), hash: hashToken(text[:cap(text)], start, i)})
 	}
@@ -304,7 +326,7 @@ func (ps *patternSet) find(found []int32, tz *tokenizer) []int32 {
 	if ps.rest != nil {
 		scan := ps.rest.IterOverlappingByte(tz.text)
 		for m := scan.Next(); m != nil; m = scan.Next() {
-			if bounded(tz.text, m.Start(), m.End()) {
+			if query.Bounded(tz.text, m.Start(), m.End()) {
 				found = append(found, ps.restIDs[m.Pattern()])
 			}
 		}
@@ -337,7 +359,7 @@ func (ps *patternSet) occurs(lower []byte, s int, en *tokenEntry) bool {
 	n := en.len()
 	p := s - int(en.lead)
 	end := p + n
-	if p < 0 || end > len(lower) || !bounded(lower, p, end) {
+	if p < 0 || end > len(lower) || !query.Bounded(lower, p, end) {
 		return false
 	}
 	if n > 16 {

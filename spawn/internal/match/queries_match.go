@@ -54,10 +54,10 @@ func (s *queryScratch) mark(atom int32) {
 	s.stamp[atom] = s.tick
 }
 
-// normalName sets s.name to name lowercased as strings.ToLower would,
-// with the room past its end that hashing reads.
+// normalName sets s.name to name folded (query.Fold), with the room past
+// its end that hashing reads.
 func (s *queryScratch) normalName(name string) []byte {
-	s.name = appendLower(s.name[:0], name)
+	s.name = query.AppendFold(s.name[:0], name)
 	n := len(s.name)
 	s.name = append(s.name, 0, 0, 0, 0, 0, 0, 0, 0)[:n]
 	return s.name

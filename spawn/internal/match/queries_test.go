@@ -199,15 +199,15 @@ func naiveEval(n *query.Node, it Item) bool {
 		lang := strings.ToLower(it.Lang)
 		return lang == a.Value || strings.HasPrefix(lang, a.Value+"-")
 	case query.Tag:
-		return naiveContains(strings.ToLower(it.Text), "#"+a.Value)
+		return naiveContains(naiveFold(it.Text), "#"+a.Value)
 	case query.Mention:
-		return naiveContains(strings.ToLower(it.Text), "@"+a.Value)
+		return naiveContains(naiveFold(it.Text), "@"+a.Value)
 	}
-	return naiveContains(strings.ToLower(it.Text), a.Value)
+	return naiveContains(naiveFold(it.Text), a.Value)
 }
 
 // propVocab is small, so that random queries and texts share atoms.
-var propVocab = []string{"go", "golang", "rust", "new", "york", "café", "c++", "x"}
+var propVocab = []string{"go", "golang", "rust", "new", "york", "café", "c++", "x", "学习", "学", "ไทย", "java’s"}
 
 func randomQuery(r *rand.Rand, depth int) string {
 	if depth == 0 || r.IntN(3) == 0 {
@@ -238,7 +238,7 @@ func randomQuery(r *rand.Rand, depth int) string {
 }
 
 func randomItem(r *rand.Rand) Item {
-	seps := []string{" ", " ", ", ", "#", "@", "_", "é", "! "}
+	seps := []string{" ", " ", ", ", "#", "@", "_", "é", "! ", "’", "—", "\u00a0", "«", "» ", "…", "。", "学", "\u0301", "\u200b", "🚀", "ж", "2"}
 	var b strings.Builder
 	for i := r.IntN(8); i >= 0; i-- {
 		w := propVocab[r.IntN(len(propVocab))]

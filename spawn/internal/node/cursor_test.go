@@ -25,6 +25,7 @@ func TestBehindCursor(t *testing.T) {
 		{"logged later, created earlier", source.Item{PublishedAt: at.Add(-time.Hour), Position: 20}, api.Cursor{PublishedAt: at, Position: 10}, false},
 		{"logged earlier, created later", source.Item{PublishedAt: at.Add(time.Hour), Position: 5}, api.Cursor{PublishedAt: at, Position: 10}, true},
 		{"same position", source.Item{Position: 10}, api.Cursor{Position: 10}, true},
+		{"cursor position in the future", source.Item{PublishedAt: at.Add(time.Second), FetchedAt: at, Position: at.UnixMicro()}, api.Cursor{PublishedAt: at, Position: at.Add(10 * 365 * 24 * time.Hour).UnixMicro()}, false},
 		{"cursor without a position", source.Item{PublishedAt: at.Add(time.Second), Position: 5}, api.Cursor{PublishedAt: at}, false},
 		// A source that numbers its items: its id in the cursor decides,
 		// whatever the whole seconds of its published times say.

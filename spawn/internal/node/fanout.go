@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -301,12 +302,17 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, key string, h uint64, m
 // source for a source that numbers its items (X, Mastodon), at or before
 // its cursor's log position for one with a replayable log (publication
 // times there are set by the posting app and arrive out of order), at or
-// before its cursor's publication time for the others.
+// before its cursor's publication time for the others, and for a cursor
+// whose position lies in the future (which no item could pass).
 func behindCursor(it source.Item, key string, c *api.Cursor) bool {
 	if at := c.Sources[key]; at != "" && it.SourceID != "" {
 		return api.LaterSourceID(it.SourceID, at) == at
 	}
-	if it.Position > 0 && c.Position > 0 {
+	now := it.FetchedAt
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if it.Position > 0 && c.Position > 0 && !source.FuturePosition(c.Position, now) {
 		return it.Position <= c.Position
 	}
 	return !it.PublishedAt.After(c.PublishedAt)

@@ -54,6 +54,19 @@ func WebURL(s string) string {
 	return s
 }
 
+// ClockSlack is how far past a spawn's clock a log position (Item.Position,
+// a time_us) may lie: the difference between the service's clock and the
+// spawn's. A later position comes from a broken or hostile clock and is
+// not believed.
+const ClockSlack = 2 * time.Second
+
+// FuturePosition reports whether a log position (a time_us) lies more than
+// ClockSlack past now. Such a cursor, saved before positions were bounded,
+// would make every item to come look delivered already.
+func FuturePosition(pos int64, now time.Time) bool {
+	return pos > now.Add(ClockSlack).UnixMicro()
+}
+
 // PublishedAt bounds the time an item claims to be published by what is
 // possible: not before EarliestPublished and not after firstSeen, the time
 // the spawn first saw it. A date in the future (a skewed clock, a broken

@@ -29,7 +29,7 @@ func CheckCover(t *testing.T, compile func(q *query.Query) (selects func(lower s
 		}
 		for range 20 {
 			text := randomText(r)
-			lower := strings.ToLower(text)
+			lower := query.Fold(text)
 			author, lang := []string{"bob", "alice"}[r.IntN(2)], []string{"en", "fr"}[r.IntN(2)]
 			if !q.Eval(func(a query.Atom) bool {
 				switch a.Kind {
@@ -74,7 +74,7 @@ func randomQuery(r *rand.Rand, depth int) string {
 // randomText writes a text from words near the vocabulary's.
 func randomText(r *rand.Rand) string {
 	words := []string{"go", "Go", "#go", "golang", "rust", "new", "York", "new york", "c++", "@bob", "bob", "x", "#gopher"}
-	seps := []string{" ", ", ", "! ", "_", "-"}
+	seps := []string{" ", ", ", "! ", "_", "-", "’", "—", "\u00a0", "«", "…", "。", "学", "é", "\u200b"}
 	var b strings.Builder
 	for i := r.IntN(6); i >= 0; i-- {
 		b.WriteString(words[r.IntN(len(words))])

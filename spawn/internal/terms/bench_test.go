@@ -71,3 +71,33 @@ func BenchmarkCount(b *testing.B) {
 		}
 	}
 }
+
+// multilingualComments are social-post comments beyond ASCII: curly
+// apostrophes and quotes, dashes, a no-break space, emoji, accented
+// words, Chinese and Japanese.
+func multilingualComments(n int) []api.Comment {
+	texts := []string{
+		"Go 1.%d’s new iterator package — faster generics «at last» 🚀 #golang #topic%d @gopher%d",
+		"Le café de la rue n°%d : « très bon » ! #paris%d @ami%d",
+		"学习golang第%d天，今天读了泛型。#编程%d @gopher%d",
+		"ゴールデンウィークにGo %dを勉強中…楽しい！#golang%d @gopher%d",
+	}
+	comments := make([]api.Comment, n)
+	now := time.Now()
+	for i := range comments {
+		comments[i] = api.Comment{Author: fmt.Sprint("author", i%97), FetchedAt: now,
+			Text: fmt.Sprintf(texts[i%len(texts)], i%30, i%50, i%20)}
+	}
+	return comments
+}
+
+// BenchmarkExtractMultilingual is BenchmarkExtract on texts beyond ASCII,
+// which the query language's word rules cut.
+func BenchmarkExtractMultilingual(b *testing.B) {
+	comments := multilingualComments(1000)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		c := &comments[i%len(comments)]
+		Extract(c.Text, c.Lang)
+	}
+}

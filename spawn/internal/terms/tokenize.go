@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -33,6 +34,9 @@ const (
 	// minWordRunes drops shorter words ("go" and "ai" remain reachable as
 	// hashtags).
 	minWordRunes = 3
+	// minUnspacedRunes drops shorter runs of a script written without
+	// spaces: most Chinese and Japanese words are two characters.
+	minUnspacedRunes = 2
 )
 
 // Kind says what a term is.
@@ -57,10 +61,12 @@ type Term struct {
 // appearance: hashtags and mentions with their sign, words that are not
 // stop-words of English or of lang (and are not numbers or too short),
 // and each two adjacent significant words separated only by spaces as a
-// phrase (with one space). Words are runs of bytes for which
-// query.IsWordByte holds, so a term occurs in a text exactly when a query
-// for it would match; URLs are skipped. At most maxTermsPerComment terms
-// are returned.
+// phrase (with one space). Words are the query language's ("golang’s"
+// holds the word "golang"; a sign after a letter starts no tag), a run of
+// letters of a script written without spaces counting as one word ("学习"),
+// so a term occurs in a text exactly when a query for it would match.
+// Invisible characters are ignored and URLs skipped. At most
+// maxTermsPerComment terms are returned.
 func Terms(text, lang string) []Term {
 	var tk tokenizer
 	var out []Term
@@ -129,7 +135,8 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 			prevStart = -1
 			continue
 		}
-		if start > 0 && (b[start-1] == '#' || b[start-1] == '@') {
+		// A sign after a word character starts no tag ("a#go").
+		if start > 0 && (b[start-1] == '#' || b[start-1] == '@') && (start == 1 || !wordBytes[b[start-2]]) {
 			prevStart = -1
 			kind := Hashtag
 			if b[start-1] == '@' {
@@ -141,7 +148,7 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 			continue
 		}
 		word := b[start:i]
-		if len(word) < minWordRunes || !ascii && utf8.RuneCount(word) < minWordRunes || isNumber(word) {
+		if len(word) < minWordRunes || !ascii && tooFewRunes(word) || isNumber(word) {
 			prevStart = -1
 			continue
 		}
@@ -167,8 +174,9 @@ func (tk *tokenizer) scan(text, lang string, emit func(term []byte, kind Kind, h
 	}
 }
 
-// lowercase returns text lowercased in tk's buffer, and whether it is
-// ASCII: ASCII by a table, anything else through strings.ToLower.
+// lowercase returns text folded in tk's buffer, and whether it is ASCII:
+// ASCII by a table; a text beyond ASCII through cutWords, so that the one
+// loop of scan, reading bytes by table, cuts it as the query language does.
 func (tk *tokenizer) lowercase(text string) ([]byte, bool) {
 	b := slices.Grow(tk.lower[:0], len(text))[:len(text)]
 	var high byte
@@ -178,17 +186,89 @@ func (tk *tokenizer) lowercase(text string) ([]byte, bool) {
 		b[i] = lowerBytes[c]
 	}
 	if high >= utf8.RuneSelf {
-		b = append(b[:0], strings.ToLower(text)...)
+		b = cutWords(b[:0], text)
 	}
 	tk.lower = b
 	return b, high < utf8.RuneSelf
 }
 
-// wordBytes is query.IsWordByte as a table, and lowerBytes lowercases
-// ASCII letters (other bytes stay).
+// apart is the byte cutWords writes where the query language's rules end a
+// word that bytes alone would not: a separator beyond ASCII (’ — « … a
+// no-break space, an emoji) and the seam between a run of letters of a
+// script written without spaces and a letter or sign beside it. It is no
+// space, so it breaks phrases as punctuation does.
+const apart = 0x01
+
+// cutWords appends text folded (query.Fold: lowercased, invisible characters
+// dropped) to dst, with apart wherever the query language ends a word and
+// bytes alone would not: after it, a word is a maximal run of wordBytes.
+// "golang’s" holds the word golang; "学习golang" the words 学习 and golang
+// (a run of letters of an unspaced script is one term, as a query for it
+// matches); a mark belongs to the character before it.
+func cutWords(dst []byte, text string) []byte {
+	prev := query.Separator // the class of the last character written
+	for _, r := range text {
+		if r < utf8.RuneSelf {
+			if prev == query.Alone && (wordBytes[byte(r)] || r == '#' || r == '@') {
+				dst = append(dst, apart)
+			}
+			dst = append(dst, lowerBytes[r])
+			prev = query.Separator
+			if wordBytes[byte(r)] {
+				prev = query.Letter
+			}
+			continue
+		}
+		c := query.ClassOf(r)
+		switch {
+		case c == query.Hidden:
+			continue
+		case c == query.Separator, c == query.Mark && prev == query.Separator:
+			dst = append(dst, apart)
+			c = query.Separator
+		case c == query.Mark:
+			dst = utf8.AppendRune(dst, r)
+			c = prev // a mark is what the character before it is
+		case c == query.Alone:
+			if prev != query.Separator && prev != c {
+				dst = append(dst, apart) // beside a letter
+			}
+			dst = utf8.AppendRune(dst, r) // no case to lower
+		default:
+			if prev == query.Alone {
+				dst = append(dst, apart) // beside an unspaced run
+			}
+			dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		}
+		prev = c
+	}
+	return dst
+}
+
+// unspacedAt reports whether word starts with a letter of a script written
+// without spaces: such a run is a term from two letters on.
+func unspacedAt(word []byte) bool {
+	r, _ := utf8.DecodeRune(word)
+	return query.Unspaced(r)
+}
+
+// tooFewRunes reports whether a word beyond ASCII has fewer characters
+// than a term needs: minUnspacedRunes for a run of an unspaced script,
+// minWordRunes for others.
+func tooFewRunes(word []byte) bool {
+	if unspacedAt(word) {
+		return utf8.RuneCount(word) < minUnspacedRunes
+	}
+	return utf8.RuneCount(word) < minWordRunes
+}
+
+// wordBytes are the bytes of words once a text went through cutWords: ASCII
+// letters, digits and '_', and every byte of a character beyond ASCII
+// (cutWords has made the others apart); lowerBytes lowercases ASCII letters
+// (other bytes stay).
 var wordBytes, lowerBytes = func() (w [256]bool, l [256]byte) {
 	for c := range 256 {
-		w[c] = query.IsWordByte(byte(c))
+		w[c] = c >= utf8.RuneSelf || query.IsWordRune(rune(c))
 		l[c] = byte(c)
 		if 'A' <= c && c <= 'Z' {
 			l[c] = byte(c + 'a' - 'A')

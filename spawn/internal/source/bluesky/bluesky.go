@@ -8,6 +8,18 @@
 // gap and no repeat (coverage.go). Why /subscribe is spoken directly:
 // docs/decisions/0014-jetstream-spoken-directly.md; what a comment keeps:
 // docs/sources.md, "Bluesky".
+//
+// Nothing the service sends can freeze the stream or pin a cursor. An
+// event whose time_us lies more than ClockSlack past the spawn's clock
+// keeps the position of the event before it (counted as future events):
+// one such event would otherwise make every later post look like a repeat
+// and carry the crawlers' saved cursors past them. A subscriber's cursor
+// in the future (saved before this bound) reads from now, and its
+// subscribers are told (ErrFutureCursor). An event over MaxMessageBytes is
+// read past and dropped (too_large), the connection going on; one over
+// MaxSkipBytes ends the connection, and the next starts after it (its
+// time_us read from the start of the message). A connection that ends
+// before any event counts as a failure, so the waits between attempts grow.
 package bluesky
 
 import (
@@ -39,9 +51,20 @@ const (
 	DefaultStallTimeout = 30 * time.Second
 	// DefaultConnectTimeout bounds the WebSocket handshake.
 	DefaultConnectTimeout = 30 * time.Second
-	// DefaultMaxMessageBytes caps one event; a larger one ends the
-	// connection. Posts are at most a few KiB.
+	// DefaultMaxMessageBytes caps one event the source decodes. Posts are
+	// at most a few KiB; a larger event is skipped (see MaxSkipBytes).
 	DefaultMaxMessageBytes = 1 << 20
+	// DefaultMaxSkipBytes bounds an event over MaxMessageBytes that the
+	// connection reads past and drops, so that an oversized event in the
+	// replay window (a post with thousands of facets) is never met again.
+	// A larger one ends the connection, and the next one starts after it.
+	DefaultMaxSkipBytes = 64 << 20
+	// DefaultClockSlack is how far past the spawn's clock an event's
+	// time_us may be: the two clocks' difference. It is no more than
+	// DefaultResumeOverlap, so an event up to the slack ahead cannot make
+	// the posts read after it look like repeats. A later time_us is not
+	// believed (see Options.ClockSlack).
+	DefaultClockSlack = source.ClockSlack
 	// DefaultResumeOverlap is how far before the last position read a
 	// reconnect resumes, so events that reached the service slightly out
 	// of order are not lost at the seam.
@@ -92,6 +115,14 @@ var (
 	// ErrSkipped means a subscriber's cursor was older than the service's
 	// replay window: the posts between were never read.
 	ErrSkipped = errors.New("bluesky: posts skipped")
+	// ErrFutureEvent means an event whose time_us is later than the
+	// spawn's clock allows: its post is handed over at the stream's
+	// position, which the event does not move.
+	ErrFutureEvent = errors.New("bluesky: event from the future")
+	// ErrFutureCursor means a subscriber brought a cursor later than the
+	// spawn's clock allows (saved before events were bounded): its query
+	// reads from now.
+	ErrFutureCursor = errors.New("bluesky: cursor in the future")
 )
 
 // Options configure the bluesky source kind; zero fields take the
@@ -113,9 +144,17 @@ type Options struct {
 	StallTimeout    time.Duration
 	ConnectTimeout  time.Duration
 	MaxMessageBytes int64
+	MaxSkipBytes    int64
 	ResumeOverlap   time.Duration
 	ReplayWindow    time.Duration
 	GapSlack        time.Duration
+	// ClockSlack bounds an event's time_us (and a subscriber's cursor) to
+	// the spawn's clock plus it: an event later than that takes the
+	// position of the event read before it on the connection, so that
+	// one event from the future (a broken or hostile service clock)
+	// neither makes every later post look like a repeat nor carries a
+	// crawler's saved cursor past them.
+	ClockSlack      time.Duration
 	HandleCacheSize int
 	RecentLimit     int
 
@@ -160,6 +199,8 @@ func (o Options) withDefaults() Options {
 	o.BackoffMax = max(o.BackoffMax, o.BackoffMin)
 	o.HTTPClient = wsconn.HandshakeClient(o.HTTPClient, o.ConnectTimeout)
 	source.SetDefault(&o.MaxMessageBytes, DefaultMaxMessageBytes)
+	source.SetDefault(&o.MaxSkipBytes, DefaultMaxSkipBytes)
+	source.SetDefault(&o.ClockSlack, DefaultClockSlack)
 	source.SetDefault(&o.HandleCacheSize, DefaultHandleCacheSize)
 	source.SetDefault(&o.RecentLimit, DefaultRecentLimit)
 	if o.AppViewURL == "" {

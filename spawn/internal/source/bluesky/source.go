@@ -38,10 +38,11 @@ type Stats struct {
 	Rewinds    int64 // reconnects further back for a subscriber with an older cursor
 	Malformed  int64 // events skipped as invalid
 	Truncated  int64 // events skipped because their JSON ended early
-	TooLarge   int64 // connections ended by an event over MaxMessageBytes
+	TooLarge   int64 // events over MaxMessageBytes (skipped, or ending a connection when too large to skip)
 	Stalls     int64 // connections ended by silence
 	Gaps       int64 // subscribers told that posts were skipped
 	Repeats    int64 // posts read again (resume overlap, replay) and not handed over
+	Future     int64 // events whose time_us was past the clock and ClockSlack
 	WireBytes  int64 // event bytes received, as sent (compressed or not)
 	Handles    int   // DIDs whose handle (or its absence) is remembered
 	// AppViewCalls are the getProfiles calls made, AppViewActors the
@@ -61,7 +62,7 @@ type Stats struct {
 // counters are Stats' live counters.
 type counters struct {
 	items, connects, rewinds, malformed, truncated, tooLarge, stalls, gaps, repeats atomic.Int64
-	wireBytes                                                                       atomic.Int64
+	wireBytes, future                                                               atomic.Int64
 }
 
 // gap is a subscriber's notice that posts were skipped, shown until until.
@@ -91,7 +92,10 @@ type Source struct {
 	mu   sync.Mutex
 	cov  *coverage
 	gaps map[string]gap // query uuid → its notice
-	errs source.ErrorSet
+	// skipPast is the position of an event too large even to read past:
+	// the next connection starts after it.
+	skipPast int64
+	errs     source.ErrorSet
 }
 
 var (
@@ -125,6 +129,7 @@ func newSource(opts Options) (*Source, error) {
 		Client:          opts.HTTPClient,
 		Header:          http.Header{"User-Agent": {userAgent}},
 		MaxMessageBytes: opts.MaxMessageBytes,
+		MaxSkipBytes:    opts.MaxSkipBytes,
 		StallTimeout:    opts.StallTimeout,
 		Silence:         "no event",
 		Peer:            "the service",
@@ -137,16 +142,23 @@ func newSource(opts Options) (*Source, error) {
 // SetSubscribers records the node's bluesky subscribers. A query new to the
 // source starts at the oldest cursor position its subscribers bring, or, with
 // none, at the live stream; when that is behind the connection, Run
-// reconnects from it. It never blocks: the node calls it under its lock.
+// reconnects from it. A cursor in the future (past the clock and
+// ClockSlack) starts from now, and its subscribers are told. It never
+// blocks: the node calls it under its lock.
 func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
+	now := time.Now()
 	cursors := make(map[string]int64, len(specs))
+	future := map[string]error{}
 	for _, sp := range specs {
 		if sp.QueryUUID == "" {
 			continue
 		}
 		pos := int64(0)
 		if sp.Cursor != nil && sp.Cursor.Position > 0 {
-			pos = sp.Cursor.Position
+			var err error
+			if pos, err = s.boundCursor(sp.Cursor.Position, now); err != nil {
+				future[sp.QueryUUID] = err
+			}
 		}
 		if cur, ok := cursors[sp.QueryUUID]; !ok || pos != 0 && (cur == 0 || pos < cur) {
 			cursors[sp.QueryUUID] = pos
@@ -158,6 +170,10 @@ func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
 		if _, ok := cursors[uuid]; !ok {
 			delete(s.gaps, uuid)
 		}
+	}
+	for uuid, err := range future {
+		s.gaps[uuid] = gap{err: source.Degraded(err), until: now.Add(gapErrorTTL)}
+		s.logger.Warn("bluesky cursor from the future", "query_uuid", uuid, "err", err)
 	}
 	s.mu.Unlock()
 	if behind > 0 {
@@ -239,6 +255,7 @@ func (s *Source) Stats() Stats {
 		Stalls:    s.stats.stalls.Load(),
 		Gaps:      s.stats.gaps.Load(),
 		Repeats:   s.stats.repeats.Load(),
+		Future:    s.stats.future.Load(),
 		WireBytes: s.stats.wireBytes.Load(),
 		Position:  s.position.Load(),
 	}
@@ -284,8 +301,8 @@ func (s *Source) Run(ctx context.Context, emit source.Emit) {
 
 // connect opens the WebSocket from the position the subscribers need and
 // reads it until it fails, ctx ends or a subscriber needs a rewind;
-// connected says whether it opened.
-func (s *Source) connect(ctx context.Context, emit source.Emit) (connected bool, err error) {
+// healthy says whether the service sent anything before it did.
+func (s *Source) connect(ctx context.Context, emit source.Emit) (healthy bool, err error) {
 	select {
 	case <-s.rewind: // this connection starts from every query's position
 	default:
@@ -295,7 +312,11 @@ func (s *Source) connect(ctx context.Context, emit source.Emit) (connected bool,
 	cursor := s.cov.resumeFrom()
 	if cursor > 0 {
 		cursor = max(cursor-s.overlapUS, dialed.Add(-s.opts.ReplayWindow).UnixMicro())
+		if s.skipPast >= cursor {
+			cursor = s.skipPast + 1 // past an event too large to read
+		}
 	}
+	s.skipPast = 0
 	s.cov.connected(cursor)
 	s.mu.Unlock()
 	u := s.opts.JetstreamURL + "?wantedCollections=" + url.QueryEscape(PostCollection)
@@ -327,7 +348,8 @@ func (s *Source) connect(ctx context.Context, emit source.Emit) (connected bool,
 		case <-rctx.Done():
 		}
 	})
-	return true, s.read(ctx, rctx, c, emit, dialed)
+	err = s.read(ctx, rctx, c, emit, dialed, cursor)
+	return c.Delivered(), err
 }
 
 // dialError maps a refused handshake to ErrStatus.
@@ -348,11 +370,22 @@ func (s *Source) dialError(err error) error {
 // StallTimeout ends the connection; time spent handing posts over (the
 // store pushing back) does not count as silence. rctx ends the reading
 // (a rewind); ctx, Run's, bounds the hand-over, so a post routed is never
-// dropped by a rewind.
-func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emit, dialed time.Time) error {
+// dropped by a rewind. start is the connection's cursor, 0 for the live
+// tail. An event over MaxMessageBytes is skipped; a time_us from the
+// future is bounded (boundEvent).
+func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emit, dialed time.Time, start int64) error {
 	first, badMessages := true, false
+	at := readPos{pos: start}
 	for {
 		data, err := c.Read(rctx) // ends with rctx's cause: errRewind
+		var tl *wsconn.TooLargeError
+		if errors.As(err, &tl) {
+			badMessages = true
+			s.tooLarge(tl, err)
+			if tl.Skipped {
+				continue
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -385,6 +418,9 @@ func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emi
 		if badMessages {
 			badMessages = false
 			s.errs.Set(source.PartMessages, nil)
+		}
+		if s.boundEvent(&ev, &at, time.Now()) {
+			badMessages = true
 		}
 		s.position.Store(ev.timeUS)
 		if first {
@@ -476,6 +512,7 @@ func (s *Source) Report() []source.Stat {
 	return append(out,
 		source.Stat{Name: source.StatLag, Help: "How far a data source's log position is behind the clock.", Gauge: true, Value: st.Lag.Seconds()},
 		source.Stat{Name: "bw_spawn_bluesky_rewinds_total", Help: "Jetstream reconnects further back for a subscriber with an older cursor.", Value: float64(st.Rewinds)},
+		source.Stat{Name: "bw_spawn_bluesky_future_events_total", Help: "Jetstream events whose time_us was past the spawn's clock, kept at the stream's position.", Value: float64(st.Future)},
 		source.Stat{Name: "bw_spawn_bluesky_gaps_total", Help: "Subscribers told that posts beyond the replay window were skipped.", Value: float64(st.Gaps)},
 		source.Stat{Name: "bw_spawn_bluesky_received_bytes_total", Help: "Jetstream event bytes received, as sent (compressed or not).", Value: float64(st.WireBytes)},
 		source.Stat{Name: "bw_spawn_bluesky_appview_calls_total", Help: "getProfiles calls made to the AppView for handles.", Value: float64(st.AppViewCalls)},

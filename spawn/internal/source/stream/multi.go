@@ -186,9 +186,9 @@ func (m *multi) backoff() wsconn.Backoff {
 	}
 }
 
-// connect opens the WebSocket and serves it until it fails; connected
-// says whether it opened.
-func (m *multi) connect(ctx context.Context, emit source.Emit) (connected bool, err error) {
+// connect opens the WebSocket and serves it until it fails; healthy says
+// whether the service sent anything (a tick will do) before it did.
+func (m *multi) connect(ctx context.Context, emit source.Emit) (healthy bool, err error) {
 	m.stats.dials.Add(1)
 	c, err := wsconn.Dial(ctx, m.multiURL, m.ws)
 	if err != nil {
@@ -203,7 +203,8 @@ func (m *multi) connect(ctx context.Context, emit source.Emit) (connected bool, 
 	m.stats.connects.Add(1)
 	m.setErr(source.PartConnection, nil)
 	m.logger.Info("stream connected", "url", m.multiURL)
-	return true, m.serve(ctx, c, emit)
+	err = m.serve(ctx, c, emit)
+	return c.Delivered(), err
 }
 
 // dialError maps a refused handshake to the source's errors.

@@ -94,7 +94,6 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 			}
 		}
 		connected := func() {
-			fails.Reset()
 			since := newest
 			if since == 0 && !anchor.IsZero() {
 				since = idAt(anchor.Add(-backfillClockSkew))
@@ -104,7 +103,7 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 			}
 			anchor = time.Now()
 		}
-		res := w.session(ctx, terms, &newest, connected)
+		res := w.session(ctx, terms, &newest, connected, fails.Reset)
 		if res.newTerms != nil {
 			terms = res.newTerms
 		}
@@ -123,8 +122,11 @@ func (w *worker) run(ctx context.Context, terms []string, backfillFrom time.Time
 }
 
 // session runs one connection: the POST with the track terms, then the
-// messages until the stream ends, stalls, or new terms arrive.
-func (w *worker) session(ctx context.Context, terms []string, newest *int64, connected func()) (res outcome) {
+// messages until the stream ends, stalls, or new terms arrive. connected
+// is called when Twitter accepts it, answered when its first bytes come (a
+// keep-alive will do): a stream that Twitter accepts and ends at once is a
+// failure like any other, and its waits keep growing.
+func (w *worker) session(ctx context.Context, terms []string, newest *int64, connected, answered func()) (res outcome) {
 	t, o := w.t, w.t.opts
 	sctx, cancel := context.WithCancelCause(ctx)
 	var newTerms []string
@@ -194,8 +196,11 @@ func (w *worker) session(ctx context.Context, terms []string, newest *int64, con
 	stall := linestream.Watch(o.StallTimeout, cancel)
 	defer stall.Stop()
 	fr := newFramer(stall.Reader(resp.Body), o.MaxMessageBytes)
-	for {
+	for first := true; ; first = false {
 		line, err := fr.Next()
+		if first && err == nil {
+			answered()
+		}
 		if err != nil {
 			res := classify(err)
 			if res.class == linestream.ClassNetwork {

@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	gotwitter "github.com/dghubble/go-twitter/twitter"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/xtext"
@@ -150,26 +150,30 @@ func newMatcher(terms []string) *matcher {
 	return m
 }
 
-// match returns the terms whose words all occur in text as whole words.
+// match returns the terms whose words all occur in text as whole words,
+// by the query language's word rules.
 func (m *matcher) match(text string) []string {
 	if m == nil || len(m.terms) == 0 {
 		return nil
 	}
-	text = strings.ToLower(text)
+	text = query.Fold(text)
 	tokens := map[string]bool{}
-	for _, tok := range strings.FieldsFunc(text, func(r rune) bool {
-		return r < utf8.RuneSelf && !isWordByte(byte(r))
-	}) {
-		tokens[tok] = true
+	for i := 0; ; {
+		start, end := query.NextWord(text, i)
+		if start == len(text) {
+			break
+		}
+		tokens[text[start:end]] = true
+		i = end
 	}
 	var out []string
 	for i, words := range m.words {
 		ok := len(words) > 0
 		for _, w := range words {
-			if isWord(w) {
+			if query.IsWord(w) && !unspaced(w) {
 				ok = tokens[w]
 			} else {
-				ok = containsWord(text, w)
+				ok = query.ContainsWord(text, w)
 			}
 			if !ok {
 				break
@@ -182,40 +186,16 @@ func (m *matcher) match(text string) []string {
 	return out
 }
 
-// isWord reports whether s is made of word bytes only, so it can be looked
-// up among a text's tokens.
-func isWord(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isWordByte(s[i]) {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// containsWord reports whether needle occurs in text bounded by non-word
-// bytes; it handles terms with punctuation ("c++", "#golang").
-func containsWord(text, needle string) bool {
-	if needle == "" {
-		return false
-	}
-	for i := 0; ; {
-		j := strings.Index(text[i:], needle)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(needle)
-		if (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end])) {
+// unspaced reports whether w holds a letter of a script written without
+// spaces, whose every letter is a token: such a word is looked for where
+// it stands, not among the tokens.
+func unspaced(w string) bool {
+	for _, r := range w {
+		if query.Unspaced(r) {
 			return true
 		}
-		i = start + 1
 	}
-}
-
-// isWordByte is a byte that continues a word: letters, digits, '_' and
-// every byte of a non-ASCII character.
-func isWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
+	return false
 }
 
 // tweetItem turns a tweet into an item carrying the tracked terms it

@@ -343,7 +343,7 @@ func TestKind(t *testing.T) {
 }
 
 func TestMatcher(t *testing.T) {
-	m := newMatcher([]string{"c++", "go", "golang", "new release", "über", "#rust"})
+	m := newMatcher([]string{"c++", "go", "golang", "new release", "über", "#rust", "学习"})
 	cases := []struct {
 		text string
 		want []string
@@ -359,6 +359,11 @@ func TestMatcher(t *testing.T) {
 		{"ubers", nil},
 		{"love #rust", []string{"#rust"}},
 		{"love rust", nil},
+		{"golang’s generics", []string{"golang"}},
+		{"«golang»—fast", []string{"golang"}},
+		{"学习golang。", []string{"golang", "学习"}},
+		{"go\u200blang", []string{"golang"}},
+		{"golangé", nil},
 	}
 	for _, tc := range cases {
 		if got := m.match(tc.text); !slices.Equal(got, tc.want) {

@@ -89,8 +89,11 @@ func (s *Source) observeStreamLimit(h http.Header) {
 	}
 }
 
-// session runs one connection until it fails.
-func (s *Source) session(ctx context.Context, emit source.Emit, connected func()) (linestream.Class, error) {
+// session runs one connection until it fails. answered is called when X
+// sends its first bytes (a keep-alive will do): a stream that X accepts
+// and ends at once is a failure like any other, and its waits keep
+// growing.
+func (s *Source) session(ctx context.Context, emit source.Emit, answered func()) (linestream.Class, error) {
 	o := s.opts
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -134,7 +137,6 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 		return s.refused(resp)
 	}
 	s.stats.connects.Add(1)
-	connected()
 	s.setErr(streamPart, nil)
 	s.logger.Info("twitter stream connected")
 	// The stream is live: the gaps of the rules X holds can be filled.
@@ -144,10 +146,13 @@ func (s *Source) session(ctx context.Context, emit source.Emit, connected func()
 	stall := linestream.Watch(o.StallTimeout, cancel)
 	defer stall.Stop()
 	lines := newLineReader(stall.Reader(resp.Body), o.MaxLineBytes)
-	for {
+	for first := true; ; first = false {
 		line, err := lines.Next()
 		if err == nil {
 			s.gaps.alive(time.Now())
+		}
+		if first && (err == nil || errors.Is(err, ErrOversized)) {
+			answered()
 		}
 		switch {
 		case errors.Is(err, ErrOversized):

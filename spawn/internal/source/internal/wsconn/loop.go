@@ -59,7 +59,10 @@ type Loop struct {
 }
 
 // Run calls connect until ctx ends. connect opens one connection and
-// serves it until it fails, and reports whether it worked before it did.
+// serves it until it fails, and reports whether it worked before it did:
+// whether the peer delivered something (Conn.Delivered), not merely
+// accepted the connection. A peer that accepts and closes at once thus
+// meets waits that grow with every attempt.
 func (l *Loop) Run(ctx context.Context, connect func(ctx context.Context) (healthy bool, err error)) {
 	fails := 0
 	for {

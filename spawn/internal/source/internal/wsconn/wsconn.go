@@ -80,8 +80,14 @@ type Config struct {
 	// OnPing and OnPong, when set, see the peer's pings and pongs.
 	OnPing func(ctx context.Context, payload []byte) bool
 	OnPong func(ctx context.Context, payload []byte)
-	// MaxMessageBytes caps one message; a larger one ends the connection.
+	// MaxMessageBytes caps one message; a larger one is never returned.
 	MaxMessageBytes int64
+	// MaxSkipBytes, when above MaxMessageBytes, lets a connection live
+	// through a message over the cap: one of at most MaxSkipBytes is read
+	// to its end and dropped (a source whose service replays its log
+	// would otherwise meet the same message on every reconnect). 0 means
+	// a message over the cap ends the connection at once.
+	MaxSkipBytes int64
 	// StallTimeout is how long one Read may wait for a message before the
 	// connection counts as stalled; 0 means Read waits as long as its
 	// context lets it (the source watches for silence itself).
@@ -128,13 +134,40 @@ func (e *HandshakeError) Error() string {
 type Conn struct {
 	*websocket.Conn
 	cfg *Config
+	// messages counts the messages read, skipped ones included.
+	messages atomic.Int64
 }
+
+// Delivered reports whether the peer sent at least one message (returned or
+// skipped): a connection that ends before it did counts as a failure, so a
+// peer that accepts and closes at once is retried with growing waits.
+func (c *Conn) Delivered() bool { return c.messages.Load() > 0 }
+
+// TooLargeError is a message over MaxMessageBytes. Read counts it and
+// returns it wrapping the source's MessageTooLarge sentinel; the source
+// finds it with errors.As.
+type TooLargeError struct {
+	// Bytes is the message's size when Skipped, else how much of it was
+	// read before the connection gave up on it.
+	Bytes int64
+	// Skipped says the message was read to its end and dropped: the
+	// connection is still usable. Otherwise it is over MaxSkipBytes (or
+	// the peer went silent or away inside it) and the connection ends.
+	Skipped bool
+	// Head is the start of the message (MaxMessageBytes+1 bytes, as sent:
+	// compressed or not), so the source can tell which event it was.
+	Head []byte
+	err  error
+}
+
+func (e *TooLargeError) Error() string { return e.err.Error() }
+func (e *TooLargeError) Unwrap() error { return e.err }
 
 // Dial opens a connection to url. It returns ctx's error when ctx ended, a
 // *HandshakeError when the peer refused the handshake, and otherwise an
 // error wrapping Errors.ConnectionLost. The connection's own read limit
-// is one byte above MaxMessageBytes: Read enforces the cap itself and the
-// library's limit only backs it up.
+// is one byte above MaxMessageBytes (or MaxSkipBytes): Read enforces the
+// caps itself and the library's limit only backs them up.
 func Dial(ctx context.Context, url string, cfg *Config) (*Conn, error) {
 	errs := cfg.Errors.withDefaults()
 	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
@@ -157,20 +190,24 @@ func Dial(ctx context.Context, url string, cfg *Config) (*Conn, error) {
 		return nil, fmt.Errorf("%w: unable to connect to %s: %w", errs.ConnectionLost, url, err)
 	}
 	if cfg.MaxMessageBytes > 0 {
-		c.SetReadLimit(cfg.MaxMessageBytes + 1)
+		c.SetReadLimit(max(cfg.MaxMessageBytes+1, cfg.MaxSkipBytes))
 	}
 	return &Conn{Conn: c, cfg: cfg}, nil
 }
 
-// Read returns the next message of at most MaxMessageBytes. It stops
-// reading a larger one at the cap and fails at once, so the source drops
-// the connection without the close handshake the library would wait for
-// while the peer still sends the rest.
+// Read returns the next message of at most MaxMessageBytes. A larger one
+// up to MaxSkipBytes is read to its end and dropped, and Read returns a
+// *TooLargeError with Skipped set: the connection goes on. Over
+// MaxSkipBytes (or with no MaxSkipBytes) Read stops at the cap and fails
+// at once, so the source drops the connection without the close
+// handshake the library would wait for while the peer still sends the
+// rest.
 //
 // When Read fails it says why, wrapping the source's sentinels: the cause
-// of ctx when ctx ended; Stalled when no message came within StallTimeout;
-// MessageTooLarge; ConnectionLost, with the close status when the peer
-// closed. Stalls and messages over the cap are counted.
+// of ctx when ctx ended; MessageTooLarge (a *TooLargeError); Stalled when
+// no message came within StallTimeout; ConnectionLost, with the close
+// status when the peer closed. Stalls and messages over the cap are
+// counted.
 func (c *Conn) Read(ctx context.Context) ([]byte, error) {
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	if c.cfg.StallTimeout > 0 {
@@ -180,6 +217,7 @@ func (c *Conn) Read(ctx context.Context) ([]byte, error) {
 	silent := errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if err == nil {
+		c.messages.Add(1)
 		return data, nil
 	}
 	return nil, c.classify(ctx, silent, err)
@@ -198,22 +236,46 @@ func (c *Conn) readCapped(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > max {
-		return nil, ErrMessageTooLarge
+	if int64(len(data)) <= max {
+		return data, nil
 	}
-	return data, nil
+	tl := &TooLargeError{Bytes: int64(len(data)), Head: data}
+	if c.cfg.MaxSkipBytes > max {
+		// The library's read limit stops the copy past MaxSkipBytes.
+		n, err := io.Copy(io.Discard, r)
+		tl.Bytes += n
+		tl.Skipped = err == nil && tl.Bytes <= c.cfg.MaxSkipBytes
+	}
+	if tl.Skipped {
+		c.messages.Add(1)
+	}
+	return nil, tl
 }
 
 // classify turns a failed read into the error the source reports.
 func (c *Conn) classify(ctx context.Context, silent bool, err error) error {
 	errs := c.cfg.Errors.withDefaults()
+	var tl *TooLargeError
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
+	case errors.As(err, &tl):
+		add(c.cfg.Counters.TooLarge)
+		switch {
+		case tl.Skipped:
+			tl.err = fmt.Errorf("%w: a message of %d bytes, more than %d, skipped", errs.MessageTooLarge, tl.Bytes, c.cfg.MaxMessageBytes)
+		case tl.Bytes > c.cfg.MaxSkipBytes && c.cfg.MaxSkipBytes > c.cfg.MaxMessageBytes:
+			tl.err = fmt.Errorf("%w: a message of more than %d bytes, too large to skip", errs.MessageTooLarge, c.cfg.MaxSkipBytes)
+		case c.cfg.MaxSkipBytes > c.cfg.MaxMessageBytes:
+			tl.err = fmt.Errorf("%w: a message of more than %d bytes; the connection ended %d bytes into it", errs.MessageTooLarge, c.cfg.MaxMessageBytes, tl.Bytes)
+		default:
+			tl.err = fmt.Errorf("%w: more than %d bytes", errs.MessageTooLarge, c.cfg.MaxMessageBytes)
+		}
+		return tl
 	case silent:
 		add(c.cfg.Counters.Stalls)
 		return fmt.Errorf("%w: %s for %v", errs.Stalled, c.cfg.Silence, c.cfg.StallTimeout)
-	case errors.Is(err, ErrMessageTooLarge), errors.Is(err, websocket.ErrMessageTooBig):
+	case errors.Is(err, websocket.ErrMessageTooBig):
 		add(c.cfg.Counters.TooLarge)
 		return fmt.Errorf("%w: more than %d bytes", errs.MessageTooLarge, c.cfg.MaxMessageBytes)
 	}

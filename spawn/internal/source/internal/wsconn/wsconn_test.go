@@ -226,3 +226,53 @@ func TestLoop_ReportsFailuresAndReconnectsAtOnceWhenAsked(t *testing.T) {
 		t.Fatalf("%d calls, failures %v; want 4 calls and boom twice", calls, failed)
 	}
 }
+
+func TestConn_SkipsAMessageOverTheCapUpToMaxSkipBytes(t *testing.T) {
+	url := serve(t, func(ctx context.Context, c *websocket.Conn) {
+		_ = c.Write(ctx, websocket.MessageText, []byte(strings.Repeat("a", 17))) // over the cap: skipped
+		_ = c.Write(ctx, websocket.MessageText, []byte("next"))
+		_ = c.Write(ctx, websocket.MessageText, []byte(strings.Repeat("b", 65))) // over MaxSkipBytes
+		<-ctx.Done()
+	})
+	var tooLarge atomic.Int64
+	cfg := newConfig(nil, &tooLarge)
+	cfg.MaxSkipBytes = 64
+	c, err := Dial(t.Context(), url, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if c.Delivered() {
+		t.Error("Delivered before any message")
+	}
+	_, err = c.Read(t.Context())
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || !tl.Skipped || tl.Bytes != 17 || !errors.Is(err, errTooLarge) || !c.Delivered() {
+		t.Fatalf("first read: %v (%+v), want the 17-byte message skipped", err, tl)
+	}
+	if got, err := c.Read(t.Context()); err != nil || string(got) != "next" {
+		t.Fatalf("second read %q, %v: the connection must go on after a skipped message", got, err)
+	}
+	_, err = c.Read(t.Context())
+	if !errors.As(err, &tl) || tl.Skipped || !errors.Is(err, ErrMessageTooLarge) || string(tl.Head) != strings.Repeat("b", 17) {
+		t.Fatalf("third read: %v (%+v), want a message too large to skip, with its head", err, tl)
+	}
+	if tooLarge.Load() != 2 {
+		t.Errorf("%d counted too large, want 2", tooLarge.Load())
+	}
+}
+
+func TestConn_DeliveredOnlyOnceAMessageCame(t *testing.T) {
+	url := serve(t, func(ctx context.Context, c *websocket.Conn) { _ = c.Close(websocket.StatusNormalClosure, "") })
+	c, err := Dial(t.Context(), url, newConfig(nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if _, err := c.Read(t.Context()); !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("read: %v", err)
+	}
+	if c.Delivered() {
+		t.Error("a connection closed before any message counts as delivered")
+	}
+}
