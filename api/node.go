@@ -75,6 +75,14 @@ type RegisterRequest struct {
 	// standby that has one from most known spawns takes the leadership
 	// over (a leader cut off from its spawns but not from the database).
 	LeaderUnreachable *UnreachableLeader `json:"leader_unreachable,omitempty"`
+	// RetractionsApplied is the hub log's highest entry the spawn's store
+	// has applied (kept in the store, so it survives the spawn); 0 for a
+	// store that has applied none, which starts at the log's end.
+	RetractionsApplied uint64 `json:"retractions_applied,omitempty"`
+	// Store names the store the spawn writes to (a file store's directory
+	// id, a Cassandra keyspace's id): spawns sharing one report the same
+	// name, so the hub applies a forget once per store.
+	Store string `json:"store,omitempty"`
 }
 
 // UnreachableLeader is a leader a spawn could not reach: the URL it was
@@ -110,6 +118,10 @@ type SubscriberSpec struct {
 	// Cursor carries the newest item the crawler has already delivered, so a
 	// subscriber moved to another node does not emit it again.
 	Cursor *Cursor `json:"cursor,omitempty"`
+	// Retention is how long the store keeps the crawler's comments after
+	// their published time (the crawler's, else its user's default); 0
+	// keeps them.
+	Retention Duration `json:"retention,omitempty"`
 }
 
 // Cursor marks how far a crawler has read a source.
@@ -198,6 +210,13 @@ type PollRequest struct {
 	// statuses that changed since (StatusDelta). Zero asks for every
 	// status.
 	StatusBase uint64 `json:"status_base,omitempty"`
+	// RetractionAcks are the spawn's retraction numbers the hub has logged
+	// (PollResponse.Retractions).
+	RetractionAcks []uint64 `json:"retraction_acks,omitempty"`
+	// Retractions are the hub log's entries after the spawn's
+	// RetractionsApplied, oldest first, at most a bounded number a poll:
+	// what other spawns learned, for this spawn's store.
+	Retractions []Retraction `json:"retractions,omitempty"`
 }
 
 // SubscriberRef names a subscriber and the spec version the hub expects.
@@ -282,6 +301,14 @@ type PollResponse struct {
 	// DataSourcesUnchanged says DataSources is left out because it is as
 	// the hub last heard (only in a partial answer).
 	DataSourcesUnchanged bool `json:"data_sources_unchanged,omitempty"`
+	// Retractions are what the spawn's sources took back, numbered on the
+	// spawn, until the hub acknowledges them; MoreRetractions says more
+	// wait beyond this answer's.
+	Retractions     []Retraction `json:"retractions,omitempty"`
+	MoreRetractions bool         `json:"more_retractions,omitempty"`
+	// RetractionsApplied is the hub log's highest entry the spawn's store
+	// has applied, together with every one before it.
+	RetractionsApplied uint64 `json:"retractions_applied,omitempty"`
 }
 
 // RecoverRequest asks a spawn for the usage increments of a lost node that
