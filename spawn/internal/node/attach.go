@@ -146,6 +146,7 @@ func (n *Node) register(ctx context.Context) error {
 	n.mu.Unlock()
 	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock(),
 		LeaderUnreachable: complaint}
+	req.Store, req.RetractionsApplied = n.storeFacts(ctx)
 	order := make([]string, 0, len(hubs)+1)
 	if leader != "" {
 		order = append(order, leader)

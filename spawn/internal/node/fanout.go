@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -286,6 +287,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, h uint64, matched []str
 			RepostOf:    it.RepostOf,
 			Engagement:  it.Engagement,
 			Position:    it.Position,
+			Retention:   time.Duration(s.spec.Retention),
 		},
 		userID:   s.spec.UserID,
 		instance: s.instance,

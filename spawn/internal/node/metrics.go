@@ -28,6 +28,11 @@ type Metrics struct {
 	storeQueueDepth      prometheus.Gauge
 	duplicatesSkipped    prometheus.Counter
 	storeWriteErrors     prometheus.Counter
+	retractionsApplied   prometheus.Counter
+	retractionsRemoved   prometheus.Counter
+	retractionsDropped   prometheus.Counter
+	retractionErrors     prometheus.Counter
+	expiredComments      prometheus.Counter
 }
 
 // NewMetrics builds a spawn's metrics on a new registry.
@@ -50,5 +55,10 @@ func NewMetrics() *Metrics {
 		storeQueueDepth:      f.NewGauge(prometheus.GaugeOpts{Name: "bw_spawn_store_queue_depth", Help: "Counted comments waiting for the store (the bounded buffer)."}),
 		duplicatesSkipped:    f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_comments_duplicate_total", Help: "Comments the store already held (delivered again after a move); not counted as usage."}),
 		storeWriteErrors:     f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_store_write_errors_total", Help: "Failed store writes (each is retried)."}),
+		retractionsApplied:   f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_retractions_applied_total", Help: "Retractions (deletes, edits, account changes, forgets) applied to the store."}),
+		retractionsRemoved:   f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_comments_removed_total", Help: "Comments removed from the store because their source or an operator took them back."}),
+		retractionsDropped:   f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_retractions_dropped_total", Help: "Retractions dropped because too many waited (the store or the hub unreachable for long)."}),
+		retractionErrors:     f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_retraction_errors_total", Help: "Failed attempts to apply retractions to the store (each is retried)."}),
+		expiredComments:      f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_comments_expired_total", Help: "Comments the store dropped past their crawler's retention."}),
 	}
 }

@@ -78,6 +78,9 @@ type writer struct {
 	// names fills in authors' names that arrived after the match and
 	// notes the comments written without one (names.go); nil: none.
 	names *authorNames
+	// edits fills in edits that arrived after the match (retract.go);
+	// nil: none.
+	edits *retractions
 	work  chan struct{} // a comment arrived (capacity 1)
 
 	mu      sync.Mutex
@@ -402,6 +405,9 @@ func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error
 	if w.names != nil {
 		// Before assign, which starts the batch's analysis.
 		w.names.fill(batch)
+	}
+	if w.edits != nil {
+		w.edits.fill(batch)
 	}
 	var intents []store.Intent
 	if w.assign != nil {

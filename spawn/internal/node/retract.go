@@ -1,0 +1,466 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+)
+
+// Retractions: what sources take back or change after they handed it over
+// (api.Retraction). A source tells the node (source.Retracter); the node
+// applies it to its store at once (tombstones, removals, edits:
+// store.Retractor), then reports it to the hub in its poll answers until
+// the hub acknowledges it. The hub logs it and hands it to every spawn in
+// their polls; each applies what it is handed to its own store and tells
+// the hub how far it got (PollResponse.RetractionsApplied), a mark its
+// store keeps, so a spawn that restarts on the same store goes on where it
+// stopped. Applying is idempotent: a store several spawns share sees each
+// retraction several times and changes once.
+const (
+	// retractBatch is the most retractions one store call applies, and
+	// retractLinger how long the first waits for others to share it.
+	retractBatch  = 512
+	retractLinger = 100 * time.Millisecond
+	// maxRetractionsPerPoll bounds the retractions a poll answer reports;
+	// the rest follow in the next answers.
+	maxRetractionsPerPoll = 1000
+	// retractQueued bounds the retractions learned and not yet applied,
+	// and those applied and not yet acknowledged; beyond it the oldest are
+	// dropped (and counted), so a hub away for long costs bounded memory.
+	retractQueued = 1 << 17
+	// retractRetryMin and retractRetryMax bound the wait between attempts
+	// of a failing store call; it is tried until it succeeds.
+	retractRetryMin = 200 * time.Millisecond
+	retractRetryMax = 10 * time.Second
+	// editsKept bounds the recent edits remembered for comments still on
+	// their way to the store, and editKeptFor how long each is: a
+	// comment's match and its write are seconds apart.
+	editsKept   = 1 << 14
+	editKeptFor = 2 * time.Minute
+)
+
+// TombstoneLifetime is how long a tombstone of a source keeps what it
+// covers out of the store: as far back as the source can replay or fill
+// a gap (Bluesky's Jetstream keeps 36 hours, X's recent search reaches 7
+// days, Mastodon's timelines are read back over the same 7 days), with a
+// margin. Later than that no replay can bring the item back.
+func TombstoneLifetime(source string) time.Duration {
+	switch source {
+	case api.SourceBluesky:
+		return 72 * time.Hour
+	default:
+		return 8 * 24 * time.Hour
+	}
+}
+
+// recentEdit is an edit kept for comments not yet written.
+type recentEdit struct {
+	edit store.Edit
+	at   time.Time
+}
+
+// retractions is the node's pipeline of retractions.
+type retractions struct {
+	logger *slog.Logger
+	wake   chan struct{}
+
+	applied   prometheus.Counter
+	removed   prometheus.Counter
+	dropped   prometheus.Counter
+	applyErrs prometheus.Counter
+
+	mu sync.Mutex
+	// learned are what the sources told, not yet applied.
+	learned []api.Retraction
+	// reported are applied here and numbered (seq), until the hub
+	// acknowledges them.
+	reported []api.Retraction
+	seq      uint64
+	// fromHub are the hub log's entries not yet applied, oldest first;
+	// heard is the highest entry received, done the highest applied with
+	// every one before it.
+	fromHub []api.Retraction
+	heard   uint64
+	done    uint64
+	// edits are recent edits by source and comment id, for the writer.
+	edits     map[string]recentEdit
+	editsFIFO []string
+	// removedTotal counts the comments removed.
+	removedTotal int64
+}
+
+func newRetractions(logger *slog.Logger, m *Metrics) *retractions {
+	return &retractions{
+		logger:    logger,
+		wake:      make(chan struct{}, 1),
+		edits:     map[string]recentEdit{},
+		applied:   m.retractionsApplied,
+		removed:   m.retractionsRemoved,
+		dropped:   m.retractionsDropped,
+		applyErrs: m.retractionErrors,
+	}
+}
+
+// learn takes retractions from a source. It never blocks.
+func (r *retractions) learn(rs []api.Retraction) {
+	if len(rs) == 0 {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	for _, x := range rs {
+		if x.At.IsZero() {
+			x.At = now
+		}
+		r.learned = append(r.learned, x)
+		if x.Op == api.RetractUpdate {
+			r.rememberEditLocked(x, now)
+		}
+	}
+	if over := len(r.learned) - retractQueued; over > 0 {
+		r.learned = append(r.learned[:0:0], r.learned[over:]...)
+		r.dropped.Add(float64(over))
+	}
+	r.mu.Unlock()
+	source.Signal(r.wake)
+}
+
+// rememberEditLocked keeps an edit for the comments still on their way.
+func (r *retractions) rememberEditLocked(x api.Retraction, now time.Time) {
+	k := x.Source + "\x00" + x.ID
+	if _, ok := r.edits[k]; !ok {
+		r.editsFIFO = append(r.editsFIFO, k)
+	}
+	r.edits[k] = recentEdit{edit: editOf(x), at: now}
+	for len(r.editsFIFO) > 0 {
+		old := r.editsFIFO[0]
+		e, ok := r.edits[old]
+		if ok && len(r.edits) <= editsKept && now.Sub(e.at) <= editKeptFor {
+			break
+		}
+		r.editsFIFO = r.editsFIFO[1:]
+		if ok && (len(r.edits) > editsKept || now.Sub(e.at) > editKeptFor) {
+			delete(r.edits, old)
+		}
+	}
+}
+
+// fill puts the recent edits into comments on their way to the store: an
+// edit that arrived between a post's match and its write is not lost.
+func (r *retractions) fill(batch []pending) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.edits) == 0 {
+		return
+	}
+	for i := range batch {
+		c := &batch[i].comment
+		if e, ok := r.edits[c.Source+"\x00"+c.ID]; ok && e.edit.EditedAt.After(c.EditedAt) {
+			c.Text, c.Links, c.EditedAt = e.edit.Text, e.edit.Links, e.edit.EditedAt.UTC()
+		}
+	}
+}
+
+// fromPoll takes a fresh poll's part: the hub's acknowledgements of what
+// this node reported, and the log entries it hands over.
+func (r *retractions) fromPoll(acks []uint64, entries []api.Retraction) {
+	r.mu.Lock()
+	if len(acks) > 0 {
+		acked := make(map[uint64]bool, len(acks))
+		for _, a := range acks {
+			acked[a] = true
+		}
+		r.reported = slices.DeleteFunc(r.reported, func(x api.Retraction) bool { return acked[x.Seq] })
+	}
+	added := false
+	for _, e := range entries {
+		if e.Seq <= r.heard {
+			continue
+		}
+		r.heard = e.Seq
+		r.fromHub = append(r.fromHub, e)
+		added = true
+	}
+	r.mu.Unlock()
+	if added {
+		source.Signal(r.wake)
+	}
+}
+
+// forPoll is what a poll answer carries: the reported retractions not yet
+// acknowledged (the first maxRetractionsPerPoll), whether more wait, and
+// the hub log's highest entry applied.
+func (r *retractions) forPoll() ([]api.Retraction, bool, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := min(len(r.reported), maxRetractionsPerPoll)
+	return slices.Clone(r.reported[:n]), len(r.reported) > n, r.done
+}
+
+// startAt sets where the hub's log is taken up: after the store's mark.
+func (r *retractions) startAt(mark uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if mark > r.done {
+		r.done, r.heard = mark, max(r.heard, mark)
+	}
+}
+
+// run applies retractions to the store until ctx ends.
+func (r *retractions) run(ctx context.Context, st store.Store) {
+	rs, _ := st.(store.Retractor)
+	if rs != nil {
+		if mark, err := rs.Applied(ctx); err == nil {
+			r.startAt(mark)
+		} else {
+			r.logger.Warn("unable to read the applied retraction mark", "err", err)
+		}
+	}
+	retry := backoff.Policy{Min: retractRetryMin, Max: retractRetryMax}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		}
+		if !backoff.Sleep(ctx, retractLinger) {
+			return
+		}
+		for {
+			local, hub := r.take()
+			if len(local) == 0 && len(hub) == 0 {
+				break
+			}
+			for {
+				cctx, cancel := context.WithTimeout(ctx, writeCallTimeout)
+				_, err := apply(cctx, rs, append(slices.Clone(local), hub...), r)
+				if err == nil && len(hub) > 0 && rs != nil {
+					err = rs.SetApplied(cctx, hub[len(hub)-1].Seq)
+				}
+				cancel()
+				if err == nil {
+					retry.Reset()
+					break
+				}
+				r.applyErrs.Inc()
+				r.logger.Warn("retractions not applied, retrying", "count", len(local)+len(hub), "err", err)
+				if !backoff.Sleep(ctx, retry.Next()) {
+					return
+				}
+			}
+			r.applied.Add(float64(len(local) + len(hub)))
+			r.settle(local, hub)
+		}
+	}
+}
+
+// take removes the next batch: retractions the sources told and entries
+// of the hub's log, in order.
+func (r *retractions) take() (local, hub []api.Retraction) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := min(len(r.learned), retractBatch)
+	local = slices.Clone(r.learned[:n])
+	r.learned = r.learned[n:]
+	if len(r.learned) == 0 {
+		r.learned = nil
+	}
+	m := min(len(r.fromHub), retractBatch-n)
+	hub = slices.Clone(r.fromHub[:m])
+	r.fromHub = r.fromHub[m:]
+	if len(r.fromHub) == 0 {
+		r.fromHub = nil
+	}
+	return local, hub
+}
+
+// settle records a batch applied: the sources' retractions are numbered
+// and reported to the hub, the log's mark moves on.
+func (r *retractions) settle(local, hub []api.Retraction) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range local {
+		r.seq++
+		x.Seq = r.seq
+		r.reported = append(r.reported, x)
+	}
+	if over := len(r.reported) - retractQueued; over > 0 {
+		r.reported = append(r.reported[:0:0], r.reported[over:]...)
+		r.dropped.Add(float64(over))
+	}
+	if len(hub) > 0 {
+		r.done = max(r.done, hub[len(hub)-1].Seq)
+	}
+}
+
+// apply makes the store calls for retractions and returns the comments
+// removed, per crawler. Without a store that takes comments back it does
+// nothing (the retractions still travel on to the other spawns).
+func apply(ctx context.Context, rs store.Retractor, xs []api.Retraction, r *retractions) (map[int64]int64, error) {
+	counts := map[int64]int64{}
+	if rs == nil || len(xs) == 0 {
+		return counts, nil
+	}
+	now := time.Now()
+	var tombs []store.Tombstone
+	var edits []store.Edit
+	lifts := map[string][]string{}
+	for _, x := range xs {
+		if x.Source == "" {
+			continue
+		}
+		until := now.Add(TombstoneLifetime(x.Source))
+		switch x.Op {
+		case api.RetractDelete:
+			if x.ID != "" {
+				tombs = append(tombs, store.Tombstone{Source: x.Source, CommentID: x.ID, Until: until})
+			}
+		case api.RetractForget:
+			if x.Author != "" {
+				tombs = append(tombs, store.Tombstone{Source: x.Source, Author: x.Author, Before: x.At, Until: until})
+			}
+		case api.RetractAccount:
+			switch {
+			case x.Author == "":
+			case x.Active:
+				lifts[x.Source] = append(lifts[x.Source], x.Author)
+			case x.Removes():
+				tombs = append(tombs, store.Tombstone{Source: x.Source, Author: x.Author, Account: true, Until: until})
+			}
+		case api.RetractUpdate:
+			if x.ID != "" && !x.EditedAt.IsZero() {
+				edits = append(edits, editOf(x))
+			}
+		}
+	}
+	// Lifts first: an account taken down again later in the batch is
+	// buried after.
+	for src, authors := range lifts {
+		if err := rs.Lift(ctx, src, authors); err != nil {
+			return counts, fmt.Errorf("node: lift accounts: %w", err)
+		}
+	}
+	if len(tombs) > 0 {
+		removed, err := rs.Bury(ctx, tombs)
+		for _, rm := range removed {
+			counts[rm.CrawlerID]++
+		}
+		if r != nil {
+			r.noteRemoved(len(removed))
+		}
+		if err != nil {
+			return counts, fmt.Errorf("node: remove comments: %w", err)
+		}
+	}
+	if len(edits) > 0 {
+		if _, err := rs.Edit(ctx, edits); err != nil {
+			return counts, fmt.Errorf("node: edit comments: %w", err)
+		}
+	}
+	return counts, nil
+}
+
+func (r *retractions) noteRemoved(n int) {
+	r.removed.Add(float64(n))
+	r.mu.Lock()
+	r.removedTotal += int64(n)
+	r.mu.Unlock()
+}
+
+// removedCount is how many comments retractions removed (for tests).
+func (r *retractions) removedCount() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removedTotal
+}
+
+func editOf(x api.Retraction) store.Edit {
+	return store.Edit{Source: x.Source, CommentID: x.ID, Text: x.Text, Links: x.Links, EditedAt: x.EditedAt}
+}
+
+// ErrNoRetractor is returned when the spawn's store cannot take comments
+// back.
+var ErrNoRetractor = fmt.Errorf("node: this spawn's store cannot remove comments")
+
+// Retract applies retractions the hub hands over for an answer now (a
+// forget), and counts what the store removed, per crawler.
+func (n *Node) Retract(ctx context.Context, req api.RetractRequest) (api.RetractResponse, error) {
+	n.mu.Lock()
+	attached, epoch := n.state == api.NodeAttached, n.epoch
+	n.mu.Unlock()
+	if !attached {
+		return api.RetractResponse{}, ErrNotAttached
+	}
+	if req.Epoch != epoch {
+		return api.RetractResponse{}, fmt.Errorf("%w: retractions from epoch %s, attached to %s", ErrEpoch, req.Epoch, epoch)
+	}
+	rs, ok := n.cfg.Store.(store.Retractor)
+	if !ok {
+		return api.RetractResponse{}, ErrNoRetractor
+	}
+	counts, err := apply(ctx, rs, req.Retractions, n.retracts)
+	if err != nil {
+		return api.RetractResponse{}, err
+	}
+	return api.RetractResponse{Removed: counts, Store: rs.ID()}, nil
+}
+
+// storeFacts are the store's name and applied mark, for the registration.
+func (n *Node) storeFacts(ctx context.Context) (id string, applied uint64) {
+	rs, ok := n.cfg.Store.(store.Retractor)
+	if !ok {
+		return "", 0
+	}
+	n.retracts.mu.Lock()
+	applied = n.retracts.done
+	n.retracts.mu.Unlock()
+	if mark, err := rs.Applied(ctx); err == nil {
+		applied = max(applied, mark)
+	}
+	return rs.ID(), applied
+}
+
+// DefaultRetentionSweep is how often a spawn asks a store that drops
+// comments past their retention by itself (store.Expirer: the file
+// store's day files) to do so; Cassandra's TTL needs no sweep.
+const DefaultRetentionSweep = 10 * time.Minute
+
+// expireLoop sweeps the store for comments past their retention until ctx
+// ends.
+func (n *Node) expireLoop(ctx context.Context) {
+	ex, ok := n.cfg.Store.(store.Expirer)
+	if !ok {
+		return
+	}
+	every := n.cfg.RetentionSweep
+	if every <= 0 {
+		every = DefaultRetentionSweep
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		dropped, err := ex.Expire(ctx, time.Now())
+		n.metrics.expiredComments.Add(float64(dropped))
+		if err != nil && ctx.Err() == nil {
+			n.logger.Warn("retention sweep failed", "err", err)
+		}
+		if dropped > 0 {
+			n.logger.Info("comments past their retention dropped", "count", dropped)
+		}
+	}
+}
