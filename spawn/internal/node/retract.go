@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,15 +96,96 @@ type retractions struct {
 	// edits are recent edits by source and comment id, for the writer.
 	edits     map[string]recentEdit
 	editsFIFO []string
+	// pending are the removals taken in and not yet applied to the store,
+	// by key (pendingKey): the writer drops the comments they cover, so a
+	// post the stream sends after its account went is not stored while
+	// the takedown waits for the store. The store's tombstones cover them
+	// once applied.
+	pending map[string]pendingRemoval
+	// lifting are the accounts back whose lift waits for the store, by
+	// the same keys: the writer waits for it before it writes their
+	// comments, which the store's tombstone would refuse until then.
+	lifting map[string]int
+	// settled is closed (and replaced) whenever a batch is applied.
+	settled chan struct{}
 	// removedTotal counts the comments removed.
 	removedTotal int64
 }
+
+// pendingRemoval is a removal waiting for the store: how many of them
+// wait under its key, and the published time before which a forget covers
+// comments (zero: all).
+type pendingRemoval struct {
+	n      int
+	before time.Time
+}
+
+// pendingKeys are the keys a removal waits under: a comment's, or an
+// author's by id and by lower-cased handle.
+func pendingKeys(x api.Retraction) []string {
+	switch {
+	case x.Op == api.RetractDelete:
+		return []string{"c\x00" + x.Source + "\x00" + x.ID}
+	case x.Removes():
+		keys := []string{"a\x00" + x.Source + "\x00" + x.Author}
+		if l := strings.ToLower(x.Author); l != x.Author {
+			keys = append(keys, "a\x00"+x.Source+"\x00"+l)
+		}
+		return keys
+	}
+	return nil
+}
+
+// liftKeys are the keys of an account coming back: those its takedown
+// waited under.
+func liftKeys(x api.Retraction) []string {
+	return pendingKeys(api.Retraction{Op: api.RetractAccount, Source: x.Source, Author: x.Author, Status: api.AccountDeleted})
+}
+
+// awaitLifts waits, at most liftWait, until no account of the batch's
+// comments has a lift waiting for the store.
+func (r *retractions) awaitLifts(ctx context.Context, batch []pending) {
+	deadline := time.NewTimer(liftWait)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		waiting := false
+		if len(r.lifting) > 0 {
+			for i := range batch {
+				c := &batch[i].comment
+				if r.lifting["a\x00"+c.Source+"\x00"+c.AuthorID] > 0 || r.lifting["a\x00"+c.Source+"\x00"+strings.ToLower(c.Author)] > 0 {
+					waiting = true
+					break
+				}
+			}
+		}
+		settled := r.settled
+		r.mu.Unlock()
+		if !waiting {
+			return
+		}
+		select {
+		case <-settled:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// liftWait bounds how long a write waits for an account's lift: the
+// runner applies it within its linger and one store call.
+const liftWait = 10 * time.Second
 
 func newRetractions(logger *slog.Logger, m *Metrics) *retractions {
 	return &retractions{
 		logger:    logger,
 		wake:      make(chan struct{}, 1),
 		edits:     map[string]recentEdit{},
+		pending:   map[string]pendingRemoval{},
+		lifting:   map[string]int{},
+		settled:   make(chan struct{}),
 		applied:   m.retractionsApplied,
 		removed:   m.retractionsRemoved,
 		dropped:   m.retractionsDropped,
@@ -123,9 +205,7 @@ func (r *retractions) learn(rs []api.Retraction) {
 			x.At = now
 		}
 		r.learned = append(r.learned, x)
-		if x.Op == api.RetractUpdate {
-			r.rememberEditLocked(x, now)
-		}
+		r.takeInLocked(x, now)
 	}
 	if over := len(r.learned) - retractQueued; over > 0 {
 		r.learned = append(r.learned[:0:0], r.learned[over:]...)
@@ -133,6 +213,91 @@ func (r *retractions) learn(rs []api.Retraction) {
 	}
 	r.mu.Unlock()
 	source.Signal(r.wake)
+}
+
+// takeInLocked notes a retraction taken in for the comments on their way
+// to the store: an edit to fill in, a removal to drop them by, an account
+// back to stop dropping them.
+func (r *retractions) takeInLocked(x api.Retraction, now time.Time) {
+	switch {
+	case x.Op == api.RetractUpdate:
+		r.rememberEditLocked(x, now)
+	case x.Op == api.RetractAccount && x.Active:
+		for _, k := range liftKeys(x) {
+			delete(r.pending, k)
+			r.lifting[k]++
+		}
+	default:
+		for _, k := range pendingKeys(x) {
+			p := r.pending[k]
+			p.n++
+			if x.Op == api.RetractForget {
+				p.before = maxTime(p.before, x.At)
+			}
+			r.pending[k] = p
+		}
+	}
+}
+
+// appliedLocked notes removals the store now holds: their comments are
+// dropped by its tombstones from now on.
+func (r *retractions) appliedLocked(xs []api.Retraction) {
+	for _, x := range xs {
+		if x.Op == api.RetractAccount && x.Active {
+			for _, k := range liftKeys(x) {
+				if r.lifting[k]--; r.lifting[k] <= 0 {
+					delete(r.lifting, k)
+				}
+			}
+			continue
+		}
+		for _, k := range pendingKeys(x) {
+			p, ok := r.pending[k]
+			if !ok {
+				continue
+			}
+			if p.n--; p.n <= 0 {
+				delete(r.pending, k)
+			} else {
+				r.pending[k] = p
+			}
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// buried marks the comments of a batch that a removal waiting for the
+// store covers; nil when none is.
+func (r *retractions) buried(batch []pending) []bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pending) == 0 {
+		return nil
+	}
+	var out []bool
+	covered := func(key string, pub time.Time) bool {
+		p, ok := r.pending[key]
+		return ok && (p.before.IsZero() || pub.Before(p.before))
+	}
+	for i := range batch {
+		c := &batch[i].comment
+		hit := covered("c\x00"+c.Source+"\x00"+c.ID, c.PublishedAt) ||
+			(c.AuthorID != "" && covered("a\x00"+c.Source+"\x00"+c.AuthorID, c.PublishedAt)) ||
+			(c.Author != "" && covered("a\x00"+c.Source+"\x00"+strings.ToLower(c.Author), c.PublishedAt))
+		if hit {
+			if out == nil {
+				out = make([]bool, len(batch))
+			}
+			out[i] = true
+		}
+	}
+	return out
 }
 
 // rememberEditLocked keeps an edit for the comments still on their way.
@@ -183,12 +348,14 @@ func (r *retractions) fromPoll(acks []uint64, entries []api.Retraction) {
 		r.reported = slices.DeleteFunc(r.reported, func(x api.Retraction) bool { return acked[x.Seq] })
 	}
 	added := false
+	now := time.Now()
 	for _, e := range entries {
 		if e.Seq <= r.heard {
 			continue
 		}
 		r.heard = e.Seq
 		r.fromHub = append(r.fromHub, e)
+		r.takeInLocked(e, now)
 		added = true
 	}
 	r.mu.Unlock()
@@ -301,6 +468,10 @@ func (r *retractions) settle(local, hub []api.Retraction) {
 	if len(hub) > 0 {
 		r.done = max(r.done, hub[len(hub)-1].Seq)
 	}
+	r.appliedLocked(local)
+	r.appliedLocked(hub)
+	close(r.settled)
+	r.settled = make(chan struct{})
 }
 
 // apply makes the store calls for retractions and returns the comments
@@ -312,9 +483,32 @@ func apply(ctx context.Context, rs store.Retractor, xs []api.Retraction, r *retr
 		return counts, nil
 	}
 	now := time.Now()
+	// In order: a run of removals and edits is one call of each; an
+	// account coming back ends the run, so a takedown, the return and a
+	// takedown again end taken down.
 	var tombs []store.Tombstone
 	var edits []store.Edit
-	lifts := map[string][]string{}
+	flush := func() error {
+		if len(tombs) > 0 {
+			removed, err := rs.Bury(ctx, tombs)
+			for _, rm := range removed {
+				counts[rm.CrawlerID]++
+			}
+			if r != nil {
+				r.noteRemoved(len(removed))
+			}
+			if err != nil {
+				return fmt.Errorf("node: remove comments: %w", err)
+			}
+		}
+		if len(edits) > 0 {
+			if _, err := rs.Edit(ctx, edits); err != nil {
+				return fmt.Errorf("node: edit comments: %w", err)
+			}
+		}
+		tombs, edits = nil, nil
+		return nil
+	}
 	for _, x := range xs {
 		if x.Source == "" {
 			continue
@@ -333,7 +527,12 @@ func apply(ctx context.Context, rs store.Retractor, xs []api.Retraction, r *retr
 			switch {
 			case x.Author == "":
 			case x.Active:
-				lifts[x.Source] = append(lifts[x.Source], x.Author)
+				if err := flush(); err != nil {
+					return counts, err
+				}
+				if err := rs.Lift(ctx, x.Source, []string{x.Author}); err != nil {
+					return counts, fmt.Errorf("node: lift an account: %w", err)
+				}
 			case x.Removes():
 				tombs = append(tombs, store.Tombstone{Source: x.Source, Author: x.Author, Account: true, Until: until})
 			}
@@ -343,31 +542,7 @@ func apply(ctx context.Context, rs store.Retractor, xs []api.Retraction, r *retr
 			}
 		}
 	}
-	// Lifts first: an account taken down again later in the batch is
-	// buried after.
-	for src, authors := range lifts {
-		if err := rs.Lift(ctx, src, authors); err != nil {
-			return counts, fmt.Errorf("node: lift accounts: %w", err)
-		}
-	}
-	if len(tombs) > 0 {
-		removed, err := rs.Bury(ctx, tombs)
-		for _, rm := range removed {
-			counts[rm.CrawlerID]++
-		}
-		if r != nil {
-			r.noteRemoved(len(removed))
-		}
-		if err != nil {
-			return counts, fmt.Errorf("node: remove comments: %w", err)
-		}
-	}
-	if len(edits) > 0 {
-		if _, err := rs.Edit(ctx, edits); err != nil {
-			return counts, fmt.Errorf("node: edit comments: %w", err)
-		}
-	}
-	return counts, nil
+	return counts, flush()
 }
 
 func (r *retractions) noteRemoved(n int) {
