@@ -178,8 +178,20 @@ func (c *Client) UpdateCrawler(ctx context.Context, id int64, in CrawlerUpdate) 
 	if in.Enabled != nil {
 		body["enabled"] = *in.Enabled
 	}
+	if in.Retention != nil {
+		body["retention"] = *in.Retention
+	}
 	var out Crawler
 	err := c.do(ctx, http.MethodPatch, idPath(PathCrawlers, id), nil, body, &out)
+	return out, err
+}
+
+// Forget removes every comment of an author (an author_id or a handle) in
+// every crawler of a source and keeps them from being stored again (POST
+// /v1/forget); the answer counts the comments removed, per crawler.
+func (c *Client) Forget(ctx context.Context, source, author string) (ForgetResult, error) {
+	var out ForgetResult
+	err := c.do(ctx, http.MethodPost, PathForget, nil, Forget{Source: source, Author: author}, &out)
 	return out, err
 }
 

@@ -100,6 +100,11 @@ type RegisterResponse struct {
 	PollInterval Duration `json:"poll_interval"`
 	OrphanAfter  Duration `json:"orphan_after"`
 	DetachAfter  Duration `json:"detach_after"`
+	// RetractionHead is the retraction log's last entry when the spawn
+	// registered: the spawn stores no comment before its store has applied
+	// the log up to it (or a bounded wait passed), so a crawler moved to
+	// it cannot store again what was taken back while it was away.
+	RetractionHead uint64 `json:"retraction_head,omitempty"`
 }
 
 // SubscriberSpec is everything a spawn needs to run one crawler's subscriber.

@@ -151,6 +151,8 @@ type Hub struct {
 	resendDue bool
 	wg        sync.WaitGroup
 	ctx       context.Context
+	// retract is the log of what was taken back (retractions.go).
+	retract *retractLog
 }
 
 // node is a live spawn as the hub sees it.
@@ -183,6 +185,8 @@ type node struct {
 
 	opMu sync.Mutex // serialises requests to the node
 	seq  uint64     // guarded by opMu
+	// retract is the node's place in the retraction log (retractions.go).
+	retract nodeRetract
 }
 
 // crawler is a crawler's configuration and live state. A hub holds a
@@ -352,6 +356,7 @@ func New(cfg Config) (*Hub, error) {
 		fleetHolders: map[string]string{},
 		users:        map[int64]*user{},
 		lostLeased:   map[string]map[int64]bool{},
+		retract:      newRetractLog(),
 	}, nil
 }
 
@@ -371,9 +376,10 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	h.wakeKnownNodes(ctx)
-	h.wg.Add(2)
+	h.wg.Add(3)
 	go func() { defer h.wg.Done(); h.pollLoop(ctx) }()
 	go func() { defer h.wg.Done(); h.reloadLoop(ctx) }()
+	go func() { defer h.wg.Done(); h.pruneLoop(ctx) }()
 	<-ctx.Done()
 	h.wg.Wait()
 	return nil

@@ -23,25 +23,28 @@ type metrics struct {
 	leaseComments  prometheus.Counter
 	usageRecovered prometheus.Counter
 	usageApplied   prometheus.Counter
+	// retractionsLogged counts the log entries written (retractions.go).
+	retractionsLogged prometheus.Counter
 }
 
 func newMetrics() *metrics {
 	r := prometheus.NewRegistry()
 	f := promauto.With(r)
 	m := &metrics{
-		registry:       r,
-		registrations:  f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_registrations_total", Help: "Spawn registrations accepted."}),
-		nodesLost:      f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_nodes_lost_total", Help: "Nodes removed after repeated failed polls."}),
-		reloads:        f.NewCounterVec(prometheus.CounterOpts{Name: "bw_hub_reloads_total", Help: "Reloads by kind (hard, soft)."}, []string{"kind"}),
-		moves:          f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_subscriber_moves_total", Help: "Subscribers moved to another node by a reload."}),
-		sendFailures:   f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_send_failures_total", Help: "Subscriber sends to a node that failed."}),
-		polls:          f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_polls_total", Help: "Node polls answered."}),
-		pollFailures:   f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_poll_failures_total", Help: "Node polls that failed."}),
-		pollSeconds:    f.NewHistogram(prometheus.HistogramOpts{Name: "bw_hub_poll_seconds", Help: "Duration of one node poll.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
-		leaseGrants:    f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_grants_total", Help: "Leases granted."}),
-		leaseComments:  f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_comments_total", Help: "Comments newly allowed by leases."}),
-		usageRecovered: f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_recovered_total", Help: "Comments lost nodes stored but never reported, read back from the store and counted."}),
-		usageApplied:   f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_applied_total", Help: "Comments applied to usage in SQL."}),
+		registry:          r,
+		registrations:     f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_registrations_total", Help: "Spawn registrations accepted."}),
+		nodesLost:         f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_nodes_lost_total", Help: "Nodes removed after repeated failed polls."}),
+		reloads:           f.NewCounterVec(prometheus.CounterOpts{Name: "bw_hub_reloads_total", Help: "Reloads by kind (hard, soft)."}, []string{"kind"}),
+		moves:             f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_subscriber_moves_total", Help: "Subscribers moved to another node by a reload."}),
+		sendFailures:      f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_send_failures_total", Help: "Subscriber sends to a node that failed."}),
+		polls:             f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_polls_total", Help: "Node polls answered."}),
+		pollFailures:      f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_poll_failures_total", Help: "Node polls that failed."}),
+		pollSeconds:       f.NewHistogram(prometheus.HistogramOpts{Name: "bw_hub_poll_seconds", Help: "Duration of one node poll.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		leaseGrants:       f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_grants_total", Help: "Leases granted."}),
+		leaseComments:     f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_lease_comments_total", Help: "Comments newly allowed by leases."}),
+		usageRecovered:    f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_recovered_total", Help: "Comments lost nodes stored but never reported, read back from the store and counted."}),
+		usageApplied:      f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_usage_applied_total", Help: "Comments applied to usage in SQL."}),
+		retractionsLogged: f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_retractions_logged_total", Help: "Deletes, edits, account changes and forgets logged for every spawn."}),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -53,6 +53,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("PATCH /v1/crawlers/{id}", admin(s.handleUpdateCrawler))
 	mux.Handle("DELETE /v1/crawlers/{id}", admin(s.handleDeleteCrawler))
 	mux.Handle("GET /v1/crawlers/{id}/comments", admin(s.handleComments))
+	mux.Handle("POST "+api.PathForget, admin(s.handleForget))
 	mux.Handle("POST "+api.PathValidateQuery, admin(s.handleValidateQuery))
 	mux.Handle("GET /v1/nodes", admin(s.handleListNodes))
 	mux.Handle("POST /v1/reload", admin(s.handleReload))

@@ -172,6 +172,7 @@ func (n *Node) register(ctx context.Context) error {
 			tried[hub] = true
 			resp, next, err := n.registerAt(ctx, hub, req)
 			if err == nil {
+				n.retracts.catchUpTo(resp.RetractionHead)
 				return n.attachTo(hub, hubs, resp)
 			}
 			errs = append(errs, err)

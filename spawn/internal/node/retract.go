@@ -110,6 +110,10 @@ type retractions struct {
 	settled chan struct{}
 	// removedTotal counts the comments removed.
 	removedTotal int64
+	// catchUp is the hub log's end when the node registered: nothing is
+	// written before done reaches it (or catchUpWait passed).
+	catchUp      uint64
+	catchUpSince time.Time
 }
 
 // pendingRemoval is a removal waiting for the store: how many of them
@@ -177,6 +181,54 @@ func (r *retractions) awaitLifts(ctx context.Context, batch []pending) {
 // liftWait bounds how long a write waits for an account's lift: the
 // runner applies it within its linger and one store call.
 const liftWait = 10 * time.Second
+
+// catchUpWait bounds how long a registered node holds its writes back
+// until its store has applied the hub's log up to where it stood at the
+// registration: a few polls for a store that was away for minutes; a new
+// store facing days of log writes after it, and takes the rest in while
+// it goes on.
+const catchUpWait = 30 * time.Second
+
+// catchUpTo sets the log entry writes wait for.
+func (r *retractions) catchUpTo(head uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if head > r.done {
+		r.catchUp, r.catchUpSince = head, time.Now()
+	}
+}
+
+// awaitCatchUp waits until the store has applied the hub's log up to
+// where it stood at the registration, or catchUpWait has passed since.
+func (r *retractions) awaitCatchUp(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		if r.catchUp == 0 || r.done >= r.catchUp {
+			r.catchUp = 0
+			r.mu.Unlock()
+			return
+		}
+		left := catchUpWait - time.Since(r.catchUpSince)
+		settled := r.settled
+		r.mu.Unlock()
+		if left <= 0 {
+			r.mu.Lock()
+			r.logger.Warn("writing before the store caught up with the hub's retraction log", "applied", r.done, "log_end", r.catchUp)
+			r.catchUp = 0
+			r.mu.Unlock()
+			return
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-settled:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
 
 func newRetractions(logger *slog.Logger, m *Metrics) *retractions {
 	return &retractions{
@@ -638,4 +690,66 @@ func (n *Node) expireLoop(ctx context.Context) {
 			n.logger.Info("comments past their retention dropped", "count", dropped)
 		}
 	}
+}
+
+var (
+	_ store.Retractor = (*FencedStore)(nil)
+	_ store.Expirer   = (*FencedStore)(nil)
+)
+
+// Bury passes to the inner store: removals count as no usage and make no
+// comment, so the write fence does not hold them back.
+func (f *FencedStore) Bury(ctx context.Context, tombstones []store.Tombstone) ([]store.Removed, error) {
+	if r, ok := f.inner.(store.Retractor); ok {
+		return r.Bury(ctx, tombstones)
+	}
+	return nil, ErrNoRetractor
+}
+
+// Lift passes to the inner store.
+func (f *FencedStore) Lift(ctx context.Context, source string, authors []string) error {
+	if r, ok := f.inner.(store.Retractor); ok {
+		return r.Lift(ctx, source, authors)
+	}
+	return ErrNoRetractor
+}
+
+// Edit passes to the inner store.
+func (f *FencedStore) Edit(ctx context.Context, edits []store.Edit) (int, error) {
+	if r, ok := f.inner.(store.Retractor); ok {
+		return r.Edit(ctx, edits)
+	}
+	return 0, ErrNoRetractor
+}
+
+// Applied passes to the inner store.
+func (f *FencedStore) Applied(ctx context.Context) (uint64, error) {
+	if r, ok := f.inner.(store.Retractor); ok {
+		return r.Applied(ctx)
+	}
+	return 0, nil
+}
+
+// SetApplied passes to the inner store.
+func (f *FencedStore) SetApplied(ctx context.Context, seq uint64) error {
+	if r, ok := f.inner.(store.Retractor); ok {
+		return r.SetApplied(ctx, seq)
+	}
+	return nil
+}
+
+// ID is the inner store's.
+func (f *FencedStore) ID() string {
+	if r, ok := f.inner.(store.Retractor); ok {
+		return r.ID()
+	}
+	return ""
+}
+
+// Expire passes to the inner store.
+func (f *FencedStore) Expire(ctx context.Context, now time.Time) (int, error) {
+	if e, ok := f.inner.(store.Expirer); ok {
+		return e.Expire(ctx, now)
+	}
+	return 0, nil
 }

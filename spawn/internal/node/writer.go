@@ -418,6 +418,7 @@ func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error
 	// (nor counted): the store's tombstones will not hold them back yet.
 	var skip []bool
 	if w.edits != nil {
+		w.edits.awaitCatchUp(ctx)
 		w.edits.awaitLifts(ctx, batch)
 		skip = w.edits.buried(batch)
 	}
