@@ -447,6 +447,11 @@ var schemaTypes = map[string]reflect.Type{
 	"PollRequest":         reflect.TypeFor[api.PollRequest](),
 	"RecoverRequest":      reflect.TypeFor[api.RecoverRequest](),
 	"RecoverResponse":     reflect.TypeFor[api.RecoverResponse](),
+	"Retraction":          reflect.TypeFor[api.Retraction](),
+	"RetractRequest":      reflect.TypeFor[api.RetractRequest](),
+	"RetractResponse":     reflect.TypeFor[api.RetractResponse](),
+	"Forget":              reflect.TypeFor[api.Forget](),
+	"ForgetResult":        reflect.TypeFor[api.ForgetResult](),
 	"Increment":           reflect.TypeFor[api.Increment](),
 	"SubscriberStatus":    reflect.TypeFor[api.SubscriberStatus](),
 	"DataSourceStatus":    reflect.TypeFor[api.DataSourceStatus](),
@@ -978,6 +983,14 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	_, err = client.ValidateQuery(ctx, api.QueryValidate{Source: api.SourceTwitter, Query: "golang OR rust"})
 	must(err)
 	_, err = client.UpdateCrawler(ctx, a.ID, api.CrawlerUpdate{Keywords: []string{}})
+	must(err)
+	retention := "30d"
+	_, err = client.UpdateCrawler(ctx, b.ID, api.CrawlerUpdate{Retention: &retention})
+	must(err)
+	_, err = client.UpdateUser(ctx, u.ID, api.UserUpdate{Retention: &retention})
+	must(err)
+	// A forget reaches the spawn's POST /v1/retractions.
+	_, err = client.Forget(ctx, api.SourceRSS, "nobody@example.test")
 	must(err)
 	off := false
 	_, err = client.UpdateCrawler(ctx, cr.ID, api.CrawlerUpdate{Enabled: &off})
