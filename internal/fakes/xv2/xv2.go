@@ -142,6 +142,8 @@ type Server struct {
 	rulesFail  []int // statuses the next rules requests answer with
 	held       bool  // another client holds the one connection
 	stalled    bool
+	// compliance holds the batch compliance jobs (compliance.go).
+	compliance *complianceJobs
 }
 
 // New returns a server without rules.
@@ -185,6 +187,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+RulesPath, s.auth(s.handleListRules))
 	mux.HandleFunc("POST "+RulesPath, s.auth(s.handleChangeRules))
 	mux.HandleFunc("GET "+StreamPath, s.auth(s.handleStream))
+	s.complianceRoutes(mux)
 	return mux
 }
 
