@@ -118,6 +118,15 @@ func (c *NodeClient) Retract(ctx context.Context, req RetractRequest) (RetractRe
 	return out, err
 }
 
+// Compliance asks the spawn to check X crawlers' stored posts with X's
+// batch compliance API (POST /v1/compliance); it lasts as long as the job
+// at X, bounded by ctx. A spawn without X API v2 credentials answers 501.
+func (c *NodeClient) Compliance(ctx context.Context, req ComplianceRequest) (ComplianceResult, error) {
+	var out ComplianceResult
+	err := c.do(ctx, 0, http.MethodPost, PathNodeCompliance, nil, req, &out)
+	return out, err
+}
+
 // RecentComments reads a crawler's latest n comments, newest first, from
 // the store through the spawn (GET /v1/comments?crawler_id=ID&n=N).
 func (c *NodeClient) RecentComments(ctx context.Context, crawlerID int64, n int) ([]Comment, error) {

@@ -174,3 +174,42 @@ func FormatRetention(d time.Duration) string {
 		return d.String()
 	}
 }
+
+// PathNodeCompliance is where the hub asks the spawn holding the X
+// credentials to check the stored X posts with X's batch compliance API.
+const PathNodeCompliance = "/v1/compliance"
+
+// PathComplianceRuns lists the X compliance checks the hub ran.
+const PathComplianceRuns = "/v1/compliance/runs"
+
+// ComplianceRequest asks a spawn to check the stored posts of the X
+// crawlers named.
+type ComplianceRequest struct {
+	Epoch      string  `json:"epoch"`
+	CrawlerIDs []int64 `json:"crawler_ids"`
+}
+
+// ComplianceResult is one check's outcome: the job at X, its final status
+// (complete, failed, expired, timed_out), how many post ids were checked
+// and how many X reported gone (removed from every store).
+type ComplianceResult struct {
+	JobID   string `json:"job_id,omitempty"`
+	Status  string `json:"status"`
+	Checked int64  `json:"checked"`
+	Deleted int64  `json:"deleted"`
+	Error   string `json:"error,omitempty"`
+}
+
+// ComplianceRun is a check the hub ran, as GET /v1/compliance/runs shows
+// it; Status is running until it ends.
+type ComplianceRun struct {
+	ID         int64      `json:"id"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Node       string     `json:"node,omitempty"`
+	JobID      string     `json:"job_id,omitempty"`
+	Status     string     `json:"status"`
+	Checked    int64      `json:"checked"`
+	Deleted    int64      `json:"deleted"`
+	Error      string     `json:"error,omitempty"`
+}

@@ -54,6 +54,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("DELETE /v1/crawlers/{id}", admin(s.handleDeleteCrawler))
 	mux.Handle("GET /v1/crawlers/{id}/comments", admin(s.handleComments))
 	mux.Handle("POST "+api.PathForget, admin(s.handleForget))
+	mux.Handle("GET "+api.PathComplianceRuns, admin(s.handleComplianceRuns))
+	mux.Handle("POST "+api.PathComplianceRuns, admin(s.handleRunCompliance))
 	mux.Handle("POST "+api.PathValidateQuery, admin(s.handleValidateQuery))
 	mux.Handle("GET /v1/nodes", admin(s.handleListNodes))
 	mux.Handle("POST /v1/reload", admin(s.handleReload))

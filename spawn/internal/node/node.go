@@ -74,6 +74,9 @@ type Config struct {
 	// RetentionSweep is how often a store that drops comments past their
 	// retention itself is asked to; zero picks DefaultRetentionSweep.
 	RetentionSweep time.Duration
+	// Compliance checks stored X posts with X (compliance.go); nil when
+	// the spawn holds no X API v2 credentials.
+	Compliance ComplianceChecker
 }
 
 // ErrStale marks a hub request older than one the spawn has already seen.

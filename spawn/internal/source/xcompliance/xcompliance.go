@@ -30,9 +30,13 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultPollEvery is how often a job's status is read. X allows 150
-	// reads of a job per 15 minutes, one every 6 seconds; 10 s stays under.
+	// DefaultPollEvery is how often a job's status is read once it has
+	// run a while. X allows 150 reads of a job per 15 minutes, one every 6
+	// seconds; 10 s stays under. The first reads come sooner (firstPoll,
+	// doubling), for a small job done in seconds.
 	DefaultPollEvery = 10 * time.Second
+	// firstPoll is the wait before the first status read.
+	firstPoll = 500 * time.Millisecond
 	// DefaultJobTimeout bounds one check from the job's creation to its
 	// results: X processes millions of ids in minutes; a job still not
 	// done after this is given up (timed out) and the next check starts
@@ -181,7 +185,16 @@ func (c *Checker) Check(ctx context.Context, ids []string) (Result, error) {
 		}
 		return res, fmt.Errorf("%w: upload the ids of job %s: %w", ErrJob, j.ID, err)
 	}
+	wait := min(firstPoll, c.opts.PollEvery)
 	for {
+		if !backoff.Sleep(ctx, wait) {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				res.Status = StatusTimedOut
+				return res, fmt.Errorf("%w: job %s still %s after %s", ErrJob, j.ID, orUnknown(res.Status), c.opts.JobTimeout)
+			}
+			return res, ctx.Err()
+		}
+		wait = min(2*wait, c.opts.PollEvery)
 		var got struct {
 			Data job `json:"data"`
 		}
@@ -203,13 +216,6 @@ func (c *Checker) Check(ctx context.Context, ids []string) (Result, error) {
 		} else if ctx.Err() == nil {
 			// A failed read is tried again at the next poll.
 			c.opts.Logger.Warn("x compliance job status not read", "job_id", j.ID, "err", err)
-		}
-		if !backoff.Sleep(ctx, c.opts.PollEvery) {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				res.Status = StatusTimedOut
-				return res, fmt.Errorf("%w: job %s still %s after %s", ErrJob, j.ID, orUnknown(res.Status), c.opts.JobTimeout)
-			}
-			return res, ctx.Err()
 		}
 	}
 }
