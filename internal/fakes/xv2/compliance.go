@@ -57,14 +57,14 @@ const (
 
 // complianceJobs is the server's compliance state.
 type complianceJobs struct {
-	mu      sync.Mutex
-	jobs    map[string]*Job
-	nextID  int64
-	gone    map[string]string // post id → reason X reports it under
-	process time.Duration     // how long a job takes after its upload
-	upload  time.Duration     // how long its upload URL lives
+	mu                  sync.Mutex
+	jobs                map[string]*Job
+	nextID              int64
+	gone                map[string]string // post id → reason X reports it under
+	process             time.Duration     // how long a job takes after its upload
+	upload              time.Duration     // how long its upload URL lives
 	failNext, stallNext bool
-	created []string // ids of the jobs created, in order
+	created             []string // ids of the jobs created, in order
 }
 
 // Job is one compliance job, as a test reads it.
