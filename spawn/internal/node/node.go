@@ -263,7 +263,7 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	drainCtx, cancelDrain := context.WithCancel(context.Background())
 	defer cancelDrain()
 	var wg sync.WaitGroup
-	wg.Add(7)
+	wg.Add(8)
 	writerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(writerDone); n.writer.run(ctx, drainCtx) }()
 	go func() { defer wg.Done(); n.extractTerms(ctx) }()
@@ -272,6 +272,7 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	go func() { defer wg.Done(); n.names.run(ctx, n.cfg.Store) }()
 	go func() { defer wg.Done(); n.retracts.run(ctx, n.cfg.Store) }()
 	go func() { defer wg.Done(); n.expireLoop(ctx) }()
+	go func() { defer wg.Done(); n.sweepLoop(ctx) }()
 
 	<-ctx.Done()
 	n.mu.Lock()

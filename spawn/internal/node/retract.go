@@ -573,7 +573,7 @@ func apply(ctx context.Context, rs store.Retractor, xs []api.Retraction, r *retr
 			}
 		case api.RetractForget:
 			if x.Author != "" {
-				tombs = append(tombs, store.Tombstone{Source: x.Source, Author: x.Author, Before: x.At, Until: until})
+				tombs = append(tombs, store.Tombstone{Source: x.Source, Author: x.Author, Before: x.At, Until: until, Exact: true})
 			}
 		case api.RetractAccount:
 			switch {
@@ -662,6 +662,33 @@ func (n *Node) storeFacts(ctx context.Context) (id string, applied uint64) {
 // store's day files) to do so; Cassandra's TTL needs no sweep.
 const DefaultRetentionSweep = 10 * time.Minute
 
+// sweepEvery is how often the store is asked to remove what its Bury left
+// for later (a file store: the crawlers whose index is not in memory); it
+// shows none of it meanwhile.
+const sweepEvery = 30 * time.Second
+
+// sweepLoop asks the store to sweep until ctx ends.
+func (n *Node) sweepLoop(ctx context.Context) {
+	rs, ok := n.cfg.Store.(store.Retractor)
+	if !ok {
+		return
+	}
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		removed, err := rs.Sweep(ctx)
+		n.retracts.noteRemoved(len(removed))
+		if err != nil && ctx.Err() == nil {
+			n.logger.Warn("sweep of taken-back comments failed", "err", err)
+		}
+	}
+}
+
 // expireLoop sweeps the store for comments past their retention until ctx
 // ends.
 func (n *Node) expireLoop(ctx context.Context) {
@@ -704,6 +731,14 @@ func (f *FencedStore) Bury(ctx context.Context, tombstones []store.Tombstone) ([
 		return r.Bury(ctx, tombstones)
 	}
 	return nil, ErrNoRetractor
+}
+
+// Sweep passes to the inner store.
+func (f *FencedStore) Sweep(ctx context.Context) ([]store.Removed, error) {
+	if r, ok := f.inner.(store.Retractor); ok {
+		return r.Sweep(ctx)
+	}
+	return nil, nil
 }
 
 // Lift passes to the inner store.

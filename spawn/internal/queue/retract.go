@@ -113,6 +113,28 @@ func (d *decorated) Bury(ctx context.Context, tombstones []store.Tombstone) ([]s
 	return removed, err
 }
 
+// Sweep removes what the inner store's Bury left and announces it.
+func (d *decorated) Sweep(ctx context.Context) ([]store.Removed, error) {
+	r, ok := d.inner.(store.Retractor)
+	if !ok {
+		return nil, nil
+	}
+	removed, err := r.Sweep(ctx)
+	del, canDelete := d.pub.(Deleter)
+	if !canDelete || len(removed) == 0 {
+		return removed, err
+	}
+	if perr := del.PublishDeletes(ctx, removed); perr != nil {
+		d.mu.Lock()
+		d.unannounced = append(d.unannounced, removed...)
+		if over := len(d.unannounced) - maxUnannounced; over > 0 {
+			d.unannounced = d.unannounced[over:]
+		}
+		d.mu.Unlock()
+	}
+	return removed, err
+}
+
 // Lift passes to the inner store.
 func (d *decorated) Lift(ctx context.Context, source string, authors []string) error {
 	if r, ok := d.inner.(store.Retractor); ok {

@@ -28,6 +28,10 @@ type Tombstone struct {
 	// active again lifts it (Lift), and only it.
 	Account bool
 	Until   time.Time
+	// Exact asks Bury to remove every comment the tombstone covers before
+	// it returns, whatever that costs (a forget, whose answer counts
+	// them), rather than leave some to Sweep.
+	Exact bool
 }
 
 // Covers reports whether the tombstone covers comment c (of its source).
@@ -72,12 +76,16 @@ type Removed struct {
 // retraction it learns, or the hub hands it, to its store; stores several
 // spawns share see each one several times, so every method is idempotent.
 type Retractor interface {
-	// Bury writes the tombstones, then removes every stored comment they
+	// Bury writes the tombstones, then removes the stored comments they
 	// cover, in every crawler, and returns those it removed. A comment
 	// written while a Bury runs is never left stored: whichever of the
 	// write and the Bury comes second sees the first (a write checks the
-	// tombstones after it lands, and removes what they cover).
+	// tombstones after it lands, and removes what they cover). A store may
+	// leave to Sweep what is costly to find at once (unless the tombstone
+	// is Exact); no read shows a covered comment meanwhile.
 	Bury(ctx context.Context, tombstones []Tombstone) ([]Removed, error)
+	// Sweep removes the covered comments Bury left, and returns them.
+	Sweep(ctx context.Context) ([]Removed, error)
 	// Lift removes the account tombstones of the given authors (an account
 	// active again): their new comments are stored again. Comments already
 	// removed stay removed.

@@ -89,12 +89,19 @@ func retractor(t *testing.T, s store.Store) store.Retractor {
 	return r
 }
 
+// bury buries, then sweeps what Bury left, and returns what both
+// removed.
 func bury(t *testing.T, s store.Store, ts ...store.Tombstone) []store.Removed {
 	t.Helper()
 	got, err := retractor(t, s).Bury(ctx(), ts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	swept, err := retractor(t, s).Sweep(ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, swept...)
 	slices.SortFunc(got, func(a, b store.Removed) int {
 		if a.CrawlerID != b.CrawlerID {
 			return int(a.CrawlerID - b.CrawlerID)

@@ -417,6 +417,10 @@ func (s *Store) settle(ctx context.Context, parts []*part) (map[rowKey]bool, err
 	return out, s.deleteRows(ctx, rows)
 }
 
+// Sweep has nothing to do: Bury finds every covered row through the
+// indexes at once.
+func (s *Store) Sweep(context.Context) ([]store.Removed, error) { return nil, nil }
+
 // Lift deletes the account tombstones of the authors.
 func (s *Store) Lift(ctx context.Context, source string, authors []string) error {
 	g, gctx := errgroup.WithContext(ctx)

@@ -88,7 +88,7 @@ func (s *Store) Export(ctx context.Context, crawlerID int64, r store.Range, cur 
 		if day == at.Day {
 			from = place{offset: at.Offset, after: at.Last}
 		}
-		next, full, err := readPage(ctx, filepath.Join(dir, name), from, r, limit, &page.Comments)
+		next, full, err := readPage(ctx, filepath.Join(dir, name), from, r, limit, s.tombs.coversNow, &page.Comments)
 		if err != nil {
 			return store.Page{}, err
 		}
@@ -128,10 +128,10 @@ type place struct {
 	after  []string
 }
 
-// readPage appends the comments in r of one day file, from its place, to
-// out until it holds limit. It returns the place after the last line it
+// readPage appends the comments in r of one day file that no tombstone
+// covers (buried), from its place, to out until it holds limit. It returns the place after the last line it
 // read and whether the page is full.
-func readPage(ctx context.Context, path string, from place, r store.Range, limit int, out *[]api.Comment) (place, bool, error) {
+func readPage(ctx context.Context, path string, from place, r store.Range, limit int, buried func(*api.Comment) bool, out *[]api.Comment) (place, bool, error) {
 	if len(*out) >= limit {
 		return from, true, nil
 	}
@@ -161,7 +161,7 @@ func readPage(ctx context.Context, path string, from place, r store.Range, limit
 			return nil // a damaged line costs that comment, not the export
 		}
 		at.after = append([]string{c.ID}, at.after[:min(len(at.after), cursorIDs-1)]...)
-		if !r.Contains(c.PublishedAt) {
+		if !r.Contains(c.PublishedAt) || buried(&c) {
 			return nil
 		}
 		*out = append(*out, c)

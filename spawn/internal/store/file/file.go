@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,6 +92,8 @@ type Store struct {
 	tombs *tombstones
 	// id names the store (store.Retractor.ID).
 	id string
+	// dirty says a Bury left covered comments for Sweep.
+	dirty atomic.Bool
 
 	mu       sync.Mutex // guards the fields below
 	closed   bool
@@ -106,7 +109,10 @@ var _ store.Store = (*Store)(nil)
 type crawler struct {
 	mu      sync.Mutex
 	ids     map[string]string // comment id → the day file holding it
-	indexed map[string]int64  // file name → bytes indexed (up to a newline)
+	// authors are the comment ids of each author, by id and by lower-cased
+	// handle (entries of removed comments linger: ids is the truth).
+	authors map[string][]string
+	indexed map[string]int64 // file name → bytes indexed (up to a newline)
 	// gen is the directory's generation the index was built in (gen.go):
 	// a rewrite elsewhere bumps it, and the index is then built again.
 	gen uint64
@@ -115,12 +121,24 @@ type crawler struct {
 }
 
 func newCrawler() *crawler {
-	return &crawler{ids: map[string]string{}, indexed: map[string]int64{}, keep: map[string]int64{}}
+	return &crawler{ids: map[string]string{}, authors: map[string][]string{}, indexed: map[string]int64{}, keep: map[string]int64{}}
+}
+
+// noteAuthor indexes a comment under its author's id and handle.
+func (c *crawler) noteAuthor(id, author, authorID string) {
+	if authorID != "" {
+		c.authors[authorID] = append(c.authors[authorID], id)
+	}
+	if author != "" && author != authorID {
+		if l := strings.ToLower(author); l != authorID {
+			c.authors[l] = append(c.authors[l], id)
+		}
+	}
 }
 
 // reset empties the index, to be built again from the files.
 func (c *crawler) reset() {
-	c.ids, c.indexed, c.keep, c.gen = map[string]string{}, map[string]int64{}, map[string]int64{}, 0
+	c.ids, c.authors, c.indexed, c.keep, c.gen = map[string]string{}, map[string][]string{}, map[string]int64{}, map[string]int64{}, 0
 }
 
 // rewrote records a rewrite this index saw made (its caller updated the
@@ -363,6 +381,8 @@ func (s *Store) writeCrawler(id int64, all []api.Comment, idx []int, fresh []boo
 	}
 	for k, cid := range newIDs {
 		c.ids[cid] = newDays[k]
+		cm := &all[newIdx[k]]
+		c.noteAuthor(cid, cm.Author, cm.AuthorID)
 	}
 	for _, i := range newIdx {
 		fresh[i] = true
@@ -481,10 +501,13 @@ func (c *crawler) refresh(dir string) error {
 		}
 		n, err := scanLines(path, off, func(line []byte) {
 			var head struct {
-				ID string `json:"id"`
+				ID       string `json:"id"`
+				Author   string `json:"author"`
+				AuthorID string `json:"author_id"`
 			}
 			if json.Unmarshal(line, &head) == nil && head.ID != "" {
 				c.ids[head.ID] = name
+				c.noteAuthor(head.ID, head.Author, head.AuthorID)
 			}
 		})
 		if err != nil {
@@ -574,8 +597,8 @@ func (s *Store) Recent(ctx context.Context, crawlerID int64, n int) ([]api.Comme
 		var day []api.Comment
 		_, err := scanLines(filepath.Join(dir, name), 0, func(line []byte) {
 			var c api.Comment
-			if json.Unmarshal(line, &c) != nil || seen[c.ID] {
-				return // a damaged line costs that comment, not the answer
+			if json.Unmarshal(line, &c) != nil || seen[c.ID] || s.tombs.coversNow(&c) {
+				return // a damaged line costs that comment, not the answer; a buried one is not shown
 			}
 			seen[c.ID] = true
 			day = append(day, c)

@@ -31,26 +31,90 @@ type lineHead struct {
 }
 
 // Bury appends the tombstones to the tombstone file, then removes the
-// comments they cover from every crawler of their sources: a comment by
-// its id through the crawler's index, an author's by reading the
-// crawler's day files (the embedded store keeps no index by author). Each
-// day file holding one is rewritten once (rewriteDay), under the
+// comments they cover. A comment is found by its id, an author's by the
+// author's id or handle, in the index of each crawler whose index is in
+// memory (the crawlers written lately): those lines go at once. Finding
+// the rest means reading the files of the crawlers whose index is not in
+// memory, so that is left to Sweep, unless a tombstone is Exact (a
+// forget), which reads every crawler of its source now. Meanwhile no read (Recent, Export, Thread) shows a covered comment.
+// Each day file holding one is rewritten once (rewriteDay), under the
 // crawler's locks.
 func (s *Store) Bury(ctx context.Context, tombstones []store.Tombstone) ([]store.Removed, error) {
 	if len(tombstones) == 0 {
 		return nil, nil
 	}
 	var lines []tombLine
-	sources := map[string]bool{}
+	var exact, byID []store.Tombstone
+	lazy := false
 	for _, ts := range tombstones {
 		if ts.Source == "" || (ts.CommentID == "" && ts.Author == "") {
 			continue
 		}
 		lines = append(lines, linesOf(ts)...)
-		sources[ts.Source] = true
+		if ts.Exact {
+			exact = append(exact, ts)
+		} else {
+			byID = append(byID, ts) // by comment id or author, in the indexes in memory
+		}
 	}
 	if err := s.tombs.append(lines); err != nil {
 		return nil, err
+	}
+	var removed []store.Removed
+	if len(exact) > 0 {
+		got, err := s.buryEverywhere(ctx, exact)
+		removed = append(removed, got...)
+		if err != nil {
+			return removed, err
+		}
+	}
+	if len(byID) > 0 {
+		cached, all, err := s.cachedCrawlers()
+		if err != nil {
+			return removed, err
+		}
+		for _, id := range cached {
+			if err := ctx.Err(); err != nil {
+				return removed, err
+			}
+			got, err := s.buryCrawler(id, byID, true)
+			removed = append(removed, got...)
+			if err != nil {
+				return removed, err
+			}
+		}
+		lazy = lazy || len(cached) < all
+	}
+	if lazy {
+		s.dirty.Store(true)
+	}
+	return removed, nil
+}
+
+// cachedCrawlers lists the crawlers whose index is in memory, and how many
+// crawlers the store holds.
+func (s *Store) cachedCrawlers() ([]int64, int, error) {
+	ids, err := s.crawlerIDs()
+	if err != nil {
+		return nil, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cached []int64
+	for _, id := range ids {
+		if _, ok := s.crawlers[id]; ok {
+			cached = append(cached, id)
+		}
+	}
+	return cached, len(ids), nil
+}
+
+// buryEverywhere reads every crawler of the tombstones' sources and
+// removes what they cover.
+func (s *Store) buryEverywhere(ctx context.Context, tombstones []store.Tombstone) ([]store.Removed, error) {
+	sources := map[string]bool{}
+	for _, ts := range tombstones {
+		sources[ts.Source] = true
 	}
 	ids, err := s.crawlerIDs()
 	if err != nil {
@@ -64,7 +128,7 @@ func (s *Store) Bury(ctx context.Context, tombstones []store.Tombstone) ([]store
 		if src := crawlerSource(s.crawlerDir(id)); src != "" && !sources[src] {
 			continue
 		}
-		got, err := s.buryCrawler(id, tombstones)
+		got, err := s.buryCrawler(id, tombstones, false)
 		removed = append(removed, got...)
 		if err != nil {
 			return removed, err
@@ -73,8 +137,59 @@ func (s *Store) Bury(ctx context.Context, tombstones []store.Tombstone) ([]store
 	return removed, nil
 }
 
-// buryCrawler removes one crawler's comments that the tombstones cover.
-func (s *Store) buryCrawler(id int64, tombstones []store.Tombstone) ([]store.Removed, error) {
+// Sweep reads every crawler, when some Bury left comments for it, and
+// removes the comments a live tombstone covers.
+func (s *Store) Sweep(ctx context.Context) ([]store.Removed, error) {
+	if !s.dirty.Swap(false) {
+		return nil, nil
+	}
+	ids, err := s.crawlerIDs()
+	if err != nil {
+		s.dirty.Store(true)
+		return nil, err
+	}
+	var removed []store.Removed
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			s.dirty.Store(true)
+			return removed, err
+		}
+		got, err := s.sweepCrawler(id)
+		removed = append(removed, got...)
+		if err != nil {
+			s.dirty.Store(true)
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// buryCrawler removes one crawler's comments that the tombstones cover;
+// byIndex reads only the day files its index names for the tombstones'
+// comment ids and authors.
+func (s *Store) buryCrawler(id int64, tombstones []store.Tombstone, byIndex bool) ([]store.Removed, error) {
+	return s.rewriteCrawler(id, byIndex, tombstones, func(cm *api.Comment) bool {
+		for _, ts := range tombstones {
+			if ts.Covers(cm) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// sweepCrawler removes one crawler's comments a live tombstone covers.
+func (s *Store) sweepCrawler(id int64) ([]store.Removed, error) {
+	if !s.tombs.any() {
+		return nil, nil
+	}
+	return s.rewriteCrawler(id, false, nil, s.tombs.coversNow)
+}
+
+// rewriteCrawler drops the lines of one crawler that gone says are gone:
+// from the day files its index names for the tombstones' comment ids
+// (byIndex), else from every day file.
+func (s *Store) rewriteCrawler(id int64, byIndex bool, tombstones []store.Tombstone, gone func(*api.Comment) bool) ([]store.Removed, error) {
 	c, err := s.crawler(id)
 	if err != nil {
 		return nil, err
@@ -90,44 +205,43 @@ func (s *Store) buryCrawler(id int64, tombstones []store.Tombstone) ([]store.Rem
 	if err := c.refresh(dir); err != nil {
 		return nil, err
 	}
-	// The day files to read: those the index names for the comments, and
-	// every one when an author is buried.
-	days := map[string]bool{}
-	byAuthor := false
-	for _, ts := range tombstones {
-		if ts.CommentID != "" {
-			if day, ok := c.ids[ts.CommentID]; ok {
-				days[day] = true
+	var names []string
+	if byIndex {
+		days := map[string]bool{}
+		for _, ts := range tombstones {
+			if ts.CommentID != "" {
+				if day, ok := c.ids[ts.CommentID]; ok {
+					days[day] = true
+				}
+				continue
 			}
-		} else {
-			byAuthor = true
+			for _, a := range authorTargets(ts.Author) {
+				for _, cid := range c.authors[a] {
+					if day, ok := c.ids[cid]; ok {
+						days[day] = true
+					}
+				}
+			}
 		}
-	}
-	names := make([]string, 0, len(days))
-	if byAuthor {
-		if names, err = dayFiles(dir); err != nil {
-			return nil, err
-		}
-	} else {
 		for day := range days {
 			names = append(names, day)
 		}
 		slices.Sort(names)
+	} else if names, err = dayFiles(dir); err != nil {
+		return nil, err
 	}
 	var removed []store.Removed
 	for _, name := range names {
-		var gone []string
+		var dropped []string
 		size, changed, err := rewriteDay(filepath.Join(dir, name), func(line []byte) ([]byte, bool) {
 			var h lineHead
 			if json.Unmarshal(line, &h) != nil {
 				return nil, false
 			}
 			cm := api.Comment{ID: h.ID, Source: h.Source, Author: h.Author, AuthorID: h.AuthorID, PublishedAt: h.PublishedAt}
-			for _, ts := range tombstones {
-				if ts.Covers(&cm) {
-					gone = append(gone, h.ID)
-					return nil, true
-				}
+			if gone(&cm) {
+				dropped = append(dropped, h.ID)
+				return nil, true
 			}
 			return nil, false
 		})
@@ -138,7 +252,7 @@ func (s *Store) buryCrawler(id int64, tombstones []store.Tombstone) ([]store.Rem
 			continue
 		}
 		c.indexed[name] = size
-		for _, cid := range gone {
+		for _, cid := range dropped {
 			delete(c.ids, cid)
 			removed = append(removed, store.Removed{CrawlerID: id, CommentID: cid})
 		}

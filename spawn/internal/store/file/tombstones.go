@@ -37,6 +37,10 @@ const (
 	// rewrite without the expired ones is worth it; it is rewritten when
 	// fewer than half of them are live.
 	compactMinLines = 4096
+	// refreshEvery bounds how often a read brings the set up to date with
+	// the file: a read of thousands of comments costs one refresh. Writes
+	// refresh before every batch (covers).
+	refreshEvery = 100 * time.Millisecond
 )
 
 // Key kinds of a tombstone line.
@@ -71,6 +75,8 @@ type tombstones struct {
 	offset int64  // bytes of the file read into set
 	gen    uint64 // the file's generation read (gen.go)
 	lines  int    // lines in the file, live or not
+	// fresh is when reads last brought the set up to date (coversNow).
+	fresh time.Time
 }
 
 func newTombstones(dir string) *tombstones {
@@ -342,4 +348,31 @@ func (t *tombstones) compactLocked() error {
 	}
 	t.offset, t.gen, t.lines = int64(len(out)), gen, kept
 	return nil
+}
+
+// coversNow reports whether a live tombstone covers c, reading what other
+// spawns appended first. Reads call it for every comment they show, so a
+// comment Bury left for Sweep is never shown.
+func (t *tombstones) coversNow(c *api.Comment) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fresh.IsZero() || time.Since(t.fresh) > refreshEvery {
+		if unlock, err := lockDirShared(t.dir); err == nil {
+			_ = t.refreshLocked()
+			unlock()
+		}
+		t.fresh = time.Now()
+	}
+	return t.coversLocked(c, time.Now().Unix())
+}
+
+// any reports whether any tombstone may be live.
+func (t *tombstones) any() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if unlock, err := lockDirShared(t.dir); err == nil {
+		_ = t.refreshLocked()
+		unlock()
+	}
+	return len(t.set) > 0
 }
