@@ -107,8 +107,8 @@ var _ store.Store = (*Store)(nil)
 // far each file has been read into it. mu serialises the crawler's writers
 // in this process; the directory flock serialises them across processes.
 type crawler struct {
-	mu      sync.Mutex
-	ids     map[string]string // comment id → the day file holding it
+	mu  sync.Mutex
+	ids map[string]string // comment id → the day file holding it
 	// authors are the comment ids of each author, by id and by lower-cased
 	// handle (entries of removed comments linger: ids is the truth).
 	authors map[string][]string
