@@ -136,6 +136,12 @@ func ttlSeconds(c *api.Comment, now time.Time) int {
 	return int(math.Ceil(d.Seconds()))
 }
 
+// indexBatch is how many index rows one unlogged batch carries. The rows
+// are of different partitions, so the coordinator sends each on; a batch
+// saves the client a request per row, which on a loaded client costs more
+// than the coordinator's hop.
+const indexBatch = 32
+
 // writeIndexes writes the parts' rows of comments_by_item and
 // comments_by_author.
 func (s *Store) writeIndexes(ctx context.Context, parts []*part, now time.Time) error {
@@ -146,23 +152,35 @@ func (s *Store) writeIndexes(ctx context.Context, parts []*part, now time.Time) 
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.inFlight)
-	exec := func(stmt string, args ...any) {
+	var entries []gocql.BatchEntry
+	flush := func() {
+		if len(entries) == 0 {
+			return
+		}
+		batch := entries
+		entries = nil
 		g.Go(func() error {
-			q := s.session.Query(stmt, args...).WithContext(gctx).Idempotent(true)
-			err := q.Exec()
-			q.Release()
-			return err
+			b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
+			b.Entries = batch
+			return s.session.ExecuteBatch(b)
 		})
+	}
+	add := func(stmt string, args ...any) {
+		entries = append(entries, gocql.BatchEntry{Stmt: stmt, Args: args, Idempotent: true})
+		if len(entries) >= indexBatch {
+			flush()
+		}
 	}
 	for _, p := range parts {
 		for _, c := range p.rows {
 			ttl := ttlSeconds(c, now)
-			exec(insertItem, c.Source, c.ID, c.CrawlerID, p.day, ms(c.PublishedAt), c.ThreadID, c.AuthorID, c.Author, ttl)
+			add(insertItem, c.Source, c.ID, c.CrawlerID, p.day, ms(c.PublishedAt), c.ThreadID, c.AuthorID, c.Author, ttl)
 			for _, a := range authorKeys(c) {
-				exec(insertAuthor, c.Source, a, c.CrawlerID, ms(c.PublishedAt), c.ID, p.day, c.ThreadID, c.AuthorID, c.Author, ttl)
+				add(insertAuthor, c.Source, a, c.CrawlerID, ms(c.PublishedAt), c.ID, p.day, c.ThreadID, c.AuthorID, c.Author, ttl)
 			}
 		}
 	}
+	flush()
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("indexes: %w", err)
 	}
@@ -315,6 +333,7 @@ func (s *Store) rowsOfItem(ctx context.Context, source, id string, fn func(store
 		`.comments_by_item WHERE source = ? AND comment_id = ?`, source, id).WithContext(ctx).Idempotent(true).Iter()
 	r := storedRow{id: id, source: source}
 	for it.Scan(&r.crawler, &r.day, &r.published, &r.thread, &r.authorID, &r.author) {
+		s.indexRowsRead.Add(1)
 		fn(r)
 	}
 	if err := it.Close(); err != nil {
@@ -331,6 +350,7 @@ func (s *Store) rowsOfAuthor(ctx context.Context, source, author string, fn func
 		WithContext(ctx).Idempotent(true).PageSize(5000).Iter()
 	r := storedRow{source: source}
 	for it.Scan(&r.crawler, &r.published, &r.id, &r.day, &r.thread, &r.authorID, &r.author) {
+		s.indexRowsRead.Add(1)
 		fn(r)
 	}
 	if err := it.Close(); err != nil {
