@@ -264,7 +264,34 @@ func (h *Hub) logRetractions(ctx context.Context, rs []api.Retraction, origin st
 		l.recent = slices.Delete(l.recent, 0, over)
 	}
 	h.metrics.retractionsLogged.Add(float64(len(rows)))
+	h.scrubSamples(rs)
 	return nil
+}
+
+// scrubSamples takes what the retractions removed out of the alerts'
+// samples, in the background (h.wg joins it).
+func (h *Hub) scrubSamples(rs []api.Retraction) {
+	var ids, authors []string
+	for _, r := range rs {
+		switch {
+		case r.Op == api.RetractDelete:
+			ids = append(ids, r.ID)
+		case r.Removes():
+			authors = append(authors, r.Author)
+		}
+	}
+	if len(ids) == 0 && len(authors) == 0 {
+		return
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		ctx, cancel := context.WithTimeout(ctxOrBackground(h.ctx), storeReadTimeout)
+		defer cancel()
+		if _, err := h.cfg.Store.ScrubAlertSamples(ctx, ids, authors); err != nil && ctx.Err() == nil {
+			h.logger.Warn("alert samples not scrubbed of removed comments", "err", err)
+		}
+	}()
 }
 
 // ErrNoStore is returned by Forget when no live spawn can remove comments.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -173,4 +174,84 @@ func (s *Store) ComplianceRuns(ctx context.Context, limit int) ([]ComplianceRun,
 		return nil, fmt.Errorf("sqlstore: unable to list compliance runs: %w", err)
 	}
 	return runs, nil
+}
+
+// maxScrubNeedles bounds the comment ids and authors one ScrubAlertSamples
+// looks for.
+const maxScrubNeedles = 2000
+
+// ScrubAlertSamples takes the comments a retraction removed out of the
+// samples alerts keep (what GET /v1/alerts/{id}/events and the dashboard
+// show): those whose id is one of ids, and those of one of authors (by
+// handle, or by an author id their comment id holds, as a Bluesky DID in
+// an at:// URI). It returns how many alerts changed. Messages already
+// delivered stay as they were sent.
+func (s *Store) ScrubAlertSamples(ctx context.Context, ids, authors []string) (int, error) {
+	type needle struct {
+		text   string
+		author bool
+	}
+	var needles []needle
+	for _, id := range ids {
+		if id != "" {
+			needles = append(needles, needle{id, false})
+		}
+	}
+	for _, a := range authors {
+		if a != "" {
+			needles = append(needles, needle{a, true})
+		}
+	}
+	if len(needles) > maxScrubNeedles {
+		needles = needles[:maxScrubNeedles]
+	}
+	changed := map[int64]bool{}
+	for _, n := range needles {
+		if err := ctx.Err(); err != nil {
+			return len(changed), err
+		}
+		var rows []Alert
+		pattern := "%" + likeEscape(n.text) + "%"
+		if err := s.db.WithContext(ctx).Where(`details LIKE ? ESCAPE '\'`, pattern).Find(&rows).Error; err != nil {
+			return len(changed), fmt.Errorf("sqlstore: unable to read alert samples: %w", err)
+		}
+		for _, a := range rows {
+			var d map[string]json.RawMessage
+			var sample []api.AlertSample
+			if json.Unmarshal([]byte(a.Details), &d) != nil || json.Unmarshal(d["sample"], &sample) != nil {
+				continue
+			}
+			kept := sample[:0:0]
+			for _, sm := range sample {
+				gone := sm.ID == n.text
+				if n.author {
+					gone = strings.EqualFold(sm.Author, n.text) || strings.Contains(sm.ID, n.text)
+				}
+				if !gone {
+					kept = append(kept, sm)
+				}
+			}
+			if len(kept) == len(sample) {
+				continue
+			}
+			if kept == nil {
+				kept = []api.AlertSample{}
+			}
+			d["sample"], _ = json.Marshal(kept)
+			out, err := json.Marshal(d)
+			if err != nil {
+				continue
+			}
+			if err := s.db.WithContext(ctx).Model(&Alert{}).Where("id = ?", a.ID).Update("details", string(out)).Error; err != nil {
+				return len(changed), fmt.Errorf("sqlstore: unable to scrub the samples of alert %d: %w", a.ID, err)
+			}
+			changed[a.ID] = true
+		}
+	}
+	return len(changed), nil
+}
+
+// likeEscape escapes LIKE's wildcards (with \).
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

@@ -2,9 +2,12 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
@@ -91,6 +94,46 @@ func TestStore_RetentionAndComplianceRuns(t *testing.T) {
 		runs, err := s.ComplianceRuns(ctx, 5)
 		if err != nil || len(runs) != 1 || runs[0].Status != "completed" || runs[0].Deleted != 3 || runs[0].FinishedAt == nil {
 			t.Errorf("runs %+v, %v", runs, err)
+		}
+	})
+}
+
+func TestStore_ScrubAlertSamples(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		s := openTest(t, dsn)
+		ctx := context.Background()
+		samples := []api.AlertSample{
+			{ID: "at://did:plc:gone/app.bsky.feed.post/1", Text: "deleted at its source"},
+			{ID: "at://did:plc:down/app.bsky.feed.post/2", Author: "down.example", Text: "of a taken-down account"},
+			{ID: "tw:3", Author: "Forgotten", Text: "of a forgotten author"},
+			{ID: "tw:4", Author: "stays", Text: "stays"},
+		}
+		details, _ := json.Marshal(map[string]any{"top_terms": []string{"go"}, "sample": samples})
+		a := Alert{Key: "k", Kind: "match", At: time.Now(), Details: string(details), CreatedAt: time.Now()}
+		if err := s.db.Session(&gorm.Session{SkipHooks: true}).Exec(`INSERT INTO alert_rules (id, kind, query, sensitivity, channel, target, secret, created_at) VALUES (1, 'match', '', 'medium', 'webhook', 'http://x', '', ?)`, time.Now()).Error; err != nil {
+			t.Fatal(err)
+		}
+		a.RuleID = 1
+		if err := s.db.Create(&a).Error; err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.ScrubAlertSamples(ctx, []string{samples[0].ID}, []string{"did:plc:down", "forgotten"})
+		if err != nil || n != 1 {
+			t.Fatalf("scrubbed %d, %v", n, err)
+		}
+		var back Alert
+		if err := s.db.First(&back, a.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			TopTerms []string          `json:"top_terms"`
+			Sample   []api.AlertSample `json:"sample"`
+		}
+		if err := json.Unmarshal([]byte(back.Details), &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Sample) != 1 || d.Sample[0].ID != "tw:4" || len(d.TopTerms) != 1 {
+			t.Errorf("details after the scrub: %s", back.Details)
 		}
 	})
 }
