@@ -101,11 +101,11 @@ type retractions struct {
 	// post the stream sends after its account went is not stored while
 	// the takedown waits for the store. The store's tombstones cover them
 	// once applied.
-	pending map[string]pendingRemoval
+	pending map[pkey]pendingRemoval
 	// lifting are the accounts back whose lift waits for the store, by
 	// the same keys: the writer waits for it before it writes their
 	// comments, which the store's tombstone would refuse until then.
-	lifting map[string]int
+	lifting map[pkey]int
 	// settled is closed (and replaced) whenever a batch is applied.
 	settled chan struct{}
 	// removedTotal counts the comments removed.
@@ -126,23 +126,37 @@ type pendingRemoval struct {
 
 // pendingKeys are the keys a removal waits under: a comment's, or an
 // author's by id and by lower-cased handle.
-func pendingKeys(x api.Retraction) []string {
+func pendingKeys(x api.Retraction) []pkey {
 	switch {
 	case x.Op == api.RetractDelete:
-		return []string{"c\x00" + x.Source + "\x00" + x.ID}
+		return []pkey{{byID, x.Source, x.ID}}
 	case x.Removes():
-		keys := []string{"a\x00" + x.Source + "\x00" + x.Author}
+		keys := []pkey{{byAuthor, x.Source, x.Author}}
 		if l := strings.ToLower(x.Author); l != x.Author {
-			keys = append(keys, "a\x00"+x.Source+"\x00"+l)
+			keys = append(keys, pkey{byAuthor, x.Source, l})
 		}
 		return keys
 	}
 	return nil
 }
 
+// pkey is a key of a removal waiting for the store: a comment's id, or an
+// author's id or lower-cased handle, of a source. A struct, so looking a
+// comment up allocates nothing.
+type pkey struct {
+	kind           byte
+	source, target string
+}
+
+// Kinds of pkey.
+const (
+	byID     byte = 'c'
+	byAuthor byte = 'a'
+)
+
 // liftKeys are the keys of an account coming back: those its takedown
 // waited under.
-func liftKeys(x api.Retraction) []string {
+func liftKeys(x api.Retraction) []pkey {
 	return pendingKeys(api.Retraction{Op: api.RetractAccount, Source: x.Source, Author: x.Author, Status: api.AccountDeleted})
 }
 
@@ -157,7 +171,7 @@ func (r *retractions) awaitLifts(ctx context.Context, batch []pending) {
 		if len(r.lifting) > 0 {
 			for i := range batch {
 				c := &batch[i].comment
-				if r.lifting["a\x00"+c.Source+"\x00"+c.AuthorID] > 0 || r.lifting["a\x00"+c.Source+"\x00"+strings.ToLower(c.Author)] > 0 {
+				if r.lifting[pkey{byAuthor, c.Source, c.AuthorID}] > 0 || r.lifting[pkey{byAuthor, c.Source, strings.ToLower(c.Author)}] > 0 {
 					waiting = true
 					break
 				}
@@ -235,8 +249,8 @@ func newRetractions(logger *slog.Logger, m *Metrics) *retractions {
 		logger:    logger,
 		wake:      make(chan struct{}, 1),
 		edits:     map[string]recentEdit{},
-		pending:   map[string]pendingRemoval{},
-		lifting:   map[string]int{},
+		pending:   map[pkey]pendingRemoval{},
+		lifting:   map[pkey]int{},
 		settled:   make(chan struct{}),
 		applied:   m.retractionsApplied,
 		removed:   m.retractionsRemoved,
@@ -333,15 +347,15 @@ func (r *retractions) buried(batch []pending) []bool {
 		return nil
 	}
 	var out []bool
-	covered := func(key string, pub time.Time) bool {
+	covered := func(key pkey, pub time.Time) bool {
 		p, ok := r.pending[key]
 		return ok && (p.before.IsZero() || pub.Before(p.before))
 	}
 	for i := range batch {
 		c := &batch[i].comment
-		hit := covered("c\x00"+c.Source+"\x00"+c.ID, c.PublishedAt) ||
-			(c.AuthorID != "" && covered("a\x00"+c.Source+"\x00"+c.AuthorID, c.PublishedAt)) ||
-			(c.Author != "" && covered("a\x00"+c.Source+"\x00"+strings.ToLower(c.Author), c.PublishedAt))
+		hit := covered(pkey{byID, c.Source, c.ID}, c.PublishedAt) ||
+			(c.AuthorID != "" && covered(pkey{byAuthor, c.Source, c.AuthorID}, c.PublishedAt)) ||
+			(c.Author != "" && covered(pkey{byAuthor, c.Source, strings.ToLower(c.Author)}, c.PublishedAt))
 		if hit {
 			if out == nil {
 				out = make([]bool, len(batch))
