@@ -47,6 +47,10 @@ const (
 
 // retractLog is the hub's view of the log.
 type retractLog struct {
+	// appendMu serialises appends: each commits before the next takes
+	// ids, so no spawn reads an entry past one not yet committed (and
+	// skips it).
+	appendMu  sync.Mutex
 	mu        sync.Mutex
 	head      int64 // the log's last id
 	headKnown bool
@@ -245,6 +249,8 @@ func (h *Hub) logRetractions(ctx context.Context, rs []api.Retraction, origin st
 	if _, err := h.retractionHead(ctx); err != nil {
 		return err
 	}
+	h.retract.appendMu.Lock()
+	defer h.retract.appendMu.Unlock()
 	rows, err := h.cfg.Store.AppendRetractions(ctx, rows)
 	if err != nil {
 		return err
@@ -317,7 +323,6 @@ func (h *Hub) Forget(ctx context.Context, source, author string) (api.ForgetResu
 	if err := h.logRetractions(ctx, []api.Retraction{r}, ""); err != nil {
 		return api.ForgetResult{}, err
 	}
-	h.retract.dedupe([]api.Retraction{r}, time.Now())
 	// One spawn per store; a spawn that does not name its store is its
 	// own.
 	h.mu.Lock()
