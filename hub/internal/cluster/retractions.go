@@ -206,30 +206,44 @@ func validRetraction(r api.Retraction) bool {
 }
 
 // dedupe leaves out the retractions equal to one logged within
-// retractionDedupe (told by another spawn), and remembers the others as
-// logged.
+// retractionDedupe (told by another spawn), and the repeats within rs.
 func (l *retractLog) dedupe(rs []api.Retraction, now time.Time) []api.Retraction {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []api.Retraction
+	batch := map[string]loggedRetraction{}
 	for _, r := range rs {
 		k := r.Key()
 		cur := loggedRetraction{active: r.Active, status: r.Status, editedAt: r.EditedAt, at: now}
-		if old, ok := l.last[k]; ok && now.Sub(old.at) < retractionDedupe &&
-			old.active == cur.active && old.status == cur.status && old.editedAt.Equal(cur.editedAt) {
+		same := func(old loggedRetraction) bool {
+			return old.active == cur.active && old.status == cur.status && old.editedAt.Equal(cur.editedAt)
+		}
+		if old, ok := l.last[k]; ok && now.Sub(old.at) < retractionDedupe && same(old) {
 			continue
 		}
+		if old, ok := batch[k]; ok && same(old) {
+			continue
+		}
+		batch[k] = cur
+		out = append(out, r)
+	}
+	return out
+}
+
+// rememberLocked records retractions as logged now, for dedupe. The caller
+// holds l.mu.
+func (l *retractLog) rememberLocked(rs []api.Retraction, now time.Time) {
+	for _, r := range rs {
+		k := r.Key()
 		if _, ok := l.last[k]; !ok {
 			l.lastFIFO = append(l.lastFIFO, k)
 		}
-		l.last[k] = cur
-		out = append(out, r)
+		l.last[k] = loggedRetraction{active: r.Active, status: r.Status, editedAt: r.EditedAt, at: now}
 	}
 	for len(l.last) > dedupeKept && len(l.lastFIFO) > 0 {
 		delete(l.last, l.lastFIFO[0])
 		l.lastFIFO = l.lastFIFO[1:]
 	}
-	return out
 }
 
 // logRetractions appends retractions to the log and to the cache.
@@ -270,6 +284,7 @@ func (h *Hub) logRetractions(ctx context.Context, rs []api.Retraction, origin st
 		l.recent = slices.Delete(l.recent, 0, over)
 	}
 	h.metrics.retractionsLogged.Add(float64(len(rows)))
+	l.rememberLocked(rs, time.Now())
 	h.scrubSamples(rs)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +111,10 @@ type retractions struct {
 	settled chan struct{}
 	// removedTotal counts the comments removed.
 	removedTotal int64
+	// appliedHere are the retractions applied here lately
+	// (appliedKey), so their return in the hub's log is skipped.
+	appliedHere map[string]time.Time
+	appliedFIFO []string
 	// catchUp is the hub log's end when the node registered: nothing is
 	// written before done reaches it (or catchUpWait passed).
 	catchUp      uint64
@@ -474,9 +479,13 @@ func (r *retractions) run(ctx context.Context, st store.Store) {
 			if len(local) == 0 && len(hub) == 0 {
 				break
 			}
+			// The log's entries this node applied already (its own
+			// reports, a forget handed over directly) are not applied
+			// again, but their place in the log counts.
+			todo := r.notApplied(hub)
 			for {
 				cctx, cancel := context.WithTimeout(ctx, writeCallTimeout)
-				_, err := apply(cctx, rs, append(slices.Clone(local), hub...), r)
+				_, err := apply(cctx, rs, append(slices.Clone(local), todo...), r)
 				if err == nil && len(hub) > 0 && rs != nil {
 					err = rs.SetApplied(cctx, hub[len(hub)-1].Seq)
 				}
@@ -495,6 +504,68 @@ func (r *retractions) run(ctx context.Context, st store.Store) {
 			r.settle(local, hub)
 		}
 	}
+}
+
+// appliedKeptFor and appliedKept bound the retractions remembered as
+// applied here, so that their return in the hub's log is not applied
+// twice.
+const (
+	appliedKeptFor = 10 * time.Minute
+	appliedKept    = 1 << 16
+)
+
+// appliedKey names one retraction as applied here: what it is about and
+// when it happened, at the microsecond the hub's log keeps.
+func appliedKey(x api.Retraction) string {
+	return x.Key() + "|" + strconv.FormatInt(x.At.UTC().Truncate(time.Microsecond).UnixMicro(), 10) + "|" +
+		strconv.FormatBool(x.Active) + "|" + x.Status
+}
+
+// markApplied remembers retractions as applied here.
+func (r *retractions) markApplied(xs []api.Retraction) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rememberLocked(xs)
+}
+
+// rememberLocked is markApplied for a caller holding r.mu.
+func (r *retractions) rememberLocked(xs []api.Retraction) {
+	now := time.Now()
+	if r.appliedHere == nil {
+		r.appliedHere = map[string]time.Time{}
+	}
+	for _, x := range xs {
+		k := appliedKey(x)
+		if _, ok := r.appliedHere[k]; !ok {
+			r.appliedFIFO = append(r.appliedFIFO, k)
+		}
+		r.appliedHere[k] = now
+	}
+	for len(r.appliedFIFO) > 0 {
+		k := r.appliedFIFO[0]
+		at, ok := r.appliedHere[k]
+		if ok && len(r.appliedHere) <= appliedKept && now.Sub(at) <= appliedKeptFor {
+			break
+		}
+		r.appliedFIFO = r.appliedFIFO[1:]
+		delete(r.appliedHere, k)
+	}
+}
+
+// notApplied leaves out the log's entries this node applied already.
+func (r *retractions) notApplied(hub []api.Retraction) []api.Retraction {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.appliedHere) == 0 {
+		return hub
+	}
+	out := make([]api.Retraction, 0, len(hub))
+	for _, x := range hub {
+		if _, done := r.appliedHere[appliedKey(x)]; !done {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // take removes the next batch: retractions the sources told and entries
@@ -536,6 +607,7 @@ func (r *retractions) settle(local, hub []api.Retraction) {
 	}
 	r.appliedLocked(local)
 	r.appliedLocked(hub)
+	r.rememberLocked(local)
 	close(r.settled)
 	r.settled = make(chan struct{})
 }
@@ -653,6 +725,7 @@ func (n *Node) Retract(ctx context.Context, req api.RetractRequest) (api.Retract
 	if err != nil {
 		return api.RetractResponse{}, err
 	}
+	n.retracts.markApplied(req.Retractions)
 	return api.RetractResponse{Removed: counts, Store: rs.ID()}, nil
 }
 
