@@ -433,17 +433,3 @@ func (h *Hub) retentionLocked(r sqlstore.Crawler) time.Duration {
 	}
 	return 0
 }
-
-// Retention is a crawler's retention and where it comes from ("crawler",
-// "user", or "" for none), for crawler show.
-func (h *Hub) Retention(r sqlstore.Crawler) (time.Duration, string) {
-	if r.RetentionSeconds > 0 {
-		return time.Duration(r.RetentionSeconds) * time.Second, "crawler"
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if u, ok := h.users[r.UserID]; ok && u.row.RetentionSeconds > 0 {
-		return time.Duration(u.row.RetentionSeconds) * time.Second, "user"
-	}
-	return 0, ""
-}
