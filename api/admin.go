@@ -22,17 +22,23 @@ type User struct {
 	CreatedAt    time.Time `json:"created_at"`
 	// Crawlers is how many crawlers the user has.
 	Crawlers int64 `json:"crawlers"`
+	// Retention is the default retention of the user's crawlers that set
+	// none ("30d"); empty keeps their comments.
+	Retention string `json:"retention,omitempty"`
 }
 
 // UserCreate is the body of POST /v1/users.
 type UserCreate struct {
 	Name         string `json:"name"`
 	CommentLimit int64  `json:"comment_limit"`
+	Retention    string `json:"retention,omitempty"`
 }
 
 // UserUpdate is the body of PATCH /v1/users/{id}.
 type UserUpdate struct {
 	CommentLimit *int64 `json:"comment_limit,omitempty"`
+	// Retention, when present, replaces the user's default ("0": none).
+	Retention *string `json:"retention,omitempty"`
 }
 
 // Crawler is a crawler as the admin API shows it, with its live state.
@@ -56,6 +62,11 @@ type Crawler struct {
 	Version        int64     `json:"version"`
 	RatePerSec     float64   `json:"rate_per_sec"`
 	UpdatedAt      time.Time `json:"updated_at"`
+	// Retention is how long the crawler's comments are kept after their
+	// published time ("30d"); empty keeps them. RetentionFrom says where it
+	// comes from: "crawler", "user" (the user's default) or "" (none).
+	Retention     string `json:"retention,omitempty"`
+	RetentionFrom string `json:"retention_from,omitempty"`
 }
 
 // CrawlerCreate is the body of POST /v1/crawlers.
@@ -67,6 +78,10 @@ type CrawlerCreate struct {
 	CommentLimit int64    `json:"comment_limit"`
 	// Enabled defaults to true when omitted.
 	Enabled *bool `json:"enabled,omitempty"`
+	// Retention keeps the crawler's comments this long after their
+	// published time ("30d", api.ParseRetention); empty takes the user's
+	// default.
+	Retention string `json:"retention,omitempty"`
 }
 
 // CrawlerUpdate is the body of PATCH /v1/crawlers/{id}; absent fields keep
@@ -76,6 +91,9 @@ type CrawlerUpdate struct {
 	Keywords     []string `json:"keywords,omitempty"`
 	CommentLimit *int64   `json:"comment_limit,omitempty"`
 	Enabled      *bool    `json:"enabled,omitempty"`
+	// Retention, when present, replaces the crawler's ("0" removes it: the
+	// user's default applies). It applies to comments stored from then on.
+	Retention *string `json:"retention,omitempty"`
 }
 
 // Node is a spawn as the hub knows it.
@@ -140,6 +158,15 @@ type Comment struct {
 	// comment was fetched; nil when the source gives none (rss, stream,
 	// bluesky), which is not the same as a post nobody shared.
 	Engagement *Engagement `json:"engagement,omitempty"`
+	// EditedAt is when the post was last edited at its source (Bluesky
+	// update commits, Mastodon status.update): Text and Links are then the
+	// edited ones. Zero (and left out) when it never was.
+	EditedAt time.Time `json:"edited_at,omitzero"`
+	// Retention is how long after its published time the store keeps the
+	// comment (its crawler's retention when it was stored); 0 keeps it.
+	// It travels with the comment inside a spawn and is neither stored as
+	// a field nor sent.
+	Retention time.Duration `json:"-"`
 	// Position is where the comment's item stands in its source's log (see
 	// Increment.Position). It travels with the comment inside a spawn, to
 	// move the crawler's cursor, and is neither stored nor sent.

@@ -178,8 +178,36 @@ func (c *Client) UpdateCrawler(ctx context.Context, id int64, in CrawlerUpdate) 
 	if in.Enabled != nil {
 		body["enabled"] = *in.Enabled
 	}
+	if in.Retention != nil {
+		body["retention"] = *in.Retention
+	}
 	var out Crawler
 	err := c.do(ctx, http.MethodPatch, idPath(PathCrawlers, id), nil, body, &out)
+	return out, err
+}
+
+// ComplianceRuns lists the latest X compliance checks (GET
+// /v1/compliance/runs).
+func (c *Client) ComplianceRuns(ctx context.Context) ([]ComplianceRun, error) {
+	var out []ComplianceRun
+	err := c.do(ctx, http.MethodGet, PathComplianceRuns, nil, nil, &out)
+	return out, err
+}
+
+// RunCompliance runs an X compliance check now and returns its record when
+// the job at X ends (POST /v1/compliance/runs).
+func (c *Client) RunCompliance(ctx context.Context) (ComplianceRun, error) {
+	var out ComplianceRun
+	err := c.do(ctx, http.MethodPost, PathComplianceRuns, nil, nil, &out)
+	return out, err
+}
+
+// Forget removes every comment of an author (an author_id or a handle) in
+// every crawler of a source and keeps them from being stored again (POST
+// /v1/forget); the answer counts the comments removed, per crawler.
+func (c *Client) Forget(ctx context.Context, source, author string) (ForgetResult, error) {
+	var out ForgetResult
+	err := c.do(ctx, http.MethodPost, PathForget, nil, Forget{Source: source, Author: author}, &out)
 	return out, err
 }
 

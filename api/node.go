@@ -84,6 +84,14 @@ type RegisterRequest struct {
 	// Draining says the spawn is draining: the hub routes nothing to it
 	// and moves what it runs elsewhere.
 	Draining bool `json:"draining,omitempty"`
+	// RetractionsApplied is the hub log's highest entry the spawn's store
+	// has applied (kept in the store, so it survives the spawn); 0 for a
+	// store that has applied none, which starts at the log's end.
+	RetractionsApplied uint64 `json:"retractions_applied,omitempty"`
+	// Store names the store the spawn writes to (a file store's directory
+	// id, a Cassandra keyspace's id): spawns sharing one report the same
+	// name, so the hub applies a forget once per store.
+	Store string `json:"store,omitempty"`
 }
 
 // DrainRequest is a spawn telling the hub that it drains (given SIGTERM):
@@ -110,6 +118,11 @@ type RegisterResponse struct {
 	PollInterval Duration `json:"poll_interval"`
 	OrphanAfter  Duration `json:"orphan_after"`
 	DetachAfter  Duration `json:"detach_after"`
+	// RetractionHead is the retraction log's last entry when the spawn
+	// registered: the spawn stores no comment before its store has applied
+	// the log up to it (or a bounded wait passed), so a crawler moved to
+	// it cannot store again what was taken back while it was away.
+	RetractionHead uint64 `json:"retraction_head,omitempty"`
 }
 
 // SubscriberSpec is everything a spawn needs to run one crawler's subscriber.
@@ -128,6 +141,10 @@ type SubscriberSpec struct {
 	// Cursor carries the newest item the crawler has already delivered, so a
 	// subscriber moved to another node does not emit it again.
 	Cursor *Cursor `json:"cursor,omitempty"`
+	// Retention is how long the store keeps the crawler's comments after
+	// their published time (the crawler's, else its user's default); 0
+	// keeps them.
+	Retention Duration `json:"retention,omitempty"`
 }
 
 // Cursor marks how far a crawler has read a source.
@@ -240,6 +257,13 @@ type PollRequest struct {
 	// Drain tells the spawn the hub drains it (bwctl node drain): it
 	// says so in its health and takes no new crawlers.
 	Drain bool `json:"drain,omitempty"`
+	// RetractionAcks are the spawn's retraction numbers the hub has logged
+	// (PollResponse.Retractions).
+	RetractionAcks []uint64 `json:"retraction_acks,omitempty"`
+	// Retractions are the hub log's entries after the spawn's
+	// RetractionsApplied, oldest first, at most a bounded number a poll:
+	// what other spawns learned, for this spawn's store.
+	Retractions []Retraction `json:"retractions,omitempty"`
 }
 
 // SubscriberRef names a subscriber and the spec version the hub expects.
@@ -335,6 +359,14 @@ type PollResponse struct {
 	DataSourcesUnchanged bool `json:"data_sources_unchanged,omitempty"`
 	// Draining says the spawn drains.
 	Draining bool `json:"draining,omitempty"`
+	// Retractions are what the spawn's sources took back, numbered on the
+	// spawn, until the hub acknowledges them; MoreRetractions says more
+	// wait beyond this answer's.
+	Retractions     []Retraction `json:"retractions,omitempty"`
+	MoreRetractions bool         `json:"more_retractions,omitempty"`
+	// RetractionsApplied is the hub log's highest entry the spawn's store
+	// has applied, together with every one before it.
+	RetractionsApplied uint64 `json:"retractions_applied,omitempty"`
 }
 
 // RecoverRequest asks a spawn for the usage increments of a lost node that

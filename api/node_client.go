@@ -109,6 +109,24 @@ func (c *NodeClient) RecoverUsage(ctx context.Context, req RecoverRequest) (Reco
 	return out, err
 }
 
+// Retract hands the spawn retractions to apply to its store now (POST
+// /v1/retractions) and returns what its store removed, per crawler. A
+// spawn whose store cannot remove comments answers 501 Not Implemented.
+func (c *NodeClient) Retract(ctx context.Context, req RetractRequest) (RetractResponse, error) {
+	var out RetractResponse
+	err := c.do(ctx, c.opts.Timeouts.Recover, http.MethodPost, PathNodeRetract, nil, req, &out)
+	return out, err
+}
+
+// Compliance asks the spawn to check X crawlers' stored posts with X's
+// batch compliance API (POST /v1/compliance); it lasts as long as the job
+// at X, bounded by ctx. A spawn without X API v2 credentials answers 501.
+func (c *NodeClient) Compliance(ctx context.Context, req ComplianceRequest) (ComplianceResult, error) {
+	var out ComplianceResult
+	err := c.do(ctx, 0, http.MethodPost, PathNodeCompliance, nil, req, &out)
+	return out, err
+}
+
 // RecentComments reads a crawler's latest n comments, newest first, from
 // the store through the spawn (GET /v1/comments?crawler_id=ID&n=N).
 func (c *NodeClient) RecentComments(ctx context.Context, crawlerID int64, n int) ([]Comment, error) {

@@ -179,10 +179,14 @@ func TestDashboard_ManagesUsersAndCrawlers(t *testing.T) {
 	}
 	b.fill("cf-limit", "40")
 	b.fill("cf-keywords", "")
+	b.fill("cf-retention", "30 days")
+	b.click(`#cf-submit`)
+	b.waitText("the retention refused", "cf-error", `retention "30 days"`)
+	b.fill("cf-retention", "30d")
 	b.click(`#cf-submit`)
 	b.waitDOM("the edited crawler", `!document.getElementById('crawler-dialog').open &&
 		document.querySelector('#crawlers tr[data-crawler-id="1"] .usage-text').textContent.includes('/ 40')`)
-	if cr := c.crawler(1); cr.CommentLimit != 40 || len(cr.Keywords) != 0 {
+	if cr := c.crawler(1); cr.CommentLimit != 40 || len(cr.Keywords) != 0 || cr.Retention != "30d" || cr.RetentionFrom != "crawler" {
 		t.Fatalf("crawler after the edit: %+v", cr)
 	}
 

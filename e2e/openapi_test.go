@@ -40,6 +40,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/xv2"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
@@ -455,6 +456,14 @@ var schemaTypes = map[string]reflect.Type{
 	"PollRequest":         reflect.TypeFor[api.PollRequest](),
 	"RecoverRequest":      reflect.TypeFor[api.RecoverRequest](),
 	"RecoverResponse":     reflect.TypeFor[api.RecoverResponse](),
+	"Retraction":          reflect.TypeFor[api.Retraction](),
+	"RetractRequest":      reflect.TypeFor[api.RetractRequest](),
+	"RetractResponse":     reflect.TypeFor[api.RetractResponse](),
+	"Forget":              reflect.TypeFor[api.Forget](),
+	"ComplianceRequest":   reflect.TypeFor[api.ComplianceRequest](),
+	"ComplianceResult":    reflect.TypeFor[api.ComplianceResult](),
+	"ComplianceRun":       reflect.TypeFor[api.ComplianceRun](),
+	"ForgetResult":        reflect.TypeFor[api.ForgetResult](),
 	"Increment":           reflect.TypeFor[api.Increment](),
 	"SubscriberStatus":    reflect.TypeFor[api.SubscriberStatus](),
 	"DataSourceStatus":    reflect.TypeFor[api.DataSourceStatus](),
@@ -889,7 +898,7 @@ func (v *oaValidator) rawCall(t *testing.T, method, target, token, body string) 
 // addValidatedSpawn starts a spawn whose registration reaches the hub
 // through hubProxy and which the hub reaches through a validating proxy of
 // its own. It returns the spawn and its direct URL.
-func addValidatedSpawn(c *cluster, v *oaValidator, hubProxy string) *spawnapp.Spawn {
+func addValidatedSpawn(c *cluster, v *oaValidator, hubProxy string, edits ...func(*spawnapp.Settings)) *spawnapp.Spawn {
 	c.t.Helper()
 	listen := testkit.FreeAddr(c.t)
 	front := v.proxy(c.t, "http://"+listen)
@@ -897,6 +906,9 @@ func addValidatedSpawn(c *cluster, v *oaValidator, hubProxy string) *spawnapp.Sp
 		cfg.Hub = hubProxy
 		cfg.Listen = listen
 		cfg.Advertise = front.URL
+		for _, edit := range edits {
+			edit(cfg)
+		}
 	})
 }
 
@@ -908,7 +920,10 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	v := newOAValidator(t, doc)
 	c := newCluster(t, clusterOpts{spawns: 0, allowTargets: []string{"127.0.0.0/8"}})
 	hubProxy := v.proxy(t, c.Hub.URL())
-	spawns := []*spawnapp.Spawn{addValidatedSpawn(c, v, hubProxy.URL), addValidatedSpawn(c, v, hubProxy.URL)}
+	// The first spawn holds X API v2 credentials, for the compliance runs.
+	x, xURL := xv2.Start(t, xv2.Options{BearerToken: "bearer"})
+	withX := func(cfg *spawnapp.Settings) { cfg.TwitterAPIURL, cfg.TwitterBearerToken = xURL, "bearer" }
+	spawns := []*spawnapp.Spawn{addValidatedSpawn(c, v, hubProxy.URL, withX), addValidatedSpawn(c, v, hubProxy.URL)}
 	ctx := c.Ctx
 	client := api.NewClient(c.Hub.URL(), clustertest.AdminToken, &http.Client{Transport: v.transport(http.DefaultTransport), Timeout: clustertest.WaitTimeout})
 	testkit.WaitFor(t, clustertest.WaitTimeout, "both spawns registered", func() bool {
@@ -1007,6 +1022,22 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 		}
 	}
 	_, err = client.UpdateCrawler(ctx, a.ID, api.CrawlerUpdate{Keywords: []string{}})
+	must(err)
+	retention := "30d"
+	_, err = client.UpdateCrawler(ctx, b.ID, api.CrawlerUpdate{Retention: &retention})
+	must(err)
+	_, err = client.UpdateUser(ctx, u.ID, api.UserUpdate{Retention: &retention})
+	must(err)
+	// A forget reaches the spawn's POST /v1/retractions.
+	_, err = client.Forget(ctx, api.SourceRSS, "nobody@example.test")
+	must(err)
+	// An X compliance run reaches the spawn holding X's credentials.
+	_, err = client.CreateCrawler(ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceTwitter, Query: []string{"gophers"}})
+	must(err)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the X crawler's stream", func() bool { return x.Connected() })
+	_, err = client.RunCompliance(ctx)
+	must(err)
+	_, err = client.ComplianceRuns(ctx)
 	must(err)
 	off := false
 	_, err = client.UpdateCrawler(ctx, cr.ID, api.CrawlerUpdate{Enabled: &off})

@@ -372,7 +372,7 @@ func TestRun_Failures(t *testing.T) {
 		{"no command", env, nil, 2, `^no command given`},
 		{"unknown command", env, []string{"frobnicate"}, 2, `^unknown command "frobnicate"`},
 		{"unknown subcommand", env, []string{"crawler", "explode", "1"}, 2, `^unknown crawler command "explode" \(want one of add, show, list, update, enable, disable, delete, suggest, expand\)$`},
-		{"group alone", env, []string{"user"}, 2, `^user needs a subcommand: add, list, show, set-limit, delete$`},
+		{"group alone", env, []string{"user"}, 2, `^user needs a subcommand: add, list, show, set-limit, set-retention, delete$`},
 		{"missing id", env, []string{"crawler", "show"}, 2, `^usage: bwctl crawler show ID$`},
 		{"extra argument", env, []string{"crawler", "show", "1", "2"}, 2, `^usage: bwctl crawler show ID$`},
 		{"bad id", env, []string{"crawler", "show", "abc"}, 2, `^crawler ID must be a positive integer, got "abc"$`},

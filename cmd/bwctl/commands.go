@@ -19,10 +19,14 @@ var commands []*command
 func init() {
 	commands = []*command{
 		{name: "user add", args: []string{"NAME"}, help: "add a user; N is its comment limit (0 = none)", run: userAdd,
-			flags: []flagSpec{{name: "limit", arg: "N", usage: "the user's comment limit (0: none)", def: "0"}}},
+			flags: []flagSpec{
+				{name: "limit", arg: "N", usage: "the user's comment limit (0: none)", def: "0"},
+				{name: "retention", arg: "D", usage: "how long the user's crawlers keep comments unless they set their own: 30d, 36h (0: for good)"},
+			}},
 		{name: "user list", help: "list users", run: userList},
 		{name: "user show", args: []string{"ID"}, help: "show a user", run: userShow},
 		{name: "user set-limit", args: []string{"ID", "N"}, help: "set a user's comment limit (0 = none)", run: userSetLimit},
+		{name: "user set-retention", args: []string{"ID", "D"}, help: "set the retention of the user's crawlers that set none (30d, 36h; 0 = none); from now on", run: userSetRetention},
 		{name: "user delete", args: []string{"ID"}, help: "delete a user who has no crawlers left",
 			run: deleteByID("user", func(c *cli, id int64) error { return c.client.DeleteUser(c.ctx, id) })},
 		{name: "crawler add", help: "add a crawler; Q is feed URLs (rss) or a query in the query language (a comma list is an OR); K is an rss filter in the language",
@@ -32,6 +36,7 @@ func init() {
 				{name: "query", arg: "Q", required: true, usage: "feed URLs (rss), comma-separated, or a query in the query language"},
 				{name: "keywords", arg: "K1,K2", usage: "an rss crawler's filter, in the query language (a comma list is an OR)"},
 				{name: "limit", arg: "N", usage: "the crawler's comment limit (0: none)", def: "0"},
+				{name: "retention", arg: "D", usage: "keep comments this long after they were published: 30d, 36h (default: the user's, else for good)"},
 				{name: "disabled", usage: "add the crawler disabled"},
 			}},
 		{name: "crawler show", args: []string{"ID"}, help: "show a crawler and its live state", run: crawlerShow},
@@ -41,6 +46,7 @@ func init() {
 				{name: "query", arg: "Q", usage: "the new query"},
 				{name: "keywords", arg: "K1,K2", usage: "the new rss filter; \"\" clears it"},
 				{name: "limit", arg: "N", usage: "the new comment limit (0: none)"},
+				{name: "retention", arg: "D", usage: "the new retention (30d, 36h; 0: the user's); applies to comments stored from now on"},
 			}},
 		{name: "crawler enable", args: []string{"ID"}, help: "enable a crawler", run: crawlerEnable(true)},
 		{name: "crawler disable", args: []string{"ID"}, help: "disable a crawler", run: crawlerEnable(false)},
@@ -71,6 +77,11 @@ func init() {
 				{name: "cursor", arg: "C", usage: "go on where an earlier search stopped"},
 			}},
 		{name: "comments thread", args: []string{"CRAWLER", "COMMENT_ID"}, help: "show the conversation a comment belongs to, by published time", run: commentsThread},
+		{name: "comments forget", help: "remove every comment of an author (author_id or handle) in every crawler of a source, and keep them out", run: commentsForget,
+			flags: []flagSpec{
+				{name: "source", choices: api.Sources, required: true, usage: "the author's source"},
+				{name: "author", arg: "A", required: true, usage: "the author's author_id (a DID, an X user id, a Mastodon account URI) or handle"},
+			}},
 		{name: "terms", args: []string{"[CRAWLER]"}, help: "a crawler's (or, with --user, a user's) most frequent terms (default 24h, 20)", run: terms,
 			flags: []flagSpec{
 				{name: "user", arg: "ID", usage: "a user's terms, over all of its crawlers, instead of a crawler's"},
@@ -134,6 +145,12 @@ func userAdd(c *cli, in *input) error {
 		}
 		req.CommentLimit = n
 	}
+	if in.has("retention") {
+		if _, err := parseRetention(in.value("retention")); err != nil {
+			return err
+		}
+		req.Retention = in.value("retention")
+	}
 	u, err := c.client.CreateUser(c.ctx, req)
 	if err != nil {
 		return err
@@ -194,8 +211,33 @@ func (c *cli) showUser(u api.User) error {
 		{"comment_limit", limitText(u.CommentLimit)},
 		{"usage", itoa(u.Usage)},
 		{"state", u.State},
+		{"retention", orDash(u.Retention)},
 		{"created_at", timeText(u.CreatedAt)},
 	})
+}
+
+func userSetRetention(c *cli, in *input) error {
+	id, err := parseID("user ID", in.args[0])
+	if err != nil {
+		return err
+	}
+	if _, err := parseRetention(in.args[1]); err != nil {
+		return err
+	}
+	r := in.args[1]
+	u, err := c.client.UpdateUser(c.ctx, id, api.UserUpdate{Retention: &r})
+	if err != nil {
+		return err
+	}
+	return c.showUser(u)
+}
+
+// parseRetention checks a retention as the hub will read it.
+func parseRetention(s string) (string, error) {
+	if _, err := api.ParseRetention(s); err != nil {
+		return "", usagef("%v", err)
+	}
+	return s, nil
 }
 
 // Crawlers.
@@ -216,6 +258,11 @@ func crawlerAdd(c *cli, in *input) error {
 	}
 	if in.has("limit") {
 		if req.CommentLimit, err = parseLimit("--limit", in.value("limit")); err != nil {
+			return err
+		}
+	}
+	if in.has("retention") {
+		if req.Retention, err = parseRetention(in.value("retention")); err != nil {
 			return err
 		}
 	}
@@ -279,8 +326,15 @@ func crawlerUpdate(c *cli, in *input) error {
 		}
 		req.CommentLimit = &n
 	}
-	if req.Query == nil && req.Keywords == nil && req.CommentLimit == nil {
-		return usagef("nothing to update: give --query, --keywords or --limit")
+	if in.has("retention") {
+		r, err := parseRetention(in.value("retention"))
+		if err != nil {
+			return err
+		}
+		req.Retention = &r
+	}
+	if req.Query == nil && req.Keywords == nil && req.CommentLimit == nil && req.Retention == nil {
+		return usagef("nothing to update: give --query, --keywords, --limit or --retention")
 	}
 	cr, err := c.client.UpdateCrawler(c.ctx, id, req)
 	if err != nil {
@@ -334,6 +388,7 @@ func (c *cli) showCrawler(cr api.Crawler) error {
 		{"keywords", orDash(strings.Join(cr.Keywords, ", "))},
 		{"query_canonical", cr.QueryCanonical},
 		{"comment_limit", limitText(cr.CommentLimit)},
+		{"retention", retentionText(cr)},
 		{"enabled", strconv.FormatBool(cr.Enabled)},
 		{"state", cr.State},
 	}
@@ -426,6 +481,38 @@ func commentsRecent(c *cli, in *input) error {
 		return printJSON(c.out, comments)
 	}
 	return printComments(c.out, comments)
+}
+
+// retentionText says a crawler's retention and where it comes from.
+func retentionText(cr api.Crawler) string {
+	switch {
+	case cr.Retention == "":
+		return "-"
+	case cr.RetentionFrom == "user":
+		return cr.Retention + " (the user's)"
+	default:
+		return cr.Retention
+	}
+}
+
+// commentsForget removes an author's comments everywhere.
+func commentsForget(c *cli, in *input) error {
+	author := strings.TrimSpace(in.value("author"))
+	if author == "" {
+		return usagef("--author is empty")
+	}
+	res, err := c.client.Forget(c.ctx, in.value("source"), author)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(c.out, res)
+	}
+	kv := [][2]string{{"removed", itoa(res.Removed)}}
+	if res.Pending > 0 {
+		kv = append(kv, [2]string{"pending_stores", strconv.Itoa(res.Pending)})
+	}
+	return printKV(c.out, kv)
 }
 
 // printComments prints comments as a table, one line each: their text and

@@ -50,21 +50,22 @@ type verbRun struct {
 // listed (--window 1h|24h|7d): a verb or flag added to bwctl without a run
 // here fails TestRun_EveryVerbWithEveryFlagHelpShows.
 var verbRuns = map[string][]verbRun{
-	"user add":       {{args: "{name} --limit 100"}},
-	"user list":      {{}},
-	"user show":      {{args: "{user}"}},
-	"user set-limit": {{args: "{user} 1000"}},
-	"user delete":    {{args: "{new-user}"}},
+	"user add":           {{args: "{name} --limit 100 --retention 90d"}},
+	"user list":          {{}},
+	"user show":          {{args: "{user}"}},
+	"user set-limit":     {{args: "{user} 1000"}},
+	"user set-retention": {{args: "{user} 30d"}, {args: "{user} 0"}},
+	"user delete":        {{args: "{new-user}"}},
 	"crawler add": {
 		{args: "--user {user} --source rss --query {feed} --keywords go,news --limit 50 --disabled"},
 		{args: "--user {user} --source twitter --query golang --limit 10"},
-		{args: "--user {user} --source stream --query golang,rust"},
+		{args: "--user {user} --source stream --query golang,rust --retention 36h"},
 		{args: "--user {user} --source bluesky --query #golang --disabled"}, // disabled: the spawn would dial the public Jetstream
 		{args: "--user {user} --source mastodon --query #golang --disabled"},
 	},
 	"crawler show":    {{args: "{rss}"}},
 	"crawler list":    {{}},
-	"crawler update":  {{args: "{new-crawler} --query {feed} --keywords go --limit 100"}},
+	"crawler update":  {{args: "{new-crawler} --query {feed} --keywords go --limit 100 --retention 30d"}},
 	"crawler enable":  {{args: "{new-crawler}"}},
 	"crawler disable": {{args: "{new-crawler}"}},
 	"crawler delete":  {{args: "{new-crawler}"}},
@@ -82,6 +83,13 @@ var verbRuns = map[string][]verbRun{
 		{args: "{rss} story --cursor {search-cursor}"},
 	},
 	"comments thread": {{args: "{rss} {comment}"}},
+	"comments forget": {
+		{args: "--source rss --author nobody@example.test"},
+		{args: "--source twitter --author 2244994945"},
+		{args: "--source stream --author someone"},
+		{args: "--source bluesky --author did:plc:nobody"},
+		{args: "--source mastodon --author https://mastodon.example/users/nobody"},
+	},
 	"terms": {
 		{args: "{rss} --window 1h --n 5"},
 		{args: "--user {user} --window 24h --n 3"},

@@ -49,6 +49,10 @@ type Settings struct {
 	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
 	LogFormat    string        `flag:"log-format" usage:"text or json"`
 
+	// ComplianceInterval is how often the leader checks stored X posts
+	// with X's batch compliance API (0: never).
+	ComplianceInterval time.Duration `flag:"compliance-interval" usage:"how often the leader checks stored X posts with X's batch compliance API through a spawn holding X API v2 credentials (0: never)"`
+
 	// ScalingTarget feeds the autoscaling signal (GET /v1/scaling).
 	ScalingTarget int `flag:"scaling-target" usage:"subscribers one spawn should run; GET /v1/scaling and bw_hub_desired_nodes ask for max(1, ceil(subscribers / this)) spawns"`
 
@@ -78,8 +82,9 @@ func DefaultSettings() Settings {
 		LogLevel:     "info",
 		LogFormat:    "text",
 
-		ScalingTarget: server.DefaultScalingTarget,
-		AlertRetryMin: alert.DefaultRetryMin,
+		ScalingTarget:      server.DefaultScalingTarget,
+		AlertRetryMin:      alert.DefaultRetryMin,
+		ComplianceInterval: cluster.DefaultComplianceInterval,
 	}
 }
 
@@ -232,6 +237,7 @@ func (h *Hub) becomeLeader(t leader.Term) (*cluster.Hub, error) {
 		PollInterval: cfg.PollInterval, NodeFailures: cfg.NodeFailures,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Logger: h.logger,
 		Epoch: t.Epoch, URL: h.url, LeadershipDeadline: h.elector.Deadline, GrantsFrom: t.GrantsFrom(time.Now()),
+		ComplianceInterval: cfg.ComplianceInterval,
 	}
 	if h.nodeTLS != nil {
 		ccfg.HTTPClient = cluster.NodeHTTPClient(h.nodeTLS)

@@ -86,7 +86,7 @@ type Settings struct {
 	TwitterBearerToken    string `flag:"twitter-bearer-token" usage:"X API v2 app bearer token: selects the v2 filtered stream (prefer BW_TWITTER_BEARER_TOKEN_FILE)"`
 	TwitterMaxRules       int    `flag:"twitter-max-rules" usage:"rules the X API v2 project allows"`
 	TwitterMaxRuleLength  int    `flag:"twitter-max-rule-length" usage:"characters one X API v2 rule may have"`
-	TwitterAPIURL         string `flag:"twitter-api-url" usage:"base URL of the Twitter REST API (v1.1 search backfill; v2 rules and filtered stream under /2/)"`
+	TwitterAPIURL         string `flag:"twitter-api-url" usage:"base URL of the Twitter REST API (v1.1 search backfill; v2 rules, filtered stream and batch compliance under /2/)"`
 	TwitterStreamURL      string `flag:"twitter-stream-url" usage:"base URL of the Twitter streaming API (filter stream)"`
 	StreamURL             string `flag:"stream-url" usage:"base URL of the commercial stream service (compile and multi-stream endpoints); empty disables the stream source"`
 	StreamUsername        string `flag:"stream-username" usage:"account name at the stream service"`
@@ -99,6 +99,10 @@ type Settings struct {
 	MastodonURL         []string `flag:"mastodon-url" usage:"base URLs of the Mastodon instances the mastodon source streams from; empty disables it"`
 	MastodonToken       string   `flag:"mastodon-token" usage:"Mastodon access token with read:statuses (prefer BW_MASTODON_TOKEN_FILE)"`
 
+	// RetentionSweep is how often a file store drops the day files past
+	// their crawlers' retention (Cassandra expires rows by itself).
+	RetentionSweep time.Duration `flag:"retention-sweep" usage:"how often a file store drops day files past their crawlers' retention"`
+
 	// WrapStore, when set, wraps the comment store (tests make it slow or
 	// failing). It is not a flag.
 	WrapStore func(store.Store) store.Store
@@ -108,15 +112,16 @@ type Settings struct {
 // environment and flags override (pkg/config).
 func DefaultSettings() Settings {
 	return Settings{
-		Listen:       "127.0.0.1:0",
-		Store:        "file://./data",
-		FeedInterval: rss.DefaultInterval,
-		QueueMaxAge:  queue.DefaultMaxAge,
-		OrphanAfter:  node.DefaultOrphanAfter,
-		DrainTimeout: DefaultDrainTimeout,
-		DetachAfter:  node.DefaultDetachAfter,
-		LogLevel:     "info",
-		LogFormat:    "text",
+		Listen:         "127.0.0.1:0",
+		Store:          "file://./data",
+		FeedInterval:   rss.DefaultInterval,
+		QueueMaxAge:    queue.DefaultMaxAge,
+		OrphanAfter:    node.DefaultOrphanAfter,
+		DrainTimeout:   DefaultDrainTimeout,
+		RetentionSweep: node.DefaultRetentionSweep,
+		DetachAfter:    node.DefaultDetachAfter,
+		LogLevel:       "info",
+		LogFormat:      "text",
 
 		TwitterAPIURL:        twitterv1.DefaultAPIURL,
 		TwitterStreamURL:     twitterv1.DefaultStreamURL,
@@ -258,9 +263,16 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	if hubTLS != nil {
 		client = &http.Client{Timeout: hubCallTimeout, Transport: &http.Transport{TLSClientConfig: hubTLS, Proxy: http.ProxyFromEnvironment}}
 	}
+	compliance, err := complianceChecker(cfg, logger)
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return nil, err
+	}
 	n, err := node.New(node.Config{
 		HubURL: strings.Join(hubs, ","), AdvertiseURL: advertise, NodeToken: cfg.NodeToken, Sources: sources, Store: fenced, Logger: logger,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Metrics: metrics, HTTPClient: client,
+		Compliance: compliance, RetentionSweep: cfg.RetentionSweep,
 	})
 	if err != nil {
 		ln.Close()

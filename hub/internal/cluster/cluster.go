@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -109,6 +110,9 @@ type Config struct {
 	// failed poll; zero picks DefaultProbeInterval, or half the poll
 	// interval when that is shorter.
 	ProbeInterval time.Duration
+	// ComplianceInterval is how often the leader checks the stored X
+	// posts with X's batch compliance API (compliance.go); zero never.
+	ComplianceInterval time.Duration
 }
 
 // Hub is the control loop. Its methods are safe for concurrent use.
@@ -154,6 +158,10 @@ type Hub struct {
 	resendDue bool
 	wg        sync.WaitGroup
 	ctx       context.Context
+	// retract is the log of what was taken back (retractions.go).
+	retract *retractLog
+	// complianceBusy is set while an X compliance run goes (compliance.go).
+	complianceBusy atomic.Bool
 }
 
 // node is a live spawn as the hub sees it.
@@ -192,6 +200,8 @@ type node struct {
 
 	opMu sync.Mutex // serialises requests to the node
 	seq  uint64     // guarded by opMu
+	// retract is the node's place in the retraction log (retractions.go).
+	retract nodeRetract
 }
 
 // crawler is a crawler's configuration and live state. A hub holds a
@@ -365,6 +375,7 @@ func New(cfg Config) (*Hub, error) {
 		fleetHolders: map[string]string{},
 		users:        map[int64]*user{},
 		lostLeased:   map[string]map[int64]bool{},
+		retract:      newRetractLog(),
 	}, nil
 }
 
@@ -384,9 +395,11 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	h.wakeKnownNodes(ctx)
-	h.wg.Add(2)
+	h.wg.Add(4)
 	go func() { defer h.wg.Done(); h.pollLoop(ctx) }()
 	go func() { defer h.wg.Done(); h.reloadLoop(ctx) }()
+	go func() { defer h.wg.Done(); h.pruneLoop(ctx) }()
+	go func() { defer h.wg.Done(); h.complianceLoop(ctx) }()
 	<-ctx.Done()
 	h.wg.Wait()
 	return nil

@@ -25,6 +25,8 @@ type metrics struct {
 	usageApplied   prometheus.Counter
 	drains         prometheus.Counter
 	drainSeconds   prometheus.Histogram
+	// retractionsLogged counts the log entries written (retractions.go).
+	retractionsLogged prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -47,6 +49,7 @@ func newMetrics() *metrics {
 		drains:         f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_node_drains_total", Help: "Spawns that started draining (SIGTERM, or bwctl node drain)."}),
 		drainSeconds: f.NewHistogram(prometheus.HistogramOpts{Name: "bw_hub_node_drain_seconds", Help: "How long drained spawns took from the start of their drain to leaving, every crawler handed over.",
 			Buckets: prometheus.ExponentialBuckets(0.25, 2, 10)}),
+		retractionsLogged: f.NewCounter(prometheus.CounterOpts{Name: "bw_hub_retractions_logged_total", Help: "Deletes, edits, account changes and forgets logged for every spawn."}),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -28,6 +28,12 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	if len(req.Detached) > maxDetachReason {
 		return api.RegisterResponse{}, fmt.Errorf("%w: detached must be at most %d characters", ErrInvalid, maxDetachReason)
 	}
+	// The log's end, read before the lock: the spawn catches up to it
+	// before it stores anything.
+	head, err := h.retractionHead(ctxOrBackground(h.ctx))
+	if err != nil {
+		h.logger.Warn("unable to read the retraction log's end for a registration", "node_id", req.NodeID, "err", err)
+	}
 	now := time.Now()
 	h.mu.Lock()
 	n := &node{
@@ -40,6 +46,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	// a registration costs what the node ran, not a pass over every
 	// crawler: ten thousand spawns registering again after a hub restart
 	// must not each walk a million crawlers under the lock.
+	n.registeredRetract(req)
 	before := h.lostLeased[req.NodeID]
 	delete(h.lostLeased, req.NodeID)
 	if old, ok := h.nodes[req.NodeID]; ok {
@@ -84,11 +91,12 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	h.logger.Info("node registered", "node_id", req.NodeID, "url", req.URL)
 	h.RequestReload(true)
 	return api.RegisterResponse{
-		Epoch:        h.epoch,
-		NodeID:       req.NodeID,
-		PollInterval: api.Duration(h.cfg.PollInterval),
-		OrphanAfter:  api.Duration(h.cfg.OrphanAfter),
-		DetachAfter:  api.Duration(h.cfg.DetachAfter),
+		Epoch:          h.epoch,
+		NodeID:         req.NodeID,
+		PollInterval:   api.Duration(h.cfg.PollInterval),
+		OrphanAfter:    api.Duration(h.cfg.OrphanAfter),
+		DetachAfter:    api.Duration(h.cfg.DetachAfter),
+		RetractionHead: uint64(head),
 	}, nil
 }
 

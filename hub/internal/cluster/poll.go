@@ -87,6 +87,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 	req := h.pollRequestLocked(n, time.Now())
 	resets := n.baseResets
 	h.mu.Unlock()
+	h.addRetractions(ctx, n, &req)
 
 	start := time.Now()
 	resp, err := h.nodeAPI(n).Poll(ctx, req)
@@ -100,6 +101,7 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 		return
 	}
 	h.metrics.polls.Inc()
+	h.takeRetractions(ctx, n, resp)
 	h.answer(ctx, n, resp, len(req.Acks), received, resets)
 }
 

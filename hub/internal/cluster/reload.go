@@ -130,6 +130,7 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 	if u, ok := h.users[r.UserID]; ok && u.row.CommentLimit > 0 {
 		spec.Limited = true
 	}
+	spec.Retention = api.Duration(h.retentionLocked(r))
 	if r.CursorAt != nil || r.CursorPos > 0 || len(r.CursorIDs) > 0 {
 		spec.Cursor = &api.Cursor{Position: r.CursorPos}
 		if r.CursorAt != nil {

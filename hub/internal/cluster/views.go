@@ -30,6 +30,12 @@ func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 		QueryUUID: row.QueryUUID, Version: row.Version, UpdatedAt: row.UpdatedAt,
 		State: api.StatePending, QueryCanonical: row.CanonicalQuery(),
 	}
+	if d := h.retentionLocked(row); d > 0 {
+		v.Retention, v.RetentionFrom = api.FormatRetention(d), "crawler"
+		if row.RetentionSeconds == 0 {
+			v.RetentionFrom = "user"
+		}
+	}
 	c, ok := h.crawlers[row.ID]
 	pos := row.CursorPos
 	if ok && c.row.Version == row.Version {

@@ -101,6 +101,12 @@ func (s *Server) handleCreateCrawler(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	retention, err := api.ParseRetention(in.Retention)
+	if err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	row.RetentionSeconds = int64(retention.Seconds())
 	if err := canonical(&row, in.Source, in.Query, in.Keywords); err != nil {
 		s.writeStoreError(w, "crawler", err)
 		return
@@ -169,9 +175,18 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if in.Query == nil && in.Keywords == nil && in.CommentLimit == nil && in.Enabled == nil {
-		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give query, keywords, comment_limit or enabled")
+	if in.Query == nil && in.Keywords == nil && in.CommentLimit == nil && in.Enabled == nil && in.Retention == nil {
+		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give query, keywords, comment_limit, enabled or retention")
 		return
+	}
+	var retention int64
+	if in.Retention != nil {
+		d, err := api.ParseRetention(*in.Retention)
+		if err != nil {
+			httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		retention = int64(d.Seconds())
 	}
 	if in.CommentLimit != nil {
 		if err := validLimit(*in.CommentLimit); err != nil {
@@ -200,6 +215,10 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 		}
 		if in.Enabled != nil {
 			c.Enabled = *in.Enabled
+		}
+		if in.Retention != nil {
+			// Applies to the comments stored from now on.
+			c.RetentionSeconds = retention
 		}
 		return nil
 	})

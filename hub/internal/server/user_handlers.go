@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
@@ -15,7 +16,8 @@ func (s *Server) userView(u sqlstore.User) api.User {
 	if u.CommentLimit > 0 && usage >= u.CommentLimit {
 		state = api.StateLimitReached
 	}
-	return api.User{ID: u.ID, Name: u.Name, CommentLimit: u.CommentLimit, Usage: usage, State: state, CreatedAt: u.CreatedAt.UTC()}
+	return api.User{ID: u.ID, Name: u.Name, CommentLimit: u.CommentLimit, Usage: usage, State: state, CreatedAt: u.CreatedAt.UTC(),
+		Retention: api.FormatRetention(time.Duration(u.RetentionSeconds) * time.Second)}
 }
 
 func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request) {
@@ -28,10 +30,21 @@ func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	retention, err := api.ParseRetention(in.Retention)
+	if err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
 	u, err := s.Store.CreateUser(r.Context(), in.Name, in.CommentLimit)
 	if err != nil {
 		s.writeStoreError(w, "user", err)
 		return
+	}
+	if retention > 0 {
+		if u, err = s.Store.SetUserRetention(r.Context(), u.ID, int64(retention.Seconds())); err != nil {
+			s.writeStoreError(w, "user", err)
+			return
+		}
 	}
 	s.Hub.RequestReload(false)
 	httpx.WriteJSON(w, http.StatusCreated, s.userView(u))
@@ -92,14 +105,40 @@ func (s *Server) handleUpdateUser(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if in.CommentLimit == nil {
-		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give comment_limit")
+	if in.CommentLimit == nil && in.Retention == nil {
+		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give comment_limit or retention")
 		return
 	}
-	u, err := s.Store.SetUserLimit(r.Context(), id, *in.CommentLimit)
+	var retention time.Duration
+	if in.Retention != nil {
+		var err error
+		if retention, err = api.ParseRetention(*in.Retention); err != nil {
+			httpx.WriteError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+	}
+	u, err := s.Store.GetUser(r.Context(), id)
 	if err != nil {
 		s.writeStoreError(w, fmt.Sprintf("user %d", id), err)
 		return
+	}
+	if in.CommentLimit != nil {
+		if u, err = s.Store.SetUserLimit(r.Context(), id, *in.CommentLimit); err != nil {
+			s.writeStoreError(w, fmt.Sprintf("user %d", id), err)
+			return
+		}
+	}
+	if in.Retention != nil && int64(retention.Seconds()) != u.RetentionSeconds {
+		if u, err = s.Store.SetUserRetention(r.Context(), id, int64(retention.Seconds())); err != nil {
+			s.writeStoreError(w, fmt.Sprintf("user %d", id), err)
+			return
+		}
+		// The user's crawlers without their own retention take the new
+		// default: a new version of each reaches its spawn.
+		if err := s.respecUserCrawlers(r, id); err != nil {
+			s.writeStoreError(w, fmt.Sprintf("crawlers of user %d", id), err)
+			return
+		}
 	}
 	s.Hub.RequestReload(false)
 	s.writeUser(w, r, http.StatusOK, u)
@@ -116,4 +155,22 @@ func (s *Server) handleDeleteUser(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Hub.RequestReload(false)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// respecUserCrawlers gives each crawler of a user that has no retention of
+// its own a new version, so its spawn learns the user's new default.
+func (s *Server) respecUserCrawlers(r *http.Request, userID int64) error {
+	crawlers, err := s.Store.ListCrawlers(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, c := range crawlers {
+		if c.UserID != userID || c.RetentionSeconds != 0 {
+			continue
+		}
+		if _, err := s.Store.UpdateCrawler(r.Context(), c.ID, func(*sqlstore.Crawler) error { return nil }); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ func (s *Store) CreateCrawler(ctx context.Context, c Crawler) (Crawler, error) {
 	row := Crawler{
 		UserID: c.UserID, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
 		QueryUUID: c.QueryUUID, CommentLimit: c.CommentLimit, Enabled: c.Enabled, Version: 1,
+		RetentionSeconds: c.RetentionSeconds,
 	}
 	if row.UserID <= 0 {
 		return Crawler{}, fmt.Errorf("%w: user id must be positive, got %d", ErrInvalid, row.UserID)
@@ -137,17 +138,18 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 		next.UpdatedAt = now()
 		out = next
 		return tx.Model(&Crawler{}).Where("id = ?", id).UpdateColumns(map[string]any{
-			"source":        next.Source,
-			"query":         next.Query,
-			"keywords":      next.Keywords,
-			"query_uuid":    next.QueryUUID,
-			"comment_limit": next.CommentLimit,
-			"enabled":       next.Enabled,
-			"limit_reached": next.LimitReached,
-			"cursor_at":     next.CursorAt,
-			"version":       next.Version,
-			"updated_at":    next.UpdatedAt,
-			"change_seq":    next.ChangeSeq,
+			"source":            next.Source,
+			"query":             next.Query,
+			"keywords":          next.Keywords,
+			"query_uuid":        next.QueryUUID,
+			"comment_limit":     next.CommentLimit,
+			"enabled":           next.Enabled,
+			"limit_reached":     next.LimitReached,
+			"cursor_at":         next.CursorAt,
+			"version":           next.Version,
+			"updated_at":        next.UpdatedAt,
+			"change_seq":        next.ChangeSeq,
+			"retention_seconds": next.RetentionSeconds,
 		}).Error
 	})
 	switch {
@@ -221,7 +223,18 @@ func validCrawler(c *Crawler) error {
 	case c.QueryUUID == "" || len(c.QueryUUID) > 36:
 		return fmt.Errorf("%w: crawler query uuid %q is not a uuid", ErrInvalid, c.QueryUUID)
 	}
+	if err := validRetention(c.RetentionSeconds); err != nil {
+		return err
+	}
 	return validLimit(c.CommentLimit)
+}
+
+// validRetention checks a retention in seconds (0 for none).
+func validRetention(seconds int64) error {
+	if seconds < 0 || seconds > int64(api.MaxRetention.Seconds()) {
+		return fmt.Errorf("%w: retention must be 0 to %d seconds, got %d", ErrInvalid, int64(api.MaxRetention.Seconds()), seconds)
+	}
+	return nil
 }
 
 // crawlerBatch is how many rows CreateCrawlers inserts per statement.
@@ -237,6 +250,7 @@ func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, er
 		rows[i] = Crawler{
 			UserID: c.UserID, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
 			QueryUUID: c.QueryUUID, CommentLimit: c.CommentLimit, Enabled: c.Enabled, Version: 1,
+			RetentionSeconds: c.RetentionSeconds,
 		}
 		if rows[i].UserID <= 0 {
 			return nil, fmt.Errorf("%w: crawler %d: user id must be positive, got %d", ErrInvalid, i, c.UserID)

@@ -34,6 +34,7 @@ var migrations = []migration{
 	{version: 8, name: "add crawlers.change_seq and users.change_seq; create change_counter and crawler_deletions", up: migrateV8},
 	{version: 9, name: "create leader_complaints", up: migrateV9},
 	{version: 10, name: "create alert_rules, alerts and alert_deliveries", up: migrateV10},
+	{version: 11, name: "create retractions and compliance_runs; add crawlers.retention_seconds and users.retention_seconds", up: migrateV11},
 	{version: 12, name: "add crawlers.cursor_ids", up: migrateV12},
 }
 

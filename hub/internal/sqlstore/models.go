@@ -32,8 +32,11 @@ type User struct {
 	CommentLimit int64  `gorm:"not null;default:0"` // 0 = no limit
 	Usage        int64  `gorm:"not null;default:0"`
 	ChangeSeq    int64  `gorm:"not null;default:0"` // the last change of the row (changes.go); usage is none
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// RetentionSeconds is the default retention of the user's crawlers
+	// that set none; 0 keeps their comments.
+	RetentionSeconds int64 `gorm:"not null;default:0"`
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // Crawler is one crawler configuration. Query and Keywords are in
@@ -68,8 +71,11 @@ type Crawler struct {
 	// ChangeSeq is the change that last created or changed the row
 	// (changes.go); usage and cursors do not change it.
 	ChangeSeq int64 `gorm:"not null;default:0"`
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// RetentionSeconds keeps the crawler's comments this long after their
+	// published time; 0 takes its user's default.
+	RetentionSeconds int64 `gorm:"not null;default:0"`
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // CanonicalQuery is the crawler's query as one text, as crawler show

@@ -87,6 +87,35 @@ func (s *Store) SetUserLimit(ctx context.Context, id, limit int64) (User, error)
 	return u, nil
 }
 
+// SetUserRetention changes a user's default retention in seconds (0 for
+// none) and returns the updated user. The user's crawlers without their
+// own take it on their next reload.
+func (s *Store) SetUserRetention(ctx context.Context, id, seconds int64) (User, error) {
+	if err := validRetention(seconds); err != nil {
+		return User{}, err
+	}
+	var u User
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		seq, err := nextChangeTx(tx)
+		if err != nil {
+			return err
+		}
+		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&u, "id = ?", id).Error; err != nil {
+			return notFound(err)
+		}
+		u.RetentionSeconds, u.UpdatedAt, u.ChangeSeq = seconds, now(), seq
+		return tx.Model(&User{}).Where("id = ?", id).
+			UpdateColumns(map[string]any{"retention_seconds": u.RetentionSeconds, "updated_at": u.UpdatedAt, "change_seq": u.ChangeSeq}).Error
+	})
+	if errors.Is(err, ErrInvalid) {
+		return User{}, err
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("sqlstore: unable to set the retention of user %d: %w", id, err)
+	}
+	return u, nil
+}
+
 // DeleteUser removes a user who has no crawlers left; one who still has
 // some is refused (ErrInvalid, saying how many), so no crawler is left
 // without its customer and no usage is lost by accident.

@@ -178,6 +178,8 @@ type Server struct {
 	searchRate rateWindow
 	searchLog  []SearchRequest
 	searchFail []int // statuses the next searches answer with
+	// compliance holds the batch compliance jobs (compliance.go).
+	compliance *complianceJobs
 }
 
 // New returns a server without rules.
@@ -238,6 +240,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST "+RulesPath, s.auth(s.handleChangeRules))
 	mux.HandleFunc("GET "+StreamPath, s.auth(s.handleStream))
 	mux.HandleFunc("GET "+SearchPath, s.auth(s.handleSearch))
+	s.complianceRoutes(mux)
 	return mux
 }
 

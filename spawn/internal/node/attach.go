@@ -147,6 +147,7 @@ func (n *Node) register(ctx context.Context) error {
 	n.mu.Unlock()
 	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock(),
 		LeaderUnreachable: complaint, Draining: draining}
+	req.Store, req.RetractionsApplied = n.storeFacts(ctx)
 	order := make([]string, 0, len(hubs)+1)
 	if leader != "" {
 		order = append(order, leader)
@@ -172,6 +173,7 @@ func (n *Node) register(ctx context.Context) error {
 			tried[hub] = true
 			resp, next, err := n.registerAt(ctx, hub, req)
 			if err == nil {
+				n.retracts.catchUpTo(resp.RetractionHead)
 				return n.attachTo(hub, hubs, resp)
 			}
 			errs = append(errs, err)

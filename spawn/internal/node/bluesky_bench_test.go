@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -17,6 +18,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
 // Workload of BenchmarkBlueskyPath.
@@ -216,6 +218,20 @@ type bskyNode struct {
 
 func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics, textOnly bool) *bskyNode {
 	b.Helper()
+	return newBskyNodeWith(b, subs, posts, noAnalytics, textOnly, &countStore{}, nil)
+}
+
+// newBskyNodeOn is newBskyNode, analytics on, storing into st (a store
+// that takes comments back), with the node's retraction pipeline running.
+func newBskyNodeOn(b *testing.B, subs int, posts []bskyPost, st *retractStore) *bskyNode {
+	b.Helper()
+	return newBskyNodeWith(b, subs, posts, false, false, &st.countStore, st)
+}
+
+// newBskyNodeWith builds the node of newBskyNode on a store: counted by
+// counter, written to through full when it is not nil.
+func newBskyNodeWith(b *testing.B, subs int, posts []bskyPost, noAnalytics, textOnly bool, counter *countStore, full *retractStore) *bskyNode {
+	b.Helper()
 	js := jetstream.Start(b, jetstream.Options{ConnBuffer: 4 * bskyBatch})
 	av := appview.Start(b)
 	for a := range bskyAuthors {
@@ -225,8 +241,18 @@ func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics, textOnly
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &countStore{}
-	n := attachNode(b, Config{Store: st, Sources: source.Registry{api.SourceBluesky: kind}, NoAnalytics: noAnalytics, StoreLinger: benchLinger})
+	st := counter
+	var written store.Store = st
+	if full != nil {
+		written = full
+	}
+	n := attachNode(b, Config{Store: written, Sources: source.Registry{api.SourceBluesky: kind}, NoAnalytics: noAnalytics, StoreLinger: benchLinger})
+	if full != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); n.retracts.run(ctx, full) }()
+		b.Cleanup(func() { cancel(); <-done })
+	}
 
 	r := rand.New(rand.NewPCG(7, 8))
 	specs := make([]api.SubscriberSpec, subs)
@@ -359,6 +385,9 @@ func BenchmarkBlueskyPath(b *testing.B) {
 			b.ReportMetric(float64(nodes[0].av.DIDCalls())/bskyAuthors, "appview-calls/new-did(1)")
 		})
 	}
+	// What taking back costs: the real mix of deletes and account events
+	// on one spawn, the posts alone on the other (benchRetractions).
+	b.Run("deletions=on-vs-off/interleaved", func(b *testing.B) { benchRetractions(b, posts) })
 	// What showing a post as it is shown costs: handles from the AppView,
 	// links in full, alt texts and card titles (the product) against the
 	// text alone under the DID (bluesky.Options.TextOnly), 10,000

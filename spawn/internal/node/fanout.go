@@ -288,6 +288,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, key string, h uint64, m
 			RepostOf:    it.RepostOf,
 			Engagement:  it.Engagement,
 			Position:    it.Position,
+			Retention:   time.Duration(s.spec.Retention),
 		},
 		userID:   s.spec.UserID,
 		instance: s.instance,

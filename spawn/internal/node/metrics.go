@@ -30,6 +30,11 @@ type Metrics struct {
 	storeWriteErrors     prometheus.Counter
 	draining             prometheus.Gauge
 	drainSeconds         prometheus.Gauge
+	retractionsApplied   prometheus.Counter
+	retractionsRemoved   prometheus.Counter
+	retractionsDropped   prometheus.Counter
+	retractionErrors     prometheus.Counter
+	expiredComments      prometheus.Counter
 }
 
 // NewMetrics builds a spawn's metrics on a new registry.
@@ -54,5 +59,10 @@ func NewMetrics() *Metrics {
 		storeWriteErrors:     f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_store_write_errors_total", Help: "Failed store writes (each is retried)."}),
 		draining:             f.NewGauge(prometheus.GaugeOpts{Name: "bw_spawn_draining", Help: "1 while the spawn drains: it hands its crawlers to other spawns and takes no new ones."}),
 		drainSeconds:         f.NewGauge(prometheus.GaugeOpts{Name: "bw_spawn_drain_seconds", Help: "How long the spawn's drain took, from its start to every crawler handed over and all usage acknowledged."}),
+		retractionsApplied:   f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_retractions_applied_total", Help: "Retractions (deletes, edits, account changes, forgets) applied to the store."}),
+		retractionsRemoved:   f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_comments_removed_total", Help: "Comments removed from the store because their source or an operator took them back."}),
+		retractionsDropped:   f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_retractions_dropped_total", Help: "Retractions dropped because too many waited (the store or the hub unreachable for long)."}),
+		retractionErrors:     f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_retraction_errors_total", Help: "Failed attempts to apply retractions to the store (each is retried)."}),
+		expiredComments:      f.NewCounter(prometheus.CounterOpts{Name: "bw_spawn_comments_expired_total", Help: "Comments the store dropped past their crawler's retention."}),
 	}
 }

@@ -71,6 +71,12 @@ type Config struct {
 	// StoreLinger is how long the store writer waits for a partial batch
 	// to fill before it writes it; zero picks 20 ms.
 	StoreLinger time.Duration
+	// RetentionSweep is how often a store that drops comments past their
+	// retention itself is asked to; zero picks DefaultRetentionSweep.
+	RetentionSweep time.Duration
+	// Compliance checks stored X posts with X (compliance.go); nil when
+	// the spawn holds no X API v2 credentials.
+	Compliance ComplianceChecker
 }
 
 // ErrStale marks a hub request older than one the spawn has already seen.
@@ -99,6 +105,8 @@ type Node struct {
 	extractQ *termsQueue
 	// names are the authors' names sources learn late (names.go).
 	names *authorNames
+	// retracts are what sources take back (retract.go).
+	retracts *retractions
 	// analysis is the batch being written's (startAnalysis); the store
 	// writer's goroutine alone uses it.
 	analysis *analysis
@@ -234,8 +242,10 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.extractQ = newTermsQueue()
 	n.names = newAuthorNames(n.logger)
+	n.retracts = newRetractions(n.logger, n.metrics)
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
 	n.writer.names = n.names
+	n.writer.edits = n.retracts
 	if cfg.StoreLinger > 0 {
 		n.writer.lingerFor = cfg.StoreLinger
 	}
@@ -263,13 +273,16 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	drainCtx, cancelDrain := context.WithCancel(context.Background())
 	defer cancelDrain()
 	var wg sync.WaitGroup
-	wg.Add(5)
+	wg.Add(8)
 	writerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(writerDone); n.writer.run(ctx, drainCtx) }()
 	go func() { defer wg.Done(); n.extractTerms(ctx) }()
 	go func() { defer wg.Done(); n.attachLoop(ctx) }()
 	go func() { defer wg.Done(); n.watch(ctx) }()
 	go func() { defer wg.Done(); n.names.run(ctx, n.cfg.Store) }()
+	go func() { defer wg.Done(); n.retracts.run(ctx, n.cfg.Store) }()
+	go func() { defer wg.Done(); n.expireLoop(ctx) }()
+	go func() { defer wg.Done(); n.sweepLoop(ctx) }()
 
 	<-ctx.Done()
 	n.mu.Lock()

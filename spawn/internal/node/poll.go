@@ -34,6 +34,7 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 		}
 		n.keepListedLocked(req.Subscribers, now)
 		n.enqueueReleasedLocked(n.applyLeasesLocked(req.Leases))
+		n.retracts.fromPoll(req.RetractionAcks, req.Retractions)
 	}
 	n.pruneAckedLocked(req.Acks)
 	clock := n.clock()
@@ -53,6 +54,7 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 			resp.Subscribers = append(resp.Subscribers, st)
 		}
 	}
+	resp.Retractions, resp.MoreRetractions, resp.RetractionsApplied = n.retracts.forPoll()
 	resp.Increments = slices.Clone(n.incs[:min(len(n.incs), maxIncrementsPerPoll)])
 	resp.MoreIncrements = len(n.incs) > maxIncrementsPerPoll
 	resp.DataSources = n.dataSourcesLocked()

@@ -159,6 +159,9 @@ func (n *Node) startSourceLocked(kind source.Kind, key string) (*dataSource, err
 	if namer, ok := impl.(source.AuthorNamer); ok && namer.NameAuthors(n.names.learn) {
 		n.names.namers.Add(1)
 	}
+	if r, ok := impl.(source.Retracter); ok {
+		r.Retractions(n.retracts.learn)
+	}
 	ctx, cancel := context.WithCancel(n.runCtx)
 	ds := &dataSource{key: key, ds: impl, subs: map[int64]*subscriber{}, cancel: cancel, deferred: n.deferred}
 	n.sources[key] = ds

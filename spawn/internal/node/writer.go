@@ -82,6 +82,9 @@ type writer struct {
 	// names fills in authors' names that arrived after the match and
 	// notes the comments written without one (names.go); nil: none.
 	names *authorNames
+	// edits fills in edits that arrived after the match (retract.go);
+	// nil: none.
+	edits *retractions
 	work  chan struct{} // a comment arrived (capacity 1)
 
 	mu      sync.Mutex
@@ -407,16 +410,34 @@ func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error
 		// Before assign, which starts the batch's analysis.
 		w.names.fill(batch)
 	}
+	if w.edits != nil {
+		w.edits.fill(batch)
+	}
 	var intents []store.Intent
 	if w.assign != nil {
 		intents = w.assign(batch)
 	}
 	journal, _ := w.store.(store.UsageJournal)
+	// Comments a removal waiting for the store covers are not written
+	// (nor counted): the store's tombstones will not hold them back yet.
+	var skip []bool
+	if w.edits != nil {
+		w.edits.awaitCatchUp(ctx)
+		w.edits.awaitLifts(ctx, batch)
+		skip = w.edits.buried(batch)
+	}
 	// The comments of a store call: the store keeps none of them past the
 	// call (store.Store), so the writer reuses the room.
-	comments := slices.Grow(w.comments[:0], len(batch))[:len(batch)]
+	comments := slices.Grow(w.comments[:0], len(batch))
+	var idx []int // batch index of each comment, when some are skipped
 	for i := range batch {
-		comments[i] = batch[i].comment
+		if skip != nil && skip[i] {
+			continue
+		}
+		comments = append(comments, batch[i].comment)
+		if skip != nil {
+			idx = append(idx, i)
+		}
 	}
 	defer func() {
 		clear(comments) // keep no comment alive between calls
@@ -433,8 +454,16 @@ func (w *writer) attempt(ctx context.Context, batch []pending) ([]pending, error
 		// lost spawn's usage can then be counted back from the store.
 		err = journal.Intend(cctx, intents)
 	}
-	if err == nil {
-		err = w.writeOnce(cctx, comments, fresh)
+	if err == nil && len(comments) > 0 {
+		if skip == nil {
+			err = w.writeOnce(cctx, comments, fresh)
+		} else {
+			sub := make([]bool, len(comments))
+			err = w.writeOnce(cctx, comments, sub)
+			for j, i := range idx {
+				fresh[i] = sub[j]
+			}
+		}
 	}
 	cancel()
 	w.metrics.storeWriteSeconds.Observe(time.Since(began).Seconds())

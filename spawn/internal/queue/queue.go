@@ -51,6 +51,8 @@ type decorated struct {
 	// counts none of them, so the retry, which the inner store then
 	// reports as held, must still count them as new.
 	unpublished map[commentKey]struct{}
+	// unannounced are removals whose announcement failed (retract.go).
+	unannounced []store.Removed
 }
 
 type commentKey struct {
@@ -76,8 +78,10 @@ func (d *decorated) Write(ctx context.Context, comments []api.Comment) error {
 
 // WriteFresh is Write reporting which comments the inner store held for
 // the first time, when it can tell (store.FreshWriter); otherwise every
-// comment counts as new. Every comment of the batch is published either
-// way: one the store already held may be one whose publishing failed.
+// comment counts as new. Only the comments that count as new are
+// published (those of an earlier failed call among them): one the store
+// already held was published when it was new, and one it refused (taken
+// back, past its retention) was never stored.
 func (d *decorated) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool, error) {
 	fw, ok := d.inner.(store.FreshWriter)
 	if !ok {
@@ -108,7 +112,13 @@ func (d *decorated) WriteFresh(ctx context.Context, comments []api.Comment) ([]b
 	}
 	d.mu.Unlock()
 	if err == nil {
-		err = d.pub.Publish(ctx, comments)
+		var new []api.Comment
+		for i, c := range comments {
+			if fresh[i] {
+				new = append(new, c)
+			}
+		}
+		err = d.pub.Publish(ctx, new)
 	}
 	if err != nil {
 		// Nothing of a batch that was not published counts.

@@ -50,6 +50,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET "+api.PathNodeSearch, node(s.handleSearch))
 	mux.Handle("GET "+api.PathNodeThread, node(s.handleThread))
 	mux.Handle("POST "+api.PathRecover, node(s.handleRecover))
+	mux.Handle("POST "+api.PathNodeRetract, node(s.handleRetract))
+	mux.Handle("POST "+api.PathNodeCompliance, node(s.handleCompliance))
 
 	// Open.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })

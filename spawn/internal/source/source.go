@@ -149,6 +149,16 @@ type AuthorNamer interface {
 	NameAuthors(func([]AuthorName)) bool
 }
 
+// Retracter is implemented by a data source whose service tells when it
+// takes back or changes what it handed over: a post deleted or edited, an
+// account deleted, taken down or back (api.Retraction). The spawn calls
+// Retractions once, before Run, with the function the source then calls
+// with what it learns; the function never blocks. The spawn applies each
+// to its store and passes it on, through the hub, to every other spawn.
+type Retracter interface {
+	Retractions(func([]api.Retraction))
+}
+
 // Kind builds the data sources of one source kind.
 type Kind interface {
 	// Keys names the data sources a subscriber needs, for example one per

@@ -107,6 +107,7 @@
     $('cf-query').value = c ? (c.source === 'rss' ? (c.query || []).join(',') : c.query_canonical || (c.query || []).join(',')) : '';
     $('cf-keywords').value = c ? (c.keywords || []).join(',') : '';
     $('cf-limit').value = c ? String(c.comment_limit) : '0';
+    $('cf-retention').value = c && c.retention_from === 'crawler' ? c.retention : '';
     $('cf-enabled').checked = c ? c.enabled : true;
     for (const id of ['cf-query-status', 'cf-keywords-status']) {
       $(id).textContent = '';
@@ -178,14 +179,17 @@
     }
     const query = queryTerms(source, $('cf-query').value);
     const keywords = source === 'rss' ? queryTerms('', $('cf-keywords').value) : [];
+    // The hub checks the retention (30d, 36h); empty keeps the user's.
+    const retention = $('cf-retention').value.trim();
     try {
       if (form.mode === 'add') {
         const body = { user_id: userID, source, query, comment_limit: limit, enabled };
         if (keywords.length) body.keywords = keywords;
+        if (retention) body.retention = retention;
         const c = await api('/v1/crawlers', { method: 'POST', body });
         flash(`Crawler ${c.id} added: ${c.state}.`);
       } else {
-        const body = { query, comment_limit: limit, enabled };
+        const body = { query, comment_limit: limit, enabled, retention: retention || '0' };
         if (source === 'rss') body.keywords = keywords; // [] clears the filter
         const c = await api(`/v1/crawlers/${encodeURIComponent(form.id)}`, { method: 'PATCH', body });
         flash(`Crawler ${c.id} saved.`);
@@ -208,6 +212,7 @@
     $('uf-name-field').hidden = !!u;
     $('uf-name').value = '';
     $('uf-limit').value = u ? String(u.comment_limit) : '0';
+    $('uf-retention').value = u && u.retention ? u.retention : '';
     $('user-dialog').showModal();
     (u ? $('uf-limit') : $('uf-name')).focus();
   }
@@ -221,13 +226,16 @@
       showError('uf-error', e);
       return;
     }
+    const retention = $('uf-retention').value.trim();
     try {
       if (form.mode === 'add') {
-        const u = await api('/v1/users', { method: 'POST', body: { name: $('uf-name').value, comment_limit: limit } });
+        const body = { name: $('uf-name').value, comment_limit: limit };
+        if (retention) body.retention = retention;
+        const u = await api('/v1/users', { method: 'POST', body });
         flash(`User ${u.id} (${u.name}) added.`);
       } else {
-        const u = await api(`/v1/users/${encodeURIComponent(form.id)}`, { method: 'PATCH', body: { comment_limit: limit } });
-        flash(`User ${u.id}'s limit is now ${u.comment_limit || 'none'}.`);
+        const u = await api(`/v1/users/${encodeURIComponent(form.id)}`, { method: 'PATCH', body: { comment_limit: limit, retention: retention || '0' } });
+        flash(`User ${u.id}'s limit is now ${u.comment_limit || 'none'}, its crawlers' retention ${u.retention || 'none'}.`);
       }
       $('user-dialog').close();
       bw.refreshNow();

@@ -42,6 +42,9 @@ const (
 	kindOther    eventKind = iota // valid, but nothing for the source
 	kindPost                      // a post was created
 	kindIdentity                  // an account's handle changed
+	kindUpdate                    // a post was edited (its new record)
+	kindDelete                    // a post was deleted
+	kindAccount                   // an account's hosting status changed
 )
 
 // event is one decoded Jetstream event.
@@ -49,10 +52,17 @@ type event struct {
 	kind   eventKind
 	did    string
 	timeUS int64
-	rkey   string // kindPost
+	rkey   string // kindPost, kindUpdate, kindDelete
 	post   postRecord
 	handle string // kindIdentity; "" when the account has none
+	// active and status are an account's (kindAccount): status says why
+	// an inactive one is (deleted, takendown, suspended, deactivated …).
+	active bool
+	status string
 }
+
+// maxStatusBytes caps an account status (a lexicon token).
+const maxStatusBytes = 64
 
 // postRecord is the part of an app.bsky.feed.post record the source uses.
 type postRecord struct {
@@ -85,11 +95,16 @@ type wireEvent struct {
 	Identity *struct {
 		Handle string `json:"handle"`
 	} `json:"identity"`
+	Account *struct {
+		Active *bool  `json:"active"`
+		Status string `json:"status"`
+	} `json:"account"`
 }
 
 // decodeEvent decodes one WebSocket message. JSON that ends early is
 // ErrTruncated; anything else that is not one event of the protocol's shape
-// is ErrMalformed. Commits other than post creations decode as kindOther.
+// is ErrMalformed. A post's create, update and delete commits decode as
+// kindPost, kindUpdate and kindDelete; other collections' as kindOther.
 func decodeEvent(data []byte) (event, error) {
 	var w wireEvent
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -108,11 +123,28 @@ func decodeEvent(data []byte) (event, error) {
 		if c == nil {
 			return event{}, fmt.Errorf("%w: commit event without a commit", ErrMalformed)
 		}
-		if c.Operation != "create" || c.Collection != PostCollection {
+		if c.Collection != PostCollection {
+			return ev, nil
+		}
+		switch c.Operation {
+		case "create":
+			ev.kind = kindPost
+		case "update":
+			ev.kind = kindUpdate
+		case "delete":
+			ev.kind = kindDelete
+		default:
 			return ev, nil
 		}
 		if !validRKey(c.RKey) {
 			return event{}, fmt.Errorf("%w: record key %q", ErrMalformed, clip(c.RKey))
+		}
+		if len(postURI(w.DID, c.RKey)) > source.MaxIDBytes {
+			return event{}, fmt.Errorf("%w: post URI longer than %d bytes", ErrMalformed, source.MaxIDBytes)
+		}
+		ev.rkey = c.RKey
+		if ev.kind == kindDelete {
+			return ev, nil // a delete carries no record
 		}
 		if len(bytes.TrimSpace(c.Record)) == 0 || c.Record[0] != '{' {
 			return event{}, fmt.Errorf("%w: post %s/%s without a record", ErrMalformed, clip(w.DID), c.RKey)
@@ -120,15 +152,20 @@ func decodeEvent(data []byte) (event, error) {
 		if err := json.Unmarshal(c.Record, &ev.post); err != nil {
 			return event{}, fmt.Errorf("%w: post record: %v", ErrMalformed, err)
 		}
-		if len(postURI(w.DID, c.RKey)) > source.MaxIDBytes {
-			return event{}, fmt.Errorf("%w: post URI longer than %d bytes", ErrMalformed, source.MaxIDBytes)
-		}
-		ev.kind, ev.rkey = kindPost, c.RKey
 	case "identity":
 		if w.Identity == nil {
 			return event{}, fmt.Errorf("%w: identity event without an identity", ErrMalformed)
 		}
 		ev.kind, ev.handle = kindIdentity, normalHandle(w.Identity.Handle)
+	case "account":
+		a := w.Account
+		if a == nil || a.Active == nil {
+			return event{}, fmt.Errorf("%w: account event without its active flag", ErrMalformed)
+		}
+		if len(a.Status) > maxStatusBytes {
+			return event{}, fmt.Errorf("%w: account status %q", ErrMalformed, clip(a.Status))
+		}
+		ev.kind, ev.active, ev.status = kindAccount, *a.Active, a.Status
 	}
 	return ev, nil
 }

@@ -32,14 +32,16 @@ func TestDecodeEvent(t *testing.T) {
 	}{
 		{"post", postFrame, kindPost, "", nil},
 		{"post without optional fields", commit("create", PostCollection, "3l3qo2vuowo2b", `,"record":{"text":"hi"}`), kindPost, "", nil},
-		{"post update", commit("update", PostCollection, "3l3qo2vuowo2b", `,"record":{"text":"hi"}`), kindOther, "", nil},
-		{"post delete", commit("delete", PostCollection, "3l3qo2vuowo2b", ""), kindOther, "", nil},
+		{"post update", commit("update", PostCollection, "3l3qo2vuowo2b", `,"record":{"text":"hi"}`), kindUpdate, "", nil},
+		{"post delete", commit("delete", PostCollection, "3l3qo2vuowo2b", ""), kindDelete, "", nil},
+		{"like delete", commit("delete", "app.bsky.feed.like", "3l3qo2vuowo2b", ""), kindOther, "", nil},
 		{"like", commit("create", "app.bsky.feed.like", "3l3qo2vuowo2b", `,"record":{}`), kindOther, "", nil},
 		{"identity", `{"did":"` + testDID + `","time_us":5,"kind":"identity","identity":{"did":"` + testDID + `","handle":"Alice.BSKY.social","seq":1}}`, kindIdentity, "alice.bsky.social", nil},
 		{"identity without handle", `{"did":"` + testDID + `","time_us":5,"kind":"identity","identity":{"did":"` + testDID + `","seq":1}}`, kindIdentity, "", nil},
 		{"identity with invalid handle", `{"did":"` + testDID + `","time_us":5,"kind":"identity","identity":{"handle":"handle.invalid"}}`, kindIdentity, "", nil},
 		{"identity with a script for a handle", `{"did":"` + testDID + `","time_us":5,"kind":"identity","identity":{"handle":"<script>.x"}}`, kindIdentity, "", nil},
-		{"account", `{"did":"` + testDID + `","time_us":5,"kind":"account","account":{"active":false,"status":"deleted"}}`, kindOther, "", nil},
+		{"account", `{"did":"` + testDID + `","time_us":5,"kind":"account","account":{"active":false,"status":"deleted"}}`, kindAccount, "", nil},
+		{"account active", `{"did":"` + testDID + `","time_us":5,"kind":"account","account":{"active":true}}`, kindAccount, "", nil},
 		{"unknown kind", `{"did":"` + testDID + `","time_us":5,"kind":"sync"}`, kindOther, "", nil},
 
 		{"not JSON", `hello`, 0, "", ErrMalformed},
@@ -61,6 +63,10 @@ func TestDecodeEvent(t *testing.T) {
 		{"text a number", commit("create", PostCollection, "3l3qo2vuowo2b", `,"record":{"text":5}`), 0, "", ErrMalformed},
 		{"URI too long", commit("create", PostCollection, strings.Repeat("a", 300), `,"record":{"text":"hi"}`), 0, "", ErrMalformed},
 		{"identity missing", `{"did":"` + testDID + `","time_us":5,"kind":"identity"}`, 0, "", ErrMalformed},
+		{"account missing", `{"did":"` + testDID + `","time_us":5,"kind":"account"}`, 0, "", ErrMalformed},
+		{"account without active", `{"did":"` + testDID + `","time_us":5,"kind":"account","account":{"status":"deleted"}}`, 0, "", ErrMalformed},
+		{"delete with a bad record key", commit("delete", PostCollection, "a/b", ""), 0, "", ErrMalformed},
+		{"update without a record", commit("update", PostCollection, "3l3qo2vuowo2b", ""), 0, "", ErrMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

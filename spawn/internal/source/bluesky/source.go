@@ -44,7 +44,10 @@ type Stats struct {
 	Repeats    int64 // posts read again (resume overlap, replay) and not handed over
 	Future     int64 // events whose time_us was past the clock and ClockSlack
 	WireBytes  int64 // event bytes received, as sent (compressed or not)
-	Handles    int   // DIDs whose handle (or its absence) is remembered
+	// Retractions are the deletes, edits and account changes told to
+	// the node.
+	Retractions int64
+	Handles     int // DIDs whose handle (or its absence) is remembered
 	// AppViewCalls are the getProfiles calls made, AppViewActors the
 	// actors asked for in them, AppViewFailures the calls that failed.
 	AppViewCalls    int64
@@ -62,7 +65,7 @@ type Stats struct {
 // counters are Stats' live counters.
 type counters struct {
 	items, connects, rewinds, malformed, truncated, tooLarge, stalls, gaps, repeats atomic.Int64
-	wireBytes, future                                                               atomic.Int64
+	wireBytes, future, retractions                                                  atomic.Int64
 }
 
 // gap is a subscriber's notice that posts were skipped, shown until until.
@@ -96,12 +99,18 @@ type Source struct {
 	// the next connection starts after it.
 	skipPast int64
 	errs     source.ErrorSet
+	// retract tells the node what the service took back (retract.go);
+	// down are the accounts this source saw go inactive, whose return it
+	// then tells.
+	retract func([]api.Retraction)
+	down    *downAccounts
 }
 
 var (
 	_ source.DataSource       = (*Source)(nil)
 	_ source.SubscriberErrors = (*Source)(nil)
 	_ source.AuthorNamer      = (*Source)(nil)
+	_ source.Retracter        = (*Source)(nil)
 )
 
 // partHandles is the part of the source's errors about handle lookups.
@@ -116,6 +125,7 @@ func newSource(opts Options) (*Source, error) {
 		rewind:    make(chan struct{}, 1),
 		cov:       newCoverage(overlap, opts.RecentLimit),
 		gaps:      map[string]gap{},
+		down:      newDownAccounts(),
 	}
 	s.handles = newResolver(opts, s.logger, func(err error) { s.errs.Set(partHandles, source.Degraded(err)) })
 	if opts.Compress {
@@ -246,18 +256,19 @@ func (s *Source) ErrFor(spec api.SubscriberSpec) error {
 // Stats returns the source's counters.
 func (s *Source) Stats() Stats {
 	st := Stats{
-		Items:     s.stats.items.Load(),
-		Connects:  s.stats.connects.Load(),
-		Rewinds:   s.stats.rewinds.Load(),
-		Malformed: s.stats.malformed.Load(),
-		Truncated: s.stats.truncated.Load(),
-		TooLarge:  s.stats.tooLarge.Load(),
-		Stalls:    s.stats.stalls.Load(),
-		Gaps:      s.stats.gaps.Load(),
-		Repeats:   s.stats.repeats.Load(),
-		Future:    s.stats.future.Load(),
-		WireBytes: s.stats.wireBytes.Load(),
-		Position:  s.position.Load(),
+		Items:       s.stats.items.Load(),
+		Connects:    s.stats.connects.Load(),
+		Rewinds:     s.stats.rewinds.Load(),
+		Malformed:   s.stats.malformed.Load(),
+		Truncated:   s.stats.truncated.Load(),
+		TooLarge:    s.stats.tooLarge.Load(),
+		Stalls:      s.stats.stalls.Load(),
+		Gaps:        s.stats.gaps.Load(),
+		Repeats:     s.stats.repeats.Load(),
+		Future:      s.stats.future.Load(),
+		WireBytes:   s.stats.wireBytes.Load(),
+		Position:    s.position.Load(),
+		Retractions: s.stats.retractions.Load(),
 	}
 	st.Reconnects = max(st.Connects-1, 0)
 	if st.Position > 0 {
@@ -434,6 +445,8 @@ func (s *Source) read(ctx, rctx context.Context, c *wsconn.Conn, emit source.Emi
 			if err := s.deliver(ctx, ev, emit); err != nil {
 				return err
 			}
+		case kindUpdate, kindDelete, kindAccount:
+			s.takeBack(ev)
 		}
 	}
 }
@@ -514,6 +527,7 @@ func (s *Source) Report() []source.Stat {
 		source.Stat{Name: "bw_spawn_bluesky_rewinds_total", Help: "Jetstream reconnects further back for a subscriber with an older cursor.", Value: float64(st.Rewinds)},
 		source.Stat{Name: "bw_spawn_bluesky_future_events_total", Help: "Jetstream events whose time_us was past the spawn's clock, kept at the stream's position.", Value: float64(st.Future)},
 		source.Stat{Name: "bw_spawn_bluesky_gaps_total", Help: "Subscribers told that posts beyond the replay window were skipped.", Value: float64(st.Gaps)},
+		source.Stat{Name: "bw_spawn_bluesky_retractions_total", Help: "Post deletes and edits and account takedowns the bluesky source told the spawn.", Value: float64(st.Retractions)},
 		source.Stat{Name: "bw_spawn_bluesky_received_bytes_total", Help: "Jetstream event bytes received, as sent (compressed or not).", Value: float64(st.WireBytes)},
 		source.Stat{Name: "bw_spawn_bluesky_appview_calls_total", Help: "getProfiles calls made to the AppView for handles.", Value: float64(st.AppViewCalls)},
 		source.Stat{Name: "bw_spawn_bluesky_appview_failures_total", Help: "getProfiles calls that failed.", Value: float64(st.AppViewFailures)},

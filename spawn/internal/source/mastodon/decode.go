@@ -90,8 +90,11 @@ type frame struct {
 	stream string  // the stream the event came from: public, hashtag, user…
 	status *status // frameStatus: the status, a reblog already unwrapped
 	reblog bool    // the status came as a reblog's
-	errMsg string  // frameError
-	code   int     // frameError: the HTTP-like status
+	// deleted is a delete event's payload: the deleted status's id on the
+	// instance (frameOther).
+	deleted string
+	errMsg  string // frameError
+	code    int    // frameError: the HTTP-like status
 }
 
 // decodeFrame decodes one WebSocket message. JSON that ends early (the
@@ -114,6 +117,20 @@ func decodeFrame(data []byte) (frame, error) {
 	case raw.Error != nil:
 		code, _ := raw.Status.Int64()
 		return frame{kind: frameError, errMsg: clip(*raw.Error), code: int(code)}, nil
+	case raw.Event == eventDelete:
+		// The payload is the status's local id, as a JSON string (a
+		// number is taken as well).
+		f := frame{kind: frameOther, event: eventDelete, stream: streamOf(raw.Stream)}
+		var id json.Number
+		if len(raw.Payload) > 0 && json.Unmarshal(raw.Payload, &id) == nil && localID(id.String()) {
+			f.deleted = id.String()
+		} else {
+			var s string
+			if len(raw.Payload) > 0 && json.Unmarshal(raw.Payload, &s) == nil && localID(s) {
+				f.deleted = s
+			}
+		}
+		return f, nil
 	case raw.Event != eventUpdate && raw.Event != eventEdit:
 		return frame{kind: frameOther, event: clip(raw.Event), stream: streamOf(raw.Stream)}, nil
 	case len(raw.Payload) == 0:
@@ -175,6 +192,7 @@ type link struct {
 	orphan  bool
 	emitted bool   // handed over (not only learnt as an ancestor)
 	edited  string // edited_at of the version last emitted
+	deleted bool   // its delete was told (retract.go)
 }
 
 // threadOf is the first status of the thread l is in, "" when unknown.

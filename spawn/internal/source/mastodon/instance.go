@@ -47,6 +47,11 @@ type Stats struct {
 	// GapSeconds the gaps' length.
 	GapsFilled, GapItems int64
 	GapSeconds           float64
+	// Retractions are the deletes and edits told to the node; Unmapped
+	// the deletes of statuses the instance's cache no longer (or never)
+	// held (retract.go).
+	Retractions int64
+	Unmapped    int64
 }
 
 // counters are the live Stats of one instance, shared by the data sources
@@ -56,7 +61,7 @@ type counters struct {
 	malformed, truncated, tooLarge, stalls, refused            atomic.Int64
 	serverErrs, subscribes, unsubscribes                       atomic.Int64
 	follows, unfollows, refollows, resolved, unresolved        atomic.Int64
-	gapsFilled, gapItems, gapMillis                            atomic.Int64
+	gapsFilled, gapItems, gapMillis, retractions, unmapped     atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -68,6 +73,7 @@ func (c *counters) snapshot() Stats {
 		Follows: c.follows.Load(), Unfollows: c.unfollows.Load(), Refollows: c.refollows.Load(),
 		Resolved: c.resolved.Load(), Unresolved: c.unresolved.Load(),
 		GapsFilled: c.gapsFilled.Load(), GapItems: c.gapItems.Load(), GapSeconds: float64(c.gapMillis.Load()) / 1000,
+		Retractions: c.retractions.Load(), Unmapped: c.unmapped.Load(),
 	}
 }
 
@@ -108,6 +114,8 @@ type instance struct {
 	// refusedByEvent is set when an error event refused the token on an
 	// accepted connection; only an item proves the token good again.
 	refusedByEvent atomic.Bool
+	// retract tells the node the deletes and edits (retract.go).
+	retract retracter
 
 	mu         sync.Mutex
 	needs      []need
@@ -420,9 +428,10 @@ func (i *instance) Report() []source.Stat {
 	st := i.Stats()
 	out := append(source.StandardStats(st.Items, st.Reconnects, st.Stalls, map[string]int64{
 		"malformed": st.Malformed, "truncated": st.Truncated, "too_large": st.TooLarge, "duplicate": st.Duplicates,
-		"not_followed": st.Filtered,
+		"not_followed": st.Filtered, "unmapped_delete": st.Unmapped,
 	}), source.GapStats(st.GapsFilled, st.GapItems, st.GapSeconds)...)
 	return append(out,
+		source.Stat{Name: "bw_spawn_mastodon_retractions_total", Help: "Status deletes and edits a Mastodon instance's streams told the spawn.", Value: float64(st.Retractions)},
 		source.Stat{Name: "bw_spawn_mastodon_token_refusals_total", Help: "Times a Mastodon instance refused the access token.", Value: float64(st.Refused)},
 		source.Stat{Name: "bw_spawn_mastodon_tag_follows_total", Help: "Tags a spawn followed on a Mastodon instance whose feeds are closed.", Value: float64(st.Follows)},
 		source.Stat{Name: "bw_spawn_mastodon_tag_unfollows_total", Help: "Tags a spawn unfollowed on a Mastodon instance.", Value: float64(st.Unfollows)},

@@ -202,10 +202,14 @@ func (s *session) read(ctx context.Context, emit source.Emit) error {
 				return err
 			}
 		case frameOther:
-			s.stats.ignored.Add(1)
-			if f.stream == streamPublic && f.event == eventDelete {
-				s.publicDelete()
+			if f.event == eventDelete {
+				s.deleted(f)
+				if f.stream == streamPublic {
+					s.publicDelete()
+				}
+				continue
 			}
+			s.stats.ignored.Add(1)
 		case frameStatus:
 			switch f.stream {
 			case streamPublic:
@@ -294,7 +298,8 @@ func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
 	if st.EditedAt != nil {
 		edited = *st.EditedAt
 	}
-	if l, ok := s.recent.get(st.ID); ok && l.emitted && (f.event == eventUpdate || l.edited == edited) {
+	l, known := s.recent.get(st.ID)
+	if known && l.emitted && (f.event == eventUpdate || l.edited == edited) {
 		s.stats.duplicates.Add(1)
 		return nil
 	}
@@ -306,6 +311,15 @@ func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
 	}
 	reply := st.InReplyToID != nil && *st.InReplyToID != ""
 	s.recent.put(st.ID, link{uri: it.ID, thread: it.ThreadID, orphan: reply && it.ThreadID == "", emitted: true, edited: edited})
+	if f.event == eventEdit && edited != "" {
+		// An edit replaces the stored text wherever the status is stored
+		// (here or by another spawn); one this connection handed over
+		// already is not handed over again.
+		s.edited(it, edited)
+		if known && l.emitted {
+			return nil
+		}
+	}
 	s.busy.Store(true)
 	err = emit(ctx, []source.Item{it})
 	s.seen()

@@ -254,6 +254,8 @@ func TestSource_ItemsCarryReblogsAndFavourites(t *testing.T) {
 func TestSource_DuplicatesAcrossStreamsAreDropped(t *testing.T) {
 	srv := startServer(t, fake.Options{})
 	ds, rec := start(t, testOptions(t, srv.URL()), spec(1, "#golang"), spec(2, "#go"))
+	var told retractions
+	ds.Retractions(told.add)
 	subscribed(t, srv, "hashtag:go", "hashtag:golang")
 	st := srv.Post(fake.Status{Content: "<p>#go #golang</p>", Tags: []string{"go", "golang"}})
 	srv.Post(fake.Status{Acct: "booster", Reblog: &st}) // never on a hashtag stream
@@ -261,16 +263,19 @@ func TestSource_DuplicatesAcrossStreamsAreDropped(t *testing.T) {
 	srv.Delete(st)
 	last := srv.Post(fake.Status{Content: "<p>#go</p>", Tags: []string{"go"}})
 	testkit.WaitFor(t, waitDeadline, "the last status", func() bool { return rec.Has(last.URI) })
-	// Once as posted and once as edited (each arrives on both streams).
-	if n := rec.Count(st.URI); n != 2 {
-		t.Fatalf("status emitted %d times, want 2", n)
+	// Once as posted; the edit and the delete are told as retractions,
+	// once each (each arrives on both streams).
+	if n := rec.Count(st.URI); n != 1 {
+		t.Fatalf("status emitted %d times, want 1", n)
 	}
 	if !edited.EditedAt.After(st.CreatedAt) {
 		t.Fatal("the edit carries no edited_at")
 	}
-	// Duplicates: the status's second stream, the edit's second stream.
-	// Ignored: the delete, on both streams.
-	if s := ds.Stats(); s.Duplicates != 2 || s.Ignored != 2 || s.Items != 3 {
+	if got := told.ops(); len(got) != 2 || got[0] != "update "+st.URI || got[1] != "delete "+st.URI {
+		t.Fatalf("retractions %v", got)
+	}
+	// Duplicates: the status's, the edit's and the delete's second stream.
+	if s := ds.Stats(); s.Duplicates != 3 || s.Ignored != 0 || s.Items != 2 || s.Retractions != 2 {
 		t.Fatalf("stats %+v", s)
 	}
 }

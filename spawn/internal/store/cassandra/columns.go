@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"strings"
+	"time"
 
 	"github.com/gocql/gocql"
 
@@ -12,7 +13,7 @@ import (
 // thread, the same in comments and comments_by_thread, in the order
 // bodyArgs binds them and body.dest scans them. One list, so a field added
 // to api.Comment is added to every write and read at once.
-const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of`
+const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at`
 
 // bodyColumnsAdded are the body columns added to the tables after their
 // first release, with their types: ALTER TABLE … ADD IF NOT EXISTS brings
@@ -25,6 +26,7 @@ var bodyColumnsAdded = [][2]string{
 	{"author_id", "text"},
 	{"links", "frozen<list<text>>"},
 	{"repost_of", "text"},
+	{"edited_at", "timestamp"},
 }
 
 // addColumns is the CQL that adds bodyColumnsAdded to table where missing.
@@ -45,7 +47,16 @@ func placeholders(cols string) string {
 func bodyArgs(c *api.Comment) []any {
 	reposts, likes := engagementArgs(c.Engagement)
 	return []any{c.Source, c.Author, c.AuthorID, c.Text, c.URL, ms(c.FetchedAt), frozenList(c.Matched),
-		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf}
+		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf, editedArg(c.EditedAt)}
+}
+
+// editedArg binds edited_at: unset for a comment never edited, so no cell
+// (and no Cassandra tombstone) is written.
+func editedArg(t time.Time) any {
+	if t.IsZero() {
+		return gocql.UnsetValue
+	}
+	return ms(t)
 }
 
 // frozenList binds a frozen list: empty rather than null, since a null
@@ -61,13 +72,14 @@ func frozenList(l []string) []string {
 type body struct {
 	c              *api.Comment
 	reposts, likes *int64
+	edited         *time.Time
 }
 
 // dest lists the scan destinations of bodyCols.
 func (b *body) dest() []any {
 	c := b.c
 	return []any{&c.Source, &c.Author, &c.AuthorID, &c.Text, &c.URL, &c.FetchedAt, &c.Matched,
-		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf}
+		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited}
 }
 
 // finish normalises what was scanned: UTC times, nil for empty lists,
@@ -76,6 +88,9 @@ func (b *body) finish() {
 	c := b.c
 	c.Engagement = engagementOf(b.reposts, b.likes)
 	c.PublishedAt, c.FetchedAt = c.PublishedAt.UTC(), c.FetchedAt.UTC()
+	if b.edited != nil && !b.edited.IsZero() {
+		c.EditedAt = b.edited.UTC()
+	}
 	if len(c.Matched) == 0 {
 		c.Matched = nil
 	}

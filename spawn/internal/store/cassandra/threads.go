@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gocql/gocql"
 	"golang.org/x/sync/errgroup"
@@ -61,8 +62,9 @@ type threadKey struct {
 func (s *Store) writeThreads(ctx context.Context, parts []*part) error {
 	ks := s.cfg.Keyspace
 	insertThread := `INSERT INTO ` + ks + `.comments_by_thread (crawler_id, thread_id, published_at, comment_id,
-		` + bodyCols + `) VALUES (?, ?, ?, ?, ` + placeholders(bodyCols) + `)`
-	insertOf := `INSERT INTO ` + ks + `.thread_of_comment (crawler_id, comment_id, thread_id) VALUES (?, ?, ?)`
+		` + bodyCols + `) VALUES (?, ?, ?, ?, ` + placeholders(bodyCols) + `) USING TTL ?`
+	insertOf := `INSERT INTO ` + ks + `.thread_of_comment (crawler_id, comment_id, thread_id) VALUES (?, ?, ?) USING TTL ?`
+	now := time.Now()
 	threads := map[threadKey][]*api.Comment{}
 	var order []threadKey
 	for _, p := range parts {
@@ -82,7 +84,7 @@ func (s *Store) writeThreads(ctx context.Context, parts []*part) error {
 			b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
 			for _, c := range rows {
 				b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: insertThread, Idempotent: true,
-					Args: append([]any{c.CrawlerID, k.thread, ms(c.PublishedAt), c.ID}, bodyArgs(c)...)})
+					Args: append(append([]any{c.CrawlerID, k.thread, ms(c.PublishedAt), c.ID}, bodyArgs(c)...), ttlSeconds(c, now))})
 			}
 			return s.session.ExecuteBatch(b)
 		})
@@ -91,7 +93,7 @@ func (s *Store) writeThreads(ctx context.Context, parts []*part) error {
 				continue
 			}
 			g.Go(func() error {
-				q := s.session.Query(insertOf, c.CrawlerID, c.ID, c.ThreadID).WithContext(gctx).Idempotent(true)
+				q := s.session.Query(insertOf, c.CrawlerID, c.ID, c.ThreadID, ttlSeconds(c, now)).WithContext(gctx).Idempotent(true)
 				err := q.Exec()
 				q.Release()
 				return err

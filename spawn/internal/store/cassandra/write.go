@@ -17,10 +17,30 @@ import (
 // Write stores every comment, or returns an error after which the caller
 // retries the whole batch (rewrites overwrite, so retries are harmless).
 func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
-	if len(comments) == 0 {
+	parts := partition(keepable(comments, time.Now()))
+	if len(parts) == 0 {
 		return nil
 	}
-	return s.writeParts(ctx, partition(comments), len(comments))
+	n := 0
+	for _, p := range parts {
+		n += len(p.rows)
+	}
+	if err := s.writeParts(ctx, parts, n); err != nil {
+		return err
+	}
+	_, err := s.settle(ctx, parts)
+	return err
+}
+
+// keepable leaves out the comments already past their retention: they
+// are not stored (nor counted).
+func keepable(comments []api.Comment, now time.Time) []api.Comment {
+	for i := range comments {
+		if store.TTLFor(&comments[i], now) < 0 {
+			return slices.DeleteFunc(slices.Clone(comments), func(c api.Comment) bool { return store.TTLFor(&c, now) < 0 })
+		}
+	}
+	return comments
 }
 
 // writeParts writes n comments grouped by partition.
@@ -37,6 +57,9 @@ func (s *Store) writeParts(ctx context.Context, parts []*part, n int) error {
 	}
 	if err == nil {
 		err = s.writeThreads(ctx, parts) // comments_by_thread, see threads.go
+	}
+	if err == nil {
+		err = s.writeIndexes(ctx, parts, time.Now()) // see retract.go
 	}
 	if err != nil {
 		return fmt.Errorf("cassandra: write %d comments: %w", n, err)
@@ -127,12 +150,17 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 		return fresh, fmt.Errorf("cassandra: read %d comment keys: %w", len(comments), err)
 	}
 	candidates := make(map[rowKey]bool, len(comments))
+	now := time.Now()
 	s.mu.Lock()
 	for i := range comments {
 		c := &comments[i]
 		k := rowKey{partKey{c.CrawlerID, utcDay(c.PublishedAt).Unix()}, c.PublishedAt.UnixMilli(), c.ID}
 		if _, seen := candidates[k]; seen {
 			continue // the same comment twice in one batch counts once
+		}
+		if store.TTLFor(c, now) < 0 {
+			candidates[k] = false // past its retention: not stored
+			continue
 		}
 		_, retried := s.unsettled[k]
 		isNew := retried || !held[k]
@@ -174,6 +202,20 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 		delete(s.unsettled, k)
 	}
 	s.mu.Unlock()
+	// A removal that ran while the batch was written: what it covers is
+	// deleted again and was not stored.
+	gone, err := s.settle(ctx, toWrite)
+	if err != nil {
+		return fresh, fmt.Errorf("cassandra: check %d comments against tombstones: %w", n, err)
+	}
+	if len(gone) > 0 {
+		for i := range comments {
+			c := &comments[i]
+			if gone[rowKey{partKey{c.CrawlerID, utcDay(c.PublishedAt).Unix()}, c.PublishedAt.UnixMilli(), c.ID}] {
+				fresh[i] = false
+			}
+		}
+	}
 	return fresh, nil
 }
 
@@ -303,7 +345,7 @@ func (s *Store) commentArgs(c *api.Comment, day time.Time) []any {
 		n, q := c.NodeID, int64(c.IncSeq)
 		node, seq = &n, &q
 	}
-	return append([]any{c.CrawlerID, day, ms(c.PublishedAt), c.ID, c.ThreadID, node, seq}, bodyArgs(c)...)
+	return append(append([]any{c.CrawlerID, day, ms(c.PublishedAt), c.ID, c.ThreadID, node, seq}, bodyArgs(c)...), ttlSeconds(c, time.Now()))
 }
 
 // engagementArgs binds a comment's reposts and likes: unset when its

@@ -85,6 +85,9 @@ func (s *Store) amendCrawler(id int64, days map[string]map[string]store.Amendmen
 		return err
 	}
 	defer unlock()
+	if err := c.refresh(dir); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(days))
 	for name := range days {
 		names = append(names, name)
@@ -101,10 +104,12 @@ func (s *Store) amendCrawler(id int64, days map[string]map[string]store.Amendmen
 			// The file was replaced: its index restarts from the new
 			// file (amendments never add or remove ids).
 			c.indexed[name] = size
-			c.inodes[name] = inode(filepath.Join(dir, name))
 		}
 	}
 	if rewrote {
+		if err := c.rewrote(dir); err != nil {
+			return err
+		}
 		return syncDir(dir)
 	}
 	return nil
@@ -115,6 +120,21 @@ func (s *Store) amendCrawler(id int64, days map[string]map[string]store.Amendmen
 // the comments, is left alone. It returns the new size and whether the
 // file was rewritten.
 func amendFile(path string, byID map[string]store.Amendment) (int64, bool, error) {
+	return rewriteDay(path, func(line []byte) ([]byte, bool) {
+		amended, ok := amendLine(line, byID)
+		return amended, ok
+	})
+}
+
+// rewriteDay rewrites a day file line by line: edit gets each whole line
+// (trimmed) and says what becomes of it: kept as it is (changed false),
+// dropped (nil, true) or replaced (out, true). The new content goes to a
+// temporary file in the same directory, is fsynced, then renamed over the
+// old file, so a crash at any point leaves the old file or the new one
+// whole, never a mix, and loses no other line. A missing file, or one
+// edit leaves as it is, is not rewritten. It returns the new size and
+// whether the file was rewritten. The caller holds the crawler's locks.
+func rewriteDay(path string, edit func(line []byte) ([]byte, bool)) (int64, bool, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
@@ -136,14 +156,21 @@ func amendFile(path string, byID map[string]store.Amendment) (int64, bool, error
 		i := bytes.IndexByte(rest, '\n')
 		line := rest[:i+1]
 		rest = rest[i+1:]
-		amended, ok := amendLine(bytes.TrimSpace(line), byID)
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) == 0 {
+			out.Write(line)
+			continue
+		}
+		repl, ok := edit(trimmed)
 		if !ok {
 			out.Write(line)
 			continue
 		}
 		changed = true
-		out.Write(amended)
-		out.WriteByte('\n')
+		if repl != nil {
+			out.Write(repl)
+			out.WriteByte('\n')
+		}
 	}
 	if !changed {
 		return 0, false, nil

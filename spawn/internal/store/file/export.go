@@ -20,12 +20,22 @@ import (
 
 var _ store.Exporter = (*Store)(nil)
 
-// cursor is where an export goes on: a day file and the byte offset of the
-// next line to read in it.
+// cursor is where an export goes on: a day file, the byte offset of the
+// next line to read in it, and the ids of the last lines read (newest
+// first). The offset is trusted only when the line that ends there is
+// still the last one read: a day file rewritten since (an amendment, an
+// edit, a removal) has other offsets, and the export then finds its place
+// again by those ids, which a rewrite keeps in order, rather than starting
+// mid-line or past lines not yet read.
 type cursor struct {
-	Day    string `json:"d"`
-	Offset int64  `json:"o"`
+	Day    string   `json:"d"`
+	Offset int64    `json:"o"`
+	Last   []string `json:"i,omitempty"`
 }
+
+// cursorIDs is how many of the last ids read a cursor keeps: the place is
+// lost only if all of them are removed between two pages.
+const cursorIDs = 4
 
 func (c cursor) encode() string {
 	b, _ := json.Marshal(c)
@@ -35,7 +45,7 @@ func (c cursor) encode() string {
 func decodeCursor(s string) (cursor, error) {
 	var c cursor
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.Offset < 0 {
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Offset < 0 || len(c.Last) > cursorIDs {
 		return cursor{}, fmt.Errorf("%w: %q", store.ErrCursor, s)
 	}
 	if _, err := time.Parse(dayLayout, c.Day); err != nil {
@@ -46,7 +56,9 @@ func decodeCursor(s string) (cursor, error) {
 
 // Export reads a crawler's comments day file by day file, oldest first, in
 // the order they were written. The cursor is the day and byte offset of the
-// next line, so a page costs one seek, not a rescan of what came before.
+// next line, so a page costs one seek, not a rescan of what came before;
+// only a day file rewritten since the cursor was made is read from its
+// start to find the place again.
 func (s *Store) Export(ctx context.Context, crawlerID int64, r store.Range, cur string, limit int) (store.Page, error) {
 	s.mu.Lock()
 	closed := s.closed
@@ -72,16 +84,16 @@ func (s *Store) Export(ctx context.Context, crawlerID int64, r store.Range, cur 
 		if day < at.Day || !dayInRange(day, r) {
 			continue
 		}
-		offset := int64(0)
+		from := place{}
 		if day == at.Day {
-			offset = at.Offset
+			from = place{offset: at.Offset, after: at.Last}
 		}
-		next, full, err := readPage(ctx, filepath.Join(dir, name), offset, r, limit, &page.Comments)
+		next, full, err := readPage(ctx, filepath.Join(dir, name), from, r, limit, s.tombs.coversNow, &page.Comments)
 		if err != nil {
 			return store.Page{}, err
 		}
 		if full {
-			page.Next = cursor{Day: day, Offset: next}.encode()
+			page.Next = cursor{Day: day, Offset: next.offset, Last: next.after}.encode()
 			return page, nil
 		}
 	}
@@ -108,24 +120,49 @@ func dayInRange(day string, r store.Range) bool {
 // errPageFull stops a scan once a page is full.
 var errPageFull = errors.New("file: page full")
 
-// readPage appends the comments in r of one day file, from offset, to out
-// until it holds limit. It returns the offset after the last line it read
-// and whether the page is full.
-func readPage(ctx context.Context, path string, offset int64, r store.Range, limit int, out *[]api.Comment) (int64, bool, error) {
+// place is where reading a day file goes on: the offset of the next line,
+// and the ids of the last lines read, newest first (to check the offset,
+// and to find the place in a rewritten file).
+type place struct {
+	offset int64
+	after  []string
+}
+
+// readPage appends the comments in r of one day file that no tombstone
+// covers (buried), from its place, to out until it holds limit. It returns the place after the last line it
+// read and whether the page is full.
+func readPage(ctx context.Context, path string, from place, r store.Range, limit int, buried func(*api.Comment) bool, out *[]api.Comment) (place, bool, error) {
 	if len(*out) >= limit {
-		return offset, true, nil
+		return from, true, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, false, fmt.Errorf("file: unable to open %s: %w", path, err)
+		return place{}, false, fmt.Errorf("file: unable to open %s: %w", path, err)
 	}
 	defer f.Close()
-	pos := offset
+	offset := from.offset
+	if len(from.after) > 0 {
+		still, err := lineEndsAt(f, path, offset, from.after[0])
+		if err != nil {
+			return place{}, false, err
+		}
+		if !still {
+			// Rewritten since: go on after the newest id still there.
+			if offset, err = seekAfter(f, path, from.after); err != nil {
+				return place{}, false, err
+			}
+		}
+	}
+	at := place{offset: offset, after: from.after}
 	err = scanFrom(f, path, offset, func(line []byte, end int64) error {
-		pos = end
+		at.offset = end
 		var c api.Comment
-		if json.Unmarshal(line, &c) != nil || !r.Contains(c.PublishedAt) {
+		if json.Unmarshal(line, &c) != nil {
 			return nil // a damaged line costs that comment, not the export
+		}
+		at.after = append([]string{c.ID}, at.after[:min(len(at.after), cursorIDs-1)]...)
+		if !r.Contains(c.PublishedAt) || buried(&c) {
+			return nil
 		}
 		*out = append(*out, c)
 		if len(*out) >= limit {
@@ -138,12 +175,72 @@ func readPage(ctx context.Context, path string, offset int64, r store.Range, lim
 	})
 	if errors.Is(err, errPageFull) {
 		// The page is full; it is complete only if nothing follows.
-		return pos, true, nil
+		return at, true, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return place{}, false, err
 	}
-	return pos, false, nil
+	return at, false, nil
+}
+
+// lineEndsAt reports whether the line of comment id ends just before
+// offset in f.
+func lineEndsAt(f *os.File, path string, offset int64, id string) (bool, error) {
+	if offset <= 0 {
+		return false, nil
+	}
+	var nl [1]byte
+	if _, err := f.ReadAt(nl[:], offset-1); err != nil || nl[0] != '\n' {
+		return false, nil // past the end, or mid-line: not where it was
+	}
+	start, err := lastNewline(f, offset-1)
+	if err != nil {
+		return false, err
+	}
+	if offset-start > maxLineBytes {
+		return false, nil
+	}
+	line := make([]byte, offset-1-start)
+	if _, err := f.ReadAt(line, start); err != nil {
+		return false, fmt.Errorf("file: unable to read %s: %w", path, err)
+	}
+	var head struct {
+		ID string `json:"id"`
+	}
+	return json.Unmarshal(line, &head) == nil && head.ID == id, nil
+}
+
+// seekAfter finds, in a rewritten day file, the offset just after the line
+// of the newest of ids (newest first) that it still holds; 0 when it holds
+// none of them (with no ids, the cursor pointed at the file's start).
+func seekAfter(f *os.File, path string, ids []string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	rank := make(map[string]int, len(ids))
+	for i, id := range ids {
+		rank[id] = i
+	}
+	best, bestRank := int64(0), len(ids)
+	err := scanFrom(f, path, 0, func(line []byte, end int64) error {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(line, &head) != nil {
+			return nil
+		}
+		if r, ok := rank[head.ID]; ok && r < bestRank {
+			best, bestRank = end, r
+			if r == 0 {
+				return errPageFull // the newest: nothing better to find
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return 0, err
+	}
+	return best, nil
 }
 
 // scanFrom calls fn with every whole line of f from offset on (trimmed) and

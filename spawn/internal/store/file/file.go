@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -87,6 +88,13 @@ func ParseURI(uri string) (string, error) {
 type Store struct {
 	dir string
 
+	// tombs are the tombstones every writer checks (tombstones.go).
+	tombs *tombstones
+	// id names the store (store.Retractor.ID).
+	id string
+	// dirty says a Bury left covered comments for Sweep.
+	dirty atomic.Bool
+
 	mu       sync.Mutex // guards the fields below
 	closed   bool
 	crawlers map[int64]*crawler
@@ -99,12 +107,50 @@ var _ store.Store = (*Store)(nil)
 // far each file has been read into it. mu serialises the crawler's writers
 // in this process; the directory flock serialises them across processes.
 type crawler struct {
-	mu      sync.Mutex
-	ids     map[string]struct{}
+	mu  sync.Mutex
+	ids map[string]string // comment id → the day file holding it
+	// authors are the comment ids of each author, by id and by lower-cased
+	// handle (entries of removed comments linger: ids is the truth).
+	authors map[string][]string
 	indexed map[string]int64 // file name → bytes indexed (up to a newline)
-	// inodes tell a file replaced by an amendment (Amend) from one that
-	// only grew: a replaced file is indexed again from its start.
-	inodes map[string]uint64
+	// gen is the directory's generation the index was built in (gen.go):
+	// a rewrite elsewhere bumps it, and the index is then built again.
+	gen uint64
+	// keep caches the day files' retention marks (retention.go).
+	keep map[string]int64
+}
+
+func newCrawler() *crawler {
+	return &crawler{ids: map[string]string{}, authors: map[string][]string{}, indexed: map[string]int64{}, keep: map[string]int64{}}
+}
+
+// noteAuthor indexes a comment under its author's id and handle.
+func (c *crawler) noteAuthor(id, author, authorID string) {
+	if authorID != "" {
+		c.authors[authorID] = append(c.authors[authorID], id)
+	}
+	if author != "" && author != authorID {
+		if l := strings.ToLower(author); l != authorID {
+			c.authors[l] = append(c.authors[l], id)
+		}
+	}
+}
+
+// reset empties the index, to be built again from the files.
+func (c *crawler) reset() {
+	c.ids, c.authors, c.indexed, c.keep, c.gen = map[string]string{}, map[string][]string{}, map[string]int64{}, map[string]int64{}, 0
+}
+
+// rewrote records a rewrite this index saw made (its caller updated the
+// index): the generation it bumped to.
+func (c *crawler) rewrote(dir string) error {
+	g, err := bumpGen(filepath.Join(dir, genName))
+	if err != nil {
+		c.reset()
+		return err
+	}
+	c.gen = g
+	return nil
 }
 
 // Open opens (creating) the store in dir and cuts any half-written final
@@ -113,7 +159,12 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, fmt.Errorf("file: unable to create %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, crawlers: map[int64]*crawler{}}
+	s := &Store{dir: dir, crawlers: map[int64]*crawler{}, tombs: newTombstones(dir)}
+	id, err := readStoreID(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.id = id
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("file: unable to read %s: %w", dir, err)
@@ -188,7 +239,7 @@ func (s *Store) crawler(id int64) (*crawler, error) {
 		s.lru = append(slices.Delete(s.lru, i, i+1), id)
 		return s.crawlers[id], nil
 	}
-	c := &crawler{ids: map[string]struct{}{}, indexed: map[string]int64{}, inodes: map[string]uint64{}}
+	c := newCrawler()
 	s.crawlers[id] = c
 	s.lru = append(s.lru, id)
 	if len(s.lru) > maxCachedCrawlers {
@@ -243,6 +294,9 @@ func (s *Store) writeCrawler(id int64, all []api.Comment, idx []int, fresh []boo
 		return err
 	}
 	if created {
+		if err := writeSource(dir, all[idx[0]].Source); err != nil {
+			return err
+		}
 		if err := syncDir(s.dir); err != nil {
 			return err
 		}
@@ -259,15 +313,27 @@ func (s *Store) writeCrawler(id int64, all []api.Comment, idx []int, fresh []boo
 	if err := c.refresh(dir); err != nil {
 		return err
 	}
+	// Read under the crawler's lock: a Bury appends its tombstones before
+	// it takes the lock to remove lines, so either this write sees the
+	// tombstone or the Bury sees the line.
+	buried, err := s.tombs.covers(all, idx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
 
 	byDay := map[string]*bytes.Buffer{}
-	var newIDs []string
+	keepUntil := map[string]int64{}
+	var newIDs, newDays []string
 	var newIdx []int
 	batch := map[string]bool{}
 	for _, i := range idx {
 		cm := all[i]
 		if _, dup := c.ids[cm.ID]; cm.ID != "" && (dup || batch[cm.ID]) {
 			continue
+		}
+		if buried[i] || store.TTLFor(&cm, now) < 0 {
+			continue // taken back, or already past its retention: not stored
 		}
 		line, err := json.Marshal(cm)
 		if err != nil {
@@ -283,7 +349,9 @@ func (s *Store) writeCrawler(id int64, all []api.Comment, idx []int, fresh []boo
 		buf.WriteByte('\n')
 		batch[cm.ID] = true
 		newIDs = append(newIDs, cm.ID)
+		newDays = append(newDays, name)
 		newIdx = append(newIdx, i)
+		keepUntil[name] = mergeKeep(keepUntil, name, keepMark(&cm))
 	}
 	names := make([]string, 0, len(byDay))
 	for name := range byDay {
@@ -293,23 +361,28 @@ func (s *Store) writeCrawler(id int64, all []api.Comment, idx []int, fresh []boo
 	createdFile := false
 	for _, name := range names {
 		path := filepath.Join(dir, name)
+		// The retention mark goes first: a mark that keeps the day longer
+		// than its lines need is harmless, lines the mark does not cover
+		// would be dropped too early.
+		if err := c.raiseKeep(dir, name, keepUntil[name]); err != nil {
+			return err
+		}
 		size, fresh, err := appendLines(path, byDay[name].Bytes())
 		if err != nil {
 			return err
 		}
 		createdFile = createdFile || fresh
 		c.indexed[name] = size
-		if fresh {
-			c.inodes[name] = inode(path)
-		}
 	}
 	if createdFile {
 		if err := syncDir(dir); err != nil {
 			return err
 		}
 	}
-	for _, cid := range newIDs {
-		c.ids[cid] = struct{}{}
+	for k, cid := range newIDs {
+		c.ids[cid] = newDays[k]
+		cm := &all[newIdx[k]]
+		c.noteAuthor(cid, cm.Author, cm.AuthorID)
 	}
 	for _, i := range newIdx {
 		fresh[i] = true
@@ -392,9 +465,23 @@ func lastNewline(f *os.File, size int64) (int64, error) {
 // refresh brings the crawler's index up to date with its files: the first
 // time by reading them all, then by reading what was appended since.
 func (c *crawler) refresh(dir string) error {
+	gen, err := readGen(filepath.Join(dir, genName))
+	if err != nil {
+		return err
+	}
+	if gen != c.gen {
+		// Rewritten elsewhere since: build the index again.
+		c.reset()
+		c.gen = gen
+	}
 	names, err := dayFiles(dir)
 	if err != nil {
 		return err
+	}
+	for name := range c.indexed {
+		if _, ok := slices.BinarySearch(names, name); !ok {
+			c.forgetDay(name) // dropped past its retention
+		}
 	}
 	for _, name := range names {
 		path := filepath.Join(dir, name)
@@ -403,15 +490,10 @@ func (c *crawler) refresh(dir string) error {
 			return fmt.Errorf("file: unable to stat %s: %w", path, err)
 		}
 		off := c.indexed[name]
-		if ino := inodeOf(info); ino != c.inodes[name] {
-			// Replaced by an amendment (here or in another process):
-			// read it again from the start. Its ids are the old ones.
-			off = 0
-			c.inodes[name] = ino
-		}
 		if info.Size() < off {
 			// The file shrank under us (edited by hand?): start over.
-			c.ids, c.indexed, c.inodes = map[string]struct{}{}, map[string]int64{}, map[string]uint64{}
+			c.reset()
+			c.gen = gen
 			return c.refresh(dir)
 		}
 		if info.Size() == off {
@@ -419,10 +501,13 @@ func (c *crawler) refresh(dir string) error {
 		}
 		n, err := scanLines(path, off, func(line []byte) {
 			var head struct {
-				ID string `json:"id"`
+				ID       string `json:"id"`
+				Author   string `json:"author"`
+				AuthorID string `json:"author_id"`
 			}
 			if json.Unmarshal(line, &head) == nil && head.ID != "" {
-				c.ids[head.ID] = struct{}{}
+				c.ids[head.ID] = name
+				c.noteAuthor(head.ID, head.Author, head.AuthorID)
 			}
 		})
 		if err != nil {
@@ -431,6 +516,17 @@ func (c *crawler) refresh(dir string) error {
 		c.indexed[name] = off + n
 	}
 	return nil
+}
+
+// forgetDay drops from the index the ids of a day file that was replaced
+// or removed.
+func (c *crawler) forgetDay(name string) {
+	for id, day := range c.ids {
+		if day == name {
+			delete(c.ids, id)
+		}
+	}
+	delete(c.indexed, name)
 }
 
 // scanLines calls fn with every complete line of a file from offset on and
@@ -501,8 +597,8 @@ func (s *Store) Recent(ctx context.Context, crawlerID int64, n int) ([]api.Comme
 		var day []api.Comment
 		_, err := scanLines(filepath.Join(dir, name), 0, func(line []byte) {
 			var c api.Comment
-			if json.Unmarshal(line, &c) != nil || seen[c.ID] {
-				return // a damaged line costs that comment, not the answer
+			if json.Unmarshal(line, &c) != nil || seen[c.ID] || s.tombs.coversNow(&c) {
+				return // a damaged line costs that comment, not the answer; a buried one is not shown
 			}
 			seen[c.ID] = true
 			day = append(day, c)
@@ -561,13 +657,19 @@ func mkdir(dir string) (bool, error) {
 }
 
 // lockDir takes an exclusive flock on a directory and returns its release.
-func lockDir(dir string) (func(), error) {
+func lockDir(dir string) (func(), error) { return flockDir(dir, syscall.LOCK_EX) }
+
+// lockDirShared takes a shared flock on a directory: readers that must not
+// see a rewrite half done take it, writers the exclusive one.
+func lockDirShared(dir string) (func(), error) { return flockDir(dir, syscall.LOCK_SH) }
+
+func flockDir(dir string, how int) (func(), error) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("file: unable to open %s: %w", dir, err)
 	}
 	for {
-		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
+		err = syscall.Flock(int(d.Fd()), how)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}

@@ -36,7 +36,7 @@ func (s *Store) Thread(ctx context.Context, crawlerID int64, commentID string) (
 			stop := false
 			_, err := scanLines(filepath.Join(dir, name), 0, func(line []byte) {
 				var c api.Comment
-				if stop || json.Unmarshal(line, &c) != nil {
+				if stop || json.Unmarshal(line, &c) != nil || s.tombs.coversNow(&c) {
 					return
 				}
 				stop = fn(&c)
