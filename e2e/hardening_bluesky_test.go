@@ -47,13 +47,13 @@ func startBlueskyProcs(t *testing.T) *blueskyProcs {
 	p.startJetstream()
 	av := appview.Start(t)
 	hubAddr := testkit.FreeAddr(t)
-	p.env = []string{"BW_NODE_TOKEN=bsky-node", "BW_ADMIN_TOKEN=bsky-admin"}
+	p.env = []string{"BW_NODE_TOKEN=" + clustertest.NodeToken, "BW_ADMIN_TOKEN=" + clustertest.AdminToken}
 	p.hubArgs = []string{"--listen", hubAddr, "--db", "sqlite://" + p.dbPath(), "--poll-interval", "200ms", "--orphan-after", "2s", "--detach-after", "3s"}
 	p.spawnArg = []string{"--hub", "http://" + hubAddr, "--store", "file://" + filepath.Join(p.dir, "data"),
 		"--bluesky-jetstream-url", "ws://" + p.jsAddr + jetstream.SubscribePath, "--bluesky-appview-url", av.URL()}
 	p.hub = startProc(t, p.env, filepath.Join(p.bin, "hub"), p.hubArgs...)
 	p.spawn = startProc(t, p.env, filepath.Join(p.bin, "spawn"), p.spawnArg...)
-	p.client = api.NewClient("http://"+hubAddr, "bsky-admin", nil)
+	p.client = api.NewClient("http://"+hubAddr, clustertest.AdminToken, nil)
 	return p
 }
 
