@@ -104,7 +104,7 @@ func BenchmarkForgetAuthor(b *testing.B) {
 				ops++
 				// The forget tombstone would keep the author's comments
 				// of the next op out: let it go.
-				if err := s.session.Query(`TRUNCATE `+forgetKeyspace+`.tombstones`).Exec(); err != nil {
+				if err := s.session.Query(`TRUNCATE ` + forgetKeyspace + `.tombstones`).Exec(); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
