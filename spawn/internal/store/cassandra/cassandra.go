@@ -55,7 +55,7 @@ type Store struct {
 	inFlight int
 	// id names the keyspace's store (store.Retractor.ID).
 	id string
-	// indexRowsRead counts the index rows removals read (retract.go), for
+	// indexRowsRead counts the index rows removals read (indexes.go), for
 	// the benchmark that shows they read no more than they remove.
 	indexRowsRead atomic.Int64
 

@@ -59,7 +59,7 @@ func (s *Store) writeParts(ctx context.Context, parts []*part, n int) error {
 		err = s.writeThreads(ctx, parts) // comments_by_thread, see threads.go
 	}
 	if err == nil {
-		err = s.writeIndexes(ctx, parts, time.Now()) // see retract.go
+		err = s.writeIndexes(ctx, parts, time.Now()) // see indexes.go
 	}
 	if err != nil {
 		return fmt.Errorf("cassandra: write %d comments: %w", n, err)

@@ -5,14 +5,12 @@
 package file
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -102,56 +99,6 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
-
-// crawler is one crawler's index: the comment ids its files hold, and how
-// far each file has been read into it. mu serialises the crawler's writers
-// in this process; the directory flock serialises them across processes.
-type crawler struct {
-	mu  sync.Mutex
-	ids map[string]string // comment id → the day file holding it
-	// authors are the comment ids of each author, by id and by lower-cased
-	// handle (entries of removed comments linger: ids is the truth).
-	authors map[string][]string
-	indexed map[string]int64 // file name → bytes indexed (up to a newline)
-	// gen is the directory's generation the index was built in (gen.go):
-	// a rewrite elsewhere bumps it, and the index is then built again.
-	gen uint64
-	// keep caches the day files' retention marks (retention.go).
-	keep map[string]int64
-}
-
-func newCrawler() *crawler {
-	return &crawler{ids: map[string]string{}, authors: map[string][]string{}, indexed: map[string]int64{}, keep: map[string]int64{}}
-}
-
-// noteAuthor indexes a comment under its author's id and handle.
-func (c *crawler) noteAuthor(id, author, authorID string) {
-	if authorID != "" {
-		c.authors[authorID] = append(c.authors[authorID], id)
-	}
-	if author != "" && author != authorID {
-		if l := strings.ToLower(author); l != authorID {
-			c.authors[l] = append(c.authors[l], id)
-		}
-	}
-}
-
-// reset empties the index, to be built again from the files.
-func (c *crawler) reset() {
-	c.ids, c.authors, c.indexed, c.keep, c.gen = map[string]string{}, map[string][]string{}, map[string]int64{}, map[string]int64{}, 0
-}
-
-// rewrote records a rewrite this index saw made (its caller updated the
-// index): the generation it bumped to.
-func (c *crawler) rewrote(dir string) error {
-	g, err := bumpGen(filepath.Join(dir, genName))
-	if err != nil {
-		c.reset()
-		return err
-	}
-	c.gen = g
-	return nil
-}
 
 // Open opens (creating) the store in dir and cuts any half-written final
 // line a crash left behind.
@@ -390,186 +337,6 @@ func (s *Store) writeCrawler(id int64, all []api.Comment, idx []int, fresh []boo
 	return nil
 }
 
-// appendLines appends data (whole lines) to a file with one write on an
-// O_APPEND descriptor and fsyncs it. A partial final line left by a crash
-// is cut first; a failed write is cut back, so the file holds the lines
-// whole or not at all. The caller holds the directory lock. It returns the
-// file's new size and whether the file was created.
-func appendLines(path string, data []byte) (int64, bool, error) {
-	_, statErr := os.Stat(path)
-	// Read access lets cutPartialLine look at the tail; writes still
-	// land at the end, whatever the offset.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, filePerm)
-	if err != nil {
-		return 0, false, fmt.Errorf("file: unable to open %s: %w", path, err)
-	}
-	defer f.Close()
-	size, err := cutPartialLine(f)
-	if err != nil {
-		return 0, false, err
-	}
-	if _, err := f.Write(data); err != nil {
-		// Take back whatever part of the write landed.
-		_ = f.Truncate(size)
-		return 0, false, fmt.Errorf("file: unable to write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Truncate(size)
-		return 0, false, fmt.Errorf("file: unable to sync %s: %w", path, err)
-	}
-	return size + int64(len(data)), errors.Is(statErr, os.ErrNotExist), nil
-}
-
-// cutPartialLine truncates f after its last newline and returns the new
-// size. f must be open for reading and writing.
-func cutPartialLine(f *os.File) (int64, error) {
-	info, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("file: unable to stat %s: %w", f.Name(), err)
-	}
-	size := info.Size()
-	end, err := lastNewline(f, size)
-	if err != nil {
-		return 0, err
-	}
-	if end == size {
-		return size, nil
-	}
-	if err := f.Truncate(end); err != nil {
-		return 0, fmt.Errorf("file: unable to cut the partial line of %s: %w", f.Name(), err)
-	}
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("file: unable to sync %s: %w", f.Name(), err)
-	}
-	return end, nil
-}
-
-// lastNewline returns the offset just past the last '\n' among the first
-// size bytes of the file (0 when there is none), reading backwards.
-func lastNewline(f *os.File, size int64) (int64, error) {
-	buf := make([]byte, tailChunk)
-	for end := size; end > 0; {
-		start := max(end-tailChunk, 0)
-		n, err := f.ReadAt(buf[:end-start], start)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("file: unable to read %s: %w", f.Name(), err)
-		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			return start + int64(i) + 1, nil
-		}
-		end = start
-	}
-	return 0, nil
-}
-
-// refresh brings the crawler's index up to date with its files: the first
-// time by reading them all, then by reading what was appended since.
-func (c *crawler) refresh(dir string) error {
-	gen, err := readGen(filepath.Join(dir, genName))
-	if err != nil {
-		return err
-	}
-	if gen != c.gen {
-		// Rewritten elsewhere since: build the index again.
-		c.reset()
-		c.gen = gen
-	}
-	names, err := dayFiles(dir)
-	if err != nil {
-		return err
-	}
-	for name := range c.indexed {
-		if _, ok := slices.BinarySearch(names, name); !ok {
-			c.forgetDay(name) // dropped past its retention
-		}
-	}
-	for _, name := range names {
-		path := filepath.Join(dir, name)
-		info, err := os.Stat(path)
-		if err != nil {
-			return fmt.Errorf("file: unable to stat %s: %w", path, err)
-		}
-		off := c.indexed[name]
-		if info.Size() < off {
-			// The file shrank under us (edited by hand?): start over.
-			c.reset()
-			c.gen = gen
-			return c.refresh(dir)
-		}
-		if info.Size() == off {
-			continue
-		}
-		n, err := scanLines(path, off, func(line []byte) {
-			var head struct {
-				ID       string `json:"id"`
-				Author   string `json:"author"`
-				AuthorID string `json:"author_id"`
-			}
-			if json.Unmarshal(line, &head) == nil && head.ID != "" {
-				c.ids[head.ID] = name
-				c.noteAuthor(head.ID, head.Author, head.AuthorID)
-			}
-		})
-		if err != nil {
-			return err
-		}
-		c.indexed[name] = off + n
-	}
-	return nil
-}
-
-// forgetDay drops from the index the ids of a day file that was replaced
-// or removed.
-func (c *crawler) forgetDay(name string) {
-	for id, day := range c.ids {
-		if day == name {
-			delete(c.ids, id)
-		}
-	}
-	delete(c.indexed, name)
-}
-
-// scanLines calls fn with every complete line of a file from offset on and
-// returns how many bytes the complete lines took. A final line without its
-// newline is left out: it is a write in progress or a crash's remains.
-func scanLines(path string, offset int64, fn func(line []byte)) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("file: unable to open %s: %w", path, err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("file: unable to seek %s: %w", path, err)
-	}
-	r := bufio.NewReaderSize(f, 64<<10)
-	var n int64
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: gather it whole.
-			full := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) && len(full) <= maxLineBytes {
-				line, err = r.ReadSlice('\n')
-				full = append(full, line...)
-			}
-			line = full
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return n, nil
-			}
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return n, fmt.Errorf("file: %s has a line longer than %d bytes at offset %d", path, maxLineBytes, offset+n)
-			}
-			return n, fmt.Errorf("file: unable to read %s: %w", path, err)
-		}
-		n += int64(len(line))
-		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			fn(trimmed)
-		}
-	}
-}
-
 // Recent returns up to n of a crawler's comments, newest published first,
 // reading day files from the newest day back until it has enough.
 func (s *Store) Recent(ctx context.Context, crawlerID int64, n int) ([]api.Comment, error) {
@@ -620,96 +387,4 @@ func (s *Store) Recent(ctx context.Context, crawlerID int64, n int) ([]api.Comme
 		}
 	}
 	return out, nil
-}
-
-// dayFiles lists a crawler directory's day files, oldest day first. A
-// missing directory has none.
-func dayFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("file: unable to read %s: %w", dir, err)
-	}
-	var names []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && dayFile.MatchString(e.Name()) {
-			if _, err := time.Parse(dayLayout, strings.TrimSuffix(e.Name(), fileExt)); err == nil {
-				names = append(names, e.Name())
-			}
-		}
-	}
-	slices.Sort(names)
-	return names, nil
-}
-
-// mkdir creates dir if needed and reports whether it did.
-func mkdir(dir string) (bool, error) {
-	err := os.Mkdir(dir, dirPerm)
-	if err == nil {
-		return true, nil
-	}
-	if errors.Is(err, os.ErrExist) {
-		return false, nil
-	}
-	return false, fmt.Errorf("file: unable to create %s: %w", dir, err)
-}
-
-// lockDir takes an exclusive flock on a directory and returns its release.
-func lockDir(dir string) (func(), error) { return flockDir(dir, syscall.LOCK_EX) }
-
-// lockDirShared takes a shared flock on a directory: readers that must not
-// see a rewrite half done take it, writers the exclusive one.
-func lockDirShared(dir string) (func(), error) { return flockDir(dir, syscall.LOCK_SH) }
-
-func flockDir(dir string, how int) (func(), error) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("file: unable to open %s: %w", dir, err)
-	}
-	for {
-		err = syscall.Flock(int(d.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("file: unable to lock %s: %w", dir, err)
-	}
-	return func() {
-		_ = syscall.Flock(int(d.Fd()), syscall.LOCK_UN)
-		d.Close()
-	}, nil
-}
-
-// inodeOf is a file's inode number, 0 when the system does not say.
-func inodeOf(info os.FileInfo) uint64 {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
-	}
-	return 0
-}
-
-// inode is the inode number of the file at path, 0 when unknown.
-func inode(path string) uint64 {
-	info, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return inodeOf(info)
-}
-
-// syncDir makes a directory's new entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("file: unable to open %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("file: unable to sync %s: %w", dir, err)
-	}
-	return nil
 }
