@@ -559,31 +559,28 @@ func (w *drainWorld) expectStoredOnce() {
 	w.t.Logf("%d crawlers, %d items published for them, each checked stored exactly once", len(crawlers), items)
 }
 
-// TestNoGaps_DrainBySIGTERM: the spawn holding the fleet's X stream, with
-// at least 10 crawlers of every source kind on it, is given SIGTERM while
-// items keep coming for every crawler. Sampled every 100 ms, every crawler
-// runs on some spawn throughout and the hub never shows one pending; the
-// spawn exits by itself within its drain budget; every item is stored
-// once for its crawler.
-func TestNoGaps_DrainBySIGTERM(t *testing.T) {
-	w := newDrainWorld(t)
+// loadedHolder starts two spawns, finds the one holding the fleet's X
+// stream, places at least 10 crawlers of every source kind on it and
+// publishes items for every crawler until stop is called, returning once
+// every crawler has stored some: the spawn to drain and the other.
+func (w *drainWorld) loadedHolder() (u api.User, holder string, drained, other *proc, stop func()) {
+	t := w.t
 	a := w.spawn(w.flags...)
 	b := w.spawn(w.flags...)
-	u := w.user()
+	u = w.user()
 	w.addCrawlers(u.ID, api.SourceTwitter, 1)
-	var holder string
 	testkit.WaitFor(t, noGapsWait, "the X stream held", func() bool {
 		c, err := w.client.GetCrawler(w.ctx, w.byKind[api.SourceTwitter][0].ID)
 		holder = c.Node
 		return err == nil && c.State == api.StateRunning && w.x.Connected()
 	})
-	victim, other := a, b
+	drained, other = a, b
 	if nodeIDOf(b) == holder {
-		victim, other = b, a
+		drained, other = b, a
 	}
 	on := w.placeOnNode(u.ID, holder, 10)
 	t.Logf("crawlers on the spawn to drain: %v (of %d in all)", on, len(w.all()))
-	stop := w.publishing(50 * time.Millisecond)
+	stop = w.publishing(50 * time.Millisecond)
 	testkit.WaitFor(t, noGapsWait, "items flowing to every kind", func() bool {
 		for _, c := range w.all() {
 			if len(storedIn(t, w.dataDir, c.ID)) == 0 {
@@ -592,6 +589,18 @@ func TestNoGaps_DrainBySIGTERM(t *testing.T) {
 		}
 		return true
 	})
+	return u, holder, drained, other, stop
+}
+
+// TestNoGaps_DrainBySIGTERM: the spawn holding the fleet's X stream, with
+// at least 10 crawlers of every source kind on it, is given SIGTERM while
+// items keep coming for every crawler. Sampled every 100 ms, every crawler
+// runs on some spawn throughout and the hub never shows one pending; the
+// spawn exits by itself within its drain budget; every item is stored
+// once for its crawler.
+func TestNoGaps_DrainBySIGTERM(t *testing.T) {
+	w := newDrainWorld(t)
+	_, _, victim, other, stop := w.loadedHolder()
 	nodes, err := w.client.ListNodes(w.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -645,31 +654,7 @@ func TestNoGaps_DrainBySIGTERM(t *testing.T) {
 // nothing left on it, and new crawlers go elsewhere.
 func TestNoGaps_DrainByBwctl(t *testing.T) {
 	w := newDrainWorld(t)
-	a := w.spawn(w.flags...)
-	b := w.spawn(w.flags...)
-	u := w.user()
-	w.addCrawlers(u.ID, api.SourceTwitter, 1)
-	var holder string
-	testkit.WaitFor(t, noGapsWait, "the X stream held", func() bool {
-		c, err := w.client.GetCrawler(w.ctx, w.byKind[api.SourceTwitter][0].ID)
-		holder = c.Node
-		return err == nil && c.State == api.StateRunning && w.x.Connected()
-	})
-	drained, other := a, b
-	if nodeIDOf(b) == holder {
-		drained, other = b, a
-	}
-	on := w.placeOnNode(u.ID, holder, 10)
-	t.Logf("crawlers on the spawn to drain: %v (of %d in all)", on, len(w.all()))
-	stop := w.publishing(50 * time.Millisecond)
-	testkit.WaitFor(t, noGapsWait, "items flowing to every kind", func() bool {
-		for _, c := range w.all() {
-			if len(storedIn(t, w.dataDir, c.ID)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	u, holder, drained, other, stop := w.loadedHolder()
 	nodes, err := w.client.ListNodes(w.ctx)
 	if err != nil {
 		t.Fatal(err)
