@@ -38,22 +38,32 @@ type exportCursor struct {
 	State []byte `json:"p,omitempty"`
 }
 
-func (c exportCursor) encode() string {
+func (c exportCursor) encode() string { return encodeCursor(c) }
+
+func decodeExportCursor(s string) (exportCursor, time.Time, error) {
+	var c exportCursor
+	day, err := decodeDayCursor(s, &c, &c.Day)
+	return c, day, err
+}
+
+// encodeCursor writes a cursor as base64url JSON.
+func encodeCursor(c any) string {
 	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeExportCursor(s string) (exportCursor, time.Time, error) {
-	var c exportCursor
+// decodeDayCursor reads s, written by encodeCursor, into c, and returns
+// the day partition *day (a field of c) names.
+func decodeDayCursor(s string, c any, day *string) (time.Time, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil {
-		return c, time.Time{}, fmt.Errorf("%w: %q", store.ErrCursor, s)
+	if err != nil || json.Unmarshal(b, c) != nil {
+		return time.Time{}, fmt.Errorf("%w: %q", store.ErrCursor, s)
 	}
-	day, err := time.Parse(exportDayLayout, c.Day)
+	d, err := time.Parse(exportDayLayout, *day)
 	if err != nil {
-		return c, time.Time{}, fmt.Errorf("%w: %q", store.ErrCursor, s)
+		return time.Time{}, fmt.Errorf("%w: %q", store.ErrCursor, s)
 	}
-	return c, day, nil
+	return d, nil
 }
 
 // Export reads a crawler's comments partition by partition, oldest day

@@ -2,8 +2,6 @@ package cassandra
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -37,22 +35,12 @@ type searchCursor struct {
 	ID    string `json:"i,omitempty"`
 }
 
-func (c searchCursor) encode() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (c searchCursor) encode() string { return encodeCursor(c) }
 
 func decodeSearchCursor(s string) (searchCursor, time.Time, error) {
 	var c searchCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil {
-		return c, time.Time{}, fmt.Errorf("%w: %q", store.ErrCursor, s)
-	}
-	day, err := time.Parse(exportDayLayout, c.Day)
-	if err != nil {
-		return c, time.Time{}, fmt.Errorf("%w: %q", store.ErrCursor, s)
-	}
-	return c, day, nil
+	day, err := decodeDayCursor(s, &c, &c.Day)
+	return c, day, err
 }
 
 // errSearchStop ends a search's read of a partition: its page is full, or
