@@ -70,6 +70,10 @@ type RegisterRequest struct {
 	// connection for the whole fleet (X API v2's filtered stream): the hub
 	// places every crawler of such a kind on one spawn that holds it.
 	FleetSources []string `json:"fleet_sources,omitempty"`
+	// Declared are the declarations of the kinds the spawn knows, offered
+	// or not (SourceInfo): the hub learns the kinds a spawn newer than it
+	// brings, and how this spawn configures the ones it knows.
+	Declared []SourceInfo `json:"declared,omitempty"`
 	// Detached says why the spawn detached before registering again (it
 	// dropped every subscriber); empty on its first registration.
 	Detached string `json:"detached,omitempty"`

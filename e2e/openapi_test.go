@@ -922,7 +922,7 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	hubProxy := v.proxy(t, c.Hub.URL())
 	// The first spawn holds X API v2 credentials, for the compliance runs.
 	x, xURL := xv2.Start(t, xv2.Options{BearerToken: "bearer"})
-	withX := func(cfg *spawnapp.Settings) { cfg.TwitterAPIURL, cfg.TwitterBearerToken = xURL, "bearer" }
+	withX := func(cfg *spawnapp.Settings) { cfg.Twitter.APIURL, cfg.Twitter.BearerToken = xURL, "bearer" }
 	spawns := []*spawnapp.Spawn{addValidatedSpawn(c, v, hubProxy.URL, withX), addValidatedSpawn(c, v, hubProxy.URL)}
 	ctx := c.Ctx
 	client := api.NewClient(c.Hub.URL(), clustertest.AdminToken, &http.Client{Transport: v.transport(http.DefaultTransport), Timeout: clustertest.WaitTimeout})

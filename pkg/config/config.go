@@ -36,7 +36,9 @@ type field struct {
 	name  string
 	env   string // environment variable; EnvName(name) unless tagged
 	usage string
-	v     reflect.Value
+	// secret marks a credential (tag secret:"true").
+	secret bool
+	v      reflect.Value
 }
 
 // Load fills cfg (a pointer to a tagged struct) from file, environment and
@@ -122,19 +124,57 @@ func fieldsOf(cfg any) ([]field, error) {
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return nil, errors.New("config: Load needs a pointer to a struct")
 	}
-	rv = rv.Elem()
-	var out []field
+	out := structFields(rv.Elem(), nil)
+	seen := make(map[string]bool, len(out))
+	for _, f := range out {
+		if seen[f.name] {
+			return nil, fmt.Errorf("config: flag %q is declared twice", f.name)
+		}
+		seen[f.name] = true
+	}
+	return out, nil
+}
+
+// structFields appends the tagged fields of a struct value, descending
+// into untagged fields that are structs themselves (embedded or named:
+// settings a program shares with another, or a source kind's own), in
+// declaration order.
+func structFields(rv reflect.Value, out []field) []field {
 	for i := 0; i < rv.NumField(); i++ {
 		sf := rv.Type().Field(i)
 		name := sf.Tag.Get("flag")
 		if name == "" {
+			if sf.Type.Kind() == reflect.Struct && sf.IsExported() && sf.Type != reflect.TypeOf(time.Time{}) {
+				out = structFields(rv.Field(i), out)
+			}
 			continue
 		}
 		env := sf.Tag.Get("env")
 		if env == "" {
 			env = EnvName(name)
 		}
-		out = append(out, field{name: name, env: env, usage: sf.Tag.Get("usage"), v: rv.Field(i)})
+		out = append(out, field{name: name, env: env, usage: sf.Tag.Get("usage"), secret: sf.Tag.Get("secret") == "true", v: rv.Field(i)})
+	}
+	return out
+}
+
+// Setting describes one setting of a struct, for documentation.
+type Setting struct {
+	Flag   string // without dashes
+	Env    string
+	Usage  string
+	Secret bool // tagged secret:"true": a credential, also read from Env_FILE
+}
+
+// Describe lists the settings a tagged struct (a pointer to it) declares.
+func Describe(cfg any) ([]Setting, error) {
+	fields, err := fieldsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Setting, len(fields))
+	for i, f := range fields {
+		out[i] = Setting{Flag: f.name, Env: f.env, Usage: f.usage, Secret: f.secret}
 	}
 	return out, nil
 }

@@ -166,7 +166,7 @@ func (c *Cluster) SpawnSettings() spawnapp.Settings {
 	cfg.Store = c.StoreURI
 	cfg.NodeToken = NodeToken
 	cfg.AllowTargets = []string{"127.0.0.0/8"}
-	cfg.FeedInterval = c.timings.FeedInterval
+	cfg.RSS.Interval = c.timings.FeedInterval
 	cfg.OrphanAfter = c.timings.OrphanAfter
 	cfg.DetachAfter = c.timings.DetachAfter
 	cfg.HubCA = c.ca

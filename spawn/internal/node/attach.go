@@ -145,7 +145,7 @@ func (n *Node) register(ctx context.Context) error {
 		complaint = n.attach.complaint
 	}
 	n.mu.Unlock()
-	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock(),
+	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.fleetSources(), Declared: n.declared(), Detached: detached, Clock: n.clock(),
 		LeaderUnreachable: complaint, Draining: draining}
 	req.Store, req.RetractionsApplied = n.storeFacts(ctx)
 	order := make([]string, 0, len(hubs)+1)

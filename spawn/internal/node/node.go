@@ -74,9 +74,10 @@ type Config struct {
 	// RetentionSweep is how often a store that drops comments past their
 	// retention itself is asked to; zero picks DefaultRetentionSweep.
 	RetentionSweep time.Duration
-	// Compliance checks stored X posts with X (compliance.go); nil when
-	// the spawn holds no X API v2 credentials.
-	Compliance ComplianceChecker
+	// Declared are the declarations of every kind in Sources, offered or
+	// not (source.Build): the node sends them at registration and asks
+	// them what it must know of a kind.
+	Declared []api.SourceInfo
 }
 
 // ErrStale marks a hub request older than one the spawn has already seen.
@@ -96,6 +97,8 @@ type Node struct {
 	deferred map[*dataSource]bool
 
 	cfg     Config
+	// infos are the declarations of the kinds (declare.go).
+	infos   *api.SourceRegistry
 	id      string
 	start   time.Time
 	logger  *slog.Logger
@@ -240,9 +243,10 @@ func New(cfg Config) (*Node, error) {
 
 		indexBuilder: buildIndex,
 	}
+	n.infos = declarations(cfg.Declared)
 	n.extractQ = newTermsQueue()
 	n.names = newAuthorNames(n.logger)
-	n.retracts = newRetractions(n.logger, n.metrics)
+	n.retracts = newRetractions(n.logger, n.metrics, func(kind string) time.Duration { return n.info(kind).TombstoneFor() })
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
 	n.writer.names = n.names
 	n.writer.edits = n.retracts

@@ -82,7 +82,7 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 	if err != nil {
 		return err
 	}
-	filter, err := filterOf(spec)
+	filter, err := filterOf(spec, n.info(spec.Source))
 	if err != nil {
 		return err
 	}
@@ -126,17 +126,17 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 	return nil
 }
 
-// filterOf is the query a subscriber's items must match: an rss crawler's
-// keyword filter (nil when it has none: every item of its feeds), every
-// other source's query. Both are in the query language, a list being the
-// OR of its terms.
-func filterOf(spec api.SubscriberSpec) (*query.Query, error) {
+// filterOf is the query a subscriber's items must match: the crawler's
+// keyword filter for a kind whose query is a list of URLs (nil when it
+// has none: every item of its feeds), the query itself for every other.
+// Both are in the query language, a list being the OR of its terms.
+func filterOf(spec api.SubscriberSpec, info api.SourceInfo) (*query.Query, error) {
 	terms := spec.Query
-	if spec.Source == api.SourceRSS {
+	if info.Query == api.QueryURLs {
 		terms = spec.Keywords
-	}
-	if len(terms) == 0 && spec.Source == api.SourceRSS {
-		return nil, nil
+		if len(terms) == 0 {
+			return nil, nil
+		}
 	}
 	q, err := query.ParseList(terms)
 	if err != nil {

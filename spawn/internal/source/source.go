@@ -207,41 +207,6 @@ func (r Registry) Offered() []string {
 	return out
 }
 
-// Scope is how far one connection of a source kind reaches, which decides
-// where the hub places the kind's crawlers.
-type Scope int
-
-const (
-	// ScopeQuery: one data source per query or feed (rss); crawlers are
-	// placed by query uuid, so equal queries share a node.
-	ScopeQuery Scope = iota
-	// ScopeNode: one connection per spawn carries every subscriber on it
-	// (twitter v1.1, stream, bluesky, mastodon); crawlers are still placed
-	// by query uuid, which spreads them over the spawns.
-	ScopeNode
-	// ScopeFleet: the service allows one connection for the whole fleet
-	// (X API v2's filtered stream); every crawler of the kind is placed on
-	// the one spawn holding it, and all move together if it goes.
-	ScopeFleet
-)
-
-// Scoped is implemented by a Kind whose connections reach further than one
-// query.
-type Scoped interface {
-	Scope() Scope
-}
-
-// FleetScoped lists, sorted, the offered kinds of ScopeFleet.
-func (r Registry) FleetScoped() []string {
-	var out []string
-	for _, name := range r.Offered() {
-		if s, ok := r[name].(Scoped); ok && s.Scope() == ScopeFleet {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 // Lookup returns the builder for a source kind.
 func (r Registry) Lookup(kind string) (Kind, error) {
 	k, ok := r[kind]

@@ -120,7 +120,7 @@ func interactionItem(in *interaction, now time.Time) (source.Item, error) {
 		}
 	}
 	return source.Item{
-		ID:          "ds:" + id,
+		ID:          IDPrefix + id,
 		Author:      author,
 		Text:        source.CapText(in.Content, maxTextBytes),
 		URL:         link,

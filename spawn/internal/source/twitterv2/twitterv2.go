@@ -246,9 +246,6 @@ func New(opts Options) (*Kind, error) {
 	return &Kind{opts: opts, rulesURL: base + rulesPath, streamURL: base + streamPath, searchURL: base + searchPath}, nil
 }
 
-// Scope is ScopeFleet: a project gets one filtered-stream connection for all
-// its spawns.
-func (k *Kind) Scope() source.Scope { return source.ScopeFleet }
 
 // Keys returns the spawn's one twitter key, after checking that the query
 // can be a rule of this app at all: expressible in X's syntax and no
