@@ -96,7 +96,7 @@ type Node struct {
 	// at the end of the batch being applied (guarded by mu; nil outside).
 	deferred map[*dataSource]bool
 
-	cfg     Config
+	cfg Config
 	// infos are the declarations of the kinds (declare.go).
 	infos   *api.SourceRegistry
 	id      string

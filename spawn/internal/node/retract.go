@@ -61,7 +61,7 @@ type retractions struct {
 	// lifetime is how long a tombstone of a kind keeps what it covers out
 	// of the store (api.SourceInfo.TombstoneLifetime).
 	lifetime func(kind string) time.Duration
-	wake   chan struct{}
+	wake     chan struct{}
 
 	applied   prometheus.Counter
 	removed   prometheus.Counter
@@ -238,7 +238,7 @@ func (r *retractions) awaitCatchUp(ctx context.Context) {
 
 func newRetractions(logger *slog.Logger, m *Metrics, lifetime func(kind string) time.Duration) *retractions {
 	return &retractions{
-		lifetime: lifetime,
+		lifetime:  lifetime,
 		logger:    logger,
 		wake:      make(chan struct{}, 1),
 		edits:     map[string]recentEdit{},

@@ -246,7 +246,6 @@ func New(opts Options) (*Kind, error) {
 	return &Kind{opts: opts, rulesURL: base + rulesPath, streamURL: base + streamPath, searchURL: base + searchPath}, nil
 }
 
-
 // Keys returns the spawn's one twitter key, after checking that the query
 // can be a rule of this app at all: expressible in X's syntax and no
 // longer than MaxRuleLength. Whether it finds room among the app's rules
