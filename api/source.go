@@ -218,16 +218,18 @@ var builtinSources = sync.OnceValue(func() []SourceInfo {
 })
 
 // BuiltinSources returns the declarations of the source kinds this build's
-// spawns carry, sorted by name. They are the source packages' own
+// spawns carry, in the order spawn/app lists them. They are the source packages' own
 // declarations, written to sources.json by spawn/app's tests
 // (TestSources_BuiltinDeclarationsAreCurrent), so that the hub and bwctl
 // know every kind before a spawn registers.
 func BuiltinSources() []SourceInfo { return slices.Clone(builtinSources()) }
 
 // SourceRegistry holds the declarations a hub or bwctl knows, by name: the
-// builtin ones, then what spawns declared when they registered (a spawn
-// newer than the hub may bring a kind, or configure one differently). It
-// is safe for concurrent use.
+// builtin ones, then the kinds spawns declared when they registered that
+// it did not know (a spawn newer than the hub may bring one). What a spawn
+// configures of a kind it shares with others (X over v1.1 is not
+// fleet-wide) travels with its registration, not here. It is safe for
+// concurrent use.
 type SourceRegistry struct {
 	mu     sync.RWMutex
 	byName map[string]SourceInfo
@@ -250,9 +252,9 @@ func (r *SourceRegistry) Lookup(name string) (SourceInfo, bool) {
 	return s, ok
 }
 
-// Learn records declarations a spawn sent, replacing those of the same
-// names, and reports whether anything changed. Invalid ones are skipped
-// and returned as an error.
+// Learn records the declarations a spawn sent of kinds the registry does
+// not hold, and reports whether it added any; a kind it holds keeps its
+// declaration. Invalid ones are skipped and returned as an error.
 func (r *SourceRegistry) Learn(infos []SourceInfo) (bool, error) {
 	var errs []string
 	changed := false
@@ -263,7 +265,7 @@ func (r *SourceRegistry) Learn(infos []SourceInfo) (bool, error) {
 			errs = append(errs, err.Error())
 			continue
 		}
-		if old, ok := r.byName[s.Name]; ok && sameSourceInfo(old, s) {
+		if _, ok := r.byName[s.Name]; ok {
 			continue
 		}
 		r.byName[s.Name] = s
@@ -273,12 +275,6 @@ func (r *SourceRegistry) Learn(infos []SourceInfo) (bool, error) {
 		return changed, fmt.Errorf("api: declarations skipped: %s", strings.Join(errs, "; "))
 	}
 	return changed, nil
-}
-
-func sameSourceInfo(a, b SourceInfo) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
 }
 
 // Names lists the known kinds, sorted.

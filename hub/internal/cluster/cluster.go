@@ -110,14 +110,21 @@ type Config struct {
 	// failed poll; zero picks DefaultProbeInterval, or half the poll
 	// interval when that is shorter.
 	ProbeInterval time.Duration
-	// ComplianceInterval is how often the leader checks the stored X
-	// posts with X's batch compliance API (compliance.go); zero never.
+	// ComplianceInterval is how often the leader checks the stored items
+	// of the kinds that declare a check with their services (X's batch
+	// compliance API; compliance.go); zero never.
 	ComplianceInterval time.Duration
+	// Sources are the declarations of the source kinds the hub knows;
+	// spawns add theirs when they register. Nil starts from the builtin
+	// ones (api.BuiltinSources).
+	Sources *api.SourceRegistry
 }
 
 // Hub is the control loop. Its methods are safe for concurrent use.
 type Hub struct {
-	cfg     Config
+	cfg Config
+	// sources are the kinds' declarations (sources.go).
+	sources *api.SourceRegistry
 	epoch   string
 	started time.Time
 	logger  *slog.Logger
@@ -349,8 +356,12 @@ func New(cfg Config) (*Hub, error) {
 	if cfg.ProbeInterval <= 0 {
 		cfg.ProbeInterval = min(DefaultProbeInterval, cfg.PollInterval/2)
 	}
+	if cfg.Sources == nil {
+		cfg.Sources = api.NewSourceRegistry(api.BuiltinSources()...)
+	}
 	return &Hub{
 		cfg:     cfg,
+		sources: cfg.Sources,
 		epoch:   cfg.Epoch,
 		started: time.Now(),
 		logger:  cfg.Logger.With("component", "hub"),

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,10 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	if len(req.Detached) > maxDetachReason {
 		return api.RegisterResponse{}, fmt.Errorf("%w: detached must be at most %d characters", ErrInvalid, maxDetachReason)
 	}
+	if len(req.Declared) > api.MaxSourcesDeclared || len(req.Sources) > api.MaxSourcesDeclared || len(req.FleetSources) > api.MaxSourcesDeclared {
+		return api.RegisterResponse{}, fmt.Errorf("%w: at most %d source kinds", ErrInvalid, api.MaxSourcesDeclared)
+	}
+	h.learnSources(req.NodeID, req.Declared)
 	// The log's end, read before the lock: the spawn catches up to it
 	// before it stores anything.
 	head, err := h.retractionHead(ctxOrBackground(h.ctx))
@@ -133,16 +138,37 @@ func (h *Hub) nodeBackLocked(n *node) {
 // spawn that names none offers every kind. Kinds this hub does not know are
 // ignored: no crawler can ask for them.
 func offeredSources(kinds []string) []string {
-	var out []string
-	for _, k := range api.Sources {
-		if len(kinds) == 0 || slices.Contains(kinds, k) {
-			out = append(out, k)
-		}
+	if len(kinds) == 0 {
+		return builtinSourceNames()
 	}
-	return out
+	out := slices.Clone(kinds)
+	slices.SortFunc(out, func(a, b string) int {
+		return cmp.Or(cmp.Compare(builtinRank(a), builtinRank(b)), strings.Compare(a, b))
+	})
+	return slices.Compact(out)
 }
 
-// fleetSources keeps the known kinds a spawn holds fleet-wide; unlike
+// builtinSourceNames are the kinds a spawn that names none offers (one
+// older than the source lists): every builtin kind, in the order the
+// spawn lists them, which is the order the hub shows kinds in.
+var builtinSourceNames = sync.OnceValue(func() []string {
+	var out []string
+	for _, s := range api.BuiltinSources() {
+		out = append(out, s.Name)
+	}
+	return out
+})
+
+// builtinRank is a kind's place among the builtin kinds; kinds a spawn
+// brought come after them.
+func builtinRank(kind string) int {
+	if i := slices.Index(builtinSourceNames(), kind); i >= 0 {
+		return i
+	}
+	return len(builtinSourceNames())
+}
+
+// fleetSources lists the kinds a spawn holds fleet-wide; unlike
 // offeredSources, none named means none.
 func fleetSources(kinds []string) []string {
 	if len(kinds) == 0 {
@@ -154,8 +180,9 @@ func fleetSources(kinds []string) []string {
 // routeTablesLocked builds a routing table per source kind over the nodes
 // (sorted ids) that offer it.
 func (h *Hub) routeTablesLocked(ids []string) map[string]RouteTable {
-	tables := make(map[string]RouteTable, len(api.Sources))
-	for _, kind := range api.Sources {
+	kinds := h.sources.Names()
+	tables := make(map[string]RouteTable, len(kinds))
+	for _, kind := range kinds {
 		offering := make([]string, 0, len(ids))
 		for _, id := range ids {
 			// A draining node takes nothing, and holds no fleet

@@ -147,9 +147,9 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 			spec.Cursor.Position = now.UnixMicro()
 		}
 	}
-	switch {
+	switch cursor := h.sourceInfo(r.Source).Cursor; {
 	case r.CreatedAt.IsZero():
-	case r.Source == api.SourceBluesky && r.CursorPos == 0:
+	case cursor == api.CursorLog && r.CursorPos == 0:
 		// A crawler of a replayable log that has counted nothing yet
 		// reads from its creation: a subscriber moved before its first
 		// count was reported (its node died) still misses nothing.
@@ -157,8 +157,8 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 			spec.Cursor = &api.Cursor{}
 		}
 		spec.Cursor.Position = r.CreatedAt.UnixMicro()
-	case (r.Source == api.SourceTwitter || r.Source == api.SourceMastodon) && spec.Cursor == nil:
-		// Likewise for the sources whose gaps are filled from history
+	case cursor == api.CursorHistory && spec.Cursor == nil:
+		// Likewise for the kinds whose gaps are filled from history
 		// (X recent search, Mastodon timelines): from its creation.
 		spec.Cursor = &api.Cursor{PublishedAt: r.CreatedAt.UTC()}
 	}
@@ -252,7 +252,7 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	if target == "" {
 		c.state, c.err = api.StatePending, "no spawn node is registered"
 		if anyNode {
-			c.err = fmt.Sprintf("no spawn node offers source %s (a spawn offers twitter and stream once their credentials are configured)", c.row.Source)
+			c.err = h.unofferedLocked(c.row.Source)
 		}
 		h.wantLocked(c, nil)
 		return

@@ -176,7 +176,7 @@ func (h *Hub) takeRetractions(ctx context.Context, n *node, resp api.PollRespons
 	var seqs []uint64
 	for _, r := range resp.Retractions {
 		seqs = append(seqs, r.Seq)
-		if r.Seq > logged && validRetraction(r) {
+		if r.Seq > logged && h.validRetraction(r) {
 			fresh = append(fresh, r)
 		}
 	}
@@ -192,8 +192,8 @@ func (h *Hub) takeRetractions(ctx context.Context, n *node, resp api.PollRespons
 }
 
 // validRetraction keeps out what no store could apply.
-func validRetraction(r api.Retraction) bool {
-	if !slices.Contains(api.Sources, r.Source) {
+func (h *Hub) validRetraction(r api.Retraction) bool {
+	if _, ok := h.sources.Lookup(r.Source); !ok {
 		return false
 	}
 	switch r.Op {
@@ -327,8 +327,8 @@ var ErrNoStore = errors.New("cluster: no live spawn can remove comments")
 func (h *Hub) Forget(ctx context.Context, source, author string) (api.ForgetResult, error) {
 	author = strings.TrimSpace(author)
 	switch {
-	case !slices.Contains(api.Sources, source):
-		return api.ForgetResult{}, fmt.Errorf("%w: unknown source %q (want one of %s)", ErrInvalid, source, strings.Join(api.Sources, ", "))
+	case !h.knownKind(source):
+		return api.ForgetResult{}, fmt.Errorf("%w: %w", ErrInvalid, h.sources.Unknown(source))
 	case author == "":
 		return api.ForgetResult{}, fmt.Errorf("%w: author is required (an author_id or a handle)", ErrInvalid)
 	case len(author) > maxAuthorBytes:

@@ -111,7 +111,7 @@ func (h *Hub) upsertCrawlerLocked(r sqlstore.Crawler) (*crawler, bool) {
 	usage := max(c.row.Usage, r.Usage)
 	ids := c.row.CursorIDs
 	if !ok || c.row.Version != r.Version || c.row.CommentLimit != r.CommentLimit || c.row.LimitReached != r.LimitReached || c.row.Enabled != r.Enabled {
-		r.Source = knownSource(r.Source)
+		r.Source = h.internSource(r.Source)
 		if r.QueryUUID != c.row.QueryUUID {
 			c.quuidState = quuidUnknown
 		}
@@ -189,11 +189,11 @@ func (h *Hub) forgetCrawlerLocked(c *crawler) {
 	}
 }
 
-// knownSource returns the constant equal to a source kind read from SQL, so
-// a million rows share a handful of strings.
-func knownSource(s string) string {
-	if i := slices.Index(api.Sources, s); i >= 0 {
-		return api.Sources[i]
+// internSource returns the declaration's name equal to a source kind read
+// from SQL, so a million rows share a handful of strings.
+func (h *Hub) internSource(s string) string {
+	if info, ok := h.sources.Lookup(s); ok {
+		return info.Name
 	}
 	return s
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -212,12 +211,13 @@ func (s *Store) SetLimitReached(ctx context.Context, id int64, reached bool) err
 	return nil
 }
 
-// validCrawler checks the fields the store relies on. The canonical form of
-// the query itself is pkg/query's business.
+// validCrawler checks the fields the store relies on. Which source kinds
+// exist is the declarations' business (the hub checks it), the canonical
+// form of the query pkg/query's.
 func validCrawler(c *Crawler) error {
 	switch {
-	case !slices.Contains(api.Sources, c.Source):
-		return fmt.Errorf("%w: unknown source %q (want one of %s)", ErrInvalid, c.Source, strings.Join(api.Sources, ", "))
+	case !validSourceName(c.Source):
+		return fmt.Errorf("%w: source %q is not a source kind's name", ErrInvalid, c.Source)
 	case strings.TrimSpace(c.Query.text()) == "":
 		return fmt.Errorf("%w: crawler query is empty", ErrInvalid)
 	case c.QueryUUID == "" || len(c.QueryUUID) > 36:
@@ -298,4 +298,10 @@ func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, er
 		return nil, fmt.Errorf("sqlstore: unable to create crawlers: %w", err)
 	}
 	return rows, nil
+}
+
+// validSourceName says whether s can name a source kind (api.SourceInfo):
+// 1 to 32 lowercase letters and digits.
+func validSourceName(s string) bool {
+	return (api.SourceInfo{Name: s, Query: api.QueryLanguage, Scope: api.ScopeNode, TombstoneLifetime: 1}).Validate() == nil
 }

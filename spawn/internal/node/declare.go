@@ -12,12 +12,12 @@ import (
 var defaultTombstoneLifetime = source.Days(8)
 
 // declarations returns the registry the node asks about kinds: the
-// builtin declarations, replaced by those the spawn was configured with.
+// spawn's own drivers' declarations (as configured here), then the
+// builtin ones for kinds it was not given (a test's node).
 func declarations(declared []api.SourceInfo) *api.SourceRegistry {
-	r := api.NewSourceRegistry(api.BuiltinSources()...)
-	// Declarations come from the spawn's own drivers, checked by
-	// source.Build: nothing to skip.
-	_, _ = r.Learn(declared)
+	r := api.NewSourceRegistry(declared...)
+	// The builtin declarations are checked when loaded: nothing to skip.
+	_, _ = r.Learn(api.BuiltinSources())
 	return r
 }
 

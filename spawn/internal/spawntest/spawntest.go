@@ -59,14 +59,15 @@ func (m *MemStore) Close() error { return nil }
 // WaitTimeout bounds every condition a source test waits for.
 const WaitTimeout = 10 * time.Second
 
-// Spec is a subscriber of source kind as the hub sends it: for rss, terms
-// are feed URLs and keywords a filter in the query language; for every
-// other kind, terms are a query in the language (a list is their OR). The
-// query is in canonical form with its query uuid.
+// Spec is a subscriber of source kind as the hub sends it: for a kind
+// whose query is a list of URLs (rss), terms are the URLs and keywords a
+// filter in the query language; for every other kind, terms are a query
+// in the language (a list is their OR). The query is in canonical form
+// with its query uuid.
 func Spec(kind string, id int64, keywords []string, terms ...string) api.SubscriberSpec {
 	s := api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: kind}
-	if kind == api.SourceRSS {
-		canon, err := query.Canonical(kind, terms)
+	if info, ok := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(kind); ok && info.Query == api.QueryURLs {
+		canon, err := query.URLs(terms)
 		if err != nil {
 			panic(err)
 		}

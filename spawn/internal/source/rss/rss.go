@@ -214,7 +214,7 @@ func New(opts Options) *Kind {
 // URLs are canonicalised first: "HTTP://Example.com:80/a" and
 // "http://example.com/a" are one feed.
 func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	urls, err := query.Canonical(api.SourceRSS, spec.Query)
+	urls, err := query.URLs(spec.Query)
 	if err != nil {
 		return nil, fmt.Errorf("rss: crawler %d: %w", spec.CrawlerID, err)
 	}

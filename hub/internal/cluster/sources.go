@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// Source kinds. The hub names none: what it must know of a kind — how a
+// crawler's query reads, what it carries across moves, whether one
+// connection serves the fleet, whether its stored items are checked with
+// its service — it asks the kind's declaration (api.SourceInfo). It starts
+// from the builtin declarations and learns from every spawn that
+// registers what the spawn declares: a kind a newer spawn brings, or how
+// a spawn configures a kind (X over v1.1 is not fleet-wide).
+
+// Sources returns the declarations the hub knows.
+func (h *Hub) Sources() *api.SourceRegistry { return h.sources }
+
+// learnSources records what a registering spawn declares.
+func (h *Hub) learnSources(nodeID string, declared []api.SourceInfo) {
+	changed, err := h.sources.Learn(declared)
+	if err != nil {
+		h.logger.Warn("spawn declared sources the hub cannot take", "node_id", short(nodeID), "err", err)
+	}
+	if changed {
+		h.logger.Info("source declarations learned from a spawn", "node_id", short(nodeID), "sources", len(declared))
+	}
+}
+
+// sourceInfo returns the declaration of a kind; a kind declared nowhere
+// reads as one in the query language that carries no cursor.
+func (h *Hub) sourceInfo(kind string) api.SourceInfo {
+	if s, ok := h.sources.Lookup(kind); ok {
+		return s
+	}
+	return api.SourceInfo{Name: kind, Query: api.QueryLanguage, Scope: api.ScopeNode}
+}
+
+// unofferedLocked says why no spawn runs a crawler of kind although spawns
+// are registered: the kind's declaration says what a spawn needs to offer
+// it.
+func (h *Hub) unofferedLocked(kind string) string {
+	msg := fmt.Sprintf("no spawn node offers source %s", kind)
+	if why := h.sourceInfo(kind).Unoffered; why != "" {
+		msg += " (" + why + ")"
+	}
+	return msg
+}
+
+// knownKind says whether a kind is declared.
+func (h *Hub) knownKind(kind string) bool {
+	_, ok := h.sources.Lookup(kind)
+	return ok
+}
