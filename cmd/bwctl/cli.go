@@ -181,7 +181,7 @@ func lookup(words []string) (*command, []string, error) {
 // declaration: the global flags and every command's. A name takes a value
 // in every command or in none (TestCommands_DeclarationsAreConsistent), so
 // a line can be split into words and flags before its command is known:
-// in `bwctl crawler --source rss add`, "rss" is --source's.
+// in `bwctl crawler --source S add`, "S" is --source's.
 var knownFlags = sync.OnceValue(func() map[string]*flagSpec {
 	known := map[string]*flagSpec{}
 	add := func(f *flagSpec) {

@@ -64,7 +64,7 @@ func newChanKind() *chanKind {
 	return &chanKind{started: map[string]int{}, feeds: map[string]chan []source.Item{}}
 }
 
-func (k *chanKind) Keys(spec api.SubscriberSpec) ([]string, error) { return spec.Query, nil }
+func (k *chanKind) Keys(sub source.Sub) ([]string, error) { return sub.Spec.Query, nil }
 
 func (k *chanKind) New(key string) (source.DataSource, error) {
 	k.mu.Lock()
@@ -123,7 +123,7 @@ func (s *chanSource) Err() error {
 	defer s.mu.Unlock()
 	return s.err
 }
-func (s *chanSource) SetSubscribers([]api.SubscriberSpec) {
+func (s *chanSource) SetSubscribers([]source.Sub) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sets++

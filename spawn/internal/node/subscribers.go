@@ -78,11 +78,12 @@ func (n *Node) upsertLocked(spec api.SubscriberSpec) error {
 	if err != nil {
 		return err
 	}
-	keys, err := kind.Keys(spec)
+	// The query is parsed here, once: the data sources get it parsed.
+	filter, err := filterOf(spec, n.info(spec.Source))
 	if err != nil {
 		return err
 	}
-	filter, err := filterOf(spec, n.info(spec.Source))
+	keys, err := kind.Keys(source.Sub{Spec: spec, Query: filter})
 	if err != nil {
 		return err
 	}
@@ -189,16 +190,16 @@ func (d *dataSource) refreshLocked() {
 	d.tellLocked()
 }
 
-// tellLocked hands the source its subscribers' specs and marks the keyword
-// index stale.
+// tellLocked hands the source its subscribers, their queries parsed, and
+// marks the keyword index stale.
 func (d *dataSource) tellLocked() {
-	specs := make([]api.SubscriberSpec, 0, len(d.subs))
+	subs := make([]source.Sub, 0, len(d.subs))
 	for _, s := range d.subs {
-		specs = append(specs, s.spec)
+		subs = append(subs, source.Sub{Spec: s.spec, Query: s.filter})
 	}
 	d.stale = true
 	d.gen++
-	d.ds.SetSubscribers(specs)
+	d.ds.SetSubscribers(subs)
 }
 
 // leaveLocked takes a subscriber off a data source, stopping the source when

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
 // ErrDegraded marks a data source error that is passing (a fetch or two
@@ -104,10 +105,41 @@ type DataSource interface {
 	Run(ctx context.Context, emit Emit)
 	// Err is the latest error, nil when the source is healthy.
 	Err() error
-	// SetSubscribers tells the source which subscriber specs currently use
-	// it, for sources whose request depends on them (a Twitter filter's
-	// track terms). Sources that do not care ignore it.
-	SetSubscribers(specs []api.SubscriberSpec)
+	// SetSubscribers tells the source which subscribers currently use it,
+	// for sources whose request depends on them (a Twitter filter's track
+	// terms). Sources that do not care ignore it.
+	SetSubscribers(subs []Sub)
+}
+
+// Sub is a subscriber as its data sources see it: the spec the hub sent,
+// and its query parsed once, when the subscriber reached the node, so no
+// source parses it again.
+type Sub struct {
+	Spec api.SubscriberSpec
+	// Query is the subscriber's query in the query language. For a kind
+	// whose query is a list of URLs (api.QueryURLs) it is the crawler's
+	// keyword filter, nil when it has none: the URLs are in Spec.Query.
+	Query *query.Query
+}
+
+// NewSub parses a spec of a kind whose query is in the language into a
+// Sub: what the node does when a subscriber arrives, for tests that hand
+// subscribers to a source themselves.
+func NewSub(spec api.SubscriberSpec) (Sub, error) {
+	q, err := query.ParseList(spec.Query)
+	if err != nil {
+		return Sub{}, fmt.Errorf("crawler %d: %w", spec.CrawlerID, err)
+	}
+	return Sub{Spec: spec, Query: q}, nil
+}
+
+// Specs returns the specs of subs.
+func Specs(subs []Sub) []api.SubscriberSpec {
+	out := make([]api.SubscriberSpec, len(subs))
+	for i, s := range subs {
+		out[i] = s.Spec
+	}
+	return out
 }
 
 // SubscriberErrors is implemented by a data source that subscribers of
@@ -163,7 +195,7 @@ type Retracter interface {
 type Kind interface {
 	// Keys names the data sources a subscriber needs, for example one per
 	// feed URL. Equal keys mean one shared data source on the node.
-	Keys(spec api.SubscriberSpec) ([]string, error)
+	Keys(sub Sub) ([]string, error)
 	// New creates the data source for a key returned by Keys.
 	New(key string) (DataSource, error)
 }
@@ -186,8 +218,8 @@ func Unconfigured(err error) Kind { return unconfigured{err: err} }
 
 type unconfigured struct{ err error }
 
-func (u unconfigured) Keys(spec api.SubscriberSpec) ([]string, error) {
-	return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, u.err)
+func (u unconfigured) Keys(sub Sub) ([]string, error) {
+	return nil, fmt.Errorf("crawler %d: %w", sub.Spec.CrawlerID, u.err)
 }
 
 func (u unconfigured) New(string) (DataSource, error) { return nil, u.err }

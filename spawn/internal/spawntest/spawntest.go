@@ -204,7 +204,7 @@ const runStopTimeout = 5 * time.Second
 func Start(t *testing.T, kind source.Kind, key string, specs ...api.SubscriberSpec) (source.DataSource, *Recorder) {
 	t.Helper()
 	for _, s := range specs {
-		keys, err := kind.Keys(s)
+		keys, err := kind.Keys(Sub(t, s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func Start(t *testing.T, kind source.Kind, key string, specs ...api.SubscriberSp
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds.SetSubscribers(specs)
+	ds.SetSubscribers(Subs(t, specs...))
 	rec := &Recorder{}
 	Run(t, ds, rec.Emit)
 	return ds, rec
@@ -240,4 +240,32 @@ func Run(t *testing.T, ds source.DataSource, emit source.Emit) {
 			t.Error("Run did not return after its context ended")
 		}
 	})
+}
+
+// Sub is spec as the node hands it to its data sources: its query parsed
+// once (for a kind whose query is URLs, its keyword filter; nil without
+// one).
+func Sub(tb testing.TB, spec api.SubscriberSpec) source.Sub {
+	tb.Helper()
+	terms := spec.Query
+	if info, ok := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(spec.Source); ok && info.Query == api.QueryURLs {
+		if terms = spec.Keywords; len(terms) == 0 {
+			return source.Sub{Spec: spec}
+		}
+	}
+	q, err := query.ParseList(terms)
+	if err != nil {
+		tb.Fatalf("crawler %d: %v", spec.CrawlerID, err)
+	}
+	return source.Sub{Spec: spec, Query: q}
+}
+
+// Subs is Sub of each spec.
+func Subs(tb testing.TB, specs ...api.SubscriberSpec) []source.Sub {
+	tb.Helper()
+	out := make([]source.Sub, len(specs))
+	for i, s := range specs {
+		out[i] = Sub(tb, s)
+	}
+	return out
 }

@@ -29,8 +29,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
 )
@@ -240,12 +238,12 @@ func New(opts Options) (*Kind, error) {
 }
 
 // Keys returns the node's one bluesky key after checking the query.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, err := query.ParseList(spec.Query); err != nil {
-		return nil, fmt.Errorf("bluesky: crawler %d: %w", spec.CrawlerID, err)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	if sub.Query == nil {
+		return nil, fmt.Errorf("bluesky: crawler %d: the query is empty", sub.Spec.CrawlerID)
 	}
-	if spec.QueryUUID == "" {
-		return nil, fmt.Errorf("bluesky: crawler %d: the subscriber has no query uuid", spec.CrawlerID)
+	if sub.Spec.QueryUUID == "" {
+		return nil, fmt.Errorf("bluesky: crawler %d: the subscriber has no query uuid", sub.Spec.CrawlerID)
 	}
 	return []string{Key}, nil
 }

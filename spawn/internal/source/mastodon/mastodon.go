@@ -21,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
@@ -274,9 +273,9 @@ func instanceURL(raw string) (*url.URL, error) {
 
 // Keys returns one key per configured instance after checking the query:
 // every subscriber reads every instance.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, _, err := needs(spec); err != nil {
-		return nil, fmt.Errorf("mastodon: crawler %d: %w", spec.CrawlerID, err)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	if _, _, err := needs(sub.Query); err != nil {
+		return nil, fmt.Errorf("mastodon: crawler %d: %w", sub.Spec.CrawlerID, err)
 	}
 	return slices.Clone(k.keys), nil
 }

@@ -26,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
@@ -179,12 +178,12 @@ func New(opts Options) (*Kind, error) {
 }
 
 // Keys returns the node's one stream key after checking the query.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, err := csdl(spec.Query); err != nil {
-		return nil, fmt.Errorf("stream: crawler %d: %w", spec.CrawlerID, err)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	if _, err := csdl(sub.Query); err != nil {
+		return nil, fmt.Errorf("stream: crawler %d: %w", sub.Spec.CrawlerID, err)
 	}
-	if spec.QueryUUID == "" {
-		return nil, fmt.Errorf("stream: crawler %d: the subscriber has no query uuid", spec.CrawlerID)
+	if sub.Spec.QueryUUID == "" {
+		return nil, fmt.Errorf("stream: crawler %d: the subscriber has no query uuid", sub.Spec.CrawlerID)
 	}
 	return []string{Key}, nil
 }

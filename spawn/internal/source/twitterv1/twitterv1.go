@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -278,9 +277,9 @@ func baseURL(what, raw string) (*url.URL, error) {
 
 // Keys returns the node's one twitter key, after checking that Twitter can
 // track every term the query needs.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, err := trackTerms(spec); err != nil {
-		return nil, fmt.Errorf("twitter: crawler %d: %w", spec.CrawlerID, err)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	if _, err := trackTerms(sub.Query); err != nil {
+		return nil, fmt.Errorf("twitter: crawler %d: %w", sub.Spec.CrawlerID, err)
 	}
 	return []string{Key}, nil
 }
@@ -288,10 +287,9 @@ func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
 // trackTerms compiles a subscriber's query to the widest track terms that
 // cover it: every tweet the query matches contains one of them, and the
 // node evaluates the whole query on what they bring.
-func trackTerms(spec api.SubscriberSpec) ([]string, error) {
-	q, err := query.ParseList(spec.Query)
-	if err != nil {
-		return nil, err
+func trackTerms(q *query.Query) ([]string, error) {
+	if q == nil {
+		return nil, errors.New("the query is empty")
 	}
 	terms, err := compileTrack(q)
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 )
@@ -250,10 +249,10 @@ func New(opts Options) (*Kind, error) {
 // can be a rule of this app at all: expressible in X's syntax and no
 // longer than MaxRuleLength. Whether it finds room among the app's rules
 // shows later, through ErrFor.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	w := compile(spec, k.opts.MaxRuleLength)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	w := compile(sub, k.opts.MaxRuleLength)
 	if w.err != nil {
-		return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, w.err)
+		return nil, fmt.Errorf("crawler %d: %w", sub.Spec.CrawlerID, w.err)
 	}
 	return []string{Key}, nil
 }
@@ -274,12 +273,12 @@ type wanted struct {
 }
 
 // compile turns a subscriber's query into its rule text.
-func compile(spec api.SubscriberSpec, maxLen int) wanted {
-	q, err := query.ParseList(spec.Query)
-	if err != nil {
-		return wanted{uuid: spec.QueryUUID, err: fmt.Errorf("twitter: %w", err)}
+func compile(sub source.Sub, maxLen int) wanted {
+	q := sub.Query
+	if q == nil {
+		return wanted{uuid: sub.Spec.QueryUUID, err: errors.New("twitter: the query is empty")}
 	}
-	w := wanted{uuid: spec.QueryUUID}
+	w := wanted{uuid: sub.Spec.QueryUUID}
 	if w.uuid == "" {
 		w.uuid = q.UUID(api.SourceTwitter).String()
 	}
