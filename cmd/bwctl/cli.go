@@ -14,7 +14,7 @@ import (
 // A verb and its flags are declared once, in the commands table: the
 // parser, each synopsis, the help and the bash completion all read the
 // declarations, so none of them can offer what another refuses. See
-// docs/contributing.md, "Adding a bwctl verb or flag".
+// docs/contributing/adding-a-bwctl-verb.md.
 
 // flagSpec declares one flag of a command, or a global flag.
 type flagSpec struct {

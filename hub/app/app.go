@@ -99,6 +99,9 @@ type Hub struct {
 	cfg     Settings
 	logger  *slog.Logger
 	store   *sqlstore.Store
+	// sources are the source kinds' declarations: the builtin ones and
+	// what spawns bring, kept across leadership terms.
+	sources *api.SourceRegistry
 	alerts  *alert.Service
 	router  cluster.Router
 	elector *leader.Elector
@@ -171,7 +174,9 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 		scheme = "https"
 		ln = tls.NewListener(ln, serverTLS)
 	}
-	h := &Hub{addr: ln.Addr().String(), cfg: cfg, logger: logger, store: store, router: router, nodeTLS: nodeTLS, hosts: hosts}
+	h := &Hub{addr: ln.Addr().String(), cfg: cfg, logger: logger, store: store, router: router, nodeTLS: nodeTLS, hosts: hosts,
+		sources: api.NewSourceRegistry(api.BuiltinSources()...)}
+	store.UseSources(h.sources)
 	acfg := alert.Config{Store: store, Logger: logger, Allow: allow, NodeToken: cfg.NodeToken, RetryMin: cfg.AlertRetryMin,
 		SMTP: alert.SMTP{Addr: cfg.SMTPServer, User: cfg.SMTPUser, Password: cfg.SMTPPassword, From: cfg.SMTPFrom, CAFile: cfg.SMTPCA}}
 	if nodeTLS != nil {
@@ -237,7 +242,7 @@ func (h *Hub) becomeLeader(t leader.Term) (*cluster.Hub, error) {
 		PollInterval: cfg.PollInterval, NodeFailures: cfg.NodeFailures,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Logger: h.logger,
 		Epoch: t.Epoch, URL: h.url, LeadershipDeadline: h.elector.Deadline, GrantsFrom: t.GrantsFrom(time.Now()),
-		ComplianceInterval: cfg.ComplianceInterval,
+		ComplianceInterval: cfg.ComplianceInterval, Sources: h.sources,
 	}
 	if h.nodeTLS != nil {
 		ccfg.HTTPClient = cluster.NodeHTTPClient(h.nodeTLS)

@@ -68,7 +68,7 @@ func (h *Hub) complianceLoop(ctx context.Context) {
 // checkedKinds lists, sorted, the kinds whose declaration has a check.
 func (h *Hub) checkedKinds() []string {
 	var out []string
-	for _, info := range h.sources.All() {
+	for _, info := range h.Sources().All() {
 		if info.Recheck > 0 {
 			out = append(out, info.Name)
 		}
@@ -90,7 +90,7 @@ func (h *Hub) RunCompliance(ctx context.Context, kind string) (api.ComplianceRun
 		if kind == "" {
 			return api.ComplianceRun{}, ErrNothingToCheck
 		}
-	} else if info, ok := h.sources.Lookup(kind); !ok || info.Recheck <= 0 {
+	} else if info, ok := h.Sources().Lookup(kind); !ok || info.Recheck <= 0 {
 		return api.ComplianceRun{}, fmt.Errorf("%w: source %s has no compliance check", ErrNothingToCheck, kind)
 	}
 	if !h.complianceBusy.CompareAndSwap(false, true) {

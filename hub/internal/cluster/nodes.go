@@ -180,7 +180,7 @@ func fleetSources(kinds []string) []string {
 // routeTablesLocked builds a routing table per source kind over the nodes
 // (sorted ids) that offer it.
 func (h *Hub) routeTablesLocked(ids []string) map[string]RouteTable {
-	kinds := h.sources.Names()
+	kinds := h.Sources().Names()
 	tables := make(map[string]RouteTable, len(kinds))
 	for _, kind := range kinds {
 		offering := make([]string, 0, len(ids))

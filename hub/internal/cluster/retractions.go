@@ -193,7 +193,7 @@ func (h *Hub) takeRetractions(ctx context.Context, n *node, resp api.PollRespons
 
 // validRetraction keeps out what no store could apply.
 func (h *Hub) validRetraction(r api.Retraction) bool {
-	if _, ok := h.sources.Lookup(r.Source); !ok {
+	if _, ok := h.Sources().Lookup(r.Source); !ok {
 		return false
 	}
 	switch r.Op {
@@ -328,7 +328,7 @@ func (h *Hub) Forget(ctx context.Context, source, author string) (api.ForgetResu
 	author = strings.TrimSpace(author)
 	switch {
 	case !h.knownKind(source):
-		return api.ForgetResult{}, fmt.Errorf("%w: %w", ErrInvalid, h.sources.Unknown(source))
+		return api.ForgetResult{}, fmt.Errorf("%w: %w", ErrInvalid, h.Sources().Unknown(source))
 	case author == "":
 		return api.ForgetResult{}, fmt.Errorf("%w: author is required (an author_id or a handle)", ErrInvalid)
 	case len(author) > maxAuthorBytes:

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
@@ -14,12 +15,20 @@ import (
 // registers what the spawn declares: a kind a newer spawn brings, or how
 // a spawn configures a kind (X over v1.1 is not fleet-wide).
 
-// Sources returns the declarations the hub knows.
-func (h *Hub) Sources() *api.SourceRegistry { return h.sources }
+// Sources returns the declarations the hub knows (the builtin ones for a
+// Hub a test built by hand).
+func (h *Hub) Sources() *api.SourceRegistry {
+	if h.sources == nil {
+		return builtinRegistry()
+	}
+	return h.sources
+}
+
+var builtinRegistry = sync.OnceValue(func() *api.SourceRegistry { return api.NewSourceRegistry(api.BuiltinSources()...) })
 
 // learnSources records what a registering spawn declares.
 func (h *Hub) learnSources(nodeID string, declared []api.SourceInfo) {
-	changed, err := h.sources.Learn(declared)
+	changed, err := h.Sources().Learn(declared)
 	if err != nil {
 		h.logger.Warn("spawn declared sources the hub cannot take", "node_id", short(nodeID), "err", err)
 	}
@@ -31,7 +40,7 @@ func (h *Hub) learnSources(nodeID string, declared []api.SourceInfo) {
 // sourceInfo returns the declaration of a kind; a kind declared nowhere
 // reads as one in the query language that carries no cursor.
 func (h *Hub) sourceInfo(kind string) api.SourceInfo {
-	if s, ok := h.sources.Lookup(kind); ok {
+	if s, ok := h.Sources().Lookup(kind); ok {
 		return s
 	}
 	return api.SourceInfo{Name: kind, Query: api.QueryLanguage, Scope: api.ScopeNode}
@@ -50,6 +59,6 @@ func (h *Hub) unofferedLocked(kind string) string {
 
 // knownKind says whether a kind is declared.
 func (h *Hub) knownKind(kind string) bool {
-	_, ok := h.sources.Lookup(kind)
+	_, ok := h.Sources().Lookup(kind)
 	return ok
 }

@@ -192,7 +192,7 @@ func (h *Hub) forgetCrawlerLocked(c *crawler) {
 // internSource returns the declaration's name equal to a source kind read
 // from SQL, so a million rows share a handful of strings.
 func (h *Hub) internSource(s string) string {
-	if info, ok := h.sources.Lookup(s); ok {
+	if info, ok := h.Sources().Lookup(s); ok {
 		return info.Name
 	}
 	return s

@@ -26,7 +26,7 @@ func (s *Store) CreateCrawler(ctx context.Context, c Crawler) (Crawler, error) {
 	if row.UserID <= 0 {
 		return Crawler{}, fmt.Errorf("%w: user id must be positive, got %d", ErrInvalid, row.UserID)
 	}
-	if err := validCrawler(&row); err != nil {
+	if err := s.validCrawler(&row); err != nil {
 		return Crawler{}, err
 	}
 	enabled := row.Enabled
@@ -126,7 +126,7 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 		}
 		next.ID, next.UserID, next.Usage, next.CreatedAt = cur.ID, cur.UserID, cur.Usage, cur.CreatedAt
 		next.ChangeSeq = seq
-		if err := validCrawler(&next); err != nil {
+		if err := s.validCrawler(&next); err != nil {
 			return err
 		}
 		if next.CursorAt != nil {
@@ -211,13 +211,13 @@ func (s *Store) SetLimitReached(ctx context.Context, id int64, reached bool) err
 	return nil
 }
 
-// validCrawler checks the fields the store relies on. Which source kinds
-// exist is the declarations' business (the hub checks it), the canonical
-// form of the query pkg/query's.
-func validCrawler(c *Crawler) error {
+// validCrawler checks the fields the store relies on: a source kind the
+// declarations name (UseSources), and the query's presence; its canonical
+// form is pkg/query's business.
+func (s *Store) validCrawler(c *Crawler) error {
 	switch {
-	case !validSourceName(c.Source):
-		return fmt.Errorf("%w: source %q is not a source kind's name", ErrInvalid, c.Source)
+	case !s.knownSource(c.Source):
+		return fmt.Errorf("%w: %w", ErrInvalid, s.sourceRegistry().Unknown(c.Source))
 	case strings.TrimSpace(c.Query.text()) == "":
 		return fmt.Errorf("%w: crawler query is empty", ErrInvalid)
 	case c.QueryUUID == "" || len(c.QueryUUID) > 36:
@@ -255,7 +255,7 @@ func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, er
 		if rows[i].UserID <= 0 {
 			return nil, fmt.Errorf("%w: crawler %d: user id must be positive, got %d", ErrInvalid, i, c.UserID)
 		}
-		if err := validCrawler(&rows[i]); err != nil {
+		if err := s.validCrawler(&rows[i]); err != nil {
 			return nil, fmt.Errorf("crawler %d: %w", i, err)
 		}
 		users[c.UserID] = true
@@ -298,10 +298,4 @@ func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, er
 		return nil, fmt.Errorf("sqlstore: unable to create crawlers: %w", err)
 	}
 	return rows, nil
-}
-
-// validSourceName says whether s can name a source kind (api.SourceInfo):
-// 1 to 32 lowercase letters and digits.
-func validSourceName(s string) bool {
-	return (api.SourceInfo{Name: s, Query: api.QueryLanguage, Scope: api.ScopeNode, TombstoneLifetime: 1}).Validate() == nil
 }

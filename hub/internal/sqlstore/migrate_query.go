@@ -89,6 +89,6 @@ func canonicalV4(r crawlerV4) (crawlerV4, bool) {
 // readsURLs says whether a kind's query is a list of URLs, by the builtin
 // declarations: migrations run before any spawn registers.
 func readsURLs(source string) bool {
-	info, ok := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(source)
+	info, ok := builtinSources().Lookup(source)
 	return ok && info.Query == api.QueryURLs
 }
