@@ -118,7 +118,7 @@ func (h *Hub) RunCompliance(ctx context.Context) (api.ComplianceRun, error) {
 		return runView(run), err
 	}
 	h.mu.Lock()
-	h.eventLocked("compliance", fmt.Sprintf("x compliance check %s: %d posts checked, %d gone and removed%s", run.Status, run.Checked, run.Deleted, errNote(run.Error)))
+	h.events.add("compliance", fmt.Sprintf("x compliance check %s: %d posts checked, %d gone and removed%s", run.Status, run.Checked, run.Deleted, errNote(run.Error)))
 	h.mu.Unlock()
 	runs, err := h.cfg.Store.ComplianceRuns(fctx, 1)
 	if err == nil && len(runs) == 1 && runs[0].ID == run.ID {

@@ -191,7 +191,7 @@ func TestDrain_LimitsHoldThroughTheOverlap(t *testing.T) {
 	}
 	f.h.mu.Lock()
 	_, known := f.h.nodes["node-a"]
-	recoveries := len(f.h.recoveries)
+	recoveries := len(f.h.lost.recoveries)
 	f.h.mu.Unlock()
 	if known || recoveries != 0 {
 		t.Fatalf("after leaving: known %v, %d recoveries; want forgotten with none", known, recoveries)

@@ -14,6 +14,74 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
+// reloadState is what serialises reloads and what the next one is asked
+// for.
+type reloadState struct {
+	// mu lets one reload run at a time, and guards view.
+	mu sync.Mutex
+	// view is how far SQL was read (sqlread.go).
+	view sqlView
+	// wake says a reload is wanted; hard (guarded by Hub.mu) that the
+	// wanted one is hard.
+	wake chan struct{}
+	hard bool
+	// resendDue (guarded by Hub.mu) says a send failed since the last
+	// reload began.
+	resendDue bool
+}
+
+// RequestReload asks for a reload soon; several requests coalesce, and a
+// hard one wins over soft ones.
+func (h *Hub) RequestReload(hard bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.requestReloadLocked(hard)
+}
+
+// requestReloadLocked is RequestReload for a caller holding h.mu.
+func (h *Hub) requestReloadLocked(hard bool) {
+	h.reload.hard = h.reload.hard || hard
+	select {
+	case h.reload.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Hub) reloadLoop(ctx context.Context) {
+	retry := time.NewTicker(h.cfg.PollInterval)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.reload.wake:
+		case <-retry.C:
+			// Re-send what failed, even when no event asked for it,
+			// and read all of SQL again when that is due.
+			if !h.takeResendDue() && !h.fullReadDue() {
+				continue
+			}
+		}
+		h.mu.Lock()
+		hard := h.reload.hard
+		h.reload.hard = false
+		h.mu.Unlock()
+		if _, err := h.Reload(ctx, hard); err != nil && ctx.Err() == nil {
+			h.logger.Error("reload failed", "hard", hard, "err", err)
+		}
+	}
+}
+
+// takeResendDue reports, and clears, whether a send failed since the last
+// reload began: the next tick re-sends it.
+func (h *Hub) takeResendDue() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	due := h.reload.resendDue
+	h.reload.resendDue = false
+	return due
+}
+
 // plan is what one reload sends to one node.
 type plan struct {
 	n       *node
@@ -30,8 +98,8 @@ type plan struct {
 // sent to at once, so each one gets its exact subscriber set and reports
 // what it does not run, instead of waiting for the next poll tick.
 func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error) {
-	h.reloadMu.Lock()
-	defer h.reloadMu.Unlock()
+	h.reload.mu.Lock()
+	defer h.reload.mu.Unlock()
 	kind := "soft"
 	if hard {
 		kind = "hard"
@@ -48,7 +116,7 @@ func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error)
 	h.takeInLocked(read, start)
 	plans := h.planLocked(hard, &resp)
 	if hard || resp.Moved > 0 || resp.Removed > 0 || resp.Assigned > 0 {
-		h.eventLocked("reload_"+kind, fmt.Sprintf("%s reload: %d sent, %d moved, %d removed", kind, resp.Assigned, resp.Moved, resp.Removed))
+		h.events.add("reload_"+kind, fmt.Sprintf("%s reload: %d sent, %d moved, %d removed", kind, resp.Assigned, resp.Moved, resp.Removed))
 	}
 	h.mu.Unlock()
 
@@ -245,7 +313,7 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	if route, ok := routes[c.row.Source]; ok {
 		target = route(q)
 	}
-	if target == "" && c.node != nil && c.node.draining && !c.node.removed {
+	if target == "" && c.node != nil && c.node.drain.active && !c.node.removed {
 		// No other spawn can run it: it stays on the draining one.
 		return
 	}
@@ -264,7 +332,7 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	if prev != "" && prev != target {
 		resp.Moved++
 		if pn, ok := h.nodes[prev]; ok {
-			if pn.draining && pn == from && c.sentTo == pn {
+			if pn.drain.active && pn == from && c.sentTo == pn {
 				// Leaving a draining node: it runs the crawler until the
 				// new node does (drain.go).
 				h.leaveLocked(c, pn)
@@ -375,7 +443,7 @@ func (h *Hub) sentLocked(n *node, upserts []api.SubscriberSpec, resp api.Subscri
 	failed := 0
 	defer func() {
 		if failed > 0 {
-			h.resendDue = true
+			h.reload.resendDue = true
 		}
 	}()
 	if err != nil {

@@ -35,7 +35,7 @@ var ErrNoCompliance = fmt.Errorf("node: this spawn cannot run X compliance check
 // Compliance runs one check of the crawlers' stored X posts.
 func (n *Node) Compliance(ctx context.Context, req api.ComplianceRequest) (api.ComplianceResult, error) {
 	n.mu.Lock()
-	attached, epoch := n.state == api.NodeAttached, n.epoch
+	attached, epoch := n.attach.state == api.NodeAttached, n.attach.epoch
 	n.mu.Unlock()
 	if !attached {
 		return api.ComplianceResult{}, ErrNotAttached
