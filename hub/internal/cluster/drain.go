@@ -67,9 +67,9 @@ func (h *Hub) drainLocked(n *node, why string) {
 	h.events.add("node_draining", fmt.Sprintf("node %s drains (%s): its %d crawlers move to other spawns", short(n.id), why, len(n.want)))
 	h.logger.Info("node draining", "node_id", n.id, "why", why, "crawlers", len(n.want))
 	h.requestReloadLocked(true)
-	if h.run.ctx != nil {
+	if ctx, running := h.run.context(); running {
 		h.run.wg.Add(1)
-		go func() { defer h.run.wg.Done(); h.pollDraining(h.run.ctx, n) }()
+		go func() { defer h.run.wg.Done(); h.pollDraining(ctx, n) }()
 	}
 }
 
@@ -119,7 +119,7 @@ func (h *Hub) NodeDrained(id string) error {
 	h.forgetNodeLocked(n)
 	h.events.add("node_left", fmt.Sprintf("node %s drained and stopped (drain took %s)", short(n.id), took.Round(time.Millisecond)))
 	h.logger.Info("node drained and left", "node_id", n.id, "took", took.Round(time.Millisecond))
-	ctx := ctxOrBackground(h.run.ctx)
+	ctx := h.runContext()
 	h.run.wg.Add(1)
 	go func() {
 		defer h.run.wg.Done()

@@ -129,11 +129,38 @@ type Hub struct {
 }
 
 // runState is Run's context, for the work a request starts in the
-// background, and the goroutines Run joins before it returns.
+// background, and the goroutines Run joins before it returns. Requests
+// arrive before Run starts as well as after (a spawn may register the
+// moment the listener opens), so the context is read only through
+// context, under a mutex of its own.
 type runState struct {
-	// ctx is set by Run (guarded by Hub.mu); nil before.
-	ctx context.Context
+	mu  sync.Mutex
+	ctx context.Context // set by Run; nil before
 	wg  sync.WaitGroup
+}
+
+// start records Run's context.
+func (r *runState) start(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctx = ctx
+}
+
+// context is Run's context, and whether Run has started; before it, a
+// background context, so SQL calls made before Run get no nil context.
+func (r *runState) context() (context.Context, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil {
+		return context.Background(), false
+	}
+	return r.ctx, true
+}
+
+// runContext is Run's context, or a background one before Run.
+func (h *Hub) runContext() context.Context {
+	ctx, _ := h.run.context()
+	return ctx
 }
 
 // New builds a hub with a fresh epoch.
@@ -211,9 +238,7 @@ func (h *Hub) Epoch() string { return h.epoch }
 
 // Run loads the crawlers and runs the poll and reload loops until ctx ends.
 func (h *Hub) Run(ctx context.Context) error {
-	h.mu.Lock()
-	h.run.ctx = ctx
-	h.mu.Unlock()
+	h.run.start(ctx)
 	if _, err := h.Reload(ctx, false); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while loading: not a failure
@@ -229,12 +254,4 @@ func (h *Hub) Run(ctx context.Context) error {
 	<-ctx.Done()
 	h.run.wg.Wait()
 	return nil
-}
-
-// ctxOrBackground keeps a nil context out of SQL calls made before Run.
-func ctxOrBackground(ctx context.Context) context.Context {
-	if ctx == nil {
-		return context.Background()
-	}
-	return ctx
 }

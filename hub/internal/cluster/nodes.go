@@ -76,7 +76,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	}
 	// The log's end, read before the lock: the spawn catches up to it
 	// before it stores anything.
-	head, err := h.retractionHead(ctxOrBackground(h.run.ctx))
+	head, err := h.retractionHead(h.runContext())
 	if err != nil {
 		h.logger.Warn("unable to read the retraction log's end for a registration", "node_id", req.NodeID, "err", err)
 	}
@@ -128,7 +128,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		h.events.add("node_detached", fmt.Sprintf("node %s detached (%s), dropping its subscribers, and registered again", short(req.NodeID), req.Detached))
 	}
 	h.events.add("node_joined", fmt.Sprintf("node %s joined from %s", short(req.NodeID), req.URL))
-	ctx := ctxOrBackground(h.run.ctx)
+	ctx := h.runContext()
 	h.mu.Unlock()
 	if err := h.cfg.Store.RememberNode(ctx, req.NodeID, req.URL); err != nil {
 		h.logger.Warn("unable to remember node", "node_id", req.NodeID, "err", err)

@@ -307,7 +307,7 @@ func (h *Hub) scrubSamples(rs []api.Retraction) {
 	h.run.wg.Add(1)
 	go func() {
 		defer h.run.wg.Done()
-		ctx, cancel := context.WithTimeout(ctxOrBackground(h.run.ctx), storeReadTimeout)
+		ctx, cancel := context.WithTimeout(h.runContext(), storeReadTimeout)
 		defer cancel()
 		if _, err := h.cfg.Store.ScrubAlertSamples(ctx, ids, authors); err != nil && ctx.Err() == nil {
 			h.logger.Warn("alert samples not scrubbed of removed comments", "err", err)

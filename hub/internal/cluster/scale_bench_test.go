@@ -362,8 +362,8 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	}
 	hctx, cancel := context.WithCancel(ctx)
 	b.Cleanup(cancel)
+	h.run.start(hctx)
 	h.mu.Lock()
-	h.run.ctx = hctx
 	h.loadPriorLocked(nil) // a first run: no spawn has usage to report
 	h.mu.Unlock()
 	urls := startSimulatedSpawns(b, nodes)

@@ -99,7 +99,7 @@ func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied
 	if len(reached) == 0 && !userHit {
 		return
 	}
-	ctx := ctxOrBackground(h.run.ctx)
+	ctx := h.runContext()
 	h.run.wg.Add(1)
 	go func() {
 		defer h.run.wg.Done()
