@@ -73,6 +73,26 @@ func (h *Hub) drainLocked(n *node, why string) {
 	}
 }
 
+// drainingOffersLocked counts, per source kind, the draining nodes among
+// ids that offer it: a crawler that no other node can take waits for them,
+// and says so.
+func (h *Hub) drainingOffersLocked(ids []string) map[string]int {
+	var out map[string]int
+	for _, id := range ids {
+		n := h.nodes[id]
+		if !n.drain.active {
+			continue
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		for _, kind := range n.sources {
+			out[kind]++
+		}
+	}
+	return out
+}
+
 // pollDraining polls a draining node every drainPollInterval until it has
 // handed everything over — it runs nothing, has nothing on its way to the
 // store and every increment it reported is acknowledged — or it is

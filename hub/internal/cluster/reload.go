@@ -260,12 +260,13 @@ func crawlerActive(c *crawler, userStopped bool) (bool, string) {
 func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 	ids := h.sortedNodeIDsLocked()
 	routes := h.routeTablesLocked(ids)
+	why := unrouted{anyNode: len(ids) > 0, draining: h.drainingOffersLocked(ids)}
 	plans := map[*node]*plan{}
 	// By user: a user's limit is looked up once, not once per crawler.
 	for userID, list := range h.byUser {
 		stopped := h.userStoppedLocked(userID)
 		for _, c := range list {
-			h.routeLocked(c, stopped, len(ids) > 0, routes, plans, resp)
+			h.routeLocked(c, stopped, why, routes, plans, resp)
 		}
 	}
 	out := make([]*plan, 0, len(plans))
@@ -287,7 +288,7 @@ func planOf(plans map[*node]*plan, n *node) *plan {
 }
 
 // routeLocked routes one crawler and adds what moves to the plans.
-func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[string]RouteTable, plans map[*node]*plan, resp *api.ReloadResponse) {
+func (h *Hub) routeLocked(c *crawler, userStopped bool, why unrouted, routes map[string]RouteTable, plans map[*node]*plan, resp *api.ReloadResponse) {
 	id := c.row.ID
 	active, rest := crawlerActive(c, userStopped)
 	prev := c.nodeID()
@@ -318,10 +319,7 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 		return
 	}
 	if target == "" {
-		c.state, c.err = api.StatePending, "no spawn node is registered"
-		if anyNode {
-			c.err = fmt.Sprintf("no spawn node offers source %s (a spawn offers twitter and stream once their credentials are configured)", c.row.Source)
-		}
+		c.state, c.err = api.StatePending, why.reason(c.row.Source)
 		h.wantLocked(c, nil)
 		return
 	}
@@ -360,6 +358,27 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 			c.state, c.err = api.StatePending, ""
 		}
 	}
+}
+
+// unrouted says why a crawler of a source kind that no live node can take
+// waits: no node registered, every node offering the kind draining (counted
+// by kind in draining), or none offering it.
+type unrouted struct {
+	anyNode  bool
+	draining map[string]int
+}
+
+// reason is the error a pending crawler of the kind shows.
+func (u unrouted) reason(kind string) string {
+	switch k := u.draining[kind]; {
+	case !u.anyNode:
+		return "no spawn node is registered"
+	case k == 1:
+		return fmt.Sprintf("no spawn node can take source %s: the one spawn offering it is draining", kind)
+	case k > 1:
+		return fmt.Sprintf("no spawn node can take source %s: all %d spawns offering it are draining", kind, k)
+	}
+	return fmt.Sprintf("no spawn node offers source %s (a spawn offers twitter and stream once their credentials are configured)", kind)
 }
 
 // wantLocked makes n (nil: none) the one node whose wanted set holds the
