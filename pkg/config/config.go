@@ -48,7 +48,9 @@ type field struct {
 //	Listen string `flag:"listen" usage:"address to listen on"`
 //
 // A field whose environment variable does not follow the rule names it with
-// an env tag (`env:"BW_HUB_URL"`). Supported field types: string, bool, int,
+// an env tag (`env:"BW_HUB_URL"`). The tagged fields of an embedded struct
+// are read as the struct's own, so settings several programs share are
+// declared once; a flag declared twice is an error. Supported field types: string, bool, int,
 // int64, float64, time.Duration and []string (comma-separated on the command
 // line and in the environment).
 func Load(name string, cfg any, args []string, lookupEnv func(string) (string, bool), usageOut io.Writer) error {
@@ -122,12 +124,28 @@ func fieldsOf(cfg any) ([]field, error) {
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return nil, errors.New("config: Load needs a pointer to a struct")
 	}
-	rv = rv.Elem()
-	var out []field
+	out := appendFields(nil, rv.Elem())
+	seen := make(map[string]bool, len(out))
+	for _, f := range out {
+		if seen[f.name] {
+			return nil, fmt.Errorf("config: flag %q is declared twice", f.name)
+		}
+		seen[f.name] = true
+	}
+	return out, nil
+}
+
+// appendFields appends the tagged fields of the struct rv, in order, those
+// of an embedded struct (the settings several programs share) where it is
+// embedded.
+func appendFields(out []field, rv reflect.Value) []field {
 	for i := 0; i < rv.NumField(); i++ {
 		sf := rv.Type().Field(i)
 		name := sf.Tag.Get("flag")
 		if name == "" {
+			if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+				out = appendFields(out, rv.Field(i))
+			}
 			continue
 		}
 		env := sf.Tag.Get("env")
@@ -136,7 +154,7 @@ func fieldsOf(cfg any) ([]field, error) {
 		}
 		out = append(out, field{name: name, env: env, usage: sf.Tag.Get("usage"), v: rv.Field(i)})
 	}
-	return out, nil
+	return out
 }
 
 func scanConfigFlag(args []string) string {

@@ -19,13 +19,12 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
-// Defaults of the hub's timings: how often spawns are polled, when a spawn
-// stops a subscriber the hub no longer polls (orphan) and drops everything
-// (detach), and how many failed contacts remove a node.
+// Defaults of the hub's timings: how often spawns are polled and how many
+// failed contacts remove a node. When a spawn stops a subscriber the hub no
+// longer polls (orphan) and drops everything (detach) defaults to
+// api.DefaultOrphanAfter and api.DefaultDetachAfter, shared with the spawn.
 const (
 	DefaultPollInterval = 2 * time.Second
-	DefaultOrphanAfter  = 10 * time.Second
-	DefaultDetachAfter  = 15 * time.Second
 	DefaultNodeFailures = 3
 	// sendConcurrency bounds requests to different nodes in flight at once.
 	sendConcurrency = 64
@@ -182,10 +181,10 @@ func New(cfg Config) (*Hub, error) {
 		cfg.NodeFailures = DefaultNodeFailures
 	}
 	if cfg.OrphanAfter <= 0 {
-		cfg.OrphanAfter = DefaultOrphanAfter
+		cfg.OrphanAfter = api.DefaultOrphanAfter
 	}
 	if cfg.DetachAfter <= 0 {
-		cfg.DetachAfter = DefaultDetachAfter
+		cfg.DetachAfter = api.DefaultDetachAfter
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 3 * cfg.PollInterval

@@ -21,12 +21,6 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
-// Defaults the spawn keeps until the hub tells it its own at registration.
-const (
-	DefaultOrphanAfter = 10 * time.Second
-	DefaultDetachAfter = 15 * time.Second
-)
-
 // Config is what a spawn node needs.
 type Config struct {
 	HubURL       string
@@ -36,7 +30,8 @@ type Config struct {
 	Store        store.Store
 	Logger       *slog.Logger
 	HTTPClient   *http.Client
-	// OrphanAfter and DetachAfter apply until the hub sends its own.
+	// OrphanAfter and DetachAfter apply until the hub sends its own; zero
+	// picks api.DefaultOrphanAfter and api.DefaultDetachAfter.
 	OrphanAfter time.Duration
 	DetachAfter time.Duration
 	// WatchEvery is how often orphans and detachment are checked; zero
@@ -128,10 +123,10 @@ func New(cfg Config) (*Node, error) {
 		cfg.HTTPClient = &http.Client{Timeout: registerTimeout}
 	}
 	if cfg.OrphanAfter <= 0 {
-		cfg.OrphanAfter = DefaultOrphanAfter
+		cfg.OrphanAfter = api.DefaultOrphanAfter
 	}
 	if cfg.DetachAfter <= 0 {
-		cfg.DetachAfter = DefaultDetachAfter
+		cfg.DetachAfter = api.DefaultDetachAfter
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
