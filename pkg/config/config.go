@@ -34,7 +34,7 @@ var ErrHelp = flag.ErrHelp
 // field is one tagged setting.
 type field struct {
 	name  string
-	env   string // environment variable; EnvName(name) unless tagged
+	envs  []string // environment variables, the documented first (EnvNames)
 	usage string
 	v     reflect.Value
 }
@@ -48,7 +48,8 @@ type field struct {
 //	Listen string `flag:"listen" usage:"address to listen on"`
 //
 // A field whose environment variable does not follow the rule names it with
-// an env tag (`env:"BW_HUB_URL"`). The tagged fields of an embedded struct
+// an env tag (`env:"BW_HUB_URL"`); a tag may name several, comma-separated,
+// the documented one first and the others accepted too (`env:"BW_HUB_URL,BW_HUB"`). The tagged fields of an embedded struct
 // are read as the struct's own, so settings several programs share are
 // declared once; a flag declared twice is an error. Supported field types: string, bool, int,
 // int64, float64, time.Duration and []string (comma-separated on the command
@@ -76,18 +77,13 @@ func Load(name string, cfg any, args []string, lookupEnv func(string) (string, b
 		}
 	}
 	for _, f := range fields {
-		key := f.env
-		if s, ok := lookupEnv(key); ok {
+		s, key, ok, err := f.fromEnv(lookupEnv)
+		if err != nil {
+			return err
+		}
+		if ok {
 			if err := f.Set(s); err != nil {
 				return fmt.Errorf("config: %s: %w", key, err)
-			}
-		} else if path, ok := lookupEnv(key + "_FILE"); ok {
-			b, err := readCapped(path, maxSecretBytes)
-			if err != nil {
-				return fmt.Errorf("config: unable to read %s_FILE: %w", key, err)
-			}
-			if err := f.Set(strings.TrimSpace(string(b))); err != nil {
-				return fmt.Errorf("config: %s_FILE: %w", key, err)
 			}
 		}
 	}
@@ -112,6 +108,51 @@ func Names(cfg any) ([]string, error) {
 		names = append(names, f.name)
 	}
 	return names, nil
+}
+
+// EnvNames are the environment variables a settings field reads: those its
+// env tag names, the documented one first, else EnvName of its flag.
+func EnvNames(sf reflect.StructField) []string {
+	var out []string
+	for _, e := range strings.Split(sf.Tag.Get("env"), ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{EnvName(sf.Tag.Get("flag"))}
+	}
+	return out
+}
+
+// fromEnv reads a field's value from the first of its environment variables
+// set, each also as NAME_FILE (a file holding the value), and says which
+// it read. Two of them set to different values are an error: which one the
+// operator meant is not for the program to guess.
+func (f field) fromEnv(lookupEnv func(string) (string, bool)) (val, key string, ok bool, err error) {
+	for _, name := range f.envs {
+		v, set := lookupEnv(name)
+		k := name
+		if !set {
+			path, fileSet := lookupEnv(name + "_FILE")
+			if !fileSet {
+				continue
+			}
+			b, err := readCapped(path, maxSecretBytes)
+			if err != nil {
+				return "", "", false, fmt.Errorf("config: unable to read %s_FILE: %w", name, err)
+			}
+			v, k = strings.TrimSpace(string(b)), name+"_FILE"
+		}
+		if !ok {
+			val, key, ok = v, k, true
+			continue
+		}
+		if v != val {
+			return "", "", false, fmt.Errorf("config: %s and %s are both set, to different values: set only %s", key, k, f.envs[0])
+		}
+	}
+	return val, key, ok, nil
 }
 
 // EnvName is the environment variable of a flag: BW_ + upper snake case.
@@ -148,11 +189,7 @@ func appendFields(out []field, rv reflect.Value) []field {
 			}
 			continue
 		}
-		env := sf.Tag.Get("env")
-		if env == "" {
-			env = EnvName(name)
-		}
-		out = append(out, field{name: name, env: env, usage: sf.Tag.Get("usage"), v: rv.Field(i)})
+		out = append(out, field{name: name, envs: EnvNames(sf), usage: sf.Tag.Get("usage"), v: rv.Field(i)})
 	}
 	return out
 }

@@ -125,3 +125,50 @@ func TestLoad_RefusesAFlagDeclaredTwice(t *testing.T) {
 		t.Fatalf("got %v, want an error naming the flag declared twice", err)
 	}
 }
+
+// TestLoad_EnvTagNamesSeveralVariables: a setting known by several
+// environment variables (the documented one first) reads whichever is set,
+// and refuses two set to different values.
+func TestLoad_EnvTagNamesSeveralVariables(t *testing.T) {
+	type hubSettings struct {
+		Hub string `flag:"hub" env:"BW_HUB_URL,BW_HUB" usage:"hub"`
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hub")
+	if err := os.WriteFile(file, []byte("http://from-file:8700\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, want, err string
+		env             map[string]string
+	}{
+		{name: "documented", env: map[string]string{"BW_HUB_URL": "http://a:8700"}, want: "http://a:8700"},
+		{name: "also accepted", env: map[string]string{"BW_HUB": "http://b:8700"}, want: "http://b:8700"},
+		{name: "both alike", env: map[string]string{"BW_HUB_URL": "http://a:8700", "BW_HUB": "http://a:8700"}, want: "http://a:8700"},
+		{name: "from a file", env: map[string]string{"BW_HUB_FILE": file}, want: "http://from-file:8700"},
+		{name: "both differ", env: map[string]string{"BW_HUB_URL": "http://a:8700", "BW_HUB": "http://b:8700"},
+			err: "config: BW_HUB_URL and BW_HUB are both set, to different values: set only BW_HUB_URL"},
+		{name: "none", env: nil, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg hubSettings
+			err := Load("x", &cfg, nil, env(tt.env), io.Discard)
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("got %v, want %q", err, tt.err)
+				}
+				if cfg.Hub != "" {
+					t.Fatalf("hub %q set although the load failed", cfg.Hub)
+				}
+				return
+			}
+			if err != nil || cfg.Hub != tt.want {
+				t.Fatalf("hub %q, %v; want %q", cfg.Hub, err, tt.want)
+			}
+		})
+	}
+	if got := EnvNames(reflect.TypeFor[hubSettings]().Field(0)); !reflect.DeepEqual(got, []string{"BW_HUB_URL", "BW_HUB"}) {
+		t.Fatalf("EnvNames = %v", got)
+	}
+}

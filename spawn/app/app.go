@@ -53,7 +53,7 @@ type Settings struct {
 	// Common are the flags the hub and the spawn share.
 	service.Common
 
-	Hub          string        `flag:"hub" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required)"`
+	Hub          string        `flag:"hub" env:"BW_HUB_URL,BW_HUB" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required; env BW_HUB_URL)"`
 	Store        string        `flag:"store" usage:"comment store: file://DIR or cassandra://host[,host]/keyspace"`
 	Queue        string        `flag:"queue" usage:"optional queue for stored comments: nats://host:port or tls://host:port (comma-separated for a cluster; nats://user:pass@host or nats://token@host for credentials)"`
 	QueueCreds   string        `flag:"queue-creds" usage:"NATS credentials file (user JWT and nkey seed) for --queue"`
@@ -319,7 +319,7 @@ func hubURLs(raw string) ([]string, error) {
 		out = append(out, u)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("spawn: --hub is required (the URL of the hub, e.g. http://127.0.0.1:8700, or of several hubs, comma-separated)")
+		return nil, errors.New("spawn: --hub or BW_HUB_URL is required (the URL of the hub, e.g. http://127.0.0.1:8700, or of several hubs, comma-separated)")
 	}
 	return out, nil
 }
