@@ -114,6 +114,16 @@ type UnreachableLeader struct {
 	Term uint64 `json:"term"`
 }
 
+// Liveness defaults, the hub's and the spawn's alike: a subscriber the hub
+// has not polled for DefaultOrphanAfter stops on its spawn, and a spawn the
+// hub has not contacted for DefaultDetachAfter drops every subscriber and
+// registers again. The hub sends the values it runs with at registration
+// (RegisterResponse); a spawn keeps these until then.
+const (
+	DefaultOrphanAfter = 10 * time.Second
+	DefaultDetachAfter = 15 * time.Second
+)
+
 // RegisterResponse tells a spawn which hub instance it now serves and the
 // timings the hub expects it to keep.
 type RegisterResponse struct {

@@ -47,26 +47,16 @@ const StopBudget = DefaultDrainTimeout + StoreDrainTimeout + httpx.ShutdownGrace
 // Settings are the spawn's flags; each also reads BW_<NAME> and the --config
 // YAML file.
 type Settings struct {
-	Hub          string        `flag:"hub" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required)"`
-	Listen       string        `flag:"listen" usage:"address to serve the node API on"`
-	Advertise    string        `flag:"advertise" usage:"URL the hub reaches this spawn at (default: derived from the bound address)"`
-	AllowedHosts []string      `flag:"allowed-hosts" usage:"other host names or IP addresses the hub and operators reach this spawn by (besides loopback, the bound address and --advertise); requests naming any other Host, or coming from a page on another origin, are refused"`
+	// Common are the flags the hub and the spawn share.
+	service.Common
+
+	Hub          string        `flag:"hub" env:"BW_HUB_URL,BW_HUB" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required; env BW_HUB_URL)"`
 	Store        string        `flag:"store" usage:"comment store: file://DIR or cassandra://host[,host]/keyspace"`
 	Queue        string        `flag:"queue" usage:"optional queue for stored comments: nats://host:port or tls://host:port (comma-separated for a cluster; nats://user:pass@host or nats://token@host for credentials)"`
 	QueueCreds   string        `flag:"queue-creds" usage:"NATS credentials file (user JWT and nkey seed) for --queue"`
 	QueueMaxAge  time.Duration `flag:"queue-max-age" usage:"how long the JetStream stream keeps a comment"`
-	AllowTargets []string      `flag:"allow-targets" usage:"CIDRs crawl targets may be in although private or loopback"`
-	OrphanAfter  time.Duration `flag:"orphan-after" usage:"stop a subscriber not polled for this long (until the hub says otherwise)"`
 	DrainTimeout time.Duration `flag:"drain-timeout" usage:"on SIGTERM, wait this long for the hub to move the spawn's crawlers elsewhere before stopping anyway"`
-	DetachAfter  time.Duration `flag:"detach-after" usage:"drop everything when the hub is silent this long (until the hub says otherwise)"`
-	NodeToken    string        `flag:"node-token" usage:"shared token of hub-spawn calls (prefer BW_NODE_TOKEN)"`
-	TLSCert      string        `flag:"tls-cert" usage:"PEM certificate chain: serve the node API over HTTPS only, and present it to hubs that ask for a client certificate"`
-	TLSKey       string        `flag:"tls-key" usage:"PEM private key of --tls-cert"`
 	HubCA        string        `flag:"hub-ca" usage:"PEM CA that signs the hubs' HTTPS certificates (default: the system's roots)"`
-	ClientCA     string        `flag:"client-ca" usage:"PEM CA: hub calls must carry a client certificate it signed"`
-	Insecure     bool          `flag:"insecure" usage:"allow listening beyond loopback without BW_NODE_TOKEN"`
-	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
-	LogFormat    string        `flag:"log-format" usage:"text or json"`
 
 	// Sources are the settings of each source kind (their flags:
 	// --feed-interval, --twitter-bearer-token, --bluesky, …).
@@ -85,22 +75,15 @@ type Settings struct {
 // environment and flags override (pkg/config).
 func DefaultSettings() Settings {
 	s := Settings{
-		Listen:         "127.0.0.1:0",
+		Common:         service.DefaultCommon("127.0.0.1:0"),
 		Store:          "file://./data",
 		QueueMaxAge:    queue.DefaultMaxAge,
-		OrphanAfter:    node.DefaultOrphanAfter,
 		DrainTimeout:   DefaultDrainTimeout,
 		RetentionSweep: node.DefaultRetentionSweep,
-		DetachAfter:    node.DefaultDetachAfter,
-		LogLevel:       "info",
-		LogFormat:      "text",
 	}
 	s.Sources.setDefaults()
 	return s
 }
-
-// Logging names the log settings, for service.Main.
-func (s *Settings) Logging() (string, string) { return s.LogLevel, s.LogFormat }
 
 // Spawn is a running spawn.
 type Spawn struct {
@@ -295,7 +278,7 @@ func hubURLs(raw string) ([]string, error) {
 		out = append(out, u)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("spawn: --hub is required (the URL of the hub, e.g. http://127.0.0.1:8700, or of several hubs, comma-separated)")
+		return nil, errors.New("spawn: --hub or BW_HUB_URL is required (the URL of the hub, e.g. http://127.0.0.1:8700, or of several hubs, comma-separated)")
 	}
 	return out, nil
 }

@@ -144,7 +144,7 @@ func (h *Hub) RunCompliance(ctx context.Context, kind string) (api.ComplianceRun
 		return runView(run), err
 	}
 	h.mu.Lock()
-	h.eventLocked("compliance", fmt.Sprintf("%s compliance check %s: %d items checked, %d gone and removed%s", kind, run.Status, run.Checked, run.Deleted, errNote(run.Error)))
+	h.events.add("compliance", fmt.Sprintf("%s compliance check %s: %d items checked, %d gone and removed%s", kind, run.Status, run.Checked, run.Deleted, errNote(run.Error)))
 	h.mu.Unlock()
 	runs, err := h.cfg.Store.ComplianceRuns(fctx, 1)
 	if err == nil && len(runs) == 1 && runs[0].ID == run.ID {

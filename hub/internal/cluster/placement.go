@@ -46,7 +46,7 @@ func (h *Hub) fleetHolderLocked(kind string, offering []string) (string, bool) {
 		}
 	}
 	if prev := h.fleetHolders[kind]; prev != best {
-		h.eventLocked("fleet_holder", "node "+short(best)+" holds the one "+kind+" connection of the fleet")
+		h.events.add("fleet_holder", "node "+short(best)+" holds the one "+kind+" connection of the fleet")
 		h.logger.Info("fleet connection holder chosen", "source", kind, "node_id", best, "previous", prev)
 	}
 	h.fleetHolders[kind] = best

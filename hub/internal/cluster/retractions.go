@@ -304,10 +304,10 @@ func (h *Hub) scrubSamples(rs []api.Retraction) {
 	if len(ids) == 0 && len(authors) == 0 {
 		return
 	}
-	h.wg.Add(1)
+	h.run.wg.Add(1)
 	go func() {
-		defer h.wg.Done()
-		ctx, cancel := context.WithTimeout(ctxOrBackground(h.ctx), storeReadTimeout)
+		defer h.run.wg.Done()
+		ctx, cancel := context.WithTimeout(h.runContext(), storeReadTimeout)
 		defer cancel()
 		if _, err := h.cfg.Store.ScrubAlertSamples(ctx, ids, authors); err != nil && ctx.Err() == nil {
 			h.logger.Warn("alert samples not scrubbed of removed comments", "err", err)
@@ -387,7 +387,7 @@ func (h *Hub) Forget(ctx context.Context, source, author string) (api.ForgetResu
 	wg.Wait()
 	h.mu.Lock()
 	// The event names neither the author nor anything they wrote.
-	h.eventLocked("forget", fmt.Sprintf("an author of %s was forgotten on request: %d comments removed in %d crawlers%s",
+	h.events.add("forget", fmt.Sprintf("an author of %s was forgotten on request: %d comments removed in %d crawlers%s",
 		source, out.Removed, len(crawlers), pendingNote(out.Pending)))
 	h.mu.Unlock()
 	h.logger.Info("author forgotten", "source", source, "removed", out.Removed, "crawlers", len(crawlers), "pending_stores", out.Pending)

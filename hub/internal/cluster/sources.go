@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -44,17 +43,6 @@ func (h *Hub) sourceInfo(kind string) api.SourceInfo {
 		return s
 	}
 	return api.SourceInfo{Name: kind, Query: api.QueryLanguage, Scope: api.ScopeNode}
-}
-
-// unofferedLocked says why no spawn runs a crawler of kind although spawns
-// are registered: the kind's declaration says what a spawn needs to offer
-// it.
-func (h *Hub) unofferedLocked(kind string) string {
-	msg := fmt.Sprintf("no spawn node offers source %s", kind)
-	if why := h.sourceInfo(kind).Unoffered; why != "" {
-		msg += " (" + why + ")"
-	}
-	return msg
 }
 
 // knownKind says whether a kind is declared.

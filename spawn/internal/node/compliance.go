@@ -33,7 +33,7 @@ var ErrNoCompliance = errors.New("node: this spawn cannot check the stored items
 // Compliance runs one check of the crawlers' stored items of req.Source.
 func (n *Node) Compliance(ctx context.Context, req api.ComplianceRequest) (api.ComplianceResult, error) {
 	n.mu.Lock()
-	attached, epoch := n.state == api.NodeAttached, n.epoch
+	attached, epoch := n.attach.state == api.NodeAttached, n.attach.epoch
 	n.mu.Unlock()
 	if !attached {
 		return api.ComplianceResult{}, ErrNotAttached

@@ -458,7 +458,7 @@ var ErrNoRetractor = fmt.Errorf("node: this spawn's store cannot remove comments
 // forget), and counts what the store removed, per crawler.
 func (n *Node) Retract(ctx context.Context, req api.RetractRequest) (api.RetractResponse, error) {
 	n.mu.Lock()
-	attached, epoch := n.state == api.NodeAttached, n.epoch
+	attached, epoch := n.attach.state == api.NodeAttached, n.attach.epoch
 	n.mu.Unlock()
 	if !attached {
 		return api.RetractResponse{}, ErrNotAttached

@@ -38,9 +38,11 @@ const (
 	// DefaultJetstreamURL is Bluesky's public Jetstream in us-east.
 	DefaultJetstreamURL = "wss://jetstream2.us-east.bsky.network/subscribe"
 	// DefaultBackoffMin is the first wait before reconnecting after a
-	// failure; it doubles with each failure in a row, with jitter.
-	DefaultBackoffMin = time.Second
-	// DefaultBackoffMax caps the reconnect wait.
+	// failure, as for every WebSocket source (wsconn.DefaultRetryMin).
+	DefaultBackoffMin = wsconn.DefaultRetryMin
+	// DefaultBackoffMax caps the reconnect wait: shorter than other
+	// sources', since Jetstream replays what a reconnect missed only
+	// within its window.
 	DefaultBackoffMax = 2 * time.Minute
 	// DefaultStallTimeout is how long the connection may stay silent
 	// before it is dropped and reopened. Bluesky's network makes several
@@ -48,7 +50,7 @@ const (
 	// connection.
 	DefaultStallTimeout = 30 * time.Second
 	// DefaultConnectTimeout bounds the WebSocket handshake.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = wsconn.DefaultHandshakeTimeout
 	// DefaultMaxMessageBytes caps one event the source decodes. Posts are
 	// at most a few KiB; a larger event is skipped (see MaxSkipBytes).
 	DefaultMaxMessageBytes = 1 << 20

@@ -28,16 +28,12 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultBackoffMin is the first wait before reconnecting; it doubles
-	// with each failure in a row, and every wait is drawn at random from
-	// its upper half.
-	DefaultBackoffMin = time.Second
-	// DefaultBackoffMax caps the reconnect wait.
-	DefaultBackoffMax = 5 * time.Minute
-	// DefaultAuthBackoffMin is the first wait after the instance refused
-	// the token: only an operator can fix it, and hammering an instance
-	// with a bad token gets the spawn's address blocked.
-	DefaultAuthBackoffMin = time.Minute
+	// DefaultBackoffMin, DefaultBackoffMax and DefaultAuthBackoffMin (the
+	// first wait after the instance refused the token) are the reconnect
+	// waits of every WebSocket source (wsconn).
+	DefaultBackoffMin     = wsconn.DefaultRetryMin
+	DefaultBackoffMax     = wsconn.DefaultRetryMax
+	DefaultAuthBackoffMin = wsconn.DefaultRefusedMin
 	// DefaultStallTimeout is how long a connection may carry no message,
 	// ping or pong before it is dropped and reopened: three missed pings.
 	DefaultStallTimeout = 90 * time.Second
@@ -46,7 +42,7 @@ const (
 	DefaultPingInterval = 30 * time.Second
 	// DefaultConnectTimeout bounds the instance discovery requests and the
 	// WebSocket handshake.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = wsconn.DefaultHandshakeTimeout
 	// DefaultWriteTimeout bounds sending one subscribe or unsubscribe
 	// message.
 	DefaultWriteTimeout = 10 * time.Second

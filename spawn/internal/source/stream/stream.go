@@ -33,21 +33,18 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultBackoffMin is the first wait before reconnecting; it doubles
-	// with each failure in a row, and every wait is drawn at random from
-	// its upper half.
-	DefaultBackoffMin = time.Second
-	// DefaultBackoffMax caps the reconnect wait.
-	DefaultBackoffMax = 5 * time.Minute
-	// DefaultAuthBackoffMin is the first wait after the service refused
-	// the API key: retrying sooner cannot help and looks like abuse.
-	DefaultAuthBackoffMin = time.Minute
+	// DefaultBackoffMin, DefaultBackoffMax and DefaultAuthBackoffMin (the
+	// first wait after the service refused the API key) are the reconnect
+	// waits of every WebSocket source (wsconn).
+	DefaultBackoffMin     = wsconn.DefaultRetryMin
+	DefaultBackoffMax     = wsconn.DefaultRetryMax
+	DefaultAuthBackoffMin = wsconn.DefaultRefusedMin
 	// DefaultStallTimeout is how long the connection may carry neither a
 	// tick nor an item before it is dropped and reopened. Ticks come
 	// every 30 seconds or so.
 	DefaultStallTimeout = 90 * time.Second
 	// DefaultConnectTimeout bounds the WebSocket handshake.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = wsconn.DefaultHandshakeTimeout
 	// DefaultRequestTimeout bounds one compile request and one write.
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultMaxMessageBytes caps one message from the service; a larger

@@ -45,28 +45,22 @@ const (
 // Defaults of Options: the reconnect policy of Twitter's streaming guide
 // and the limits of one connection.
 const (
-	// DefaultHTTPBackoffMin is the first wait after an HTTP error status;
-	// it doubles with each one in a row.
-	DefaultHTTPBackoffMin = 5 * time.Second
-	// DefaultHTTPBackoffMax caps the wait after HTTP errors.
-	DefaultHTTPBackoffMax = 320 * time.Second
-	// DefaultRateLimitBackoffMin is the first wait after 420 Enhance Your
-	// Calm or 429 Too Many Requests; it doubles with each one in a row.
-	DefaultRateLimitBackoffMin = time.Minute
+	// The waits after HTTP errors, rate limiting and network errors are
+	// those of every HTTP stream (linestream): the streaming guide's.
+	DefaultHTTPBackoffMin      = linestream.DefaultHTTPMin
+	DefaultHTTPBackoffMax      = linestream.DefaultHTTPMax
+	DefaultRateLimitBackoffMin = linestream.DefaultRateLimitMin
+	DefaultNetworkBackoffStep  = linestream.DefaultNetworkStep
+	DefaultNetworkBackoffMax   = linestream.DefaultNetworkMax
 	// DefaultRateLimitBackoffMax caps the wait after rate limiting.
 	DefaultRateLimitBackoffMax = 16 * time.Minute
-	// DefaultNetworkBackoffStep is added to the wait with every network
-	// error in a row (refused or cut connection, stall, no answer).
-	DefaultNetworkBackoffStep = 250 * time.Millisecond
-	// DefaultNetworkBackoffMax caps the wait after network errors.
-	DefaultNetworkBackoffMax = 16 * time.Second
 	// DefaultStallTimeout is how long a stream may send neither data nor
 	// a keep-alive before it is dropped and reopened. Twitter sends a
 	// keep-alive every 30 seconds.
 	DefaultStallTimeout = 90 * time.Second
 	// DefaultConnectTimeout bounds the wait for a stream's response
 	// headers.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = linestream.DefaultHeaderTimeout
 	// DefaultReopenDelay gathers subscriber changes for this long before
 	// the streams are opened or reopened with the new terms: Twitter
 	// penalises clients that reconnect too often.

@@ -57,19 +57,14 @@ const (
 	DefaultMaxRules = 1000
 	// DefaultMaxRuleLength is the longest rule in characters (Pro tier).
 	DefaultMaxRuleLength = 1024
-	// DefaultNetworkBackoffStep is added to the wait with every network
-	// error in a row (refused or cut connection, stall).
-	DefaultNetworkBackoffStep = 250 * time.Millisecond
-	// DefaultNetworkBackoffMax caps the wait after network errors.
-	DefaultNetworkBackoffMax = 16 * time.Second
-	// DefaultHTTPBackoffMin is the first wait after an HTTP error status;
-	// it doubles with each one in a row.
-	DefaultHTTPBackoffMin = 5 * time.Second
-	// DefaultHTTPBackoffMax caps the wait after HTTP errors.
-	DefaultHTTPBackoffMax = 320 * time.Second
-	// DefaultRateLimitBackoffMin is the first wait after 429 Too Many
-	// Requests (TooManyConnections included); it doubles with each one.
-	DefaultRateLimitBackoffMin = time.Minute
+	// The waits after network errors, HTTP errors and rate limiting (429
+	// Too Many Requests, TooManyConnections included) are those of every
+	// HTTP stream (linestream): X's streaming guide's.
+	DefaultNetworkBackoffStep  = linestream.DefaultNetworkStep
+	DefaultNetworkBackoffMax   = linestream.DefaultNetworkMax
+	DefaultHTTPBackoffMin      = linestream.DefaultHTTPMin
+	DefaultHTTPBackoffMax      = linestream.DefaultHTTPMax
+	DefaultRateLimitBackoffMin = linestream.DefaultRateLimitMin
 	// DefaultRateLimitBackoffMax caps the wait after 429s: the length of
 	// X's rate-limit window.
 	DefaultRateLimitBackoffMax = 15 * time.Minute
@@ -81,7 +76,7 @@ const (
 	// margin, since its keep-alives arrive a little late at times.
 	DefaultStallTimeout = KeepAliveInterval + 5*time.Second
 	// DefaultConnectTimeout bounds the wait for the stream's headers.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = linestream.DefaultHeaderTimeout
 	// DefaultRequestTimeout bounds one rules request.
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultReconcileDelay gathers subscriber changes for this long
