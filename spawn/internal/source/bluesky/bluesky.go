@@ -7,7 +7,7 @@
 // reconnect or a crawler moved with a cursor resumes from there, with no
 // gap and no repeat (coverage.go). Why /subscribe is spoken directly:
 // docs/decisions/0014-jetstream-spoken-directly.md; what a comment keeps:
-// docs/sources.md, "Bluesky".
+// docs/sources/bluesky.md.
 //
 // Nothing the service sends can freeze the stream or pin a cursor. An
 // event whose time_us lies more than ClockSlack past the spawn's clock

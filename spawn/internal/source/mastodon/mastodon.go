@@ -8,7 +8,7 @@
 // only when it is the instance's host or a subdomain and keeps TLS, so the
 // token (sent in the handshake's Authorization header, never the URL) never
 // reaches a third party. What a comment keeps and how closed feeds are
-// served: docs/sources.md, "Mastodon".
+// served: docs/sources/mastodon.md.
 package mastodon
 
 import (

@@ -5,7 +5,7 @@
 // hands each tweet over with the tracked terms it contains, and fills every
 // gap from the search API. Why the stream is driven here on go-twitter's
 // types: docs/decisions/0012-twitter-v1-stream-on-go-twitter-types.md; what
-// a comment keeps: docs/sources.md, "Twitter".
+// a comment keeps: docs/sources/twitter.md.
 package twitterv1
 
 import (

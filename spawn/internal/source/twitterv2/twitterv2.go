@@ -3,7 +3,7 @@
 // subscriber on it, and the app's stream rules kept equal to the
 // subscribers' queries (packed, tagged, reconciled by diff). Why it speaks
 // the API on net/http: docs/decisions/0013-x-api-v2-without-a-client-library.md;
-// what a comment keeps: docs/sources.md, "X API v2 and sharing scope".
+// what a comment keeps: docs/sources/twitter.md.
 // TooManyConnections right after the stream changed hands is retried on a
 // short schedule within X's connection limits, and every reconnect,
 // handover and crawler moved here opens a gap that recent search fills
