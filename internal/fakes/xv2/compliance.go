@@ -64,7 +64,7 @@ type complianceJobs struct {
 	process             time.Duration     // how long a job takes after its upload
 	upload              time.Duration     // how long its upload URL lives
 	failNext, stallNext bool
-	storage             string // base of the upload and download URLs; "" is the server's own
+	storage             string   // base of the upload and download URLs; "" is the server's own
 	created             []string // ids of the jobs created, in order
 }
 
