@@ -25,7 +25,7 @@ const (
 var ErrInvalid = errors.New("invalid query")
 
 // URLs validates and normalises a query that is a list of URLs (the feeds
-// an rss crawler reads): a lower-case scheme and host without default port
+// a feed crawler reads): a lower-case scheme and host without default port
 // or fragment, sorted and free of duplicates, so equal lists compare equal.
 func URLs(list []string) ([]string, error) {
 	out := make([]string, 0, len(list))

@@ -20,7 +20,7 @@ const maxRecentComments = 1000
 
 // canonical validates a crawler's source, query and keywords and fills the
 // row's canonical fields, as the source's declaration says: a kind whose
-// query is a list of URLs (rss) keeps them canonical and takes its keywords
+// query is a list of URLs (feeds) keeps them canonical and takes its keywords
 // as a filter in the query language; every other kind's query is in the
 // language (a list is the OR of its terms) and has no keywords.
 func (s *Server) canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {

@@ -40,7 +40,7 @@ type User struct {
 }
 
 // Crawler is one crawler configuration. Query and Keywords are in
-// canonical form (pkg/query): an rss crawler's query is its feed URLs and
+// canonical form (pkg/query): a feed crawler's query is its feed URLs and
 // its keywords a filter of one query; any other crawler's query is one
 // query and it has no keywords.
 type Crawler struct {

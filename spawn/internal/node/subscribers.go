@@ -48,7 +48,7 @@ type subscriberTable struct {
 type subscriber struct {
 	spec api.SubscriberSpec
 	// filter is the query an item must match (the query of a search
-	// source, the keyword filter of an rss crawler); nil takes every item.
+	// source, the keyword filter of a feed crawler); nil takes every item.
 	filter     *query.Query
 	instance   uint64
 	keys       []string

@@ -149,7 +149,7 @@
     form.checkTimer = setTimeout(checkQuery, VALIDATE_DELAY_MS);
   }
 
-  // checkQuery asks the hub to validate the query (and rss filter) as typed.
+  // checkQuery asks the hub to validate the query (and a feed filter) as typed.
   async function checkQuery() {
     const seq = ++form.checkSeq;
     const source = $('cf-source').value;
