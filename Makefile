@@ -66,6 +66,12 @@ services-down:
 demo: build
 	scripts/demo.sh
 
+# demo-kill-spawn stops one of the running demo's spawns, by its PID file
+# (SIGNAL=KILL for a crash instead of a drain).
+.PHONY: demo-kill-spawn
+demo-kill-spawn:
+	scripts/demo-kill-spawn.sh
+
 bench:
 	scripts/bench-store.sh
 	scripts/cassandra-cluster.sh up

@@ -65,10 +65,6 @@ type Settings struct {
 	// RetentionSweep is how often a file store drops the day files past
 	// their crawlers' retention (Cassandra expires rows by itself).
 	RetentionSweep time.Duration `flag:"retention-sweep" usage:"how often a file store drops day files past their crawlers' retention"`
-
-	// WrapStore, when set, wraps the comment store (tests make it slow or
-	// failing). It is not a flag.
-	WrapStore func(store.Store) store.Store
 }
 
 // DefaultSettings are the spawn's defaults, which a config file, the
@@ -112,9 +108,27 @@ func (s *Spawn) Drain() error {
 	return s.Stop()
 }
 
+// Option changes how Start assembles a spawn beyond its settings: what
+// tests need and an operator never sets.
+type Option func(*options)
+
+type options struct {
+	wrapStore func(store.Store) store.Store
+}
+
+// WrapStore wraps the comment store the spawn writes to (a test makes it
+// slow or failing); the write fence stays outside it.
+func WrapStore(wrap func(store.Store) store.Store) Option {
+	return func(o *options) { o.wrapStore = wrap }
+}
+
 // Start opens the store, binds the listener and runs the spawn until ctx
 // ends or Stop is called.
-func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, error) {
+func Start(ctx context.Context, cfg Settings, logger *slog.Logger, opts ...Option) (*Spawn, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	tokens, err := httpx.CheckTokens(httpx.Token{Name: "BW_NODE_TOKEN (--node-token)", Value: cfg.NodeToken})
 	if err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
@@ -201,8 +215,8 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 		st.Close()
 		return nil, err
 	}
-	if cfg.WrapStore != nil {
-		st = cfg.WrapStore(st)
+	if o.wrapStore != nil {
+		st = o.wrapStore(st)
 	}
 	// Writes obey the node's deadline, so a node cut off from the hub
 	// stores nothing after the hub may have read its usage back.

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"io"
+	"reflect"
 	"testing"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/config"
@@ -25,4 +26,25 @@ func TestSettings_HubURLFromEitherVariable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSettings_HoldOnlySettings: every field of the spawn's settings is a
+// flag (an environment variable, a key of the --config file); what only
+// tests set is an Option of Start.
+func TestSettings_HoldOnlySettings(t *testing.T) {
+	var check func(reflect.Type)
+	check = func(typ reflect.Type) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			switch {
+			case f.Tag.Get("flag") != "":
+			case f.Type.Kind() == reflect.Struct && f.Tag.Get("flag") == "":
+				// Embedded shared settings, or a source kind's own.
+				check(f.Type)
+			default:
+				t.Errorf("Settings.%s is no flag", f.Name)
+			}
+		}
+	}
+	check(reflect.TypeFor[app.Settings]())
 }
