@@ -15,6 +15,7 @@ func BenchmarkObserve(b *testing.B) {
 		d.Observe(p.At, p.Value)
 	}
 	rest := points[week:]
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		p := rest[i%len(rest)]
