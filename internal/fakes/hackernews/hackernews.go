@@ -31,7 +31,8 @@
 //     author and _tags (type, author_<by>, story_<root>).
 //
 // Tests add items with Add (the next ids, as HN assigns them) or AddRaw (a
-// recorded payload, served verbatim), and delete, kill and edit them. The
+// recorded payload, served verbatim), and delete, kill and edit them;
+// AddHit puts a recorded search hit in the index. The
 // server counts requests per endpoint and remembers when each came, so a
 // test can check how politely a client polls.
 package hackernews
@@ -113,14 +114,15 @@ type Server struct {
 	opts Options
 	url  string
 
-	mu      sync.Mutex
-	items   map[int64]*entry
-	max     int64
-	nulls   map[int64]int // id → requests still answered null
-	updates []int64       // newest first
-	hits    map[string]int
-	times   map[string][]time.Time
-	fail    map[string]int // endpoint → requests still answered 503
+	mu       sync.Mutex
+	items    map[int64]*entry
+	max      int64
+	nulls    map[int64]int // id → requests still answered null
+	updates  []int64       // newest first
+	recorded []indexed     // recorded search hits
+	hits     map[string]int
+	times    map[string][]time.Time
+	fail     map[string]int // endpoint → requests still answered 503
 }
 
 // Endpoints the server counts requests of.

@@ -2,6 +2,7 @@ package hackernews
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -28,6 +29,34 @@ type hit struct {
 	Children    []int64  `json:"children"`
 	Tags        []string `json:"_tags"`
 	ObjectID    string   `json:"objectID"`
+}
+
+// indexed is a hit the index holds: made from an item, or recorded.
+type indexed struct {
+	id, createdAt int64
+	tags          []string
+	body          json.RawMessage
+}
+
+// AddHit puts a recorded search hit in the index, served byte for byte;
+// an item with the same id shadows it. Its objectID must be a number.
+func (s *Server) AddHit(raw []byte) error {
+	var h struct {
+		ObjectID   string   `json:"objectID"`
+		CreatedAtI int64    `json:"created_at_i"`
+		Tags       []string `json:"_tags"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return fmt.Errorf("hackernews: recorded hit: %w", err)
+	}
+	id, err := strconv.ParseInt(h.ObjectID, 10, 64)
+	if err != nil || id <= 0 {
+		return fmt.Errorf("hackernews: recorded hit with objectID %q", h.ObjectID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recorded = append(s.recorded, indexed{id: id, createdAt: h.CreatedAtI, tags: h.Tags, body: slices.Clone(raw)})
+	return nil
 }
 
 // numericFilter is one condition on created_at_i.
@@ -221,7 +250,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	now := s.opts.Now()
-	var found []hit
+	var found []indexed
 	for _, e := range s.items {
 		it := e.item
 		if it.Deleted || it.Dead || it.Type == "" || time.Unix(it.Time, 0).Add(s.opts.IndexLag).After(now) {
@@ -231,16 +260,20 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		if !tagsMatch(tags, h.Tags) || !filtersHold(filters, it.Time) {
 			continue
 		}
-		found = append(found, h)
+		body, _ := json.Marshal(h)
+		found = append(found, indexed{id: it.ID, createdAt: it.Time, body: body})
+	}
+	for _, h := range s.recorded {
+		if _, shadowed := s.items[h.id]; !shadowed && tagsMatch(tags, h.tags) && filtersHold(filters, h.createdAt) {
+			found = append(found, h)
+		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(found, func(a, b hit) int {
-		if a.CreatedAtI != b.CreatedAtI {
-			return int(b.CreatedAtI - a.CreatedAtI)
+	slices.SortFunc(found, func(a, b indexed) int {
+		if a.createdAt != b.createdAt {
+			return int(b.createdAt - a.createdAt)
 		}
-		x, _ := strconv.ParseInt(a.ObjectID, 10, 64)
-		y, _ := strconv.ParseInt(b.ObjectID, 10, 64)
-		return int(y - x)
+		return int(b.id - a.id)
 	})
 	nb := len(found)
 	reachable := min(nb, paginationLimit)
@@ -249,9 +282,9 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		nbPages = (reachable + perPage - 1) / perPage
 	}
 	lo, hi := min(page*perPage, reachable), min((page+1)*perPage, reachable)
-	pageHits := found[lo:hi]
-	if pageHits == nil {
-		pageHits = []hit{}
+	pageHits := make([]json.RawMessage, 0, hi-lo)
+	for _, h := range found[lo:hi] {
+		pageHits = append(pageHits, h.body)
 	}
 	body, _ := json.Marshal(map[string]any{
 		"hits": pageHits, "nbHits": nb, "page": page, "nbPages": nbPages, "hitsPerPage": perPage,

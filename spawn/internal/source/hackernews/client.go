@@ -112,7 +112,7 @@ func (c *client) maxItem(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	if err := jsonNumber(body, &n); err != nil || n <= 0 {
+	if err := jsonNumber(body, &n); err != nil || n < 0 {
 		return 0, fmt.Errorf("%w: maxitem %q", ErrMalformed, clip(string(body)))
 	}
 	return n, nil

@@ -190,10 +190,16 @@ func (s *Source) catchUp(ctx context.Context, w *walk, emit source.Emit) {
 	if cut < w.next {
 		return
 	}
+	// The missed items came after the newest one handed over (or after
+	// the walk started); ids and times agree but for moments, so the
+	// search starts a little earlier and keeps only the missed ids.
 	since := s.lastTime()
 	if since.IsZero() {
-		since = time.Now().Add(-time.Duration(cut-w.next+1) * time.Second)
+		s.mu.Lock()
+		since = s.startAt
+		s.mu.Unlock()
 	}
+	since = since.Add(-catchUpMargin)
 	s.logger.Warn("hackernews walk fell behind: reading the gap from the search API", "from_id", w.next, "to_id", cut,
 		"ids", cut-w.next+1)
 	g := gap{after: w.next - 1, before: cut + 1, since: since, until: time.Now(), at: since}
@@ -208,6 +214,10 @@ func (s *Source) catchUp(ctx context.Context, w *walk, emit source.Emit) {
 	}
 	w.next = cut + 1
 }
+
+// catchUpMargin is how much earlier than the newest item handed over a
+// catch-up's search starts.
+const catchUpMargin = time.Minute
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) {
