@@ -31,6 +31,7 @@ type budget struct {
 	next     time.Time // the earliest next turn
 	until    time.Time // no turn before (window spent, 429)
 	waiting  int       // polls waiting for a turn
+	released time.Time // when the last turn was taken
 	fallback time.Duration
 }
 
@@ -46,31 +47,44 @@ func later(a, b time.Time) time.Time {
 }
 
 // take waits for a turn; a low-priority caller (a re-check) yields to any
-// poll waiting.
+// poll waiting. Turns are reserved in the order callers come (fair among
+// the listings) and released no closer than every to the turn before and
+// not before a stop the headers or a 429 set since, however late a
+// waiter wakes.
 func (b *budget) take(ctx context.Context, low bool) error {
-	for {
-		b.mu.Lock()
-		if low && b.waiting > 0 {
-			every := b.every
-			b.mu.Unlock()
-			if err := sleep(ctx, every); err != nil {
-				return err
-			}
-			continue
-		}
-		at := later(later(b.next, b.until), time.Now())
-		b.next = at.Add(b.every)
-		if !low {
-			b.waiting++
-		}
+	b.mu.Lock()
+	for low && b.waiting > 0 {
+		every := b.every
 		b.mu.Unlock()
-		err := sleep(ctx, time.Until(at))
-		if !low {
+		if err := sleep(ctx, every); err != nil {
+			return err
+		}
+		b.mu.Lock()
+	}
+	at := later(later(b.next, b.until), time.Now())
+	b.next = at.Add(b.every)
+	if !low {
+		b.waiting++
+		defer func() {
 			b.mu.Lock()
 			b.waiting--
 			b.mu.Unlock()
+		}()
+	}
+	b.mu.Unlock()
+	for {
+		if err := sleep(ctx, time.Until(at)); err != nil {
+			return err
 		}
-		return err
+		b.mu.Lock()
+		now := time.Now()
+		at = later(b.until, b.released.Add(b.every))
+		if !at.After(now) {
+			b.released = now
+			b.mu.Unlock()
+			return nil
+		}
+		b.mu.Unlock()
 	}
 }
 

@@ -206,7 +206,7 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 	for _, f := range fills {
 		stop = min(stop, f.after)
 	}
-	things, reached, pages, err := s.readBack(ctx, stop)
+	things, reached, pages, err := s.readBack(ctx, stop, !polled && stop == 0)
 	if err != nil {
 		s.mu.Lock()
 		s.fills = append(fills, s.fills...)
@@ -304,9 +304,9 @@ type polledThing struct {
 }
 
 // readBack reads the listing newest first, page after page, until a
-// thing at or before stop (reached), the listing's end, or MaxPages.
-// With stop 0 it reads one page.
-func (s *Source) readBack(ctx context.Context, stop int64) (things []polledThing, reached bool, pages int, err error) {
+// thing at or before stop (reached), the listing's end, or MaxPages; only
+// the first page when onePage.
+func (s *Source) readBack(ctx context.Context, stop int64, onePage bool) (things []polledThing, reached bool, pages int, err error) {
 	after := ""
 	for pages < s.opts.MaxPages {
 		v := url.Values{"limit": {strconv.Itoa(pageSize)}, "raw_json": {"1"}}
@@ -334,7 +334,7 @@ func (s *Source) readBack(ctx context.Context, stop int64) (things []polledThing
 			}
 			things = append(things, polledThing{id: id, data: t.Data})
 		}
-		if reached || stop == 0 || doc.Data.After == nil || *doc.Data.After == "" || len(doc.Data.Children) < pageSize {
+		if reached || onePage || doc.Data.After == nil || *doc.Data.After == "" || len(doc.Data.Children) < pageSize {
 			return things, reached, pages, nil
 		}
 		after = *doc.Data.After
