@@ -77,7 +77,9 @@ const (
 // Bodies Reddit answers with, as recorded.
 const (
 	unauthorizedBody = `{"message": "Unauthorized", "error": 401}`
-	tooManyBody      = "\n<!doctype html>\n<html>\n  <head>\n    <title>Too Many Requests</title>\n  </head>\n  <body>\n    <h1>whoa there, pardner!</h1>\n<p>we're sorry, but you appear to be a bot and we've seen too many requests\nfrom you lately. we enforce a hard speed limit on requests that appear to come\nfrom bots to prevent abuse.</p>\n  </body>\n</html>\n"
+	// tooManyBody is the 429 page of prawcore's
+	// TestSession.test_request__too__many_requests__with_retry_headers.
+	tooManyBody = "\n<!doctype html>\n<html>\n  <head>\n    <title>Too Many Requests</title>\n    <style>\n      body {\n          font: small verdana, arial, helvetica, sans-serif;\n          width: 600px;\n          margin: 0 auto;\n      }\n\n      h1 {\n          height: 40px;\n          background: transparent url(//www.redditstatic.com/reddit.com.header.png) no-repeat scroll top right;\n      }\n    </style>\n  </head>\n  <body>\n    <h1>whoa there, pardner!</h1>\n    \n\n\n<p>we're sorry, but you appear to be a bot and we've seen too many requests\nfrom you lately. we enforce a hard speed limit on requests that appear to come\nfrom bots to prevent abuse.</p>\n\n<p>if you are not a bot but are spoofing one via your browser's user agent\nstring: please change your user agent string to avoid seeing this message\nagain.</p>\n\n<p>please wait 4 second(s) and try again.</p>\n\n    <p>as a reminder to developers, we recommend that clients make no\n    more than <a href=\"http://github.com/reddit/reddit/wiki/API\">one\n    request every two seconds</a> to avoid seeing this message.</p>\n  </body>\n</html>\n"
 )
 
 // Options configure a Server; zero fields take the defaults.
