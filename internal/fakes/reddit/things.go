@@ -54,9 +54,21 @@ func (s *Server) createdLocked(t time.Time) float64 {
 }
 
 // Comment adds a comment and returns its fullname.
-func (s *Server) Comment(c CommentSpec) string {
+func (s *Server) Comment(c CommentSpec) string { return s.Comments(c)[0] }
+
+// Comments adds comments at once (no request sees some of them without
+// the others) and returns their fullnames.
+func (s *Server) Comments(cs ...CommentSpec) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = s.commentLocked(c)
+	}
+	return out
+}
+
+func (s *Server) commentLocked(c CommentSpec) string {
 	id := s.nextIDLocked("t1")
 	parent := c.Parent
 	if parent == "" {

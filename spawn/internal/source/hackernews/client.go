@@ -34,11 +34,18 @@ func newClient(opts Options, apiURL, searchURL string) *client {
 	}
 }
 
-// pacer spaces request starts evenly.
+// pacerSlack is how early a turn may be taken: timers are not finer, and
+// a wait shorter than it is not worth a wake-up.
+const pacerSlack = time.Millisecond
+
+// pacer spaces request starts evenly: turns are reserved in the order
+// callers come and released no closer than every to the turn before,
+// however late a waiter wakes.
 type pacer struct {
-	mu    sync.Mutex
-	every time.Duration
-	next  time.Time
+	mu       sync.Mutex
+	every    time.Duration
+	next     time.Time // the next turn to reserve
+	released time.Time // when the last turn was taken
 }
 
 func newPacer(perSecond float64) *pacer {
@@ -48,23 +55,32 @@ func newPacer(perSecond float64) *pacer {
 // wait returns at the caller's turn, or with ctx's error.
 func (p *pacer) wait(ctx context.Context) error {
 	p.mu.Lock()
-	now := time.Now()
 	at := p.next
-	if at.Before(now) {
+	if now := time.Now(); at.Before(now) {
 		at = now
 	}
 	p.next = at.Add(p.every)
 	p.mu.Unlock()
-	if d := time.Until(at); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+	for {
+		if d := time.Until(at); d >= pacerSlack {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
+		p.mu.Lock()
+		now := time.Now()
+		at = p.released.Add(p.every)
+		if at.Sub(now) < pacerSlack {
+			p.released = now
+			p.mu.Unlock()
+			return ctx.Err()
+		}
+		p.mu.Unlock()
 	}
-	return nil
 }
 
 // get reads url into a body of at most limit bytes.

@@ -22,7 +22,8 @@ const wait = 10 * time.Second
 // short, scaled timers.
 func fastOptions(t *testing.T, url string) Options {
 	return Options{
-		APIURL: url, SearchURL: url, Client: &http.Client{Timeout: wait},
+		APIURL: url, SearchURL: url,
+		Client:       &http.Client{Timeout: wait, Transport: &http.Transport{MaxIdleConnsPerHost: 32}},
 		PollInterval: 20 * time.Millisecond, UpdatesInterval: 40 * time.Millisecond, UpdateRecheck: time.Millisecond,
 		RequestsPerSecond: 1000, Concurrency: 8,
 		NullRetryMin: 10 * time.Millisecond, NullRetryMax: 40 * time.Millisecond, NullGiveUp: 300 * time.Millisecond,

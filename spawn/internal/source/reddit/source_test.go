@@ -48,12 +48,16 @@ func startReddit(t *testing.T, opts fake.Options) *fake.Server {
 }
 
 // fastOptions are the kind's options against a local Reddit, with short,
-// scaled timers.
+// scaled timers. Call it after starting the server: its connections are
+// closed before the server stops.
 func fastOptions(t *testing.T, url string) Options {
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
 	return Options{
 		ClientID: clientID, ClientSecret: secret, UserAgent: goodUA, APIURL: url, AuthURL: url,
-		Client: &http.Client{Timeout: wait}, RequestsPerMinute: 6000,
-		MinInterval: 20 * time.Millisecond, StartInterval: 20 * time.Millisecond, MaxInterval: 80 * time.Millisecond,
+		Client:            &http.Client{Timeout: wait, Transport: tr},
+		RequestsPerMinute: 6000,
+		MinInterval:       20 * time.Millisecond, StartInterval: 20 * time.Millisecond, MaxInterval: 80 * time.Millisecond,
 		Recheck: 50 * time.Millisecond, RecheckFor: time.Hour,
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond, AuthBackoff: 50 * time.Millisecond,
 		RateLimitWait: 100 * time.Millisecond, Logger: testkit.Logger(t, "reddit"),
@@ -129,9 +133,13 @@ func TestPoll_NewListingStartsNowThenMissesNothing(t *testing.T) {
 	_, rec, _ := run(t, k, key("golang", listingComments))
 
 	// A burst of two and a half pages between two polls.
+	burst := make([]fake.CommentSpec, 250)
+	for i := range burst {
+		burst[i] = fake.CommentSpec{Subreddit: "golang", Author: "gopher", Body: "c" + strconv.Itoa(i), Link: post}
+	}
 	var want []string
-	for i := range 250 {
-		want = append(want, IDPrefix+rd.Comment(fake.CommentSpec{Subreddit: "golang", Author: "gopher", Body: "c" + strconv.Itoa(i), Link: post}))
+	for _, name := range rd.Comments(burst...) {
+		want = append(want, IDPrefix+name)
 	}
 	testkit.WaitFor(t, wait, "the burst", func() bool { return len(rec.All()) >= len(want) })
 	if got := itemIDs(rec.All()); !slices.Equal(got, want) {
