@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -74,10 +73,10 @@ func newSource(opts Options, apiURL, searchURL string) *Source {
 
 // SetSubscribers queues the gap of every subscriber that arrives with a
 // cursor.
-func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
+func (s *Source) SetSubscribers(subs []source.Sub) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fillsLocked(specs)
+	s.fillsLocked(source.Specs(subs))
 }
 
 // Err joins the current errors of the walk, the updates and the gaps.

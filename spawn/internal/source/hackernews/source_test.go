@@ -70,7 +70,7 @@ func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *s
 	src := ds.(*Source)
 	log := &retractionLog{}
 	src.Retractions(log.add)
-	src.SetSubscribers(specs)
+	src.SetSubscribers(spawntest.Subs(t, specs...))
 	rec := &spawntest.Recorder{}
 	spawntest.Run(t, src, rec.Emit)
 	testkit.WaitFor(t, wait, "walk start", func() bool {

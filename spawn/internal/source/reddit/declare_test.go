@@ -27,7 +27,7 @@ func TestKeys_QueryMustNameSubreddits(t *testing.T) {
 		{query: "subreddit:GoLang", subs: []string{"golang"}},
 		{query: "subreddit:golang OR subreddit:rust", subs: []string{"golang", "rust"}},
 		{query: "(subreddit:golang generics) OR (subreddit:rust traits)", subs: []string{"golang", "rust"}},
-		{query: "subreddit:golang subreddit:rust", subs: []string{"golang"}}, // the smallest cover of an AND
+		{query: "subreddit:golang subreddit:rust", subs: []string{"golang", "rust"}},
 		{query: "generics", err: ErrNoSubreddit},
 		{query: "subreddit:golang OR generics", err: ErrNoSubreddit},
 		{query: "-subreddit:golang iterators", err: ErrNoSubreddit},
@@ -36,7 +36,7 @@ func TestKeys_QueryMustNameSubreddits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.query, func(t *testing.T) {
-			keys, err := k.Keys(spawntest.Spec(Name, 3, nil, c.query))
+			keys, err := k.Keys(spawntest.Sub(t, spawntest.Spec(Name, 3, nil, c.query)))
 			if c.err != nil {
 				if !errors.Is(err, c.err) {
 					t.Fatalf("err %v, want %v", err, c.err)

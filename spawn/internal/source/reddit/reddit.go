@@ -59,6 +59,10 @@ const (
 	// DefaultRecheckItems bounds the things one listing re-checks; past
 	// it the oldest are dropped first (counted).
 	DefaultRecheckItems = 100_000
+	// DefaultStoredMax bounds the stored things one daily check reads
+	// (stored.go): 200 requests, about two minutes and a quarter of the
+	// whole budget, taken only when no poll waits.
+	DefaultStoredMax = 20_000
 	// DefaultMinInterval and DefaultMaxInterval bound the wait between
 	// two polls of a listing; DefaultStartInterval is the first.
 	DefaultMinInterval   = 5 * time.Second
@@ -153,6 +157,7 @@ type Options struct {
 	Recheck           time.Duration
 	RecheckFor        time.Duration
 	RecheckItems      int
+	StoredMax         int
 	MinInterval       time.Duration
 	MaxInterval       time.Duration
 	StartInterval     time.Duration
@@ -183,6 +188,7 @@ func (o Options) withDefaults() Options {
 	source.SetDefault(&o.Recheck, DefaultRecheck)
 	source.SetDefault(&o.RecheckFor, DefaultRecheckFor)
 	source.SetDefault(&o.RecheckItems, DefaultRecheckItems)
+	source.SetDefault(&o.StoredMax, DefaultStoredMax)
 	source.SetDefault(&o.MinInterval, DefaultMinInterval)
 	source.SetDefault(&o.MaxInterval, DefaultMaxInterval)
 	source.SetDefault(&o.StartInterval, DefaultStartInterval)

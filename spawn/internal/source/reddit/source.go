@@ -34,15 +34,73 @@ import (
 // (docs/sources/reddit.md).
 //
 // The first poll of a new listing only notes where it stands, unless a
-// subscriber arrived with a cursor (it ran on a spawn that stopped): then
-// it reads back to the cursor (the newest thing its crawler stored from
-// this listing) and hands over what lies after. A subscriber with a cursor
+// subscriber arrived with a cursor (it ran on a spawn that stopped, or it
+// is new: the hub hands a new crawler its creation time): then it reads
+// back to the cursor (the newest thing its crawler stored from this
+// listing, or, when it stored none from it, the cursor's time less
+// markMargin) and hands over what lies after. A subscriber with a cursor
 // that arrives while the listing runs has its gap read back the same way,
 // for its query alone. The spawn drops what a crawler already stored.
 
-// fill is a gap to read back for one query: things after id.
+// markMargin widens a read back to a time: ids and creation times agree
+// but for moments, and the cursor's time is the newest thing its crawler
+// stored from any listing.
+const markMargin = time.Minute
+
+// mark is how far back a read must go: past the thing numbered id (when
+// set) and past things created at (when set).
+type mark struct {
+	id int64
+	at time.Time
+}
+
+// markOf is where spec's cursor says its crawler stands in the listing
+// key; zero without a cursor.
+func markOf(spec api.SubscriberSpec, key string) mark {
+	if spec.Cursor == nil {
+		return mark{}
+	}
+	if id, err := strconv.ParseInt(spec.Cursor.Sources[key], 10, 64); err == nil && id > 0 {
+		return mark{id: id}
+	}
+	if at := spec.Cursor.PublishedAt; !at.IsZero() {
+		return mark{at: at.Add(-markMargin)}
+	}
+	return mark{}
+}
+
+func (m mark) zero() bool { return m.id == 0 && m.at.IsZero() }
+
+// reaches reports whether a thing numbered id, created at, lies at or
+// before m: a read back that met it has gone far enough for m, and no one
+// wants it. Nothing reaches a zero mark.
+func (m mark) reaches(id int64, at time.Time) bool {
+	return !m.zero() && (m.id == 0 || id <= m.id) && (m.at.IsZero() || at.Before(m.at))
+}
+
+// after reports whether a thing lies after m: one a gap up to m missed.
+func (m mark) after(id int64, at time.Time) bool {
+	if m.id > 0 {
+		return id > m.id
+	}
+	return !at.Before(m.at)
+}
+
+// union is a mark that reaching reaches both m and o; a zero mark asks
+// for nothing.
+func (m mark) union(o mark) mark {
+	if o.id > 0 && (m.id == 0 || o.id < m.id) {
+		m.id = o.id
+	}
+	if !o.at.IsZero() && (m.at.IsZero() || o.at.Before(m.at)) {
+		m.at = o.at
+	}
+	return m
+}
+
+// fill is a gap to read back for one query: things after a mark.
 type fill struct {
-	after int64
+	after mark
 	query string
 	at    time.Time
 }
@@ -66,7 +124,7 @@ type Source struct {
 	mu       sync.Mutex
 	last     int64 // newest id read, 0 before the first poll
 	polled   bool
-	baseline int64 // where the first poll reads back to (0: nowhere)
+	baseline mark // where the first poll reads back to (zero: nowhere)
 	cursors  map[int64]bool
 	fills    []fill
 	interval time.Duration
@@ -92,30 +150,27 @@ func newSource(opts Options, c *client, key, sub, listing string) *Source {
 	}
 }
 
-// SetSubscribers notes the cursors of subscribers moved here: the first
+// SetSubscribers notes the cursors of subscribers that arrive: the first
 // poll reads back to the oldest, a later one reads each gap back for its
 // query.
-func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
+func (s *Source) SetSubscribers(subs []source.Sub) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	here := map[int64]bool{}
-	for _, spec := range specs {
+	for _, sub := range subs {
+		spec := sub.Spec
 		here[spec.CrawlerID] = true
 		if spec.Cursor == nil || s.cursors[spec.CrawlerID] {
 			continue
 		}
 		s.cursors[spec.CrawlerID] = true
-		after, err := strconv.ParseInt(spec.Cursor.Sources[s.key], 10, 64)
-		if err != nil || after <= 0 {
-			continue
-		}
+		m := markOf(spec, s.key)
 		switch {
+		case m.zero():
 		case !s.polled:
-			if s.baseline == 0 || after < s.baseline {
-				s.baseline = after
-			}
-		case after < s.last:
-			s.fills = append(s.fills, fill{after: after, query: spec.QueryUUID, at: spec.Cursor.PublishedAt})
+			s.baseline = s.baseline.union(m)
+		case m.id == 0 || m.id < s.last:
+			s.fills = append(s.fills, fill{after: m, query: spec.QueryUUID, at: spec.Cursor.PublishedAt})
 			source.Signal(s.changed)
 		}
 	}
@@ -199,14 +254,15 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 
 	// How far back this poll reads: the newest thing read before, the
 	// oldest gap's start, or (first poll) the oldest cursor.
-	stop := last
+	stop := mark{id: last}
 	if !polled {
 		stop = baseline
 	}
 	for _, f := range fills {
-		stop = min(stop, f.after)
+		stop = stop.union(f.after)
 	}
-	things, reached, pages, err := s.readBack(ctx, stop, !polled && stop == 0)
+	fresh := !polled && stop.zero()
+	things, reached, pages, err := s.readBack(ctx, stop, fresh)
 	if err != nil {
 		s.mu.Lock()
 		s.fills = append(fills, s.fills...)
@@ -217,7 +273,7 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 	for _, t := range things {
 		newest = max(newest, t.id)
 	}
-	if !polled && stop == 0 {
+	if fresh {
 		// A new listing without cursors: it starts now.
 		s.mu.Lock()
 		s.last, s.polled = newest, true
@@ -225,10 +281,11 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 		s.logger.Info("reddit listing started", "newest", strconv.FormatInt(newest, 36))
 		return nil
 	}
-	if !reached && stop > 0 && pages >= s.opts.MaxPages && len(things) > 0 {
+	if !reached && pages >= s.opts.MaxPages && len(things) > 0 {
 		s.stats.overruns.Add(1)
 		s.logger.Warn("reddit listing ran past its reach between two polls: the things between are lost",
-			"read_back_to", strconv.FormatInt(things[len(things)-1].id, 36), "wanted_back_to", strconv.FormatInt(stop, 36), "pages", pages)
+			"read_back_to", strconv.FormatInt(things[len(things)-1].id, 36), "wanted_back_to", strconv.FormatInt(stop.id, 36),
+			"wanted_back_to_time", stop.at, "pages", pages)
 	}
 	// Oldest first; live things (after last) for everyone, older ones for
 	// the gaps that wanted them.
@@ -242,6 +299,9 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 			continue
 		}
 		it := toItem(s.kind, &t.data, t.id, now)
+		if it.Fields == nil {
+			it.Fields = map[string]string{SubredditField: s.sub}
+		}
 		if !polled || t.id > last {
 			items = append(items, it)
 			s.book.add(t.data.Name, now, contentSum(it.Text, it.Links), s.opts.Recheck)
@@ -249,7 +309,7 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 			continue
 		}
 		for _, f := range fills {
-			if t.id > f.after {
+			if f.after.after(t.id, it.PublishedAt) {
 				g := it
 				g.QueryUUID = f.query
 				items = append(items, g)
@@ -266,7 +326,7 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 	s.mu.Lock()
 	elapsed := started.Sub(s.lastPollLocked(started))
 	s.last, s.polled = newest, true
-	s.interval = s.nextInterval(live, elapsed, reached || stop == 0 || pages < s.opts.MaxPages)
+	s.interval = s.nextInterval(live, elapsed, reached || pages < s.opts.MaxPages)
 	s.lastPoll = started
 	s.mu.Unlock()
 	return nil
@@ -306,7 +366,7 @@ type polledThing struct {
 // readBack reads the listing newest first, page after page, until a
 // thing at or before stop (reached), the listing's end, or MaxPages; only
 // the first page when onePage.
-func (s *Source) readBack(ctx context.Context, stop int64, onePage bool) (things []polledThing, reached bool, pages int, err error) {
+func (s *Source) readBack(ctx context.Context, stop mark, onePage bool) (things []polledThing, reached bool, pages int, err error) {
 	after := ""
 	for pages < s.opts.MaxPages {
 		v := url.Values{"limit": {strconv.Itoa(pageSize)}, "raw_json": {"1"}}
@@ -328,7 +388,7 @@ func (s *Source) readBack(ctx context.Context, stop int64, onePage bool) (things
 				s.logger.Warn("reddit thing skipped", "err", err)
 				continue
 			}
-			if id <= stop {
+			if stop.reaches(id, t.Data.created()) {
 				reached = true
 				continue
 			}

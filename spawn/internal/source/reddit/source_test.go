@@ -97,7 +97,7 @@ func run(t *testing.T, k *Kind, key string, specs ...api.SubscriberSpec) (*Sourc
 	src := ds.(*Source)
 	log := &retractionLog{}
 	src.Retractions(log.add)
-	src.SetSubscribers(specs)
+	src.SetSubscribers(spawntest.Subs(t, specs...))
 	rec := &spawntest.Recorder{}
 	spawntest.Run(t, src, rec.Emit)
 	testkit.WaitFor(t, wait, "first poll", func() bool {
@@ -217,7 +217,7 @@ func TestPoll_CursorArrivingLaterIsFilledForItsQuery(t *testing.T) {
 	}
 	testkit.WaitFor(t, wait, "live things", func() bool { return len(rec.All()) == 5 })
 	moved := cursorSpec(2, kc, idOf(t, names[1]), "subreddit:golang iterators")
-	src.SetSubscribers([]api.SubscriberSpec{other, moved})
+	src.SetSubscribers(spawntest.Subs(t, other, moved))
 	testkit.WaitFor(t, wait, "the gap", func() bool { return len(rec.All()) == 8 })
 	for _, it := range rec.All()[5:] {
 		if it.QueryUUID != moved.QueryUUID {

@@ -103,6 +103,11 @@ func (d *thingData) gone() bool {
 	return d.Author == markDeleted || text == markDeleted || text == markRemoved
 }
 
+// created is when the thing was created.
+func (d *thingData) created() time.Time {
+	return time.Unix(0, int64(d.CreatedUTC*float64(time.Second))).UTC()
+}
+
 // editedAt is when the thing was last edited, zero when never ("edited":
 // false, or absent).
 func (d *thingData) editedAt() time.Time {
@@ -177,10 +182,13 @@ func toItem(kind string, d *thingData, id int64, now time.Time) source.Item {
 		AuthorID:    d.AuthorFullname,
 		Text:        text,
 		URL:         d.permalinkURL(kind),
-		PublishedAt: time.Unix(0, int64(d.CreatedUTC*float64(time.Second))).UTC(),
+		PublishedAt: d.created(),
 		FetchedAt:   now,
 		Links:       d.linksOf(kind, text),
 		SourceID:    strconv.FormatInt(id, 10),
+	}
+	if sub := strings.ToLower(d.Subreddit); sub != "" {
+		it.Fields = map[string]string{SubredditField: sub}
 	}
 	if kind == kindComment {
 		if d.ParentID != "" {
