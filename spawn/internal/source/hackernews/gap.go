@@ -16,8 +16,12 @@ import (
 
 // Gaps. A crawler moved to this spawn (a spawn stopped, a drain, a
 // rebalance) arrives with a cursor: the newest item id it stored. The ids
-// between that one and the first id this spawn's walk read are its gap,
-// filled for its query alone (the items carry its query uuid):
+// between that one and the newest id the live walk knew of when it
+// arrived (maxitem; the first id the walk reads when it arrived before the
+// walk started) are its gap, since the live walk hands it only what it
+// reads from then on; the gap is filled for its query alone (the items
+// carry its query uuid, and the spawn drops an item the walk handed it
+// too):
 //
 //   - up to MaxWalkGap ids are walked like the live walk, item by item, in
 //     order;
@@ -29,9 +33,45 @@ import (
 //     logged with its bounds. The search index has no jobs, polls,
 //     pollopts, deleted or dead items.
 //
-// A cursor that names no id (the crawler stored nothing here yet) but a
-// published time is filled from the search API from that time. The spawn
-// drops what the crawler already stored (by its cursor and by comment id).
+// A cursor that names no id (the crawler stored nothing yet: the hub hands
+// a new crawler its creation time) but a published time is walked from the
+// first id the live walk read at or after that time, when the walk has
+// read that far back (it remembers its latest MaxWalkGap items' ids and
+// times); otherwise it is filled from the search API from that time. The
+// spawn drops what the crawler already stored (by its cursor and by
+// comment id).
+
+// idTime is an item the live walk read: its id and time.
+type idTime struct {
+	id int64
+	at int64 // unix seconds
+}
+
+// noteLocked remembers the times of items the live walk handed over, the
+// latest MaxWalkGap.
+func (s *Source) noteLocked(walked []*wireItem) {
+	for _, w := range walked {
+		if w.Time > 0 {
+			s.timeline = append(s.timeline, idTime{id: w.ID, at: w.Time})
+		}
+	}
+	if over := len(s.timeline) - int(s.opts.MaxWalkGap); over > 0 {
+		s.timeline = append(s.timeline[:0], s.timeline[over:]...)
+	}
+}
+
+// idSinceLocked is the first id the live walk read at or after since,
+// when its timeline reaches back before since.
+func (s *Source) idSinceLocked(since time.Time) (int64, bool) {
+	if len(s.timeline) == 0 || s.timeline[0].at >= since.Unix() {
+		return 0, false
+	}
+	i, _ := slices.BinarySearchFunc(s.timeline, since.Unix(), func(e idTime, t int64) int { return cmpInt(e.at, t) })
+	if i == len(s.timeline) {
+		return s.frontier + 1, true
+	}
+	return s.timeline[i].id, true
+}
 
 // gap is a run of ids to fill: after < id < before, published within
 // [since, until], for query ("" for everyone). at is when it opened, for
@@ -61,8 +101,15 @@ func (s *Source) fillsLocked(specs []api.SubscriberSpec) {
 		if at.IsZero() {
 			at = time.Now()
 		}
-		s.pending = append(s.pending, gap{after: after, since: spec.Cursor.PublishedAt.Add(-searchMargin),
-			query: spec.QueryUUID, at: at})
+		g := gap{after: after, since: spec.Cursor.PublishedAt.Add(-searchMargin), query: spec.QueryUUID, at: at}
+		if s.frontier > 0 {
+			// The walk runs: up to what it knows of now.
+			g.before, g.until = s.frontier+1, time.Now().Add(searchMargin)
+			if id, ok := s.idSinceLocked(g.since); g.after == 0 && ok {
+				g.after = id - 1
+			}
+		}
+		s.pending = append(s.pending, g)
 		source.Signal(s.changed)
 	}
 	for id := range s.cursors {
@@ -89,7 +136,10 @@ func (s *Source) runFills(ctx context.Context, emit source.Emit) {
 		s.mu.Unlock()
 		var failed []gap
 		for _, g := range pending {
-			g.before, g.until = start, startAt.Add(searchMargin)
+			if g.before == 0 {
+				// Arrived before the walk started: up to its start.
+				g.before, g.until = start, startAt.Add(searchMargin)
+			}
 			if err := s.fill(ctx, g, emit); err != nil {
 				if !passing(ctx, err) {
 					return

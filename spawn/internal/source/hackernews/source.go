@@ -48,11 +48,13 @@ type Source struct {
 
 	mu        sync.Mutex
 	startID   int64     // the first id the live walk reads
+	frontier  int64     // the newest id the live walk knows of (maxitem)
 	startAt   time.Time // when it read maxitem first
 	last      time.Time // published time of the newest item handed over
 	behind    int64     // ids between the walk and maxitem
 	cursors   map[int64]bool
 	pending   []gap
+	timeline  []idTime // the live walk's latest items, oldest first (gap.go)
 	startOnce sync.Once
 }
 
@@ -96,10 +98,18 @@ func (s *Source) Run(ctx context.Context, emit source.Emit) {
 // walkStarted records where the live walk starts.
 func (s *Source) walkStarted(first int64) {
 	s.mu.Lock()
-	s.startID, s.startAt = first, time.Now()
+	s.startID, s.startAt, s.frontier = first, time.Now(), first-1
 	s.mu.Unlock()
 	s.startOnce.Do(func() { close(s.started) })
 	s.logger.Info("hackernews walk started", "first_id", first)
+}
+
+// setFrontier records the newest id the live walk knows of: a
+// subscriber arriving now gets the later ones live.
+func (s *Source) setFrontier(id int64) {
+	s.mu.Lock()
+	s.frontier = max(s.frontier, id)
+	s.mu.Unlock()
 }
 
 func (s *Source) lastTime() time.Time {
@@ -137,7 +147,15 @@ func (s *Source) hand(ctx context.Context, walked []*wireItem, query string, emi
 		s.remember(w.ID, it)
 		items = append(items, it)
 	}
-	return s.emitItems(ctx, items, emit)
+	if err := s.emitItems(ctx, items, emit); err != nil {
+		return err
+	}
+	if query == "" {
+		s.mu.Lock()
+		s.noteLocked(walked)
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 // emitItems hands items over in batches of at most emitBatch.

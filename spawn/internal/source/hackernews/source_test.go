@@ -357,3 +357,62 @@ func TestWalk_KeepsToItsRequestRate(t *testing.T) {
 		t.Errorf("%d requests within one second, want at most 26", got)
 	}
 }
+
+// TestGap_ArrivingWhileTheWalkRunsIsFilledUpToIt: a crawler moved to a
+// spawn whose walk already runs gets, for its query, every item after its
+// cursor up to what the walk knew when it arrived (the walk hands it the
+// later ones): walked, not searched.
+func TestGap_ArrivingWhileTheWalkRunsIsFilledUpToIt(t *testing.T) {
+	hn := fake.Start(t, fake.Options{})
+	src, rec, _ := start(t, fastOptions(t, hn.URL()))
+	var walked []int64
+	for i := range 8 {
+		walked = append(walked, hn.Add(fake.Item{Type: "story", By: "a", Title: "moved " + strconv.Itoa(i)})[0])
+	}
+	testkit.WaitFor(t, wait, "the live walk", func() bool { return rec.Has(hnID(walked[7])) })
+	spec := cursorSpec(9, walked[2], time.Now(), "moved")
+	src.SetSubscribers(spawntest.Subs(t, spec))
+	var want []string
+	for _, id := range walked[3:] {
+		want = append(want, hnID(id))
+	}
+	testkit.WaitFor(t, wait, "the gap", func() bool { return len(rec.All()) >= len(walked)+len(want) })
+	gap := rec.All()[len(walked):]
+	if got := ids(gap); !slices.Equal(got, want) {
+		t.Errorf("gap %v, want %v", got, want)
+	}
+	for _, it := range gap {
+		if it.QueryUUID != spec.QueryUUID {
+			t.Errorf("%s for query %q, want %q", it.ID, it.QueryUUID, spec.QueryUUID)
+		}
+	}
+	if hn.Requests(fake.EndpointSearch) != 0 {
+		t.Error("a short gap used the search API")
+	}
+}
+
+// TestGap_NewCrawlerIsWalkedFromItsCreation: a cursor naming no item but a
+// time (the hub hands a new crawler its creation time) arriving while the
+// walk runs is walked from the first item the walk read at that time, not
+// searched (the search index lags behind the site).
+func TestGap_NewCrawlerIsWalkedFromItsCreation(t *testing.T) {
+	hn := fake.Start(t, fake.Options{})
+	src, rec, _ := start(t, fastOptions(t, hn.URL()))
+	base := time.Now().Add(-time.Hour).Unix()
+	var walked []int64
+	for i := range 6 {
+		walked = append(walked, hn.Add(fake.Item{Type: "story", By: "a", Title: "new " + strconv.Itoa(i), Time: base + 10*int64(i)})[0])
+	}
+	testkit.WaitFor(t, wait, "the live walk", func() bool { return rec.Has(hnID(walked[5])) })
+	spec := spawntest.Spec(Name, 10, nil, "new")
+	spec.Cursor = &api.Cursor{PublishedAt: time.Unix(base+25, 0)}
+	src.SetSubscribers(spawntest.Subs(t, spec))
+	want := []string{hnID(walked[3]), hnID(walked[4]), hnID(walked[5])}
+	testkit.WaitFor(t, wait, "the gap", func() bool { return len(rec.All()) >= len(walked)+len(want) })
+	if got := ids(rec.All()[len(walked):]); !slices.Equal(got, want) {
+		t.Errorf("gap %v, want %v", got, want)
+	}
+	if hn.Requests(fake.EndpointSearch) != 0 {
+		t.Error("the gap of a walk that reaches back to it used the search API")
+	}
+}

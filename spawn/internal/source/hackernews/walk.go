@@ -149,6 +149,7 @@ func (s *Source) runWalk(ctx context.Context, emit source.Emit) {
 				s.walkStarted(m + 1)
 			} else if m > w.end {
 				w.end = m
+				s.setFrontier(m)
 				if behind := m - w.next + 1; behind > s.opts.MaxWalkGap {
 					s.catchUp(ctx, w, emit)
 				}

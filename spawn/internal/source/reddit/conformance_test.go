@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,4 +190,66 @@ func sanitizeSub(s string) string {
 		return s
 	}
 	return "test"
+}
+
+// TestConformance_RecordedThingsThroughASpawn serves the recorded things in
+// their subreddits' listings and runs crawlers on a real spawn node (file
+// store) whose queries name subreddits: the spawn matches each thing's
+// subreddit (its field) and words, as for any crawler, and each crawler
+// stores exactly the things of its subreddits that its query matches,
+// every field a user sees as read off the payload. The crawlers arrive
+// with a cursor older than the things, as a new crawler's creation time
+// is, so the listings' first polls read them back.
+func TestConformance_RecordedThingsThroughASpawn(t *testing.T) {
+	things := readThings(t)
+	rd := startReddit(t, fake.Options{})
+	slices.SortFunc(things, func(a, b recordedThing) int {
+		if a.kind != b.kind {
+			return strings.Compare(a.kind, b.kind)
+		}
+		return cmpID(idOf(t, a.name), idOf(t, b.name))
+	})
+	for _, th := range things {
+		if _, err := rd.AddThing(th.raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := spawntest.StartFileNode(t, Name, newKind(t, fastOptions(t, rd.URL())))
+	words := regexp.MustCompile(`[a-z0-9]+`)
+	crawlers := []struct {
+		query string
+		wants func(recordedThing) bool
+	}{
+		{"subreddit:askreddit", func(th recordedThing) bool { return th.subreddit == "askreddit" }},
+		{"subreddit:oculus OR subreddit:spiderbro OR subreddit:SFBayJobs OR subreddit:whowouldwin", func(th recordedThing) bool {
+			return slices.Contains([]string{"oculus", "spiderbro", "sfbayjobs", "whowouldwin"}, th.subreddit)
+		}},
+		{"(subreddit:askreddit great) OR subreddit:test", func(th recordedThing) bool {
+			return th.subreddit == "test" || th.subreddit == "askreddit" && slices.Contains(words.FindAllString(strings.ToLower(th.seen.Text), -1), "great")
+		}},
+		{"subreddit:test -subreddit:askreddit", func(th recordedThing) bool { return th.subreddit == "test" }},
+	}
+	since := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
+	var specs []api.SubscriberSpec
+	for i, c := range crawlers {
+		spec := spawntest.Spec(Name, int64(i+1), nil, c.query)
+		spec.Cursor = &api.Cursor{PublishedAt: since}
+		specs = append(specs, spec)
+	}
+	spawntest.Subscribe(t, node.Node, specs...)
+	total := 0
+	for i, c := range crawlers {
+		var want []spawntest.Seen
+		for _, th := range things {
+			if c.wants(th) {
+				want = append(want, th.seen)
+			}
+		}
+		if len(want) == 0 {
+			t.Fatalf("%q: no recorded thing to store", c.query)
+		}
+		t.Run(c.query, func(t *testing.T) { node.WaitSeen(t, int64(i+1), want) })
+		total += len(want)
+	}
+	t.Logf("%d things through %d crawlers on a spawn: %d stored and compared", len(things), len(crawlers), total)
 }

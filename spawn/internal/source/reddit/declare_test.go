@@ -2,12 +2,17 @@ package reddit
 
 import (
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/config"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
@@ -101,16 +106,19 @@ func TestThing_TextURLAndLinks(t *testing.T) {
 	post := thingData{ID: "abc", Name: "t3_abc", Subreddit: "golang", Title: "Go 1.23 & iterators", Selftext: "",
 		IsSelf: false, URL: "https://go.dev/blog/range-functions", CreatedUTC: 1700000000}
 	it := toItem(kindPost, &post, 13368, time.Now())
+	if it.Fields[SubredditField] != "golang" {
+		t.Errorf("fields %v", it.Fields)
+	}
 	if it.Text != "Go 1.23 & iterators" || it.URL != "https://www.reddit.com/r/golang/comments/abc/" ||
 		!slices.Equal(it.Links, []string{"https://go.dev/blog/range-functions"}) || it.ReplyTo != "" || it.ThreadID != "" {
 		t.Errorf("post %+v", it)
 	}
 	c := thingData{ID: "xyz", Name: "t1_xyz", Author: "gopher", Body: "see https://go.dev/doc/, and [spec](https://go.dev/ref/spec).",
-		ParentID: "t3_abc", LinkID: "t3_abc", Subreddit: "golang", CreatedUTC: 1700000001.5, Permalink: "/r/golang/comments/abc/x/xyz/"}
+		ParentID: "t3_abc", LinkID: "t3_abc", Subreddit: "GoLang", CreatedUTC: 1700000001.5, Permalink: "/r/golang/comments/abc/x/xyz/"}
 	it = toItem(kindComment, &c, 44027, time.Now())
 	if !slices.Equal(it.Links, []string{"https://go.dev/doc/", "https://go.dev/ref/spec"}) || it.ReplyTo != "reddit:t3_abc" ||
 		it.ThreadID != "reddit:t3_abc" || it.URL != "https://www.reddit.com/r/golang/comments/abc/x/xyz/" ||
-		it.PublishedAt.UnixMilli() != 1700000001500 || it.SourceID != "44027" {
+		it.PublishedAt.UnixMilli() != 1700000001500 || it.SourceID != "44027" || it.Fields[SubredditField] != "golang" {
 		t.Errorf("comment %+v", it)
 	}
 }
@@ -140,4 +148,105 @@ func cursorSpec(crawler int64, k string, after int64, q string) api.SubscriberSp
 	spec := spawntest.Spec(Name, crawler, nil, q)
 	spec.Cursor = &api.Cursor{PublishedAt: time.Now(), Sources: map[string]string{k: formatDecimal(after)}}
 	return spec
+}
+
+// TestSettings_CredentialsFromTheEnvironment: the client id and secret are
+// read as DESIGN names them, BW_REDDIT_CLIENT_ID and
+// BW_REDDIT_CLIENT_SECRET, each also from a file (…_FILE), and the kind is
+// built with them.
+func TestSettings_CredentialsFromTheEnvironment(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"BW_REDDIT_CLIENT_ID":          clientID,
+		"BW_REDDIT_CLIENT_SECRET_FILE": secretFile,
+		"BW_REDDIT_USER_AGENT":         goodUA,
+	}
+	var s Settings
+	s.SetDefaults()
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if err := config.Load("spawn", &s, nil, lookup, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if s.ClientID != clientID || s.ClientSecret != secret || s.UserAgent != goodUA || s.APIURL != DefaultAPIURL || s.Recheck != DefaultRecheck {
+		t.Fatalf("settings %+v", s)
+	}
+	k, err := s.Build(source.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind, ok := k.(*Kind); !ok || kind.opts.ClientID != clientID || kind.opts.ClientSecret != secret {
+		t.Fatalf("built %T", k)
+	}
+	var secrets []string
+	for _, st := range s.Info().Settings {
+		if st.Secret {
+			secrets = append(secrets, st.Env)
+		}
+	}
+	if !slices.Equal(secrets, []string{"BW_REDDIT_CLIENT_ID", "BW_REDDIT_CLIENT_SECRET"}) {
+		t.Errorf("secret settings %v", secrets)
+	}
+}
+
+func TestSettings_Build(t *testing.T) {
+	cases := []struct {
+		name     string
+		s        Settings
+		offered  bool
+		fails    bool
+		failWith error
+	}{
+		{name: "nothing configured", s: Settings{}},
+		{name: "a user agent alone", s: Settings{UserAgent: goodUA}},
+		{name: "an id without a secret", s: Settings{ClientID: "id", UserAgent: goodUA}, fails: true},
+		{name: "a secret without an id", s: Settings{ClientSecret: "s", UserAgent: goodUA}, fails: true},
+		{name: "credentials without a user agent", s: Settings{ClientID: "id", ClientSecret: "s"}, fails: true, failWith: ErrUserAgent},
+		{name: "a user agent not of Reddit's form", s: Settings{ClientID: "id", ClientSecret: "s", UserAgent: "curl/8.0"}, fails: true, failWith: ErrUserAgent},
+		{name: "configured", s: Settings{ClientID: "id", ClientSecret: "s", UserAgent: goodUA}, offered: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k, err := c.s.Build(source.Deps{})
+			if c.fails {
+				if err == nil || (c.failWith != nil && !errors.Is(err, c.failWith)) {
+					t.Fatalf("err %v, want a failure (%v)", err, c.failWith)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, standIn := k.(source.NotConfigured)
+			if standIn == c.offered {
+				t.Errorf("offered %v, want %v", !standIn, c.offered)
+			}
+			if !c.offered {
+				_, err := k.Keys(spawntest.Sub(t, spawntest.Spec(Name, 1, nil, "subreddit:golang")))
+				if !errors.Is(err, ErrNotConfigured) || !strings.Contains(err.Error(), "BW_REDDIT_CLIENT_ID") {
+					t.Errorf("a subscriber of an unconfigured spawn fails with %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestInfo_Declaration(t *testing.T) {
+	var s Settings
+	s.SetDefaults()
+	info := s.Info()
+	if err := info.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != Name || info.IDPrefix != IDPrefix || info.Scope != api.ScopeFleet || info.Cursor != api.CursorHistory ||
+		!slices.Equal(info.QueryFields, []string{SubredditField}) || info.RequiredField != SubredditField ||
+		time.Duration(info.Recheck) != StoredRecheck || info.Unoffered == "" {
+		t.Errorf("declaration %+v", info)
+	}
+	// The hint the page shows is a query the kind takes.
+	if _, err := subreddits(spawntest.Sub(t, spawntest.Spec(Name, 1, nil, info.QueryHint)).Query); err != nil {
+		t.Errorf("hint %q: %v", info.QueryHint, err)
+	}
 }

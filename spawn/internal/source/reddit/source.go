@@ -33,14 +33,14 @@ import (
 // that is 200 a second, far beyond the busiest subreddit measured
 // (docs/sources/reddit.md).
 //
-// The first poll of a new listing only notes where it stands, unless a
-// subscriber arrived with a cursor (it ran on a spawn that stopped, or it
-// is new: the hub hands a new crawler its creation time): then it reads
-// back to the cursor (the newest thing its crawler stored from this
-// listing, or, when it stored none from it, the cursor's time less
-// markMargin) and hands over what lies after. A subscriber with a cursor
-// that arrives while the listing runs has its gap read back the same way,
-// for its query alone. The spawn drops what a crawler already stored.
+// A subscriber that arrives with a cursor (it ran on a spawn that
+// stopped, or it is new: the hub hands a new crawler its creation time)
+// has its gap read back, for its query alone: the things after its cursor
+// (the newest thing its crawler stored from this listing, or, when it
+// stored none from it, created since the cursor's time less markMargin),
+// up to the newest, which the next poll reads. The first poll of a
+// listing hands over nothing else: it notes where the listing stands.
+// The spawn drops what a crawler already stored.
 
 // markMargin widens a read back to a time: ids and creation times agree
 // but for moments, and the cursor's time is the newest thing its crawler
@@ -124,7 +124,6 @@ type Source struct {
 	mu       sync.Mutex
 	last     int64 // newest id read, 0 before the first poll
 	polled   bool
-	baseline mark // where the first poll reads back to (zero: nowhere)
 	cursors  map[int64]bool
 	fills    []fill
 	interval time.Duration
@@ -150,9 +149,8 @@ func newSource(opts Options, c *client, key, sub, listing string) *Source {
 	}
 }
 
-// SetSubscribers notes the cursors of subscribers that arrive: the first
-// poll reads back to the oldest, a later one reads each gap back for its
-// query.
+// SetSubscribers notes the cursors of subscribers that arrive: the next
+// poll reads each gap back for its query.
 func (s *Source) SetSubscribers(subs []source.Sub) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,11 +163,7 @@ func (s *Source) SetSubscribers(subs []source.Sub) {
 		}
 		s.cursors[spec.CrawlerID] = true
 		m := markOf(spec, s.key)
-		switch {
-		case m.zero():
-		case !s.polled:
-			s.baseline = s.baseline.union(m)
-		case m.id == 0 || m.id < s.last:
+		if !m.zero() && (!s.polled || m.id == 0 || m.id < s.last) {
 			s.fills = append(s.fills, fill{after: m, query: spec.QueryUUID, at: spec.Cursor.PublishedAt})
 			source.Signal(s.changed)
 		}
@@ -246,22 +240,22 @@ func (s *Source) Run(ctx context.Context, emit source.Emit) {
 // poll reads the listing once: the new things, and the pending gaps.
 func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 	s.mu.Lock()
-	last, polled, baseline := s.last, s.polled, s.baseline
+	last, polled := s.last, s.polled
 	fills := s.fills
 	s.fills = nil
 	s.mu.Unlock()
 	started := time.Now()
 
-	// How far back this poll reads: the newest thing read before, the
-	// oldest gap's start, or (first poll) the oldest cursor.
-	stop := mark{id: last}
-	if !polled {
-		stop = baseline
+	// How far back this poll reads: the newest thing read before, and
+	// the oldest gap's start; the first poll without gaps reads a page.
+	var stop mark
+	if polled {
+		stop.id = last
 	}
 	for _, f := range fills {
 		stop = stop.union(f.after)
 	}
-	fresh := !polled && stop.zero()
+	fresh := !polled && len(fills) == 0
 	things, reached, pages, err := s.readBack(ctx, stop, fresh)
 	if err != nil {
 		s.mu.Lock()
@@ -274,7 +268,7 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 		newest = max(newest, t.id)
 	}
 	if fresh {
-		// A new listing without cursors: it starts now.
+		// A new listing without gaps: it starts now.
 		s.mu.Lock()
 		s.last, s.polled = newest, true
 		s.mu.Unlock()
@@ -302,18 +296,23 @@ func (s *Source) poll(ctx context.Context, emit source.Emit) error {
 		if it.Fields == nil {
 			it.Fields = map[string]string{SubredditField: s.sub}
 		}
-		if !polled || t.id > last {
+		if polled && t.id > last {
 			items = append(items, it)
 			s.book.add(t.data.Name, now, contentSum(it.Text, it.Links), s.opts.Recheck)
 			live++
 			continue
 		}
+		wanted := false
 		for _, f := range fills {
 			if f.after.after(t.id, it.PublishedAt) {
 				g := it
 				g.QueryUUID = f.query
 				items = append(items, g)
+				wanted = true
 			}
+		}
+		if wanted {
+			s.book.add(t.data.Name, now, contentSum(it.Text, it.Links), s.opts.Recheck)
 		}
 	}
 	if err := emit(ctx, items); err != nil {
