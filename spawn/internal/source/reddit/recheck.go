@@ -24,9 +24,9 @@ import (
 // coming back; an edited one (its text changed) as an update with
 // edited_at from Reddit's "edited" time. Re-checks take a turn of the
 // budget only when no poll is waiting for one. A listing remembers at most
-// RecheckItems things, dropping the oldest first; what a listing handed
-// over is re-checked only by the spawn that handed it over (a move loses
-// the remaining re-checks of what was stored before it).
+// RecheckItems things, dropping the oldest first. This schedule lives in
+// the spawn's memory and a move loses it: the daily check of the stored
+// things (stored.go) covers what was stored before.
 
 // recheckEntry is a thing handed over, waiting for its next re-check.
 type recheckEntry struct {

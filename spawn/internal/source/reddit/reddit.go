@@ -15,8 +15,10 @@
 // the fleet's. Things handed over are re-checked through /api/info at
 // growing intervals and taken back when their author or body became
 // [deleted] or [removed], as Reddit's terms require; an edit replaces the
-// stored text. A refused secret fails the crawlers saying so. What it
-// costs and why: docs/sources/reddit.md.
+// stored text. That schedule is the spawn's own, so the kind also checks,
+// daily, the stored things the hub's compliance loop hands it
+// (source.Rechecker). A refused secret fails the crawlers saying so. What
+// it costs and why: docs/sources/reddit.md.
 package reddit
 
 import (
