@@ -18,7 +18,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
-func readLines(t *testing.T, name string) [][]byte {
+func readLines(t testing.TB, name string) [][]byte {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
