@@ -265,7 +265,7 @@ func TestRun_NodesReloadCommentsStatus(t *testing.T) {
 	out := bwctl(t, hub, "node", "list").ok(t).stdout
 	want := `^ID\s+URL\s+STATE\s+SUBSCRIBERS\s+FAILURES\s+LAST POLL\s+STORE\s+SOURCES\n`
 	for _, s := range spawns {
-		want += regexp.QuoteMeta(s.ID()) + `\s+` + regexp.QuoteMeta(s.URL()) + `\s+ok\s+` + strconv.Itoa(subscribers(s)) + `\s+0\s+\S+ ago\s+ok\s+rss,bluesky\n`
+		want += regexp.QuoteMeta(s.ID()) + `\s+` + regexp.QuoteMeta(s.URL()) + `\s+ok\s+` + strconv.Itoa(subscribers(s)) + `\s+0\s+\S+ ago\s+ok\s+rss,bluesky,hackernews\n`
 	}
 	if !regexp.MustCompile(want + `$`).MatchString(out) {
 		t.Fatalf("node list table:\n%s", out)
