@@ -63,7 +63,7 @@ var verbRuns = map[string][]verbRun{
 		{args: "--user {user} --source bluesky --query #golang --disabled"}, // disabled: the spawn would dial the public Jetstream
 		{args: "--user {user} --source mastodon --query #golang --disabled"},
 		{args: "--user {user} --source hackernews --query golang --disabled"}, // disabled: the spawn would walk the public Hacker News
-		{args: "--user {user} --source reddit --query subreddit:golang,generics"},
+		{args: "--user {user} --source reddit --query subreddit:golang"},
 	},
 	"crawler show":    {{args: "{rss}"}},
 	"crawler list":    {{}},
