@@ -448,7 +448,7 @@ func describe(th Thresholds) string {
 // must be medium's.
 func TestNAB_LeaveOneOut(t *testing.T) {
 	if os.Getenv("BW_NAB") == "" {
-		t.Skip("scores the ten Twitter-volume series 72 times (about a minute): BW_NAB=1 runs it")
+		t.Skip("scores the ten Twitter-volume series 36 times (about two minutes): BW_NAB=1 runs it")
 	}
 	windows := nabWindows(t)
 	tweets := nabFilesOf(t, "realTweets")
