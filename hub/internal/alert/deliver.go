@@ -39,14 +39,18 @@ func (s *Service) sendLoop(ctx context.Context, term uint64) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		full, err := s.sendDue(ctx, term, sem, dests, &wg)
+		full, busy, err := s.sendDue(ctx, term, sem, dests, &wg)
 		if err != nil && ctx.Err() == nil {
 			s.logger.Warn("alert delivery pass failed", "err", err)
 		}
 		if full && err == nil {
 			continue
 		}
-		t := time.NewTimer(deliveryPoll)
+		wait := deliveryPoll
+		if busy {
+			wait = busyDefer // deliveries a busy receiver made wait fall due
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -59,12 +63,13 @@ func (s *Service) sendLoop(ctx context.Context, term uint64) {
 }
 
 // sendDue starts or defers the due deliveries of one pass; it reports
-// whether the pass took a full batch, so more may be due at once.
-func (s *Service) sendDue(ctx context.Context, term uint64, sem chan struct{}, dests *destinations, wg *sync.WaitGroup) (bool, error) {
+// whether the pass took a full batch, so more may be due at once, and
+// whether a busy receiver made deliveries wait.
+func (s *Service) sendDue(ctx context.Context, term uint64, sem chan struct{}, dests *destinations, wg *sync.WaitGroup) (full, waiting bool, err error) {
 	now := s.cfg.Now()
 	due, err := s.store.DueDeliveries(ctx, now, dueBatch)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	busy := map[string]int{} // deliveries of a pass a busy receiver made wait
 	for _, d := range due {
@@ -72,8 +77,15 @@ func (s *Service) sendDue(ctx context.Context, term uint64, sem chan struct{}, d
 		ok, until := dests.acquire(key, now)
 		if !ok {
 			if !until.After(now.Add(busyDefer)) {
-				// A burst to one receiver is spread over the next
-				// seconds, so its deliveries are not rewritten every pass.
+				waiting = true
+				if len(due) < dueBatch {
+					// The receiver is busy, not failing: the next pass,
+					// when one of its attempts ends, takes the delivery.
+					continue
+				}
+				// A batch full of them would hide the rest: they wait
+				// in SQL, a burst to one receiver spread over the next
+				// seconds so its deliveries are not rewritten every pass.
 				until = now.Add(busyDefer * time.Duration(1+busy[key]/perDestination))
 				busy[key]++
 			}
@@ -83,7 +95,7 @@ func (s *Service) sendDue(ctx context.Context, term uint64, sem chan struct{}, d
 				until = d.GiveUpAt
 			}
 			if _, err := s.store.DeferDelivery(ctx, term, d.ID, d.Attempts, now, until); err != nil {
-				return false, err
+				return false, waiting, err
 			}
 			continue
 		}
@@ -92,14 +104,14 @@ func (s *Service) sendDue(ctx context.Context, term uint64, sem chan struct{}, d
 		default:
 			// Every slot is taken: the rest waits for the next pass.
 			dests.release(key, notAttempted, now)
-			return false, nil
+			return false, waiting, nil
 		}
 		claimed, err := s.store.ClaimDelivery(ctx, term, d.ID, d.Attempts, now, now.Add(s.cfg.AttemptTimeout+claimMargin))
 		if err != nil || !claimed {
 			<-sem
 			dests.release(key, notAttempted, now)
 			if err != nil {
-				return false, err
+				return false, waiting, err
 			}
 			continue
 		}
@@ -107,26 +119,31 @@ func (s *Service) sendDue(ctx context.Context, term uint64, sem chan struct{}, d
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			o := s.attempt(ctx, d, d.Attempts+1)
-			result := answered
-			if o.State != sqlstore.DeliveryDelivered && o.Status == 0 {
-				result = noAnswer
-			}
-			if opened, until := dests.release(key, result, s.cfg.Now()); opened {
-				s.logger.Warn("alert destination does not answer: its deliveries wait", "destination", displayTarget(d.Channel, key),
-					"until", until.Round(time.Second))
-			}
-			s.notify() // a slot is free
+			// The receiver's slot is free once it has answered (or not),
+			// before the outcome is written.
+			s.attempt(ctx, d, d.Attempts+1, func(status int, err error) {
+				result := answered
+				if err != nil && status == 0 {
+					result = noAnswer
+				}
+				if opened, until := dests.release(key, result, s.cfg.Now()); opened {
+					s.logger.Warn("alert destination does not answer: its deliveries wait", "destination", displayTarget(d.Channel, key),
+						"until", until.Round(time.Second))
+				}
+				s.notify()
+			})
 		}()
 	}
-	return len(due) == dueBatch, nil
+	return len(due) == dueBatch, waiting, nil
 }
 
-// attempt makes attempt number n of a claimed delivery and records what it
-// found. The outcome is recorded even when the leadership ended meanwhile:
-// what the receiver answered is true whoever leads.
-func (s *Service) attempt(ctx context.Context, d sqlstore.DueDelivery, n int) sqlstore.DeliveryOutcome {
+// attempt makes attempt number n of a claimed delivery, tells sent what
+// the receiver answered, and records it. The outcome is recorded even when
+// the leadership ended meanwhile: what the receiver answered is true
+// whoever leads.
+func (s *Service) attempt(ctx context.Context, d sqlstore.DueDelivery, n int, sent func(status int, err error)) sqlstore.DeliveryOutcome {
 	status, err := s.send(ctx, d)
+	sent(status, err)
 	now := s.cfg.Now()
 	o := sqlstore.DeliveryOutcome{Status: status, At: now}
 	switch {

@@ -28,7 +28,7 @@ const (
 	breakForMax = 10 * time.Minute
 	// busyDefer is how long a delivery whose destination has its attempts
 	// in flight waits before it is looked at again.
-	busyDefer = 500 * time.Millisecond
+	busyDefer = 250 * time.Millisecond
 )
 
 // destination is what the sender knows of one receiver.
