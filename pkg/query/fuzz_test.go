@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -14,6 +15,9 @@ func FuzzParse(f *testing.F) {
 		"golang", "rust OR golang", "(golang OR  Rust)", "a OR b c", "-a b", "NOT a b", "--a b",
 		"golang,new release", `"new york" -#nyc lang:en from:@bob @alice`, "x -(a OR -b)",
 		`"a, b",c`, "a (b", "a b)", `""`, "İSTANBUL \u212Aelvin", "(a OR b) (c OR d) -e", "\xff\xfe go",
+		"logitech NEAR/2f keyboard", "b NEAR/0 a", `(apple OR "red fruit") NEAR/5 (#phone OR @apple)`,
+		"a NEAR/1 b NEAR/2f c", "x -(a NEAR/3 b)", "-a NEAR/2 b", "a NEAR/2 (b c)", "a NEAR/x b", "NEAR/2",
+		"a NEAR", "kube*", "ku*", "ku*be", "café* NEAR/1 学习", "*", "a NEAR/100 b", "a NEAR/1000 b",
 	} {
 		f.Add(s)
 	}
@@ -35,6 +39,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if UUIDOf("twitter", c) != q.UUID("twitter") {
 			t.Fatalf("UUIDOf(%q) differs from Query.UUID", c)
+		}
+		// The relaxed form the services without proximity get covers the
+		// query, and has no NEAR.
+		if r := q.Relaxed(); r == nil || strings.Contains(r.String(), "NEAR/") {
+			t.Fatalf("relaxed form of %q is %v", c, r)
 		}
 		// The negation normal form the sources compile from says the same.
 		nnf := q.NNF()

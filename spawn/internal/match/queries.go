@@ -30,8 +30,9 @@ type QueryHit struct {
 
 // Every atom a query of the index can test has an atom id, so that
 // what occurred in an item is one array of stamps whatever the kind of
-// atom: a text atom's id is its pattern id, from: authors come after the
-// patterns and lang: codes after the authors. One id past the last,
+// atom: a text atom's id is its pattern id, prefix wildcards come after
+// the patterns, from: authors after the prefixes and lang: codes after
+// the authors. One id past the last,
 // atomNever, never occurs; it pads the atoms of small queries.
 
 // Instructions of a compiled query. A query is a preorder array of
@@ -42,14 +43,23 @@ const (
 	opAnd
 	opOr
 	opNot
+	opNear // arg: index into QueryIndex.nears; its kids follow
 )
 
 // instr is one instruction of a query too large to be decided from its
 // postings.
 type instr struct {
 	op  uint8
-	arg int32 // opAtom: atom id
+	arg int32 // opAtom: atom id; opNear: index into QueryIndex.nears
 	end int32 // index just past this instruction's subtree
+}
+
+// nearRef is a NEAR of an indexed query, decided by query.Node.Near from
+// the positions of its atoms.
+type nearRef struct {
+	node  *query.Node
+	atoms []query.Atom // the NEAR's atoms
+	ids   []int32      // their atom ids
 }
 
 // qposting says that an atom is a positive term of a subscriber: its
@@ -119,6 +129,8 @@ type positiveTerm struct {
 // concurrent use.
 type QueryIndex struct {
 	auto       *patternSet
+	prefixes   *prefixSet          // prefix wildcards, nil if none
+	prefixBase int32               // atom id of the first prefix
 	authorBase int32               // atom id of the first from: author
 	langBase   int32               // atom id of the first lang: code
 	atomNever  int32               // the atom id that never occurs
@@ -131,6 +143,7 @@ type QueryIndex struct {
 	positive   []positiveTerm      // positive terms in canonical order
 	terms      []string            // term id → its canonical spelling; a hit with one term shares a one-element slice of it
 	prog       []instr             // instructions of the queries decided by their tree
+	nears      []nearRef           // the NEARs of those queries
 	scratch    sync.Pool           // *queryScratch sized for this index
 	patterns   map[string]struct{} // text patterns in use
 }
@@ -165,11 +178,16 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 		}
 	}
 	slices.Sort(ids)
-	authorIDs, langIDs := map[string]int32{}, map[string]int32{}
-	var authors, langs []string
+	authorIDs, langIDs, prefixSeen := map[string]int32{}, map[string]int32{}, map[string]bool{}
+	var authors, langs, prefixes []string
 	for _, id := range ids {
 		for _, a := range subs[id].Atoms() {
 			switch a.Kind {
+			case query.Prefix:
+				if !prefixSeen[a.Value] {
+					prefixSeen[a.Value] = true
+					prefixes = append(prefixes, a.Value)
+				}
 			case query.From:
 				if _, ok := authorIDs[a.Value]; !ok {
 					authorIDs[a.Value] = int32(len(authors))
@@ -190,7 +208,10 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 	} else {
 		ix.auto = compile(ix.patterns)
 	}
-	ix.authorBase = int32(len(ix.auto.patterns))
+	ix.prefixBase = int32(len(ix.auto.patterns))
+	var prefixIDs map[string]int32
+	ix.prefixes, prefixIDs = newPrefixSet(prefixes)
+	ix.authorBase = ix.prefixBase + int32(len(prefixes))
 	ix.langBase = ix.authorBase + int32(len(authors))
 	ix.atomNever = ix.langBase + int32(len(langs))
 	ix.authors, ix.langs = newNameTable(authors), newNameTable(langs)
@@ -200,6 +221,8 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 			return ix.authorBase + authorIDs[a.Value]
 		case query.Lang:
 			return ix.langBase + langIDs[a.Value]
+		case query.Prefix:
+			return ix.prefixBase + prefixIDs[a.Value]
 		}
 		return ix.auto.ids[a.Text()]
 	}
@@ -222,7 +245,9 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 		// Atoms that share an id (the tag #go and the phrase "#go")
 		// are left to the tree, whose terms are counted one by one.
 		distinct := len(slices.Compact(slices.Sorted(slices.Values(aids)))) == len(aids)
-		inline := distinct && len(atoms) <= inlineOthers+1
+		// A query with a NEAR needs the positions of its words, which
+		// its tree asks for; its truth table would read NEAR as AND.
+		inline := distinct && len(atoms) <= inlineOthers+1 && !hasNear(q.Root())
 		root := int32(-1)
 		if !inline {
 			root = int32(len(ix.prog))
@@ -316,6 +341,21 @@ func (ix *QueryIndex) emit(n *query.Node, atomID func(query.Atom) int32) {
 		in.op = opOr
 	case query.OpNot:
 		in.op = opNot
+	case query.OpNear:
+		ref := nearRef{node: n}
+		var walk func(n *query.Node)
+		walk = func(n *query.Node) {
+			if n.Op == query.OpAtom && !slices.Contains(ref.atoms, n.Atom) {
+				ref.atoms = append(ref.atoms, n.Atom)
+				ref.ids = append(ref.ids, atomID(n.Atom))
+			}
+			for _, k := range n.Kids {
+				walk(k)
+			}
+		}
+		walk(n)
+		in = instr{op: opNear, arg: int32(len(ix.nears))}
+		ix.nears = append(ix.nears, ref)
 	}
 	for _, k := range n.Kids {
 		ix.emit(k, atomID)
@@ -366,6 +406,14 @@ func (t *nameTable) lookup(name []byte) int32 {
 		}
 	}
 	return -1
+}
+
+// hasNear reports whether the tree at n has a NEAR.
+func hasNear(n *query.Node) bool {
+	if n.Op == query.OpNear {
+		return true
+	}
+	return slices.ContainsFunc(n.Kids, hasNear)
 }
 
 // positiveAtoms are the atoms of q that make a subscriber a candidate, in

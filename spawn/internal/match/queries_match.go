@@ -1,8 +1,10 @@
 package match
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -30,7 +32,16 @@ type queryScratch struct {
 	name       []byte  // the item's author or language, lowercased
 	lang       string  // the item's language
 	langsDone  bool    // the item's language stamped its lang: codes
+	// The positions of the text atoms' occurrences, found when a NEAR
+	// first asks in the call: posPairs sorted by atom, then token, and
+	// posAt their tokens in the same order.
+	posDone       bool
+	posIDs, posAt []int32
+	posPairs      []atomPos
 }
+
+// atomPos is an occurrence of an atom at a token.
+type atomPos struct{ atom, at int32 }
 
 func (ix *QueryIndex) getScratch() *queryScratch {
 	if s, ok := ix.scratch.Get().(*queryScratch); ok {
@@ -100,10 +111,13 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 
 // appendMatch is AppendMatch with the working memory s.
 func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []QueryHit {
-	s.occur = s.occur[:0]
-	if len(ix.auto.patterns) > 0 {
+	s.occur, s.posDone = s.occur[:0], false
+	if len(ix.auto.patterns) > 0 || ix.prefixes != nil {
 		s.lower(it.Text)
-		s.occur = ix.auto.find(s.occur, &s.tokenizer)
+		s.occur = ix.auto.find(s.occur, &s.tokenizer, nil)
+		if ix.prefixes != nil {
+			s.occur = ix.prefixes.find(s.occur, &s.tokenizer, ix.prefixBase, nil)
+		}
 	}
 	author, authorID := int32(-1), int32(-1)
 	if len(ix.authors.names) > 0 {
@@ -244,8 +258,87 @@ func (ix *QueryIndex) eval(s *queryScratch, i int32) bool {
 				return true
 			}
 		}
+	case opNear:
+		return ix.relaxed(s, i) && ix.near(s, in.arg)
 	}
 	return false
+}
+
+// relaxed evaluates the NEAR at instruction i, and what is under it, as
+// the AND of its operands: what must hold for it to hold, read from the
+// stamps alone.
+func (ix *QueryIndex) relaxed(s *queryScratch, i int32) bool {
+	in := ix.prog[i]
+	switch in.op {
+	case opAtom:
+		return s.stamp[in.arg] > s.base
+	case opOr:
+		for j := i + 1; j < in.end; j = ix.prog[j].end {
+			if ix.relaxed(s, j) {
+				return true
+			}
+		}
+		return false
+	}
+	for j := i + 1; j < in.end; j = ix.prog[j].end { // opNear
+		if !ix.relaxed(s, j) {
+			return false
+		}
+	}
+	return true
+}
+
+// near decides the NEAR nears[k] on the item of this call, from the
+// positions of its atoms.
+func (ix *QueryIndex) near(s *queryScratch, k int32) bool {
+	if !s.posDone {
+		s.positions(ix)
+	}
+	ref := &ix.nears[k]
+	return ref.node.Near(func(a query.Atom) []int32 {
+		for j, b := range ref.atoms {
+			if b == a {
+				return s.positionsOf(ref.ids[j])
+			}
+		}
+		return nil
+	})
+}
+
+// positions finds where each text atom occurs in the item's tokens: a
+// second pass over them, made only for items on which a NEAR is weighed.
+func (s *queryScratch) positions(ix *QueryIndex) {
+	s.posDone = true
+	s.posIDs, s.posAt = s.posIDs[:0], s.posAt[:0]
+	s.posIDs = ix.auto.find(s.posIDs, &s.tokenizer, &s.posAt)
+	if ix.prefixes != nil {
+		s.posIDs = ix.prefixes.find(s.posIDs, &s.tokenizer, ix.prefixBase, &s.posAt)
+	}
+	s.posPairs = s.posPairs[:0]
+	for k, id := range s.posIDs {
+		s.posPairs = append(s.posPairs, atomPos{id, s.posAt[k]})
+	}
+	slices.SortFunc(s.posPairs, func(a, b atomPos) int {
+		if a.atom != b.atom {
+			return cmp.Compare(a.atom, b.atom)
+		}
+		return cmp.Compare(a.at, b.at)
+	})
+	s.posPairs = slices.Compact(s.posPairs)
+	s.posAt = s.posAt[:0]
+	for _, p := range s.posPairs {
+		s.posAt = append(s.posAt, p.at)
+	}
+}
+
+// positionsOf returns the tokens at which an atom occurs, ascending.
+func (s *queryScratch) positionsOf(atom int32) []int32 {
+	lo, _ := slices.BinarySearchFunc(s.posPairs, atom, func(p atomPos, a int32) int { return cmp.Compare(p.atom, a) })
+	hi := lo
+	for hi < len(s.posPairs) && s.posPairs[hi].atom == atom {
+		hi++
+	}
+	return s.posAt[lo:hi:hi]
 }
 
 // normalAuthor is an author as from: compares it: lowercased, without a

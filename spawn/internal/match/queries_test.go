@@ -1,6 +1,7 @@
 package match
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -171,9 +172,12 @@ func TestQueryIndex_UpdateReusesThePatternSet(t *testing.T) {
 
 // naiveEval is the reference semantics, written independently of the
 // index: a recursive walk that looks each atom up in the item with
-// naiveContains.
+// naiveContains, and decides a NEAR by weighing every pair of its
+// operands' spans (naiveNear).
 func naiveEval(n *query.Node, it Item) bool {
 	switch n.Op {
+	case query.OpNear:
+		return naiveNear(n, naiveFold(it.Text))
 	case query.OpNot:
 		return !naiveEval(n.Kids[0], it)
 	case query.OpAnd:
@@ -202,17 +206,60 @@ func naiveEval(n *query.Node, it Item) bool {
 		return naiveContains(naiveFold(it.Text), "#"+a.Value)
 	case query.Mention:
 		return naiveContains(naiveFold(it.Text), "@"+a.Value)
+	case query.Prefix:
+		return len(naivePositions(a, naiveFold(it.Text))) > 0
 	}
 	return naiveContains(naiveFold(it.Text), a.Value)
 }
 
 // propVocab is small, so that random queries and texts share atoms.
-var propVocab = []string{"go", "golang", "rust", "new", "york", "café", "c++", "x", "学习", "学", "ไทย", "java’s"}
+var propVocab = []string{"go", "golang", "rust", "new", "york", "café", "c++", "x", "学习", "学", "ไทย", "java’s", "gopher", "rustacean", "cafe\u0301"}
+
+// propPrefixes start words of propVocab, and some of none.
+var propPrefixes = []string{"gol", "gop", "rus", "rust", "caf", "café", "yor", "new", "xyz", "jav"}
+
+// randomNearOperand writes an operand of a NEAR: a word, phrase, #tag,
+// @user or prefix, an OR group of them, or a NEAR.
+func randomNearOperand(r *rand.Rand, depth int) string {
+	if depth > 0 {
+		switch r.IntN(4) {
+		case 0:
+			return "(" + randomNearOperand(r, depth-1) + " OR " + randomNearOperand(r, depth-1) + ")"
+		case 1:
+			return "(" + randomNear(r, depth-1) + ")"
+		}
+	}
+	w := propVocab[r.IntN(len(propVocab))]
+	switch r.IntN(7) {
+	case 0:
+		return "#" + strings.TrimSuffix(w, "++")
+	case 1:
+		return "@" + strings.TrimSuffix(w, "++")
+	case 2:
+		return `"` + w + " " + propVocab[r.IntN(len(propVocab))] + `"`
+	case 3:
+		return propPrefixes[r.IntN(len(propPrefixes))] + "*"
+	}
+	return w
+}
+
+// randomNear writes a NEAR of small distance, in order or not.
+func randomNear(r *rand.Rand, depth int) string {
+	op := fmt.Sprintf(" NEAR/%d", r.IntN(4))
+	if r.IntN(2) == 0 {
+		op += "f"
+	}
+	return randomNearOperand(r, depth) + op + " " + randomNearOperand(r, depth)
+}
 
 func randomQuery(r *rand.Rand, depth int) string {
 	if depth == 0 || r.IntN(3) == 0 {
 		w := propVocab[r.IntN(len(propVocab))]
-		switch r.IntN(10) {
+		switch r.IntN(13) {
+		case 10, 11:
+			return "(" + randomNear(r, min(depth, 2)) + ")"
+		case 12:
+			return propPrefixes[r.IntN(len(propPrefixes))] + "*"
 		case 0:
 			return "#" + strings.TrimSuffix(w, "++")
 		case 1:
@@ -260,7 +307,7 @@ func randomItem(r *rand.Rand) Item {
 // the naive evaluator says match, with the positive terms that occur.
 func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	matched := 0
+	matched, nearMatched, placed := 0, 0, 0
 	for round := range 40 {
 		qs := map[int64]*query.Query{}
 		for id := int64(0); len(qs) < 50; id++ {
@@ -283,7 +330,20 @@ func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
 				if ok != want {
 					t.Fatalf("query %q on %+v: index %v, naive %v", q, it, ok, want)
 				}
+				if hasNear(q.Root()) {
+					// Where the words' places decided: the query with
+					// each NEAR read as AND says otherwise.
+					if q.Eval(func(a query.Atom) bool { return naiveEval(&query.Node{Op: query.OpAtom, Atom: a}, it) }) != want {
+						placed++
+					}
+					if want {
+						nearMatched++
+					}
+				}
 				if !ok {
+					if _, one := MatchQuery(q, it); one {
+						t.Fatalf("MatchQuery(%q, %+v) matches; the index and the naive evaluator do not", q, it)
+					}
 					continue
 				}
 				matched++
@@ -302,9 +362,10 @@ func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
 			}
 		}
 	}
-	if matched < 1000 {
-		t.Fatalf("only %d matches checked: the random workload is too sparse", matched)
+	if matched < 1000 || nearMatched < 300 || placed < 300 {
+		t.Fatalf("only %d matches checked, %d of queries with NEAR, %d decided by the words' places: the random workload is too sparse", matched, nearMatched, placed)
 	}
+	t.Logf("%d matches checked, %d of queries with NEAR; the places of words decided %d times", matched, nearMatched, placed)
 }
 
 // FuzzQueryIndex checks the index against the naive evaluator on queries
@@ -313,6 +374,9 @@ func FuzzQueryIndex(f *testing.F) {
 	f.Add("Golang and #Rust, @alice", "golang -rust|#rust OR x|@alice lang:en|from:bob")
 	f.Add("new york café", `"new york" -café|café|"york café" OR c++`)
 	f.Add("#go go #Go", `#go "#go"|"#go" -go|a OR b OR c OR d OR #go`)
+	f.Add("Logitech solar keyboard, keyboard by logitech", "logitech NEAR/1f keyboard|keyboard NEAR/0 logitech|(logitech OR mouse) NEAR/2 (#keyboard OR keyboard*)")
+	f.Add("new york style pizza in new york", `"new york" NEAR/1 pizza|("new york" OR york) NEAR/0f style|(new NEAR/0 york) NEAR/2f pizza`)
+	f.Add("Kubernetes kubectl minikube 学习golang café crème", "kube* -mini*|kube* NEAR/0f kubectl|学习 NEAR/0 golang|caf* NEAR/1 crème")
 	f.Fuzz(func(t *testing.T, text, queries string) {
 		qs := map[int64]*query.Query{}
 		for i, s := range strings.Split(queries, "|") {
