@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Proximity, as Lucene's span-near queries decide it (SpanNearQuery,
@@ -71,101 +72,206 @@ func HasPrefixWord[T ~string | ~[]byte](word T, prefix string) bool {
 	return classOf(r) != mark
 }
 
-// Near decides the NEAR node n (Op OpNear) on a text, given where each of
-// its atoms occurs there: starts returns the positions, ascending, of the
-// first word of each occurrence of a word, phrase, #tag or @user, and of
-// each word a prefix begins. It is the one implementation of proximity:
-// Match and the spawns' shared index both call it.
-func (n *Node) Near(starts func(Atom) []int32) bool {
-	e := nearEval{starts: starts}
-	ok := e.holds(n)
-	if e.work > maxNearWork {
-		return n.EvalNear(func(a Atom) bool { return len(starts(a)) > 0 }, nil)
+// NearStep is one step of a NEAR compiled for deciding it on many texts
+// (AppendNear, DecideNear): a tree of NEARs, ORs and atoms laid out in
+// preorder in one slice, which a matcher of many queries keeps with the
+// others' in one array instead of visiting each query's nodes.
+type NearStep struct {
+	Op      Op    // OpNear, OpOr or OpAtom
+	Ordered bool  // OpNear: NEAR/nf
+	Slop    int32 // OpNear: n
+	Words   int32 // OpAtom: how many words the atom spans (Atom.Words)
+	Leaf    int32 // OpAtom: the caller's number for the atom, handed to starts
+	End     int32 // offset, from this step, just past its subtree
+}
+
+// AppendNear appends the steps of the NEAR n (Op OpNear) to dst, leaf
+// numbering each atom for the caller.
+func AppendNear(dst []NearStep, n *Node, leaf func(Atom) int32) []NearStep {
+	at := len(dst)
+	st := NearStep{Op: n.Op}
+	switch n.Op {
+	case OpAtom:
+		st.Words, st.Leaf = int32(n.Atom.Words()), leaf(n.Atom)
+	case OpNear:
+		st.Slop, st.Ordered = int32(n.Slop), n.Ordered
+	}
+	dst = append(dst, st)
+	for _, k := range n.Kids {
+		dst = AppendNear(dst, k, leaf)
+	}
+	dst[at].End = int32(len(dst) - at)
+	return dst
+}
+
+// DecideNear decides a NEAR compiled by AppendNear on a text, given where
+// each of its atoms occurs there: starts returns, for a leaf number, the
+// positions, ascending, of the first word of each occurrence of its word,
+// phrase, #tag or @user, or of each word its prefix begins. It is the one
+// implementation of proximity, which Match and the spawns' shared index
+// both use, and allocates nothing once its pooled working memory has
+// grown.
+func DecideNear(steps []NearStep, starts func(leaf int32) []int32) bool {
+	e := nearPool.Get().(*nearEval)
+	e.work, e.arena = 0, e.arena[:0]
+	ok := e.holds(steps, starts)
+	over := e.over()
+	nearPool.Put(e)
+	if over {
+		return nearRelaxed(steps, starts)
 	}
 	return ok
 }
 
+// Near decides the NEAR node n on a text (DecideNear), starts giving the
+// positions of each atom.
+func (n *Node) Near(starts func(Atom) []int32) bool {
+	var atoms []Atom
+	steps := AppendNear(make([]NearStep, 0, 8), n, func(a Atom) int32 {
+		atoms = append(atoms, a)
+		return int32(len(atoms) - 1)
+	})
+	return DecideNear(steps, func(leaf int32) []int32 { return starts(atoms[leaf]) })
+}
+
+// nearRelaxed is the NEAR of steps read as the AND of its operands.
+func nearRelaxed(steps []NearStep, starts func(int32) []int32) bool {
+	switch st := steps[0]; st.Op {
+	case OpAtom:
+		return len(starts(st.Leaf)) > 0
+	case OpOr:
+		for k := int32(1); k < st.End; k += steps[k].End {
+			if nearRelaxed(steps[k:], starts) {
+				return true
+			}
+		}
+		return false
+	}
+	second := 1 + steps[1].End
+	return nearRelaxed(steps[1:], starts) && nearRelaxed(steps[second:], starts)
+}
+
+// nearPool holds the working memory of DecideNear.
+var nearPool = sync.Pool{New: func() any { return new(nearEval) }}
+
 // nearEval weighs the spans of one NEAR on one text.
 type nearEval struct {
-	starts func(Atom) []int32
-	work   int // pairs and spans weighed so far
+	work  int    // pairs and spans weighed so far
+	arena []span // every operand's spans, one after the other
 }
 
 // over reports whether the work ran past maxNearWork.
 func (e *nearEval) over() bool { return e.work > maxNearWork }
 
-// holds reports whether the NEAR n has a matching pair, stopping at the
-// first.
-func (e *nearEval) holds(n *Node) bool {
-	a, b := e.spans(n.Kids[0]), e.spans(n.Kids[1])
+// holds reports whether the NEAR at steps[0] has a matching pair,
+// stopping at the first.
+func (e *nearEval) holds(steps []NearStep, starts func(int32) []int32) bool {
+	second := 1 + steps[1].End
+	a, b := e.spans(steps[1:], starts), e.spans(steps[second:], starts)
 	found := false
-	e.pairs(n, a, b, func(span) bool { found = true; return false })
+	e.pairs(&steps[0], a, b, func(span) bool { found = true; return false })
 	return found
 }
 
-// spans are the spans of n, sorted and without repeats; nil once the work
-// runs past its bound.
-func (e *nearEval) spans(n *Node) []span {
+// spans are the spans of the subtree at steps[0], sorted and without
+// repeats, in e.arena; nil once the work runs past its bound. Appending
+// to the arena leaves the spans returned before as they are.
+func (e *nearEval) spans(steps []NearStep, starts func(int32) []int32) []span {
 	if e.over() {
 		return nil
 	}
-	var out []span
-	switch n.Op {
+	st := &steps[0]
+	switch st.Op {
 	case OpAtom:
-		w := int32(n.Atom.Words())
-		for _, p := range e.starts(n.Atom) {
-			out = append(out, span{p, p + w})
+		at := len(e.arena)
+		for _, p := range starts(st.Leaf) {
+			e.arena = append(e.arena, span{p, p + st.Words})
 		}
-		e.work += len(out)
-		return out
+		e.work += len(e.arena) - at
+		return e.arena[at:len(e.arena):len(e.arena)]
 	case OpOr:
-		for _, k := range n.Kids {
-			out = append(out, e.spans(k)...)
+		// The kids' spans, each sorted, merge one after the other.
+		var merged []span
+		for k := int32(1); k < st.End; k += steps[k].End {
+			ks := e.spans(steps[k:], starts)
+			at := len(e.arena)
+			for len(merged) > 0 || len(ks) > 0 {
+				if len(ks) == 0 || len(merged) > 0 && !spanLess(ks[0], merged[0]) {
+					e.arena, merged = append(e.arena, merged[0]), merged[1:]
+				} else {
+					e.arena, ks = append(e.arena, ks[0]), ks[1:]
+				}
+			}
+			merged = e.sorted(at)
 		}
+		return merged
 	case OpNear:
-		a, b := e.spans(n.Kids[0]), e.spans(n.Kids[1])
-		e.pairs(n, a, b, func(s span) bool {
-			out = append(out, s)
+		second := 1 + steps[1].End
+		a, b := e.spans(steps[1:], starts), e.spans(steps[second:], starts)
+		at := len(e.arena)
+		e.pairs(st, a, b, func(s span) bool {
+			e.arena = append(e.arena, s)
 			return true
 		})
+		slices.SortFunc(e.arena[at:], compareSpans)
+		return e.sorted(at)
 	}
-	e.work += len(out)
-	slices.SortFunc(out, func(x, y span) int {
-		if x.start != y.start {
-			return int(x.start - y.start)
-		}
-		return int(x.end - y.end)
-	})
-	return slices.Compact(out)
+	return nil
 }
+
+// sorted counts the spans appended to the arena since at, which are
+// sorted, drops their repeats and returns them.
+func (e *nearEval) sorted(at int) []span {
+	e.arena = e.arena[:at+len(slices.Compact(e.arena[at:]))]
+	e.work += len(e.arena) - at
+	return e.arena[at:len(e.arena):len(e.arena)]
+}
+
+// compareSpans orders spans by start, then end.
+func compareSpans(x, y span) int {
+	if x.start != y.start {
+		return int(x.start - y.start)
+	}
+	return int(x.end - y.end)
+}
+
+// spanLess reports whether x comes before y (compareSpans).
+func spanLess(x, y span) bool { return x.start < y.start || x.start == y.start && x.end < y.end }
 
 // pairs calls yield with the span of every pair of a (the first operand's
 // spans) and b that meets the NEAR n, until yield returns false or the
 // work runs past its bound. Both are sorted by start.
-func (e *nearEval) pairs(n *Node, a, b []span, yield func(span) bool) {
+func (e *nearEval) pairs(n *NearStep, a, b []span, yield func(span) bool) {
 	if len(a) == 0 || len(b) == 0 {
 		return
 	}
-	slop := int32(n.Slop)
+	slop := n.Slop
 	var widest int32 // the longest span of b
 	for _, s := range b {
 		widest = max(widest, s.end-s.start)
 	}
+	i := 0
 	for _, x := range a {
 		// The spans of b that can meet x start from lo: for an ordered
 		// NEAR at x's end, for one without order where a span of b
-		// ending slop words before x's start may begin.
+		// ending slop words before x's start may begin. The spans of a
+		// come by start, so lo only grows for an unordered NEAR; for an
+		// ordered one it is searched again.
 		lo := x.end
 		if !n.Ordered {
 			lo = x.start - slop - widest
+			for i < len(b) && b[i].start < lo {
+				i++
+			}
+		} else {
+			i = sort.Search(len(b), func(i int) bool { return b[i].start >= lo })
 		}
-		i := sort.Search(len(b), func(i int) bool { return b[i].start >= lo })
 		e.work++
-		for ; i < len(b) && b[i].start <= x.end+slop; i++ {
+		for j := i; j < len(b) && b[j].start <= x.end+slop; j++ {
 			if e.work++; e.over() {
 				return
 			}
-			y := b[i]
+			y := b[j]
 			if !n.Ordered && max(x.start, y.start)-min(x.end, y.end) > slop {
 				continue
 			}

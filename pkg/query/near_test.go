@@ -273,9 +273,10 @@ func TestNear_WorkIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	words := newTextWords(Fold(text + " c"))
+	var atoms []Atom
+	steps := AppendNear(nil, q.Root(), func(a Atom) int32 { atoms = append(atoms, a); return int32(len(atoms) - 1) })
 	var e nearEval
-	e.starts = words.positions
-	e.holds(q.Root())
+	e.holds(steps, func(leaf int32) []int32 { return words.positions(atoms[leaf]) })
 	if e.work <= maxNearWork {
 		t.Fatalf("the nested NEARs weighed %d pairs on %d words: the text does not reach the bound", e.work, len(words.starts))
 	}

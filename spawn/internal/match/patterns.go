@@ -309,8 +309,7 @@ func hashToken(buf []byte, start, end int) uint64 {
 // find appends to found the id of every pattern that occurs whole-word in
 // tz's text, once per occurrence at most: the caller removes repeats. When
 // at is not nil it appends to *at, for each, the position of the token
-// its first word is (the patterns without a word, which have no position,
-// are then left out).
+// its first word is, or -1 for a pattern without a word.
 func (ps *patternSet) find(found []int32, tz *tokenizer, at *[]int32) []int32 {
 	if len(ps.entries) > 0 {
 		for i, t := range tz.toks {
@@ -332,11 +331,14 @@ func (ps *patternSet) find(found []int32, tz *tokenizer, at *[]int32) []int32 {
 			}
 		}
 	}
-	if ps.rest != nil && at == nil {
+	if ps.rest != nil {
 		scan := ps.rest.IterOverlappingByte(tz.text)
 		for m := scan.Next(); m != nil; m = scan.Next() {
 			if query.Bounded(tz.text, m.Start(), m.End()) {
 				found = append(found, ps.restIDs[m.Pattern()])
+				if at != nil {
+					*at = append(*at, -1)
+				}
 			}
 		}
 	}

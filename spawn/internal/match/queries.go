@@ -43,26 +43,18 @@ const (
 	opAnd
 	opOr
 	opNot
-	opNear // arg: index into QueryIndex.nears; its kids follow
+	opNear // arg: offset of the NEAR's steps in QueryIndex.nearSteps
 )
 
 // instr is one instruction of a query too large to be decided from its
 // postings.
 type instr struct {
 	op  uint8
-	arg int32 // opAtom: atom id; opNear: index into QueryIndex.nears
+	arg int32 // opAtom: atom id; opNear: offset into QueryIndex.nearSteps
 	end int32 // index just past this instruction's subtree
 }
 
-// nearRef is a NEAR of an indexed query, decided by query.Node.Near from
-// the positions of its atoms.
-type nearRef struct {
-	node  *query.Node
-	atoms []query.Atom // the NEAR's atoms
-	ids   []int32      // their atom ids
-}
-
-// qposting says that an atom is a positive term of a subscriber: its
+// qposting says that an atom is a trigger of a subscriber: its
 // occurrence makes the subscriber a candidate. Postings of an atom lie
 // together in one array, and a posting carries all that deciding the
 // subscriber needs when its query has at most inlineOthers atoms besides
@@ -72,13 +64,18 @@ type nearRef struct {
 // fastest cache, instead of visiting each subscriber's records at random
 // (with 10,000 queries, those are cache misses).
 //
-// A subscriber with several positive terms in an item is decided once,
-// on the posting of the first of them to be found: a posting whose
-// other positive atoms include one found earlier leaves the subscriber to
-// that one. That needs no table of the candidates seen so far.
+// A query's triggers are positive terms that it cannot match without
+// (triggerAtoms): all of those of an OR's branches, and of an AND's (or a
+// NEAR's) operands those of one, the fewest, so that a common word beside
+// a rare one (golang (love OR great)) does not make the query a candidate
+// for every item that has the common word. A subscriber with several
+// triggers in an item is decided once, on the posting of the first of them
+// to be found: a posting whose other triggers include one found earlier
+// leaves the subscriber to that one. That needs no table of the candidates
+// seen so far.
 type qposting struct {
 	sub  int32 // the subscriber's dense index
-	term int32 // this posting's positive term: index into QueryIndex.terms
+	term int32 // this posting's trigger: index into QueryIndex.terms
 	dec  uint32
 	// other are the query's other atoms in canonical order, atomNever
 	// where it has fewer; other[0] is the query's first instruction when
@@ -102,19 +99,29 @@ const (
 	// how many terms.
 	decPositiveShift = 1 << inlineOthers
 	decPositive      = (1<<inlineOthers - 1) << decPositiveShift
+	// decTriggerShift places the mask of the other atoms that are
+	// triggers: one found earlier decided the subscriber.
+	decTriggerShift = decPositiveShift + inlineOthers
+	decTrigger      = (1<<inlineOthers - 1) << decTriggerShift
 	// decTree: the query is too large for its postings; its tree is
 	// evaluated and its positive terms are read from
 	// QueryIndex.positive.
-	decTree = 1 << (decPositiveShift + inlineOthers)
+	decTree = 1 << (decTriggerShift + inlineOthers)
 	// decLangs: the query has lang: atoms, whose stamps are set the
 	// first time a query needs them in an item.
 	decLangs = decTree << 1
+	// decNear: the query has a NEAR, which its truth table reads as the
+	// AND of its operands: when the table says yes, the query's tree
+	// (QueryIndex.roots) decides with the words' positions. Most
+	// candidates are turned down by the table without it.
+	decNear = decLangs << 1
 )
 
-// positiveTerm is a positive term of a subscriber's query: its atom and
-// its spelling.
+// positiveTerm is a positive term of a subscriber's query: its atom, its
+// spelling and whether it is one of the query's triggers.
 type positiveTerm struct {
 	atom, term int32
+	trigger    bool
 }
 
 // QueryIndex is an immutable index of many subscribers' queries. Every
@@ -136,6 +143,7 @@ type QueryIndex struct {
 	atomNever  int32               // the atom id that never occurs
 	postOff    []int32             // atom id → its postings are posts[postOff[id]:postOff[id+1]]
 	posts      []qposting          // postings of text atoms and from: authors, by atom id
+	posted     []uint64            // bit per atom id: it has postings
 	authors    nameTable           // from: value → author index
 	langs      nameTable           // lang: code → code index
 	subs       []int64             // dense index → subscriber id, ascending
@@ -143,7 +151,8 @@ type QueryIndex struct {
 	positive   []positiveTerm      // positive terms in canonical order
 	terms      []string            // term id → its canonical spelling; a hit with one term shares a one-element slice of it
 	prog       []instr             // instructions of the queries decided by their tree
-	nears      []nearRef           // the NEARs of those queries
+	roots      []int32             // dense index → its query's first instruction, of a query with a NEAR
+	nearSteps  []query.NearStep    // the NEARs of those queries, their leaves numbered by atom id
 	scratch    sync.Pool           // *queryScratch sized for this index
 	patterns   map[string]struct{} // text patterns in use
 }
@@ -229,6 +238,7 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 
 	ix.subs = ids
 	ix.posOff = make([]int32, len(ids)+1)
+	ix.roots = make([]int32, len(ids))
 	termIDs := map[string]int32{}
 	var posts []atomPosting
 	for d, id := range ids {
@@ -247,13 +257,17 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 		distinct := len(slices.Compact(slices.Sorted(slices.Values(aids)))) == len(aids)
 		// A query with a NEAR needs the positions of its words, which
 		// its tree asks for; its truth table would read NEAR as AND.
-		inline := distinct && len(atoms) <= inlineOthers+1 && !hasNear(q.Root())
+		inline := distinct && len(atoms) <= inlineOthers+1
 		root := int32(-1)
-		if !inline {
+		if near := hasNear(q.Root()); !inline || near {
 			root = int32(len(ix.prog))
 			ix.emit(q.Root(), atomID)
+			if near {
+				dec |= decNear
+			}
 		}
-		positive := positiveAtoms(q)
+		ix.roots[d] = root
+		positive, triggers := positiveAtoms(q), triggerAtoms(q)
 		first := len(posts)
 		for _, a := range positive {
 			spelled := a.String()
@@ -264,13 +278,14 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 				ix.terms = append(ix.terms, spelled)
 			}
 			aid := atomID(a)
-			ix.positive = append(ix.positive, positiveTerm{atom: aid, term: t})
-			if slices.ContainsFunc(posts[first:], func(p atomPosting) bool { return p.atom == aid }) {
-				continue // one posting per atom id
+			trigger := slices.Contains(triggers, a)
+			ix.positive = append(ix.positive, positiveTerm{atom: aid, term: t, trigger: trigger})
+			if !trigger || slices.ContainsFunc(posts[first:], func(p atomPosting) bool { return p.atom == aid }) {
+				continue // postings for triggers, one per atom id
 			}
 			po := qposting{sub: int32(d), term: t, dec: dec}
 			if inline {
-				po.dec |= smallQuery(q, a, atoms, aids, positive, ix.atomNever, &po.other)
+				po.dec |= smallQuery(q, a, atoms, aids, positive, triggers, ix.atomNever, &po.other)
 			} else {
 				po.dec |= decTree
 				po.other = [inlineOthers]int32{root, ix.atomNever, ix.atomNever}
@@ -282,8 +297,10 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 	// Group the postings by atom, each atom's in the order of the
 	// subscribers.
 	ix.postOff = make([]int32, ix.langBase+1)
+	ix.posted = make([]uint64, ix.atomNever/64+1)
 	for _, p := range posts {
 		ix.postOff[p.atom+1]++
+		ix.posted[p.atom>>6] |= 1 << (p.atom & 63)
 	}
 	for a := range ix.langBase {
 		ix.postOff[a+1] += ix.postOff[a]
@@ -298,11 +315,12 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 }
 
 // smallQuery fills the other atoms of a posting of atom own of q, whose
-// atoms (with their ids; positive are its positive terms) are at most
-// inlineOthers+1, and returns the
-// posting's truth table and mask of positive others (decTable,
-// decPositive).
-func smallQuery(q *query.Query, own query.Atom, atoms []query.Atom, aids []int32, positive []query.Atom, never int32, other *[inlineOthers]int32) uint32 {
+// atoms (with their ids; positive are its positive terms, triggers its
+// triggers) are at most inlineOthers+1, and returns the posting's truth
+// table and masks of positive and trigger others (decTable, decPositive,
+// decTrigger). For a query with a NEAR the table is an upper bound
+// (bound): the query's tree decides where it says yes.
+func smallQuery(q *query.Query, own query.Atom, atoms []query.Atom, aids []int32, positive, triggers []query.Atom, never int32, other *[inlineOthers]int32) uint32 {
 	var others []query.Atom
 	for j, a := range atoms {
 		if a != own {
@@ -318,13 +336,45 @@ func smallQuery(q *query.Query, own query.Atom, atoms []query.Atom, aids []int32
 		if slices.Contains(positive, a) {
 			dec |= 1 << (decPositiveShift + j)
 		}
+		if slices.Contains(triggers, a) {
+			dec |= 1 << (decTriggerShift + j)
+		}
 	}
 	for m := range 1 << len(others) {
-		if q.Eval(func(a query.Atom) bool { return a == own || m>>slices.Index(others, a)&1 == 1 }) {
+		if bound(q.Root(), func(a query.Atom) bool { return a == own || m>>slices.Index(others, a)&1 == 1 }, true) {
 			dec |= 1 << m
 		}
 	}
 	return dec
+}
+
+// bound evaluates the tree at n on which atoms occur, as a bound of its
+// value that holds whatever the words' positions: an upper bound when up
+// (a NEAR reads as the AND of its operands), a lower one otherwise (a
+// NEAR reads as false). A negation swaps them. For a tree without NEAR it
+// is its value.
+func bound(n *query.Node, hit func(query.Atom) bool, up bool) bool {
+	switch n.Op {
+	case query.OpAtom:
+		return hit(n.Atom)
+	case query.OpNot:
+		return !bound(n.Kids[0], hit, !up)
+	case query.OpNear:
+		return up && n.Eval(hit)
+	case query.OpAnd:
+		for _, k := range n.Kids {
+			if !bound(k, hit, up) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, k := range n.Kids { // OpOr
+		if bound(k, hit, up) {
+			return true
+		}
+	}
+	return false
 }
 
 // emit appends the instructions of the subtree at n.
@@ -342,20 +392,10 @@ func (ix *QueryIndex) emit(n *query.Node, atomID func(query.Atom) int32) {
 	case query.OpNot:
 		in.op = opNot
 	case query.OpNear:
-		ref := nearRef{node: n}
-		var walk func(n *query.Node)
-		walk = func(n *query.Node) {
-			if n.Op == query.OpAtom && !slices.Contains(ref.atoms, n.Atom) {
-				ref.atoms = append(ref.atoms, n.Atom)
-				ref.ids = append(ref.ids, atomID(n.Atom))
-			}
-			for _, k := range n.Kids {
-				walk(k)
-			}
-		}
-		walk(n)
-		in = instr{op: opNear, arg: int32(len(ix.nears))}
-		ix.nears = append(ix.nears, ref)
+		// A NEAR is decided on its steps, which hold its operands.
+		ix.prog[at] = instr{op: opNear, arg: int32(len(ix.nearSteps)), end: int32(len(ix.prog))}
+		ix.nearSteps = query.AppendNear(ix.nearSteps, n, atomID)
+		return
 	}
 	for _, k := range n.Kids {
 		ix.emit(k, atomID)
@@ -416,6 +456,69 @@ func hasNear(n *query.Node) bool {
 	return slices.ContainsFunc(n.Kids, hasNear)
 }
 
-// positiveAtoms are the atoms of q that make a subscriber a candidate, in
-// the order of the canonical form (query.Query.Positive).
+// positiveAtoms are the atoms of q reported as its terms when it matches,
+// in the order of the canonical form (query.Query.Positive).
 func positiveAtoms(q *query.Query) []query.Atom { return q.Positive() }
+
+// triggerAtoms are positive atoms of q of which every item q matches has
+// one: the atoms whose postings make a subscriber a candidate. The query
+// language guarantees that there are some (every OR branch needs a
+// positive term).
+func triggerAtoms(q *query.Query) []query.Atom {
+	atoms, _ := cover(q.Root(), false)
+	return atoms
+}
+
+// cover returns atoms of n (negated if neg) one of which occurs wherever n
+// holds, and whether there are such: a positive text atom or from: covers
+// itself; an OR needs a cover of every branch, their union; an AND or a
+// NEAR needs one of its operands', the one of the fewest atoms, the
+// longest shortest atom breaking ties (longer words are rarer). Negation
+// swaps AND and OR (De Morgan; a negated NEAR has no cover); a negated
+// atom and lang: cover nothing.
+func cover(n *query.Node, neg bool) ([]query.Atom, bool) {
+	switch n.Op {
+	case query.OpAtom:
+		if neg || n.Atom.Kind == query.Lang {
+			return nil, false
+		}
+		return []query.Atom{n.Atom}, true
+	case query.OpNot:
+		return cover(n.Kids[0], !neg)
+	}
+	if (n.Op == query.OpOr) != neg { // every kid must be covered
+		var out []query.Atom
+		for _, k := range n.Kids {
+			c, ok := cover(k, neg)
+			if !ok {
+				return nil, false
+			}
+			for _, a := range c {
+				if !slices.Contains(out, a) {
+					out = append(out, a)
+				}
+			}
+		}
+		return out, true
+	}
+	var best []query.Atom
+	found := false
+	for _, k := range n.Kids {
+		c, ok := cover(k, neg)
+		if ok && (!found || len(c) < len(best) || len(c) == len(best) && shortest(c) > shortest(best)) {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+// shortest is the length of the shortest value among atoms.
+func shortest(atoms []query.Atom) int {
+	m := -1
+	for _, a := range atoms {
+		if l := len(a.Value); m < 0 || l < m {
+			m = l
+		}
+	}
+	return m
+}

@@ -119,6 +119,36 @@ func TestQueryIndex_Match(t *testing.T) {
 			want: map[int64][]string{1: {"a"}, 2: {"a"}},
 		},
 		{
+			name: "near either order, near in order",
+			subs: map[int64]string{1: "logitech NEAR/2 keyboard", 2: "logitech NEAR/2f keyboard", 3: "keyboard NEAR/2f logitech", 4: "logitech NEAR/0 keyboard"},
+			item: Item{Text: "The keyboard, by Logitech"},
+			want: map[int64][]string{1: {"keyboard", "logitech"}, 3: {"keyboard", "logitech"}},
+		},
+		{
+			name: "near with phrases, tags and groups",
+			subs: map[int64]string{1: `"new york" NEAR/1 pizza`, 2: `(#ny OR "new york") NEAR/0f style`, 3: "(pizza OR bagel) NEAR/0 #ny", 4: `pizza NEAR/0f "new york"`},
+			item: Item{Text: "New York style pizza #NY"},
+			want: map[int64][]string{1: {`"new york"`, "pizza"}, 2: {`"new york"`, "#ny", "style"}, 3: {"#ny", "pizza"}},
+		},
+		{
+			name: "near inside near and beside other terms",
+			subs: map[int64]string{1: "(christmas NEAR/2 gift) NEAR/2 wife", 2: "(christmas NEAR/0 gift) wife", 3: "gift -(christmas NEAR/1 gift)", 4: "wife OR (christmas NEAR/0f gift) OR from:bob"},
+			item: Item{Text: "a christmas gift for my wife", Author: "bob"},
+			want: map[int64][]string{1: {"christmas", "gift", "wife"}, 2: {"christmas", "gift", "wife"}, 4: {"christmas", "gift", "from:bob", "wife"}},
+		},
+		{
+			name: "prefixes",
+			subs: map[int64]string{1: "kube*", 2: "kube* -mini*", 3: "kubernetes OR dock*", 4: "kub* NEAR/0f deploy*", 5: "cafe*"},
+			item: Item{Text: "Kubectl deployments on minikube, café"},
+			want: map[int64][]string{1: {"kube*"}, 4: {"kub*", "deploy*"}},
+		},
+		{
+			name: "near beyond ASCII",
+			subs: map[int64]string{1: "学习 NEAR/1 golang", 2: "学习 NEAR/0 golang", 3: "café NEAR/1 crème", 4: "москв* NEAR/0f новости"},
+			item: Item{Text: "我学习了golang, crème au café, Москва новости"},
+			want: map[int64][]string{1: {"golang", "学习"}, 3: {"café", "crème"}, 4: {"москв*", "новости"}},
+		},
+		{
 			name: "nil queries are left out",
 			subs: map[int64]string{1: "golang"},
 			item: Item{Text: "golang"},
