@@ -18,7 +18,7 @@ func TestExpandQuery_TermsAsTheLanguageWritesThem(t *testing.T) {
 	}{
 		{[]string{"web crawler"}, `"web crawler" OR golang`},
 		{[]string{"logitech NEAR/2f keyboard"}, "golang OR logitech NEAR/2f keyboard"},
-		{[]string{"keyboard NEAR/1 (logitech OR razer)"}, "golang OR keyboard NEAR/1 (logitech OR razer)"},
+		{[]string{"keyboard NEAR/1 (logitech OR razer)"}, "(logitech OR razer) NEAR/1 keyboard OR golang"},
 		{[]string{"kube*", "rust OR zig"}, "golang OR kube* OR rust OR zig"},
 		{[]string{"kube* deploy"}, "deploy kube* OR golang"},
 		{[]string{"java NOT script"}, "-script java OR golang"},

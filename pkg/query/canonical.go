@@ -115,7 +115,8 @@ func (n *Node) write(b *strings.Builder, grouped bool) {
 		if grouped {
 			b.WriteByte('(')
 		}
-		n.Kids[0].write(b, n.Kids[0].Op != OpAtom)
+		// NEARs group from the left: only an OR needs parentheses there.
+		n.Kids[0].write(b, n.Kids[0].Op == OpOr)
 		fmt.Fprintf(b, " NEAR/%d", n.Slop)
 		if n.Ordered {
 			b.WriteByte('f')
@@ -152,8 +153,9 @@ func (n *Node) write(b *strings.Builder, grouped bool) {
 // nested ANDs in an AND (ORs in an OR) merged, kids sorted by their
 // canonical text and de-duplicated, a group of one kid replaced by it, a
 // double negation by what it negates, and the two operands of a NEAR
-// without order sorted (a NEAR/2 b is b NEAR/2 a; a NEAR/2f b keeps its
-// order).
+// without order sorted, a NEAR before an OR group before a term (a NEAR/2
+// b is b NEAR/2 a; a NEAR/2f b keeps its order), so that a chain of NEARs
+// prints without parentheses.
 func normalize(n *Node) *Node {
 	switch n.Op {
 	case OpAtom:
@@ -166,7 +168,7 @@ func normalize(n *Node) *Node {
 		return &Node{Op: OpNot, Kids: []*Node{k}}
 	case OpNear:
 		l, r := normalize(n.Kids[0]), normalize(n.Kids[1])
-		if !n.Ordered && l.String() > r.String() {
+		if !n.Ordered && (nearRank(l) > nearRank(r) || nearRank(l) == nearRank(r) && l.String() > r.String()) {
 			l, r = r, l
 		}
 		return &Node{Op: OpNear, Kids: []*Node{l, r}, Slop: n.Slop, Ordered: n.Ordered}
@@ -199,6 +201,18 @@ func normalize(n *Node) *Node {
 		out.Kids[i] = k.n
 	}
 	return out
+}
+
+// nearRank orders the operands of a NEAR without order: a NEAR first
+// (it needs no parentheses there), then an OR group, then a term.
+func nearRank(n *Node) int {
+	switch n.Op {
+	case OpNear:
+		return 0
+	case OpAtom:
+		return 2
+	}
+	return 1
 }
 
 // UUID is the query uuid of q for a source kind: UUIDOf(source,

@@ -19,8 +19,11 @@ func TestParse_NearAndPrefixCanonicalForm(t *testing.T) {
 		{"adjacency", "new NEAR/0 york", "new NEAR/0 york"},
 		{"groups as operands", "(Orange OR apple) NEAR/5 (smartphone OR phone)", "(apple OR orange) NEAR/5 (phone OR smartphone)"},
 		{"phrases and tags as operands", `#Go NEAR/3 "Black  Widow"`, `"black widow" NEAR/3 #go`},
-		{"chains group from the left", "a NEAR/1 b NEAR/2 c", "(a NEAR/1 b) NEAR/2 c"},
-		{"nested near sorted", "c NEAR/2 (b NEAR/1 a)", "(a NEAR/1 b) NEAR/2 c"},
+		{"chains group from the left", "a NEAR/1 b NEAR/2 c", "a NEAR/1 b NEAR/2 c"},
+		{"the group first, so a chain needs no parentheses", "c NEAR/2 (b NEAR/1 a)", "a NEAR/1 b NEAR/2 c"},
+		{"a chain to the right in order keeps them", "a NEAR/2f (b NEAR/1f c)", "a NEAR/2f (b NEAR/1f c)"},
+		{"nears on both sides", "(d NEAR/1 c) NEAR/3 (b NEAR/1 a)", "a NEAR/1 b NEAR/3 (c NEAR/1 d)"},
+		{"a near before an or group", "(b OR a) NEAR/2 (d NEAR/1 c)", "c NEAR/1 d NEAR/2 (a OR b)"},
 		{"near binds tighter than and", "x a NEAR/2 b", "a NEAR/2 b x"},
 		{"near binds tighter than or", "a NEAR/2 b OR c", "a NEAR/2 b OR c"},
 		{"negated near", "x -(b NEAR/2 a)", "-(a NEAR/2 b) x"},
@@ -46,6 +49,29 @@ func TestParse_NearAndPrefixCanonicalForm(t *testing.T) {
 				t.Fatalf("canonical %q parses to %v, %v", q.String(), again, err)
 			}
 		})
+	}
+}
+
+// TestParse_LongNearChains: a chain of NEARs is bounded by the number of
+// terms, not by the nesting of parentheses, and its canonical form parses
+// back to itself.
+func TestParse_LongNearChains(t *testing.T) {
+	for _, s := range []string{
+		strings.Repeat("a NEAR/1 ", MaxAtoms-1) + "a",
+		strings.Repeat("x NEAR/1 (", MaxDepth) + "y" + strings.Repeat(")", MaxDepth),
+		strings.Repeat("x NEAR/1f (", MaxDepth) + "y" + strings.Repeat(")", MaxDepth),
+	} {
+		q, err := Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%.40q…): %v", s, err)
+		}
+		again, err := Parse(q.String())
+		if err != nil || again.String() != q.String() {
+			t.Fatalf("canonical %.60q… parses to %v, %v", q, again, err)
+		}
+	}
+	if _, err := Parse(strings.Repeat("a NEAR/1 ", MaxAtoms) + "a"); err == nil || !strings.Contains(err.Error(), "more than 100 terms") {
+		t.Fatalf("a chain of %d terms: %v", MaxAtoms+1, err)
 	}
 }
 
@@ -105,7 +131,6 @@ func TestParse_NearAndPrefixErrors(t *testing.T) {
 		{"language", "lang:en NEAR/2 apple", `query: "NEAR/2" over "lang:en": its terms are words, phrases, #tags, @users, prefixes (kube*) and OR groups of them at column 1`},
 		{"no word to count", "apple NEAR/2 ++", `query: "NEAR/2" over "++", which has no word to count at column 14`},
 		{"negated near alone", "-(apple NEAR/2 pie)", `query: "-(apple NEAR/2 pie)" cannot match by itself: every OR branch needs a word, phrase, #tag, @user or from: that must occur (negations and lang: only filter)`},
-		{"chain too deep", strings.Repeat("a NEAR/1 ", MaxDepth+1) + "a", `query: nested deeper than 16 at column 147`},
 		{"prefix too short", "ku*", `query: prefix "ku*" is shorter than 3 letters at column 1`},
 		{"prefix of two letters and a mark", "cá* x", `query: prefix "cá*" is shorter than 3 letters at column 1`},
 		{"star inside", "golang ku*be", `query: a wildcard "*" stands only at the end of a word, as in kube* at column 10`},

@@ -197,6 +197,7 @@ type parser struct {
 	atoms int
 	ors   []*Node       // one per comma-separated term
 	at    map[*Node]int // where each node of the tree starts, for errors
+	again bool          // parsing a canonical form, to check it parses
 }
 
 // terms parses src[start:end], split at commas outside quotes.
@@ -257,7 +258,16 @@ func (p *parser) finish() (*Query, error) {
 	if contradiction(root) {
 		return nil, errf("%s never matches: it requires a term and its negation", quote(p.src))
 	}
-	return newQuery(root), nil
+	q := newQuery(root)
+	if !p.again {
+		// Sorting a NEAR's operands can move parentheses: the canonical
+		// form must parse again, within the limits.
+		again := &parser{src: q.text, again: true}
+		if err := again.terms(0, len(q.text)); err != nil {
+			return nil, errf("canonical form nested deeper than %d", MaxDepth)
+		}
+	}
+	return q, nil
 }
 
 func (p *parser) peek() (token, bool) {
@@ -342,8 +352,7 @@ func (p *parser) near() (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	links := 0
-	defer func() { p.depth -= links }()
+	// A chain of NEARs is a loop, not a recursion: MaxAtoms bounds it.
 	for {
 		t, ok := p.peek()
 		if !ok || t.kind != tokNear {
@@ -353,10 +362,6 @@ func (p *parser) near() (*Node, error) {
 		if _, ok := p.peek(); !ok {
 			return nil, errAt(p.src, t.pos, quote(t.raw)+" needs a term after it")
 		}
-		if err := p.deeper(t); err != nil {
-			return nil, err
-		}
-		links++
 		if err := p.nearOperand(t, n); err != nil {
 			return nil, err
 		}

@@ -128,7 +128,7 @@ func TestQueryIndex_Match(t *testing.T) {
 			name: "near with phrases, tags and groups",
 			subs: map[int64]string{1: `"new york" NEAR/1 pizza`, 2: `(#ny OR "new york") NEAR/0f style`, 3: "(pizza OR bagel) NEAR/0 #ny", 4: `pizza NEAR/0f "new york"`},
 			item: Item{Text: "New York style pizza #NY"},
-			want: map[int64][]string{1: {`"new york"`, "pizza"}, 2: {`"new york"`, "#ny", "style"}, 3: {"#ny", "pizza"}},
+			want: map[int64][]string{1: {`"new york"`, "pizza"}, 2: {`"new york"`, "#ny", "style"}, 3: {"pizza", "#ny"}},
 		},
 		{
 			name: "near inside near and beside other terms",
