@@ -112,15 +112,25 @@ func AppendNear(dst []NearStep, n *Node, leaf func(Atom) int32) []NearStep {
 // both use, and allocates nothing once its pooled working memory has
 // grown.
 func DecideNear(steps []NearStep, starts func(leaf int32) []int32) bool {
-	e := nearPool.Get().(*nearEval)
-	e.work, e.arena = 0, e.arena[:0]
-	ok := e.holds(steps, starts)
-	over := e.over()
-	nearPool.Put(e)
-	if over {
-		return nearRelaxed(steps, starts)
-	}
+	s := nearPool.Get().(*NearScratch)
+	ok := s.Decide(steps, starts)
+	nearPool.Put(s)
 	return ok
+}
+
+// NearScratch is the working memory of DecideNear, for a caller that
+// decides NEARs one after the other and keeps its own (the zero value is
+// ready to use; one goroutine at a time).
+type NearScratch struct{ e nearEval }
+
+// Decide is DecideNear with the working memory s.
+func (s *NearScratch) Decide(steps []NearStep, starts func(leaf int32) []int32) bool {
+	e := &s.e
+	e.work, e.arena = 0, e.arena[:0]
+	if e.holds(steps, starts) {
+		return true // a pair found holds whatever the bound
+	}
+	return e.over() && nearRelaxed(steps, starts)
 }
 
 // Near decides the NEAR node n on a text (DecideNear), starts giving the
@@ -152,7 +162,7 @@ func nearRelaxed(steps []NearStep, starts func(int32) []int32) bool {
 }
 
 // nearPool holds the working memory of DecideNear.
-var nearPool = sync.Pool{New: func() any { return new(nearEval) }}
+var nearPool = sync.Pool{New: func() any { return new(NearScratch) }}
 
 // nearEval weighs the spans of one NEAR on one text.
 type nearEval struct {

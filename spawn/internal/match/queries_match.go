@@ -35,6 +35,7 @@ type queryScratch struct {
 	// index has NEARs. When a NEAR first asks in the call, posAt holds
 	// each found atom's tokens, ascending, from posOff[atom] (valid for
 	// the atoms stamped in the call), posLen[atom] of them.
+	near           query.NearScratch
 	occurAt        []int32
 	posDone        bool
 	posAt          []int32
@@ -299,7 +300,7 @@ func (ix *QueryIndex) near(s *queryScratch, steps []query.NearStep) bool {
 	if !s.posDone {
 		s.positions()
 	}
-	return query.DecideNear(steps, s.positionsOf)
+	return s.near.Decide(steps, s.positionsOf)
 }
 
 // positions groups the tokens where each found atom occurs by atom, for
