@@ -14,6 +14,7 @@
 package textmatch
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -75,7 +76,7 @@ func ContainsPhrase(text, phrase string) bool {
 	}
 	rs, ps := []rune(text), []rune(phrase)
 	for i := 0; i+len(ps) <= len(rs); i++ {
-		if string(rs[i:i+len(ps)]) != string(ps) {
+		if !slices.Equal(rs[i:i+len(ps)], ps) {
 			continue
 		}
 		if leftBounded(rs, i) && rightBounded(rs, ps, i+len(ps)) {
@@ -155,7 +156,7 @@ func Occurrences(text, phrase string) []int {
 	rs, ps := []rune(text), []rune(phrase)
 	var out []int
 	for i := 0; i+len(ps) <= len(rs); i++ {
-		if string(rs[i:i+len(ps)]) == string(ps) && leftBounded(rs, i) && rightBounded(rs, ps, i+len(ps)) {
+		if slices.Equal(rs[i:i+len(ps)], ps) && leftBounded(rs, i) && rightBounded(rs, ps, i+len(ps)) {
 			out = append(out, i)
 		}
 	}

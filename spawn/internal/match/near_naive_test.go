@@ -11,6 +11,44 @@ import (
 // words and occurrences by the fakes' rune-by-rune rules (textmatch), and
 // Lucene's tests spelled as Lucene spells them.
 
+// The naive evaluator is slow by design (rune slices, Unicode tables); the
+// property tests weigh 50 queries on each text, so what it finds on the
+// last text is kept: the text folded, its words and each phrase's
+// occurrences. The tests run one at a time.
+var memo struct {
+	text, folded string
+	words        [][2]int
+	contains     map[string]bool
+	occurrences  map[string][]int
+}
+
+// memoText makes the memo that of text.
+func memoText(text string) {
+	if memo.contains != nil && memo.text == text {
+		return
+	}
+	memo.text, memo.folded = text, naiveFold(text)
+	memo.words = textmatch.Words(memo.folded)
+	memo.contains, memo.occurrences = map[string]bool{}, map[string][]int{}
+}
+
+// memoFold is naiveFold(text), remembered.
+func memoFold(text string) string {
+	memoText(text)
+	return memo.folded
+}
+
+// memoContains is naiveContains(naiveFold(text), word), remembered.
+func memoContains(text, word string) bool {
+	memoText(text)
+	c, ok := memo.contains[word]
+	if !ok {
+		c = naiveContains(memo.folded, word)
+		memo.contains[word] = c
+	}
+	return c
+}
+
 // naiveSpan is a run of words [start, end).
 type naiveSpan struct{ start, end int }
 
@@ -18,7 +56,22 @@ type naiveSpan struct{ start, end int }
 // atom's occurrences start: for a prefix, the words it begins; for a
 // text atom, the word its first word is where it occurs whole.
 func naivePositions(a query.Atom, text string) []int {
-	words := textmatch.Words(text)
+	var words [][2]int
+	var occurrences func(string) []int
+	if memo.contains != nil && memo.folded == text {
+		words = memo.words
+		occurrences = func(p string) []int {
+			o, ok := memo.occurrences[p]
+			if !ok {
+				o = textmatch.Occurrences(text, p)
+				memo.occurrences[p] = o
+			}
+			return o
+		}
+	} else {
+		words = textmatch.Words(text)
+		occurrences = func(p string) []int { return textmatch.Occurrences(text, p) }
+	}
 	rs := []rune(text)
 	var out []int
 	if a.Kind == query.Prefix {
@@ -34,7 +87,7 @@ func naivePositions(a query.Atom, text string) []int {
 	if len(own) == 0 {
 		return nil
 	}
-	for _, i := range textmatch.Occurrences(text, pattern) {
+	for _, i := range occurrences(pattern) {
 		for k, w := range words {
 			if w[0] == i+own[0][0] {
 				out = append(out, k)

@@ -127,13 +127,16 @@ type positiveTerm struct {
 // QueryIndex is an immutable index of many subscribers' queries. Every
 // text atom of every query (words, phrases, and #tags and @users as the
 // text tokens "#tag" and "@user") is one pattern of a single pattern set,
-// so an item's text is scanned once whatever the number of subscribers.
-// Only subscribers with a hit on a positive term — a text atom or from:
-// not under a negation — are candidates; the query language guarantees
-// that a query cannot match without one. A candidate is decided from what
-// its posting carries (see qposting), and by evaluating its boolean tree
-// when its query is too large for that. AppendMatch is safe for
-// concurrent use.
+// and every prefix (kube*) one key of a prefix set, so an item's text is
+// scanned once whatever the number of subscribers; the scan notes the
+// word each is found at, for the NEARs. Only subscribers with a hit on a
+// trigger — a text atom, prefix or from: not under a negation, of a cover
+// of the query (triggerAtoms) — are candidates; the query language
+// guarantees that a query cannot match without one. A candidate is decided
+// from what its posting carries (see qposting), by evaluating its tree
+// when its query is too large for that, and, for a query with a NEAR whose
+// posting says it may hold, by its tree with the words' positions
+// (query.NearScratch). AppendMatch is safe for concurrent use.
 type QueryIndex struct {
 	auto       *patternSet
 	prefixes   *prefixSet          // prefix wildcards, nil if none

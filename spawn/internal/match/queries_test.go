@@ -207,7 +207,7 @@ func TestQueryIndex_UpdateReusesThePatternSet(t *testing.T) {
 func naiveEval(n *query.Node, it Item) bool {
 	switch n.Op {
 	case query.OpNear:
-		return naiveNear(n, naiveFold(it.Text))
+		return naiveNear(n, memoFold(it.Text))
 	case query.OpNot:
 		return !naiveEval(n.Kids[0], it)
 	case query.OpAnd:
@@ -233,13 +233,13 @@ func naiveEval(n *query.Node, it Item) bool {
 		lang := strings.ToLower(it.Lang)
 		return lang == a.Value || strings.HasPrefix(lang, a.Value+"-")
 	case query.Tag:
-		return naiveContains(naiveFold(it.Text), "#"+a.Value)
+		return memoContains(it.Text, "#"+a.Value)
 	case query.Mention:
-		return naiveContains(naiveFold(it.Text), "@"+a.Value)
+		return memoContains(it.Text, "@"+a.Value)
 	case query.Prefix:
-		return len(naivePositions(a, naiveFold(it.Text))) > 0
+		return len(naivePositions(a, memoFold(it.Text))) > 0
 	}
-	return naiveContains(naiveFold(it.Text), a.Value)
+	return memoContains(it.Text, a.Value)
 }
 
 // propVocab is small, so that random queries and texts share atoms.
