@@ -154,7 +154,7 @@ type QueryIndex struct {
 	positive   []positiveTerm      // positive terms in canonical order
 	terms      []string            // term id → its canonical spelling; a hit with one term shares a one-element slice of it
 	prog       []instr             // instructions of the queries decided by their tree
-	roots      []int32             // dense index → its query's first instruction, of a query with a NEAR
+	roots      []int32             // dense index → its query's first instruction, of a query with a NEAR (nearRoot)
 	nearSteps  []query.NearStep    // the NEARs of those queries, their leaves numbered by atom id
 	scratch    sync.Pool           // *queryScratch sized for this index
 	patterns   map[string]struct{} // text patterns in use
@@ -270,6 +270,11 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 			}
 		}
 		ix.roots[d] = root
+		if root >= 0 && ix.prog[root].op == opNear {
+			// A query that is one NEAR: its table has read the NEAR
+			// as AND already; its steps decide the rest.
+			ix.roots[d] = nearRoot(ix.prog[root].arg)
+		}
 		positive, triggers := positiveAtoms(q), triggerAtoms(q)
 		first := len(posts)
 		for _, a := range positive {
@@ -450,6 +455,11 @@ func (t *nameTable) lookup(name []byte) int32 {
 	}
 	return -1
 }
+
+// nearRoot encodes, in QueryIndex.roots, the offset of the steps of a
+// query that is one NEAR, below -1 (the instruction indexes are 0 and up,
+// -1 none).
+func nearRoot(steps int32) int32 { return -2 - steps }
 
 // hasNear reports whether the tree at n has a NEAR.
 func hasNear(n *query.Node) bool {

@@ -185,7 +185,7 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 				if before&trigger != 0 || po.dec>>occurred&1 == 0 {
 					continue // decided on an earlier trigger, or no match
 				}
-				if po.dec&decNear != 0 && !ix.eval(s, ix.roots[po.sub]) {
+				if po.dec&decNear != 0 && !ix.decideNear(s, ix.roots[po.sub]) {
 					continue // its NEAR does not hold
 				}
 				n += bits.OnesCount64(occurred & positive)
@@ -274,6 +274,15 @@ func (ix *QueryIndex) eval(s *queryScratch, i int32) bool {
 		return ix.relaxed(s, steps) && ix.near(s, steps)
 	}
 	return false
+}
+
+// decideNear decides, with the words' positions, a query with a NEAR
+// whose truth table said it may hold: root is its QueryIndex.roots entry.
+func (ix *QueryIndex) decideNear(s *queryScratch, root int32) bool {
+	if root < -1 {
+		return ix.near(s, ix.nearSteps[-2-root:])
+	}
+	return ix.eval(s, root)
 }
 
 // relaxed reads the NEAR whose steps start at steps[0], and what is under
