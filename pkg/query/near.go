@@ -125,12 +125,90 @@ type NearScratch struct{ e nearEval }
 
 // Decide is DecideNear with the working memory s.
 func (s *NearScratch) Decide(steps []NearStep, starts func(leaf int32) []int32) bool {
+	if ok, done := decideFlat(steps, starts); done {
+		return ok
+	}
 	e := &s.e
 	e.work, e.arena = 0, e.arena[:0]
 	if e.holds(steps, starts) {
 		return true // a pair found holds whatever the bound
 	}
 	return e.over() && nearRelaxed(steps, starts)
+}
+
+// flatPairs is how many pairs of occurrences decideFlat weighs at most;
+// more go to the general weighing, which sorts and bounds them.
+const flatPairs = 64
+
+// decideFlat decides, pair by pair, a NEAR whose operands are terms or OR
+// groups of terms (most NEARs) with few occurrences in the text (most
+// texts): done is false when it leaves the NEAR to the general weighing.
+// It reads Lucene's tests as pairs does.
+func decideFlat(steps []NearStep, starts func(int32) []int32) (ok, done bool) {
+	second := 1 + steps[1].End
+	if !flat(steps[1:]) || !flat(steps[second:]) {
+		return false, false
+	}
+	na, nb := occurrences(steps[1:], starts), occurrences(steps[second:], starts)
+	if na == 0 || nb == 0 {
+		return false, true
+	}
+	if na*nb > flatPairs {
+		return false, false
+	}
+	n := &steps[0]
+	return eachTerm(steps[1:], func(a NearStep) bool {
+		return eachTerm(steps[second:], func(b NearStep) bool {
+			for _, pa := range starts(a.Leaf) {
+				ea := pa + a.Words
+				for _, pb := range starts(b.Leaf) {
+					eb := pb + b.Words
+					if n.Ordered && ea <= pb && pb-ea <= n.Slop || !n.Ordered && max(pa, pb)-min(ea, eb) <= n.Slop {
+						return true
+					}
+				}
+			}
+			return false
+		})
+	}), true
+}
+
+// flat reports whether the subtree at steps[0] is a term or an OR of
+// terms.
+func flat(steps []NearStep) bool {
+	switch st := steps[0]; st.Op {
+	case OpAtom:
+		return true
+	case OpOr:
+		for k := int32(1); k < st.End; k += steps[k].End {
+			if steps[k].Op != OpAtom {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// occurrences counts the occurrences of a flat subtree's terms.
+func occurrences(steps []NearStep, starts func(int32) []int32) int {
+	n := 0
+	eachTerm(steps, func(st NearStep) bool { n += len(starts(st.Leaf)); return false })
+	return n
+}
+
+// eachTerm calls f on each term of a flat subtree until f says true, and
+// reports whether it did.
+func eachTerm(steps []NearStep, f func(NearStep) bool) bool {
+	if steps[0].Op == OpAtom {
+		return f(steps[0])
+	}
+	for k := int32(1); k < steps[0].End; k += steps[k].End {
+		if f(steps[k]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Near decides the NEAR node n on a text (DecideNear), starts giving the

@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -325,4 +326,52 @@ func ExampleQuery_Match_near() {
 	// Output:
 	// Logitech Solar Keyboard true
 	// the keyboard by Logitech false
+}
+
+// TestDecideFlat_AgreesWithTheGeneralWeighing: the pair-by-pair decision
+// of NEARs of terms and OR groups gives the general weighing's answers, on
+// random occurrences of terms of one and two words.
+func TestDecideFlat_AgreesWithTheGeneralWeighing(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	queries := []string{"a NEAR/0 b", "a NEAR/2f b", `"a x" NEAR/1 (b OR "c y")`, `(a OR "b z") NEAR/3f (c OR d OR "e w")`, "a NEAR/1 a", "a NEAR/0f a"}
+	checked, held := 0, 0
+	for _, s := range queries {
+		q, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var atoms []Atom
+		steps := AppendNear(nil, q.Root(), func(a Atom) int32 { atoms = append(atoms, a); return int32(len(atoms) - 1) })
+		for range 2000 {
+			positions := map[Atom][]int32{}
+			for _, a := range atoms {
+				if _, ok := positions[a]; ok {
+					continue
+				}
+				var ps []int32
+				for p := int32(0); p < 12; p++ {
+					if r.IntN(4) == 0 {
+						ps = append(ps, p)
+					}
+				}
+				positions[a] = ps
+			}
+			starts := func(leaf int32) []int32 { return positions[atoms[leaf]] }
+			flat, done := decideFlat(steps, starts)
+			if !done {
+				continue
+			}
+			var e nearEval
+			if general := e.holds(steps, starts); flat != general {
+				t.Fatalf("%s on %v: pair by pair %v, weighed %v", q, positions, flat, general)
+			}
+			checked++
+			if flat {
+				held++
+			}
+		}
+	}
+	if checked < 5000 || held < 1000 || checked-held < 1000 {
+		t.Fatalf("%d decisions checked, %d held: too few of either", checked, held)
+	}
 }
