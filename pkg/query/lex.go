@@ -33,8 +33,9 @@ type token struct {
 
 // lexer splits src[start:end] into tokens; positions are offsets into src.
 type lexer struct {
-	src  string
-	toks []token
+	src    string
+	fields []string // Field names (ParseFields)
+	toks   []token
 }
 
 // isSpace is the separator between tokens.
@@ -112,10 +113,7 @@ func (l *lexer) lex(start, end int) error {
 					tok.kind, tok.slop, tok.ordered = tokNear, slop, ordered
 					break
 				}
-				a, msg, at := wildcard(raw)
-				if msg == "" && a.Kind == 0 {
-					a, msg = word(raw)
-				}
+				a, msg, at := l.word(raw)
 				if msg != "" {
 					return errAt(l.src, i+at, msg)
 				}
@@ -126,6 +124,26 @@ func (l *lexer) lex(start, end int) error {
 		}
 	}
 	return nil
+}
+
+// word classifies a bare word: NAME:VALUE as a Field atom for the
+// lexer's field names, a prefix wildcard as wildcard does, the rest as
+// word does. A non-empty msg says what is wrong, at byte offset at of raw.
+func (l *lexer) word(raw string) (a Atom, msg string, at int) {
+	lw := strings.ToLower(raw)
+	for _, f := range l.fields {
+		if v, ok := strings.CutPrefix(lw, f+":"); ok {
+			if !validName(v, ".-_") {
+				return Atom{}, "bad " + f + " " + quote(raw) + " (letters, digits, '.', '-' and '_' only)", 0
+			}
+			return Atom{Kind: Field, Value: f + ":" + v}, "", 0
+		}
+	}
+	if a, msg, at = wildcard(raw); msg != "" || a.Kind != 0 {
+		return a, msg, at
+	}
+	a, msg = word(raw)
+	return a, msg, 0
 }
 
 // word classifies a bare word: #tag, @user, from:user, lang:code or a

@@ -26,7 +26,7 @@ import (
 // Every pair of spans is weighed, so groups whose spans have different
 // lengths, and NEARs inside NEARs, find every match; Lucene's span
 // iterators move each operand forward only and can miss some of those.
-// Why this reading and the limits: docs/decisions/0017-proximity-and-prefixes.md.
+// Why this reading and the limits: docs/decisions/0018-proximity-and-prefixes.md.
 
 // maxNearWork bounds the pairs of spans weighed to decide one NEAR on one
 // text. Texts of ordinary words never come near it (a comment's text is at
