@@ -393,9 +393,9 @@ func (p *parser) near() (*Node, error) {
 }
 
 // nearOperand refuses what a NEAR cannot weigh, naming its column: a
-// negation, an AND, from: and lang: (no words of the text) and a term
-// without a word to count ("++"). Words, phrases, #tags, @users, prefixes,
-// OR groups of them and NEARs have spans of words.
+// negation, an AND, from:, lang: and field atoms (no words of the text)
+// and a term without a word to count ("++"). Words, phrases, #tags,
+// @users, prefixes, OR groups of them and NEARs have spans of words.
 func (p *parser) nearOperand(op token, n *Node) error {
 	const what = ": its terms are words, phrases, #tags, @users, prefixes (kube*) and OR groups of them"
 	switch n.Op {
@@ -411,7 +411,7 @@ func (p *parser) nearOperand(op token, n *Node) error {
 		}
 	case OpAtom:
 		switch {
-		case n.Atom.Kind == From || n.Atom.Kind == Lang:
+		case n.Atom.Kind == From || n.Atom.Kind == Lang || n.Atom.Kind == Field:
 			return errAt(p.src, p.at[n], quote(op.raw)+" over "+quote(n.Atom.String())+what)
 		case n.Atom.Words() == 0:
 			return errAt(p.src, p.at[n], quote(op.raw)+" over "+quote(n.Atom.String())+", which has no word to count")

@@ -238,9 +238,16 @@ func naiveEval(n *query.Node, it Item) bool {
 		return memoContains(it.Text, "@"+a.Value)
 	case query.Prefix:
 		return len(naivePositions(a, memoFold(it.Text))) > 0
+	case query.Field:
+		name, value, _ := strings.Cut(a.Value, ":")
+		v, ok := it.Fields[name]
+		return ok && strings.EqualFold(v, value)
 	}
 	return memoContains(it.Text, a.Value)
 }
+
+// propFields are the field names random queries may use (subreddit:golang).
+var propFields = []string{"subreddit"}
 
 // propVocab is small, so that random queries and texts share atoms.
 var propVocab = []string{"go", "golang", "rust", "new", "york", "café", "c++", "x", "学习", "学", "ไทย", "java’s", "gopher", "rustacean", "cafe\u0301"}
@@ -300,6 +307,8 @@ func randomQuery(r *rand.Rand, depth int) string {
 			return "from:" + []string{"alice", "bob"}[r.IntN(2)]
 		case 4:
 			return "lang:" + []string{"en", "fr", "en-gb"}[r.IntN(3)]
+		case 5:
+			return "subreddit:" + []string{"golang", "rust"}[r.IntN(2)]
 		}
 		return w
 	}
@@ -329,6 +338,7 @@ func randomItem(r *rand.Rand) Item {
 		Text:   b.String(),
 		Author: []string{"", "alice", "@Bob", "carol"}[r.IntN(4)],
 		Lang:   []string{"", "en", "EN-GB", "fr"}[r.IntN(4)],
+		Fields: []map[string]string{nil, {"subreddit": "GoLang"}, {"subreddit": "rust"}, {"flair": "golang"}}[r.IntN(4)],
 	}
 }
 
@@ -341,7 +351,7 @@ func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
 	for round := range 40 {
 		qs := map[int64]*query.Query{}
 		for id := int64(0); len(qs) < 50; id++ {
-			if q, err := query.Parse(randomQuery(r, 1+round%5)); err == nil {
+			if q, err := query.ParseFields([]string{randomQuery(r, 1+round%5)}, propFields); err == nil {
 				qs[id] = q
 			}
 		}
