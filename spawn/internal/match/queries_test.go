@@ -420,11 +420,11 @@ func FuzzQueryIndex(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, queries string) {
 		qs := map[int64]*query.Query{}
 		for i, s := range strings.Split(queries, "|") {
-			if q, err := query.Parse(s); err == nil {
+			if q, err := query.ParseFields([]string{s}, propFields); err == nil {
 				qs[int64(i)] = q
 			}
 		}
-		it := Item{Text: text, Author: "bob", Lang: "en"}
+		it := Item{Text: text, Author: "bob", Lang: "en", Fields: map[string]string{"subreddit": "GoLang"}}
 		got := queryHitMap(NewQueries(qs).Match(it))
 		for id, q := range qs {
 			if _, ok := got[id]; ok != naiveEval(q.Root(), it) {
