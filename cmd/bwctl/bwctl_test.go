@@ -387,6 +387,8 @@ func TestRun_Failures(t *testing.T) {
 		{"crawler add bad source", env, []string{"crawler", "add", "--user", "1", "--source", "ftp", "--query", "x"}, 2, `^--source must be one of rss, twitter, stream, bluesky, mastodon, got "ftp"$`},
 		{"crawler add empty query", env, []string{"crawler", "add", "--user", "1", "--source", "rss", "--query", " , "}, 2, `^--query is empty$`},
 		{"update nothing", env, []string{"crawler", "update", "1"}, 2, `^nothing to update`},
+		{"retention too long", env, []string{"crawler", "update", "1", "--retention", "213505d"}, 2, `^retention "213505d": must be at most 7300d$`},
+		{"user retention too long", env, []string{"user", "set-retention", "1", "213505d"}, 2, `^retention "213505d": must be at most 7300d$`},
 		{"reload neither", env, []string{"reload"}, 2, `^reload needs exactly one of --hard or --soft$`},
 		{"reload both", env, []string{"reload", "--hard", "--soft"}, 2, `^reload needs exactly one`},
 		{"bad n", env, []string{"comments", "recent", "1", "--n", "0"}, 2, `^--n must be a positive integer`},
