@@ -290,6 +290,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, key string, h uint64, m
 			ThreadID:    it.ThreadID,
 			Links:       it.Links,
 			RepostOf:    it.RepostOf,
+			EditedAt:    it.EditedAt,
 			Engagement:  it.Engagement,
 			Position:    it.Position,
 			Retention:   time.Duration(s.spec.Retention),

@@ -88,6 +88,10 @@ const (
 	maxLangBytes = 16
 	// maxLinks caps the links of one item.
 	maxLinks = 64
+	// maxExtraLines bounds the lines a status's card and media add to its
+	// text (a card's title and URL, four images on Mastodon, more from
+	// other servers), as the bluesky source bounds an embed's.
+	maxExtraLines = 16
 	// maxContextBytes caps a status context answer.
 	maxContextBytes = 8 << 20
 	// maxInstanceDocBytes caps an /api/v*/instance answer.
