@@ -59,6 +59,7 @@ func (i *instance) api(ctx context.Context, method, path string, limit int64, ou
 		return nil, err
 	}
 	defer resp.Body.Close()
+	i.noteBudget(resp.Header, resp.StatusCode)
 	if resp.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAPIErrorBytes))
 		var doc struct {
