@@ -39,6 +39,7 @@ var Sources = []string{SourceRSS, SourceTwitter, SourceStream, SourceBluesky, So
 const (
 	StatePending      = "pending"       // assigned but not yet confirmed running
 	StateRunning      = "running"       // consuming comments
+	StateDegraded     = "degraded"      // running, but a source cannot reach its service: error says why
 	StateQuotaWait    = "quota_wait"    // paused: no live lease left
 	StateLimitReached = "limit_reached" // the crawler or its user used up the limit
 	StateDisabled     = "disabled"      // switched off by an operator

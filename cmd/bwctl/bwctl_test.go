@@ -161,7 +161,7 @@ func TestRun_CrawlerCommands(t *testing.T) {
 		}
 	}
 	out = bwctl(t, hub, "crawler", "list").ok(t).stdout
-	if !regexp.MustCompile(`^ID\s+USER\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\n1\s+1\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\n2\s+1\s+twitter\s+disabled\s+-\s+0\s+0 \(none\)\s+golang\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^ID\s+USER\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\s+ERROR\n1\s+1\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\s+no spawn node is registered\n2\s+1\s+twitter\s+disabled\s+-\s+0\s+0 \(none\)\s+golang\s+-\n$`).MatchString(out) {
 		t.Fatalf("crawler list table:\n%s", out)
 	}
 	lines := strings.Split(out, "\n")

@@ -439,7 +439,7 @@ func (i *instance) dialError(err error) error {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return fmt.Errorf("%w: %s answered %s%s; check the spawn's Mastodon access token (a user token with read:statuses)", ErrTokenRefused, i.base.Host, he.Status, detail)
 	}
-	return fmt.Errorf("%w: %s answered %s%s", ErrStatus, i.base.Host, he.Status, detail)
+	return fmt.Errorf("%w: %s answered %w%s", ErrStatus, i.base.Host, source.StatusError{Code: he.StatusCode, Status: he.Status}, detail)
 }
 
 // Report gives the instance's counters to the spawn's metrics.
