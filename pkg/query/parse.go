@@ -184,11 +184,11 @@ func ParseFields(terms []string, fields []string) (*Query, error) {
 type parser struct {
 	src    string
 	fields []string // the Field names this query may use (ParseFields)
-	toks  []token
-	i     int
-	depth int
-	atoms int
-	ors   []*Node // one per comma-separated term
+	toks   []token
+	i      int
+	depth  int
+	atoms  int
+	ors    []*Node // one per comma-separated term
 }
 
 // terms parses src[start:end], split at commas outside quotes.
