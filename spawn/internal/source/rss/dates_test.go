@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // dateCase is one line of a testdata/dates file: a date as a feed wrote
@@ -167,4 +170,36 @@ func FuzzReadDate(f *testing.F) {
 			t.Fatalf("readDate(%q) read %s, then %s", s, got, again)
 		}
 	})
+}
+
+// TestFeed_UnreadableDateIsSaidOnTheStoredComment runs a feed through a
+// real spawn storing JSON Lines: the comment of an item whose date cannot
+// be read is published at the fetch time and says what the feed wrote; a
+// readable date leaves the field out.
+func TestFeed_UnreadableDateIsSaidOnTheStoredComment(t *testing.T) {
+	doc := `<rss version="2.0"><channel><title>t</title>
+<item><title>odd</title><guid>odd</guid><pubDate>Seg, 99 Xyz 2018</pubDate></item>
+<item><title>pt</title><guid>pt</guid><pubDate>Seg, 24 Set 2018 10:00:00 -0300</pubDate></item>
+</channel></rss>`
+	srv, base := feedserver.Start(t, feedserver.Options{})
+	path := srv.Record("dates.xml", feedserver.Recorded{Body: []byte(doc), ContentType: "application/rss+xml"})
+	fn := spawntest.StartFileNode(t, api.SourceRSS, New(testOptions()))
+	started := time.Now()
+	spawntest.Subscribe(t, fn.Node, spawntest.Spec(api.SourceRSS, 1, nil, base+path))
+	var got []api.Comment
+	testkit.WaitFor(t, spawntest.WaitTimeout, "both comments stored", func() bool { got = fn.Lines(t, 1); return len(got) == 2 })
+	for _, c := range got {
+		switch c.ID {
+		case "odd":
+			if c.UnreadableDate != "Seg, 99 Xyz 2018" || c.PublishedAt.Before(started.Add(-time.Second)) {
+				t.Errorf("odd: published %s, unreadable_date %q; want the fetch time and what the feed wrote", c.PublishedAt, c.UnreadableDate)
+			}
+		case "pt":
+			if c.UnreadableDate != "" || !c.PublishedAt.Equal(time.Date(2018, 9, 24, 13, 0, 0, 0, time.UTC)) {
+				t.Errorf("pt: published %s, unreadable_date %q; want 2018-09-24T13:00:00Z and none", c.PublishedAt, c.UnreadableDate)
+			}
+		default:
+			t.Errorf("unexpected comment %s", c.ID)
+		}
+	}
 }
