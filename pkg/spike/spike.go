@@ -4,7 +4,7 @@
 // hub runs it for every spike alert rule, and bwctl alert backtest runs the
 // same code over a CSV file.
 //
-// The method (docs/decisions/0018-alert-spike-records.md) looks at three
+// The method (docs/decisions/0019-alert-spike-records.md) looks at three
 // spans at once — one step, an hour and six hours — so a sharp minute and
 // a swell that builds over an afternoon are both seen. A span fires when it
 // sets a record over the last two weeks in one of three measures: its
