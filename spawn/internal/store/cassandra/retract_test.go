@@ -7,13 +7,13 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest/storetest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/storetest"
 )
 
 func TestStore_Retractor(t *testing.T) {
 	var uri string
-	storetest.Run(t, func(t *testing.T, fresh bool) store.Store {
+	storetest.CheckRetractor(t, func(t *testing.T, fresh bool) store.Store {
 		if fresh {
 			s, u := openTest(t)
 			uri = u

@@ -1,6 +1,8 @@
 // Package storetest holds the checks every comment store passes, run by
 // each store's own tests against a real instance (a directory, a Cassandra
-// keyspace).
+// keyspace): searching (CheckSearch), taking comments back
+// (CheckRetractor), and the search benchmarks both stores share
+// (BenchSearch).
 package storetest
 
 import (
