@@ -94,7 +94,7 @@ func (s *Store) Search(ctx context.Context, crawlerID int64, q store.Search) (st
 				return store.SearchPage{}, err
 			}
 			if time.Now().After(deadline) {
-				page.Next = searchCursor{Day: day, End: -1}.encode()
+				page.Next, page.Frontier = searchCursor{Day: day, End: -1}.encode(), dayEnd(day)
 				return page, nil
 			}
 		}
@@ -109,17 +109,25 @@ func (s *Store) Search(ctx context.Context, crawlerID int64, q store.Search) (st
 		}
 		if stopped {
 			if next > 0 {
-				page.Next = searchCursor{Day: day, End: next}.encode()
+				page.Next, page.Frontier = searchCursor{Day: day, End: next}.encode(), dayEnd(day)
 				return page, nil
 			}
 			// The file is done: go on at the day before, if any.
 			if prev := previousDay(names, day, q.Range); prev != "" {
-				page.Next = searchCursor{Day: prev, End: -1}.encode()
+				page.Next, page.Frontier = searchCursor{Day: prev, End: -1}.encode(), dayEnd(prev)
 			}
 			return page, nil
 		}
 	}
 	return page, nil
+}
+
+// dayEnd is the last instant of a day file's day: a search stopped in it
+// (or before it) has read nothing published after it that it has not
+// read, the order of a day's lines being the order they were written in.
+func dayEnd(day string) time.Time {
+	d, _ := time.Parse(dayLayout, day)
+	return d.Add(24*time.Hour - time.Nanosecond)
 }
 
 // previousDay is the day file before day (names newest first) that can

@@ -109,3 +109,7 @@ func TestStore_SearchBudgetBindsBetweenLines(t *testing.T) {
 		t.Fatalf("the rest of the search: %v, want [a]", ids)
 	}
 }
+
+func TestStore_SearchWithAQuery(t *testing.T) {
+	storetest.CheckQuerySearch(t, openStore(t, t.TempDir()))
+}
