@@ -36,16 +36,8 @@ test: build fmt-check vet
 	# Stops and restarts the shared Cassandra, so it runs alone.
 	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_CASSANDRA_OUTAGE_TEST=1 \
 		$(GO) test -race -count=1 -timeout 5m -run TestCassandra_OutageLosesNothingCounted ./e2e/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/rss/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeLine -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/twitterv1/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/stream/
-	$(GO) test -run '^$$' -fuzz FuzzMatch -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/match/
-	$(GO) test -run '^$$' -fuzz FuzzQueryIndex -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/match/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./pkg/query/
-	$(GO) test -run '^$$' -fuzz FuzzText -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/htmltext/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeEvent -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/bluesky/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/mastodon/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeLine -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./spawn/internal/source/twitterv2/
+	# Every fuzz target of the module, found by name (scripts/fuzz.sh).
+	GO=$(GO) scripts/fuzz.sh $(FUZZTIME)
 
 # Replication on real clusters: spawns against three Cassandra nodes
 # (scripts/cassandra-cluster.sh on 127.0.0.2-4, 2-3 minutes to start on two
@@ -73,6 +65,12 @@ services-down:
 
 demo: build
 	scripts/demo.sh
+
+# demo-kill-spawn stops one of the running demo's spawns, by its PID file
+# (SIGNAL=KILL for a crash instead of a drain).
+.PHONY: demo-kill-spawn
+demo-kill-spawn:
+	scripts/demo-kill-spawn.sh
 
 bench:
 	scripts/bench-store.sh

@@ -418,6 +418,14 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &se) && se.Code == http.StatusNotFound
 }
 
+// Sources reads the source kinds' declarations the hub knows (GET
+// /v1/sources).
+func (c *Client) Sources(ctx context.Context) ([]SourceInfo, error) {
+	var out []SourceInfo
+	err := c.do(ctx, http.MethodGet, PathSources, nil, nil, &out)
+	return out, err
+}
+
 // Scaling reads the hub's autoscaling signal (GET /v1/scaling).
 func (c *Client) Scaling(ctx context.Context) (Scaling, error) {
 	var out Scaling

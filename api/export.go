@@ -69,7 +69,9 @@ type CommentPage struct {
 // would be created with. Query is one string (a comma list is OR); for rss
 // it is the feed URLs and Keywords the filter.
 type QueryValidate struct {
-	Source   string `json:"source"`
+	// Source is the crawler's kind; empty checks a query of the language
+	// alone (an alert's match rule).
+	Source   string `json:"source,omitempty"`
 	Query    string `json:"query"`
 	Keywords string `json:"keywords,omitempty"`
 }

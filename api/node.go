@@ -70,6 +70,10 @@ type RegisterRequest struct {
 	// connection for the whole fleet (X API v2's filtered stream): the hub
 	// places every crawler of such a kind on one spawn that holds it.
 	FleetSources []string `json:"fleet_sources,omitempty"`
+	// Declared are the declarations of the kinds the spawn knows, offered
+	// or not (SourceInfo): the hub learns the kinds a spawn newer than it
+	// brings, and how this spawn configures the ones it knows.
+	Declared []SourceInfo `json:"declared,omitempty"`
 	// Detached says why the spawn detached before registering again (it
 	// dropped every subscriber); empty on its first registration.
 	Detached string `json:"detached,omitempty"`
@@ -109,6 +113,16 @@ type UnreachableLeader struct {
 	URL  string `json:"url"`
 	Term uint64 `json:"term"`
 }
+
+// Liveness defaults, the hub's and the spawn's alike: a subscriber the hub
+// has not polled for DefaultOrphanAfter stops on its spawn, and a spawn the
+// hub has not contacted for DefaultDetachAfter drops every subscriber and
+// registers again. The hub sends the values it runs with at registration
+// (RegisterResponse); a spawn keeps these until then.
+const (
+	DefaultOrphanAfter = 10 * time.Second
+	DefaultDetachAfter = 15 * time.Second
+)
 
 // RegisterResponse tells a spawn which hub instance it now serves and the
 // timings the hub expects it to keep.

@@ -175,23 +175,26 @@ func FormatRetention(d time.Duration) string {
 	}
 }
 
-// PathNodeCompliance is where the hub asks the spawn holding the X
-// credentials to check the stored X posts with X's batch compliance API.
+// PathNodeCompliance is where the hub asks a spawn to check the stored
+// items of a source kind with its service (X's batch compliance API): the
+// kinds that declare a Recheck.
 const PathNodeCompliance = "/v1/compliance"
 
-// PathComplianceRuns lists the X compliance checks the hub ran.
+// PathComplianceRuns lists the compliance checks the hub ran.
 const PathComplianceRuns = "/v1/compliance/runs"
 
-// ComplianceRequest asks a spawn to check the stored posts of the X
-// crawlers named.
+// ComplianceRequest asks a spawn to check the stored items of the named
+// crawlers of one source kind.
 type ComplianceRequest struct {
 	Epoch      string  `json:"epoch"`
+	Source     string  `json:"source"`
 	CrawlerIDs []int64 `json:"crawler_ids"`
 }
 
-// ComplianceResult is one check's outcome: the job at X, its final status
-// (complete, failed, expired, timed_out), how many post ids were checked
-// and how many X reported gone (removed from every store).
+// ComplianceResult is one check's outcome: the service's job (X runs
+// one), its final status (complete, failed, expired, timed_out), how many
+// items were checked and how many the service reported gone (removed from
+// every store).
 type ComplianceResult struct {
 	JobID   string `json:"job_id,omitempty"`
 	Status  string `json:"status"`
@@ -204,6 +207,7 @@ type ComplianceResult struct {
 // it; Status is running until it ends.
 type ComplianceRun struct {
 	ID         int64      `json:"id"`
+	Source     string     `json:"source,omitempty"`
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	Node       string     `json:"node,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackwidow-crawl/blackwidow/api"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
 	"github.com/blackwidow-crawl/blackwidow/pkg/config"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
@@ -125,7 +126,7 @@ func tableSpan(doc, heading string) (int, int, error) {
 // the docs pages: the file exists, and an #anchor names a heading of it.
 func TestDocs_LinksAndAnchorsLead(t *testing.T) {
 	pages, _ := filepath.Glob("*.md")
-	more, _ := filepath.Glob("decisions/*.md")
+	more, _ := filepath.Glob("*/*.md")
 	pages = append(append(pages, more...), "../README.md", "../spawn/internal/source/bluesky/testdata/SOURCES.md")
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	checked := 0
@@ -215,4 +216,22 @@ func stripCode(doc string) string {
 		b.WriteString(regexp.MustCompile("`[^`]*`").ReplaceAllString(line, ""))
 	}
 	return b.String()
+}
+
+// TestDocs_EverySourceHasItsPage checks that each builtin source kind has
+// its page under sources/, listed in sources/README.md.
+func TestDocs_EverySourceHasItsPage(t *testing.T) {
+	index, err := os.ReadFile(filepath.Join("sources", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range api.BuiltinSources() {
+		page := s.Name + ".md"
+		if _, err := os.Stat(filepath.Join("sources", page)); err != nil {
+			t.Errorf("source %s has no page: %v", s.Name, err)
+		}
+		if !strings.Contains(string(index), "]("+page+")") {
+			t.Errorf("sources/README.md does not list %s", page)
+		}
+	}
 }

@@ -21,7 +21,7 @@ func TestCompliance_XReportsGonePostsAndTheyAreRemoved(t *testing.T) {
 	srv, apiURL := xv2.Start(t, xv2.Options{BearerToken: "bearer"})
 	srv.SetComplianceTimings(100*time.Millisecond, 0)
 	c := newCluster(t, clusterOpts{})
-	c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.TwitterAPIURL, cfg.TwitterBearerToken = apiURL, "bearer" })
+	c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.Twitter.APIURL, cfg.Twitter.BearerToken = apiURL, "bearer" })
 	c.WaitNodes(1)
 	u := c.user(0)
 	cr, err := c.Client.CreateCrawler(c.Ctx, api.CrawlerCreate{UserID: u.ID, Source: api.SourceTwitter, Query: []string{"gophers"}})

@@ -26,7 +26,7 @@ func blueskySpawn(t *testing.T, c *cluster, js *jetstream.Server, av *appview.Se
 	dir := t.TempDir()
 	s := c.addSpawnWith(func(cfg *spawnapp.Settings) {
 		cfg.Store = "file://" + dir
-		cfg.BlueskyJetstreamURL, cfg.BlueskyAppViewURL = js.URL(), av.URL()
+		cfg.Bluesky.JetstreamURL, cfg.Bluesky.AppViewURL = js.URL(), av.URL()
 	})
 	return s, dir
 }

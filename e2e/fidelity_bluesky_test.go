@@ -32,7 +32,7 @@ func TestBlueskyFidelity_HandlesAltTextsAndFromHandle(t *testing.T) {
 	av.Set("did:plc:bob4fidelity", "bob.example.test")
 	c := newCluster(t, clusterOpts{})
 	c.addSpawnWith(func(cfg *spawnapp.Settings) {
-		cfg.BlueskyJetstreamURL, cfg.BlueskyAppViewURL = js.URL(), av.URL()
+		cfg.Bluesky.JetstreamURL, cfg.Bluesky.AppViewURL = js.URL(), av.URL()
 	})
 	c.WaitNodes(1)
 	u := c.user(0)

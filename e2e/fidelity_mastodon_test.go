@@ -23,7 +23,7 @@ func TestMastodon_ClosedLiveFeedsServeHashtagsThroughFollowedTags(t *testing.T) 
 	inst.FollowAccount("friend")
 	c := newCluster(t, clusterOpts{})
 	c.addSpawnWith(func(cfg *spawnapp.Settings) {
-		cfg.MastodonURL, cfg.MastodonToken = []string{inst.URL()}, "tok"
+		cfg.Mastodon.URL, cfg.Mastodon.Token = []string{inst.URL()}, "tok"
 	})
 	c.WaitNodes(1)
 	u := c.user(0)

@@ -24,7 +24,7 @@ import (
 func TestFidelity_XRepostStoredWholeWithItsLinksAndEntities(t *testing.T) {
 	srv, apiURL := xv2.Start(t, xv2.Options{BearerToken: "bearer"})
 	c := newCluster(t, clusterOpts{})
-	c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.TwitterAPIURL, cfg.TwitterBearerToken = apiURL, "bearer" })
+	c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.Twitter.APIURL, cfg.Twitter.BearerToken = apiURL, "bearer" })
 	c.WaitNodes(1)
 
 	const origText = "Go 1.24 <is out> & it's fast: generic type aliases, Swiss Table maps, weak pointers, " +

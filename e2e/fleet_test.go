@@ -22,7 +22,7 @@ func TestFleet_XV2CrawlersShareTheFleetsOneConnection(t *testing.T) {
 	srv, apiURL := xv2.Start(t, xv2.Options{BearerToken: "bearer"})
 	c := newCluster(t, clusterOpts{})
 	for range 3 {
-		c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.TwitterAPIURL, cfg.TwitterBearerToken = apiURL, "bearer" })
+		c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.Twitter.APIURL, cfg.Twitter.BearerToken = apiURL, "bearer" })
 	}
 	c.WaitNodes(3)
 	u := c.user(0)

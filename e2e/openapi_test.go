@@ -469,6 +469,8 @@ var schemaTypes = map[string]reflect.Type{
 	"DataSourceStatus":    reflect.TypeFor[api.DataSourceStatus](),
 	"PollResponse":        reflect.TypeFor[api.PollResponse](),
 	"Scaling":             reflect.TypeFor[api.Scaling](),
+	"SourceInfo":          reflect.TypeFor[api.SourceInfo](),
+	"SourceSetting":       reflect.TypeFor[api.SourceSetting](),
 	"CrawlerHistory":      reflect.TypeFor[api.CrawlerHistory](),
 	"CrawlerHistories":    reflect.TypeFor[api.CrawlerHistories](),
 }
@@ -922,7 +924,7 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	hubProxy := v.proxy(t, c.Hub.URL())
 	// The first spawn holds X API v2 credentials, for the compliance runs.
 	x, xURL := xv2.Start(t, xv2.Options{BearerToken: "bearer"})
-	withX := func(cfg *spawnapp.Settings) { cfg.TwitterAPIURL, cfg.TwitterBearerToken = xURL, "bearer" }
+	withX := func(cfg *spawnapp.Settings) { cfg.Twitter.APIURL, cfg.Twitter.BearerToken = xURL, "bearer" }
 	spawns := []*spawnapp.Spawn{addValidatedSpawn(c, v, hubProxy.URL, withX), addValidatedSpawn(c, v, hubProxy.URL)}
 	ctx := c.Ctx
 	client := api.NewClient(c.Hub.URL(), clustertest.AdminToken, &http.Client{Transport: v.transport(http.DefaultTransport), Timeout: clustertest.WaitTimeout})
@@ -1054,6 +1056,9 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	must(err)
 	_, err = client.Health(ctx)
 	must(err)
+	if kinds, err := client.Sources(ctx); err != nil || len(kinds) == 0 {
+		t.Fatalf("sources: %v, %v", kinds, err)
+	}
 	_, err = client.Scaling(ctx)
 	must(err)
 	_, err = client.CrawlerHistory(ctx, b.ID)
@@ -1123,7 +1128,8 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 		{"malformed JSON", "POST", hub + "/v1/users", clustertest.AdminToken, `{"name": `, 400, false},
 		{"unknown field", "POST", hub + "/v1/users", clustertest.AdminToken, `{"nom": "x"}`, 400, false},
 		{"wrong field type", "POST", hub + "/v1/crawlers", clustertest.AdminToken, `{"user_id": "1", "source": "rss", "query": ["http://127.0.0.1/f"]}`, 400, false},
-		{"unknown source", "POST", hub + "/v1/crawlers", clustertest.AdminToken, fmt.Sprintf(`{"user_id": %d, "source": "myspace", "query": ["x"]}`, u.ID), 400, false},
+		{"unknown source", "POST", hub + "/v1/crawlers", clustertest.AdminToken, fmt.Sprintf(`{"user_id": %d, "source": "myspace", "query": ["x"]}`, u.ID), 400, true},
+		{"source not a kind's name", "POST", hub + "/v1/crawlers", clustertest.AdminToken, fmt.Sprintf(`{"user_id": %d, "source": "My Space", "query": ["x"]}`, u.ID), 400, false},
 		{"unknown user", "POST", hub + "/v1/crawlers", clustertest.AdminToken, `{"user_id": 999999, "source": "twitter", "query": ["go"]}`, 400, true},
 		{"nothing to update", "PATCH", hub + "/v1/crawlers/" + idText(a.ID), clustertest.AdminToken, `{}`, 400, false},
 		{"user limit missing", "PATCH", hub + "/v1/users/" + idText(u.ID), clustertest.AdminToken, `{}`, 400, false},

@@ -25,7 +25,7 @@ func TestQuery_EqualQueriesShareANodeAndNegationsHold(t *testing.T) {
 	c := newCluster(t, clusterOpts{})
 	for range 3 {
 		c.addSpawnWith(func(cfg *spawnapp.Settings) {
-			cfg.StreamURL, cfg.StreamUsername, cfg.StreamAPIKey = streamURL, "u", "k"
+			cfg.Stream.URL, cfg.Stream.Username, cfg.Stream.APIKey = streamURL, "u", "k"
 		})
 	}
 	c.WaitNodes(3)

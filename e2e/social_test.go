@@ -31,7 +31,7 @@ func TestBluesky_CrawlerMovedResumesFromItsCursor(t *testing.T) {
 	av := appview.Start(t)
 	c := newCluster(t, clusterOpts{})
 	for range 2 {
-		c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.BlueskyJetstreamURL, cfg.BlueskyAppViewURL = js.URL(), av.URL() })
+		c.addSpawnWith(func(cfg *spawnapp.Settings) { cfg.Bluesky.JetstreamURL, cfg.Bluesky.AppViewURL = js.URL(), av.URL() })
 	}
 	c.WaitNodes(2)
 	u := c.user(0)
@@ -111,7 +111,7 @@ func TestMastodon_StatusThroughTwoInstancesIsOneComment(t *testing.T) {
 	b := mastodonfake.Start(t, mastodonfake.Options{Token: "tok", Domain: "b.example"})
 	c := newCluster(t, clusterOpts{})
 	c.addSpawnWith(func(cfg *spawnapp.Settings) {
-		cfg.MastodonURL, cfg.MastodonToken = []string{a.URL(), b.URL()}, "tok"
+		cfg.Mastodon.URL, cfg.Mastodon.Token = []string{a.URL(), b.URL()}, "tok"
 	})
 	c.WaitNodes(1)
 	u := c.user(0)
@@ -162,7 +162,7 @@ func TestSuggest_RanksMastodonCandidatesByEngagement(t *testing.T) {
 	inst := mastodonfake.Start(t, mastodonfake.Options{Token: "tok", Domain: "a.example"})
 	c := newCluster(t, clusterOpts{})
 	c.addSpawnWith(func(cfg *spawnapp.Settings) {
-		cfg.MastodonURL, cfg.MastodonToken = []string{inst.URL()}, "tok"
+		cfg.Mastodon.URL, cfg.Mastodon.Token = []string{inst.URL()}, "tok"
 	})
 	c.WaitNodes(1)
 	u := c.user(0)

@@ -26,7 +26,7 @@ func TestCluster_CrawlersRouteToSpawnsOfferingTheirSource(t *testing.T) {
 
 	c := newCluster(t, clusterOpts{spawns: 2})
 	streaming := c.addSpawnWith(func(cfg *spawnapp.Settings) {
-		cfg.StreamURL, cfg.StreamUsername, cfg.StreamAPIKey = streamURL, "u", "k"
+		cfg.Stream.URL, cfg.Stream.Username, cfg.Stream.APIKey = streamURL, "u", "k"
 	})
 	c.WaitNodes(3)
 

@@ -92,8 +92,8 @@ func crawlerExpand(c *cli, in *input) error {
 	if err != nil {
 		return err
 	}
-	if cr.Source == api.SourceRSS {
-		return usagef("crawler %d reads rss feeds: change its filter with crawler update --keywords", id)
+	if readsURLs(cr.Source) {
+		return usagef("crawler %d reads %s feeds: change its filter with crawler update --keywords", id, cr.Source)
 	}
 	q, err := expandQuery(cr.QueryCanonical, in.args[1:])
 	if err != nil {

@@ -492,6 +492,18 @@ func TestRun_TokenFile(t *testing.T) {
 	checkFailure(t, r, 1, `^config: unable to read BW_ADMIN_TOKEN_FILE`)
 }
 
+// TestRun_HubFromEitherVariable: bwctl reads the hub's URL from
+// BW_HUB_URL, as documented, and from BW_HUB, the name a spawn's --hub
+// makes; the two set to different values are refused.
+func TestRun_HubFromEitherVariable(t *testing.T) {
+	hub := clustertest.New(t, clustertest.Options{Timings: timings}).Hub.URL()
+	for _, name := range []string{"BW_HUB_URL", "BW_HUB"} {
+		bwctlEnv(t, map[string]string{name: hub, "BW_ADMIN_TOKEN": clustertest.AdminToken}, "user", "list").ok(t)
+	}
+	r := bwctlEnv(t, map[string]string{"BW_HUB_URL": hub, "BW_HUB": "http://127.0.0.1:1", "BW_ADMIN_TOKEN": clustertest.AdminToken}, "user", "list")
+	checkFailure(t, r, 1, `^config: BW_HUB_URL and BW_HUB are both set, to different values: set only BW_HUB_URL$`)
+}
+
 func TestRun_ConfigFile(t *testing.T) {
 	hub := clustertest.New(t, clustertest.Options{Timings: timings}).Hub.URL()
 	bwctl(t, hub, "user", "add", "acme").ok(t)

@@ -14,7 +14,7 @@ import (
 // A verb and its flags are declared once, in the commands table: the
 // parser, each synopsis, the help and the bash completion all read the
 // declarations, so none of them can offer what another refuses. See
-// docs/contributing.md, "Adding a bwctl verb or flag".
+// docs/contributing/adding-a-bwctl-verb.md.
 
 // flagSpec declares one flag of a command, or a global flag.
 type flagSpec struct {
@@ -181,7 +181,7 @@ func lookup(words []string) (*command, []string, error) {
 // declaration: the global flags and every command's. A name takes a value
 // in every command or in none (TestCommands_DeclarationsAreConsistent), so
 // a line can be split into words and flags before its command is known:
-// in `bwctl crawler --source rss add`, "rss" is --source's.
+// in `bwctl crawler --source S add`, "S" is --source's.
 var knownFlags = sync.OnceValue(func() map[string]*flagSpec {
 	known := map[string]*flagSpec{}
 	add := func(f *flagSpec) {

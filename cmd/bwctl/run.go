@@ -170,7 +170,7 @@ func setup(ctx context.Context, args []string, stdout, stderr io.Writer, env fun
 // settings are bwctl's global settings; a --config YAML file sets them by
 // flag name. Their help is globalFlags'.
 type settings struct {
-	Hub     string `flag:"hub" env:"BW_HUB_URL"`
+	Hub     string `flag:"hub" env:"BW_HUB_URL,BW_HUB"`
 	CA      string `flag:"ca"`
 	Token   string `flag:"token" env:"BW_ADMIN_TOKEN"`
 	JSON    bool   `flag:"json"`
@@ -187,7 +187,8 @@ func settingNames() []string {
 	return names
 }
 
-// settingEnv is the environment variable a global flag reads, or "".
+// settingEnv is the environment variable a global flag reads (the one
+// documented, when it reads several), or "".
 func settingEnv(name string) string {
 	if name == "config" {
 		return config.EnvPrefix + "CONFIG"
@@ -195,10 +196,7 @@ func settingEnv(name string) string {
 	t := reflect.TypeFor[settings]()
 	for i := range t.NumField() {
 		if f := t.Field(i); f.Tag.Get("flag") == name {
-			if env := f.Tag.Get("env"); env != "" {
-				return env
-			}
-			return config.EnvName(name)
+			return config.EnvNames(f)[0]
 		}
 	}
 	return ""

@@ -28,26 +28,17 @@ import (
 // Settings are the hub's flags; each also reads BW_<NAME> and the --config
 // YAML file.
 type Settings struct {
-	Listen       string        `flag:"listen" usage:"address to serve the admin and node APIs on"`
-	Advertise    string        `flag:"advertise" usage:"URL spawns and operators reach this hub at, which standbys redirect to (default: derived from the bound address)"`
-	AllowedHosts []string      `flag:"allowed-hosts" usage:"other host names or IP addresses spawns, bwctl and browsers reach this hub by (a reverse proxy's public name, a container's service name); requests naming any other Host, or coming from a page on another origin, are refused"`
+	// Common are the flags the hub and the spawn share.
+	service.Common
+
 	DB           string        `flag:"db" usage:"database: sqlite://FILE or postgres://… (several hubs on one PostgreSQL database: one leads, the others stand by)"`
 	Routing      string        `flag:"routing" usage:"subscriber routing: modulo or rendezvous"`
 	PollInterval time.Duration `flag:"poll-interval" usage:"how often each spawn is polled"`
-	OrphanAfter  time.Duration `flag:"orphan-after" usage:"a spawn stops a subscriber the hub has not polled for this long"`
-	DetachAfter  time.Duration `flag:"detach-after" usage:"a spawn the hub has not contacted for this long drops everything and registers again"`
 	NodeFailures int           `flag:"node-failures" usage:"failed polls and probes in a row before a node is removed"`
 	LeaderLease  time.Duration `flag:"leader-lease" usage:"a standby takes over when the leader has not renewed its leadership for this long"`
 	LeaderRenew  time.Duration `flag:"leader-renew" usage:"how often the leader renews its leadership (well inside --leader-lease)"`
-	NodeToken    string        `flag:"node-token" usage:"shared token of hub-spawn calls (prefer BW_NODE_TOKEN)"`
 	AdminToken   string        `flag:"admin-token" usage:"token of the admin API (prefer BW_ADMIN_TOKEN)"`
-	TLSCert      string        `flag:"tls-cert" usage:"PEM certificate chain: serve HTTPS only, and present it to spawns that ask for a client certificate"`
-	TLSKey       string        `flag:"tls-key" usage:"PEM private key of --tls-cert"`
-	ClientCA     string        `flag:"client-ca" usage:"PEM CA: spawns must register with a client certificate it signed"`
 	NodeCA       string        `flag:"node-ca" usage:"PEM CA that signs the spawns' HTTPS certificates (default: --client-ca, else the system's roots)"`
-	Insecure     bool          `flag:"insecure" usage:"allow listening beyond loopback without BW_ADMIN_TOKEN and BW_NODE_TOKEN"`
-	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
-	LogFormat    string        `flag:"log-format" usage:"text or json"`
 
 	// ComplianceInterval is how often the leader checks stored X posts
 	// with X's batch compliance API (0: never).
@@ -57,7 +48,6 @@ type Settings struct {
 	ScalingTarget int `flag:"scaling-target" usage:"subscribers one spawn should run; GET /v1/scaling and bw_hub_desired_nodes ask for max(1, ceil(subscribers / this)) spawns"`
 
 	// Alerts (hub/internal/alert).
-	AllowTargets  []string      `flag:"allow-targets" usage:"CIDRs alert webhook and Slack URLs may resolve to although private or loopback"`
 	SMTPServer    string        `flag:"smtp-server" usage:"host:port of the SMTP server e-mail alerts go through (STARTTLS required)"`
 	SMTPUser      string        `flag:"smtp-user" usage:"SMTP user name (AUTH PLAIN over STARTTLS)"`
 	SMTPPassword  string        `flag:"smtp-password" usage:"SMTP password (prefer BW_SMTP_PASSWORD or BW_SMTP_PASSWORD_FILE)"`
@@ -70,17 +60,13 @@ type Settings struct {
 // environment and flags override (pkg/config).
 func DefaultSettings() Settings {
 	return Settings{
-		Listen:       "127.0.0.1:8700",
+		Common:       service.DefaultCommon("127.0.0.1:8700"),
 		DB:           "sqlite://blackwidow.db",
 		Routing:      cluster.RoutingModulo,
 		PollInterval: cluster.DefaultPollInterval,
-		OrphanAfter:  cluster.DefaultOrphanAfter,
-		DetachAfter:  cluster.DefaultDetachAfter,
 		NodeFailures: cluster.DefaultNodeFailures,
 		LeaderLease:  leader.DefaultLease,
 		LeaderRenew:  leader.DefaultRenew,
-		LogLevel:     "info",
-		LogFormat:    "text",
 
 		ScalingTarget:      server.DefaultScalingTarget,
 		AlertRetryMin:      alert.DefaultRetryMin,
@@ -88,17 +74,17 @@ func DefaultSettings() Settings {
 	}
 }
 
-// Logging names the log settings, for service.Main.
-func (s *Settings) Logging() (string, string) { return s.LogLevel, s.LogFormat }
-
 // Hub is a running hub: the leader of its database, or a standby.
 type Hub struct {
 	*service.Service
-	addr    string
-	url     string
-	cfg     Settings
-	logger  *slog.Logger
-	store   *sqlstore.Store
+	addr   string
+	url    string
+	cfg    Settings
+	logger *slog.Logger
+	store  *sqlstore.Store
+	// sources are the source kinds' declarations: the builtin ones and
+	// what spawns bring, kept across leadership terms.
+	sources *api.SourceRegistry
 	alerts  *alert.Service
 	router  cluster.Router
 	elector *leader.Elector
@@ -171,7 +157,9 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Hub, error)
 		scheme = "https"
 		ln = tls.NewListener(ln, serverTLS)
 	}
-	h := &Hub{addr: ln.Addr().String(), cfg: cfg, logger: logger, store: store, router: router, nodeTLS: nodeTLS, hosts: hosts}
+	h := &Hub{addr: ln.Addr().String(), cfg: cfg, logger: logger, store: store, router: router, nodeTLS: nodeTLS, hosts: hosts,
+		sources: api.NewSourceRegistry(api.BuiltinSources()...)}
+	store.UseSources(h.sources)
 	acfg := alert.Config{Store: store, Logger: logger, Allow: allow, NodeToken: cfg.NodeToken, RetryMin: cfg.AlertRetryMin,
 		SMTP: alert.SMTP{Addr: cfg.SMTPServer, User: cfg.SMTPUser, Password: cfg.SMTPPassword, From: cfg.SMTPFrom, CAFile: cfg.SMTPCA}}
 	if nodeTLS != nil {
@@ -237,7 +225,7 @@ func (h *Hub) becomeLeader(t leader.Term) (*cluster.Hub, error) {
 		PollInterval: cfg.PollInterval, NodeFailures: cfg.NodeFailures,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Logger: h.logger,
 		Epoch: t.Epoch, URL: h.url, LeadershipDeadline: h.elector.Deadline, GrantsFrom: t.GrantsFrom(time.Now()),
-		ComplianceInterval: cfg.ComplianceInterval,
+		ComplianceInterval: cfg.ComplianceInterval, Sources: h.sources,
 	}
 	if h.nodeTLS != nil {
 		ccfg.HTTPClient = cluster.NodeHTTPClient(h.nodeTLS)

@@ -34,9 +34,11 @@ var ErrHelp = flag.ErrHelp
 // field is one tagged setting.
 type field struct {
 	name  string
-	env   string // environment variable; EnvName(name) unless tagged
+	envs  []string // environment variables, the documented first (EnvNames)
 	usage string
-	v     reflect.Value
+	// secret marks a credential (tag secret:"true").
+	secret bool
+	v      reflect.Value
 }
 
 // Load fills cfg (a pointer to a tagged struct) from file, environment and
@@ -48,7 +50,10 @@ type field struct {
 //	Listen string `flag:"listen" usage:"address to listen on"`
 //
 // A field whose environment variable does not follow the rule names it with
-// an env tag (`env:"BW_HUB_URL"`). Supported field types: string, bool, int,
+// an env tag (`env:"BW_HUB_URL"`); a tag may name several, comma-separated,
+// the documented one first and the others accepted too (`env:"BW_HUB_URL,BW_HUB"`). The tagged fields of an embedded struct
+// are read as the struct's own, so settings several programs share are
+// declared once; a flag declared twice is an error. Supported field types: string, bool, int,
 // int64, float64, time.Duration and []string (comma-separated on the command
 // line and in the environment).
 func Load(name string, cfg any, args []string, lookupEnv func(string) (string, bool), usageOut io.Writer) error {
@@ -74,18 +79,13 @@ func Load(name string, cfg any, args []string, lookupEnv func(string) (string, b
 		}
 	}
 	for _, f := range fields {
-		key := f.env
-		if s, ok := lookupEnv(key); ok {
+		s, key, ok, err := f.fromEnv(lookupEnv)
+		if err != nil {
+			return err
+		}
+		if ok {
 			if err := f.Set(s); err != nil {
 				return fmt.Errorf("config: %s: %w", key, err)
-			}
-		} else if path, ok := lookupEnv(key + "_FILE"); ok {
-			b, err := readCapped(path, maxSecretBytes)
-			if err != nil {
-				return fmt.Errorf("config: unable to read %s_FILE: %w", key, err)
-			}
-			if err := f.Set(strings.TrimSpace(string(b))); err != nil {
-				return fmt.Errorf("config: %s_FILE: %w", key, err)
 			}
 		}
 	}
@@ -112,6 +112,51 @@ func Names(cfg any) ([]string, error) {
 	return names, nil
 }
 
+// EnvNames are the environment variables a settings field reads: those its
+// env tag names, the documented one first, else EnvName of its flag.
+func EnvNames(sf reflect.StructField) []string {
+	var out []string
+	for _, e := range strings.Split(sf.Tag.Get("env"), ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{EnvName(sf.Tag.Get("flag"))}
+	}
+	return out
+}
+
+// fromEnv reads a field's value from the first of its environment variables
+// set, each also as NAME_FILE (a file holding the value), and says which
+// it read. Two of them set to different values are an error: which one the
+// operator meant is not for the program to guess.
+func (f field) fromEnv(lookupEnv func(string) (string, bool)) (val, key string, ok bool, err error) {
+	for _, name := range f.envs {
+		v, set := lookupEnv(name)
+		k := name
+		if !set {
+			path, fileSet := lookupEnv(name + "_FILE")
+			if !fileSet {
+				continue
+			}
+			b, err := readCapped(path, maxSecretBytes)
+			if err != nil {
+				return "", "", false, fmt.Errorf("config: unable to read %s_FILE: %w", name, err)
+			}
+			v, k = strings.TrimSpace(string(b)), name+"_FILE"
+		}
+		if !ok {
+			val, key, ok = v, k, true
+			continue
+		}
+		if v != val {
+			return "", "", false, fmt.Errorf("config: %s and %s are both set, to different values: set only %s", key, k, f.envs[0])
+		}
+	}
+	return val, key, ok, nil
+}
+
 // EnvName is the environment variable of a flag: BW_ + upper snake case.
 func EnvName(flagName string) string {
 	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -122,19 +167,53 @@ func fieldsOf(cfg any) ([]field, error) {
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return nil, errors.New("config: Load needs a pointer to a struct")
 	}
-	rv = rv.Elem()
-	var out []field
+	out := appendFields(nil, rv.Elem())
+	seen := make(map[string]bool, len(out))
+	for _, f := range out {
+		if seen[f.name] {
+			return nil, fmt.Errorf("config: flag %q is declared twice", f.name)
+		}
+		seen[f.name] = true
+	}
+	return out, nil
+}
+
+// appendFields appends the tagged fields of the struct rv, in order, those
+// of an untagged struct field where it stands: an embedded one (the
+// settings several programs share) or a named one (a source kind's own
+// settings).
+func appendFields(out []field, rv reflect.Value) []field {
 	for i := 0; i < rv.NumField(); i++ {
 		sf := rv.Type().Field(i)
 		name := sf.Tag.Get("flag")
 		if name == "" {
+			if sf.Type.Kind() == reflect.Struct && (sf.Anonymous || sf.IsExported()) && sf.Type != reflect.TypeOf(time.Time{}) {
+				out = appendFields(out, rv.Field(i))
+			}
 			continue
 		}
-		env := sf.Tag.Get("env")
-		if env == "" {
-			env = EnvName(name)
-		}
-		out = append(out, field{name: name, env: env, usage: sf.Tag.Get("usage"), v: rv.Field(i)})
+		out = append(out, field{name: name, envs: EnvNames(sf), usage: sf.Tag.Get("usage"), secret: sf.Tag.Get("secret") == "true", v: rv.Field(i)})
+	}
+	return out
+}
+
+// Setting describes one setting of a struct, for documentation.
+type Setting struct {
+	Flag   string // without dashes
+	Env    string // the documented environment variable
+	Usage  string
+	Secret bool // tagged secret:"true": a credential, best read from Env_FILE
+}
+
+// Describe lists the settings a tagged struct (a pointer to it) declares.
+func Describe(cfg any) ([]Setting, error) {
+	fields, err := fieldsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Setting, len(fields))
+	for i, f := range fields {
+		out[i] = Setting{Flag: f.name, Env: f.envs[0], Usage: f.usage, Secret: f.secret}
 	}
 	return out, nil
 }

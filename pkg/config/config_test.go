@@ -74,3 +74,101 @@ func TestLoad_RejectsTyposAndBadValues(t *testing.T) {
 		})
 	}
 }
+
+// shared and program are settings the way the binaries declare them: the
+// flags several programs take in a struct each embeds.
+type shared struct {
+	Listen string   `flag:"listen" usage:"address"`
+	Allow  []string `flag:"allow-targets" usage:"cidrs"`
+	Secret string   `flag:"node-token" usage:"token"`
+}
+
+type program struct {
+	shared
+	Store string        `flag:"store" usage:"store"`
+	Every time.Duration `flag:"poll-interval" usage:"interval"`
+	Hook  func()        // not a setting
+}
+
+func TestLoad_ReadsEmbeddedStructs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte("listen: 1.2.3.4:1\nstore: file://x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := program{shared: shared{Listen: "default"}}
+	err := Load("x", &cfg, []string{"--config", path, "--allow-targets", "10.0.0.0/8", "--poll-interval=3s"},
+		env(map[string]string{"BW_NODE_TOKEN": "s3cret"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := program{shared: shared{Listen: "1.2.3.4:1", Allow: []string{"10.0.0.0/8"}, Secret: "s3cret"}, Store: "file://x", Every: 3 * time.Second}
+	if cfg.shared.Listen != want.Listen || !reflect.DeepEqual(cfg.Allow, want.Allow) || cfg.Secret != want.Secret || cfg.Store != want.Store || cfg.Every != want.Every {
+		t.Fatalf("got %+v, want %+v", cfg, want)
+	}
+	names, err := Names(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"config", "listen", "allow-targets", "node-token", "store", "poll-interval"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("names %v, want %v", names, want)
+	}
+}
+
+func TestLoad_RefusesAFlagDeclaredTwice(t *testing.T) {
+	var cfg struct {
+		shared
+		Again string `flag:"listen" usage:"again"`
+	}
+	err := Load("x", &cfg, nil, env(nil), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `"listen" is declared twice`) {
+		t.Fatalf("got %v, want an error naming the flag declared twice", err)
+	}
+}
+
+// TestLoad_EnvTagNamesSeveralVariables: a setting known by several
+// environment variables (the documented one first) reads whichever is set,
+// and refuses two set to different values.
+func TestLoad_EnvTagNamesSeveralVariables(t *testing.T) {
+	type hubSettings struct {
+		Hub string `flag:"hub" env:"BW_HUB_URL,BW_HUB" usage:"hub"`
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hub")
+	if err := os.WriteFile(file, []byte("http://from-file:8700\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, want, err string
+		env             map[string]string
+	}{
+		{name: "documented", env: map[string]string{"BW_HUB_URL": "http://a:8700"}, want: "http://a:8700"},
+		{name: "also accepted", env: map[string]string{"BW_HUB": "http://b:8700"}, want: "http://b:8700"},
+		{name: "both alike", env: map[string]string{"BW_HUB_URL": "http://a:8700", "BW_HUB": "http://a:8700"}, want: "http://a:8700"},
+		{name: "from a file", env: map[string]string{"BW_HUB_FILE": file}, want: "http://from-file:8700"},
+		{name: "both differ", env: map[string]string{"BW_HUB_URL": "http://a:8700", "BW_HUB": "http://b:8700"},
+			err: "config: BW_HUB_URL and BW_HUB are both set, to different values: set only BW_HUB_URL"},
+		{name: "none", env: nil, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg hubSettings
+			err := Load("x", &cfg, nil, env(tt.env), io.Discard)
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("got %v, want %q", err, tt.err)
+				}
+				if cfg.Hub != "" {
+					t.Fatalf("hub %q set although the load failed", cfg.Hub)
+				}
+				return
+			}
+			if err != nil || cfg.Hub != tt.want {
+				t.Fatalf("hub %q, %v; want %q", cfg.Hub, err, tt.want)
+			}
+		})
+	}
+	if got := EnvNames(reflect.TypeFor[hubSettings]().Field(0)); !reflect.DeepEqual(got, []string{"BW_HUB_URL", "BW_HUB"}) {
+		t.Fatalf("EnvNames = %v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -222,14 +223,21 @@ func legacyTerm(n *Node) bool {
 	return plain(n)
 }
 
-// LegacyUUID is the uuid a crawler of the old comma-list form got before
-// the query language: UUID(source, Canonical(source, terms)). A hub that
-// stores it can tell which crawlers the new uuid, q.UUID(source), moves:
-// those are re-routed once, their data source restarted on their new node.
+// LegacyUUID is the uuid a search crawler of the old comma-list form got
+// before the query language: the uuid of its terms trimmed, lowercased,
+// inner spaces folded, sorted and without repeats. A hub that stores it can
+// tell which crawlers the new uuid, q.UUID(source), moves: those are
+// re-routed once, their data source restarted on their new node.
 func LegacyUUID(source string, terms []string) (uuid.UUID, error) {
-	canon, err := Canonical(source, terms)
-	if err != nil {
-		return uuid.Nil, err
+	canon := make([]string, 0, len(terms))
+	for _, t := range terms {
+		if t = strings.ToLower(strings.Join(strings.Fields(t), " ")); t != "" {
+			canon = append(canon, t)
+		}
 	}
-	return UUID(source, canon), nil
+	if len(canon) == 0 {
+		return uuid.Nil, fmt.Errorf("%w: query is empty", ErrInvalid)
+	}
+	slices.Sort(canon)
+	return UUID(source, slices.Compact(canon)), nil
 }

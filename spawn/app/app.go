@@ -22,10 +22,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/queue"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/server"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitterv1"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitterv2"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/cassandra"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/file"
@@ -50,92 +47,39 @@ const StopBudget = DefaultDrainTimeout + StoreDrainTimeout + httpx.ShutdownGrace
 // Settings are the spawn's flags; each also reads BW_<NAME> and the --config
 // YAML file.
 type Settings struct {
-	Hub          string        `flag:"hub" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required)"`
-	Listen       string        `flag:"listen" usage:"address to serve the node API on"`
-	Advertise    string        `flag:"advertise" usage:"URL the hub reaches this spawn at (default: derived from the bound address)"`
-	AllowedHosts []string      `flag:"allowed-hosts" usage:"other host names or IP addresses the hub and operators reach this spawn by (besides loopback, the bound address and --advertise); requests naming any other Host, or coming from a page on another origin, are refused"`
+	// Common are the flags the hub and the spawn share.
+	service.Common
+
+	Hub          string        `flag:"hub" env:"BW_HUB_URL,BW_HUB" usage:"URL of the hub, or of several hubs sharing a database, comma-separated (required; env BW_HUB_URL)"`
 	Store        string        `flag:"store" usage:"comment store: file://DIR or cassandra://host[,host]/keyspace"`
 	Queue        string        `flag:"queue" usage:"optional queue for stored comments: nats://host:port or tls://host:port (comma-separated for a cluster; nats://user:pass@host or nats://token@host for credentials)"`
 	QueueCreds   string        `flag:"queue-creds" usage:"NATS credentials file (user JWT and nkey seed) for --queue"`
 	QueueMaxAge  time.Duration `flag:"queue-max-age" usage:"how long the JetStream stream keeps a comment"`
-	AllowTargets []string      `flag:"allow-targets" usage:"CIDRs crawl targets may be in although private or loopback"`
-	FeedInterval time.Duration `flag:"feed-interval" usage:"how often a feed is fetched until its publishing rate is known"`
-	OrphanAfter  time.Duration `flag:"orphan-after" usage:"stop a subscriber not polled for this long (until the hub says otherwise)"`
 	DrainTimeout time.Duration `flag:"drain-timeout" usage:"on SIGTERM, wait this long for the hub to move the spawn's crawlers elsewhere before stopping anyway"`
-	DetachAfter  time.Duration `flag:"detach-after" usage:"drop everything when the hub is silent this long (until the hub says otherwise)"`
-	NodeToken    string        `flag:"node-token" usage:"shared token of hub-spawn calls (prefer BW_NODE_TOKEN)"`
-	TLSCert      string        `flag:"tls-cert" usage:"PEM certificate chain: serve the node API over HTTPS only, and present it to hubs that ask for a client certificate"`
-	TLSKey       string        `flag:"tls-key" usage:"PEM private key of --tls-cert"`
 	HubCA        string        `flag:"hub-ca" usage:"PEM CA that signs the hubs' HTTPS certificates (default: the system's roots)"`
-	ClientCA     string        `flag:"client-ca" usage:"PEM CA: hub calls must carry a client certificate it signed"`
-	Insecure     bool          `flag:"insecure" usage:"allow listening beyond loopback without BW_NODE_TOKEN"`
-	LogLevel     string        `flag:"log-level" usage:"debug, info, warn or error"`
-	LogFormat    string        `flag:"log-format" usage:"text or json"`
 
-	// Bounds of the adaptive feed interval, and politeness to each host.
-	FeedMinInterval time.Duration `flag:"feed-min-interval" usage:"fetch a busy feed at most this often (0: half of --feed-interval)"`
-	FeedMaxInterval time.Duration `flag:"feed-max-interval" usage:"fetch a quiet feed at least this often (0: 8 times --feed-interval)"`
-	FeedHostDelay   time.Duration `flag:"feed-host-delay" usage:"minimum pause between two requests to one host (0: 1s, or --feed-min-interval if shorter)"`
-
-	// Twitter and stream credentials belong to the spawn: the hub never
-	// sees them. Each source kind is available only when configured.
-	TwitterConsumerKey    string `flag:"twitter-consumer-key" usage:"Twitter API consumer key (prefer BW_TWITTER_CONSUMER_KEY_FILE)"`
-	TwitterConsumerSecret string `flag:"twitter-consumer-secret" usage:"Twitter API consumer secret (prefer BW_TWITTER_CONSUMER_SECRET_FILE)"`
-	TwitterAccessToken    string `flag:"twitter-access-token" usage:"Twitter access token of the crawling account (prefer BW_TWITTER_ACCESS_TOKEN_FILE)"`
-	TwitterAccessSecret   string `flag:"twitter-access-secret" usage:"Twitter access token secret (prefer BW_TWITTER_ACCESS_SECRET_FILE)"`
-	TwitterBearerToken    string `flag:"twitter-bearer-token" usage:"X API v2 app bearer token: selects the v2 filtered stream (prefer BW_TWITTER_BEARER_TOKEN_FILE)"`
-	TwitterMaxRules       int    `flag:"twitter-max-rules" usage:"rules the X API v2 project allows"`
-	TwitterMaxRuleLength  int    `flag:"twitter-max-rule-length" usage:"characters one X API v2 rule may have"`
-	TwitterAPIURL         string `flag:"twitter-api-url" usage:"base URL of the Twitter REST API (v1.1 search backfill; v2 rules, filtered stream and batch compliance under /2/)"`
-	TwitterStreamURL      string `flag:"twitter-stream-url" usage:"base URL of the Twitter streaming API (filter stream)"`
-	StreamURL             string `flag:"stream-url" usage:"base URL of the commercial stream service (compile and multi-stream endpoints); empty disables the stream source"`
-	StreamUsername        string `flag:"stream-username" usage:"account name at the stream service"`
-	StreamAPIKey          string `flag:"stream-api-key" usage:"API key at the stream service (prefer BW_STREAM_API_KEY_FILE)"`
-
-	Bluesky             bool     `flag:"bluesky" usage:"offer the bluesky source (Jetstream needs no credentials)"`
-	BlueskyJetstreamURL string   `flag:"bluesky-jetstream-url" usage:"Jetstream subscribe URL (ws:// or wss://) the bluesky source reads"`
-	BlueskyAppViewURL   string   `flag:"bluesky-appview-url" usage:"AppView (http:// or https://) the bluesky source asks for authors' handles (app.bsky.actor.getProfiles)"`
-	BlueskyCompress     bool     `flag:"bluesky-compress" usage:"ask Jetstream for zstd-compressed events (less bandwidth, more CPU)"`
-	MastodonURL         []string `flag:"mastodon-url" usage:"base URLs of the Mastodon instances the mastodon source streams from; empty disables it"`
-	MastodonToken       string   `flag:"mastodon-token" usage:"Mastodon access token with read:statuses (prefer BW_MASTODON_TOKEN_FILE)"`
+	// Sources are the settings of each source kind (their flags:
+	// --feed-interval, --twitter-bearer-token, --bluesky, …).
+	Sources
 
 	// RetentionSweep is how often a file store drops the day files past
 	// their crawlers' retention (Cassandra expires rows by itself).
 	RetentionSweep time.Duration `flag:"retention-sweep" usage:"how often a file store drops day files past their crawlers' retention"`
-
-	// WrapStore, when set, wraps the comment store (tests make it slow or
-	// failing). It is not a flag.
-	WrapStore func(store.Store) store.Store
 }
 
 // DefaultSettings are the spawn's defaults, which a config file, the
 // environment and flags override (pkg/config).
 func DefaultSettings() Settings {
-	return Settings{
-		Listen:         "127.0.0.1:0",
+	s := Settings{
+		Common:         service.DefaultCommon("127.0.0.1:0"),
 		Store:          "file://./data",
-		FeedInterval:   rss.DefaultInterval,
 		QueueMaxAge:    queue.DefaultMaxAge,
-		OrphanAfter:    node.DefaultOrphanAfter,
 		DrainTimeout:   DefaultDrainTimeout,
 		RetentionSweep: node.DefaultRetentionSweep,
-		DetachAfter:    node.DefaultDetachAfter,
-		LogLevel:       "info",
-		LogFormat:      "text",
-
-		TwitterAPIURL:        twitterv1.DefaultAPIURL,
-		TwitterStreamURL:     twitterv1.DefaultStreamURL,
-		TwitterMaxRules:      twitterv2.DefaultMaxRules,
-		TwitterMaxRuleLength: twitterv2.DefaultMaxRuleLength,
-
-		Bluesky:             true,
-		BlueskyJetstreamURL: bluesky.DefaultJetstreamURL,
-		BlueskyAppViewURL:   bluesky.DefaultAppViewURL,
 	}
+	s.Sources.setDefaults()
+	return s
 }
-
-// Logging names the log settings, for service.Main.
-func (s *Settings) Logging() (string, string) { return s.LogLevel, s.LogFormat }
 
 // Spawn is a running spawn.
 type Spawn struct {
@@ -164,9 +108,27 @@ func (s *Spawn) Drain() error {
 	return s.Stop()
 }
 
+// Option changes how Start assembles a spawn beyond its settings: what
+// tests need and an operator never sets.
+type Option func(*options)
+
+type options struct {
+	wrapStore func(store.Store) store.Store
+}
+
+// WrapStore wraps the comment store the spawn writes to (a test makes it
+// slow or failing); the write fence stays outside it.
+func WrapStore(wrap func(store.Store) store.Store) Option {
+	return func(o *options) { o.wrapStore = wrap }
+}
+
 // Start opens the store, binds the listener and runs the spawn until ctx
 // ends or Stop is called.
-func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, error) {
+func Start(ctx context.Context, cfg Settings, logger *slog.Logger, opts ...Option) (*Spawn, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	tokens, err := httpx.CheckTokens(httpx.Token{Name: "BW_NODE_TOKEN (--node-token)", Value: cfg.NodeToken})
 	if err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
@@ -247,14 +209,14 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 		}
 		st = queue.Wrap(st, pub)
 	}
-	sources, err := sourceKinds(cfg, netguard.Options{Allow: allow}, logger)
+	sources, declared, err := source.Build(cfg.Sources.drivers(), source.Deps{Guard: netguard.Options{Allow: allow}, Logger: logger})
 	if err != nil {
 		ln.Close()
 		st.Close()
 		return nil, err
 	}
-	if cfg.WrapStore != nil {
-		st = cfg.WrapStore(st)
+	if o.wrapStore != nil {
+		st = o.wrapStore(st)
 	}
 	// Writes obey the node's deadline, so a node cut off from the hub
 	// stores nothing after the hub may have read its usage back.
@@ -263,16 +225,10 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger) (*Spawn, erro
 	if hubTLS != nil {
 		client = &http.Client{Timeout: hubCallTimeout, Transport: &http.Transport{TLSClientConfig: hubTLS, Proxy: http.ProxyFromEnvironment}}
 	}
-	compliance, err := complianceChecker(cfg, logger)
-	if err != nil {
-		ln.Close()
-		st.Close()
-		return nil, err
-	}
 	n, err := node.New(node.Config{
 		HubURL: strings.Join(hubs, ","), AdvertiseURL: advertise, NodeToken: cfg.NodeToken, Sources: sources, Store: fenced, Logger: logger,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Metrics: metrics, HTTPClient: client,
-		Compliance: compliance, RetentionSweep: cfg.RetentionSweep,
+		Declared: declared, RetentionSweep: cfg.RetentionSweep,
 	})
 	if err != nil {
 		ln.Close()
@@ -336,7 +292,7 @@ func hubURLs(raw string) ([]string, error) {
 		out = append(out, u)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("spawn: --hub is required (the URL of the hub, e.g. http://127.0.0.1:8700, or of several hubs, comma-separated)")
+		return nil, errors.New("spawn: --hub or BW_HUB_URL is required (the URL of the hub, e.g. http://127.0.0.1:8700, or of several hubs, comma-separated)")
 	}
 	return out, nil
 }

@@ -114,8 +114,7 @@ func TestFence_CutOffSlowSpawnStoresNothingAfterItsUsageIsRecovered(t *testing.T
 	stall := &stallStore{}
 	a := c.AddSpawn(func(cfg *spawnapp.Settings) {
 		cfg.Hub, cfg.Advertise = up.URL(), down.URL()
-		cfg.WrapStore = func(st store.Store) store.Store { stall.Store = st; return stall }
-	})
+	}, spawnapp.WrapStore(func(st store.Store) store.Store { stall.Store = st; return stall }))
 	down.SetTarget(a.URL())
 	c.WaitNodes(1)
 

@@ -12,21 +12,24 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
-// X compliance. X's developer terms require removing posts deleted at X;
-// its batch compliance API tells, for a list of post ids, which are gone.
-// The leading hub (a hub runs this loop only while it leads) asks, every
-// ComplianceInterval, one spawn holding X API v2 credentials to check the
-// stored posts of every X crawler; the spawn runs the job at X and takes
-// back what X reports gone, which reaches every store like any other
-// retraction. Each run is recorded in SQL (compliance_runs) and shown by
-// GET /v1/compliance/runs. Runs never overlap: X allows one job of a type
-// in flight per app.
+// Compliance: checking stored items with their service. X's developer
+// terms require removing posts deleted at X, and its batch compliance API
+// tells, for a list of post ids, which are gone; a source kind with such a
+// check declares it (api.SourceInfo.Recheck). The leading hub (a hub runs
+// this loop only while it leads) asks, every ComplianceInterval, one spawn
+// offering each such kind — the one holding the kind's fleet connection
+// first — to check the stored items of the kind's crawlers; the spawn runs
+// the check and takes back what the service reports gone, which reaches
+// every store like any other retraction. Each run is recorded in SQL
+// (compliance_runs) and shown by GET /v1/compliance/runs. Runs never
+// overlap: X allows one job of a type in flight per app.
 const (
-	// DefaultComplianceInterval is how often the stored X posts are
-	// checked: daily.
+	// DefaultComplianceInterval is how often stored items are checked:
+	// daily.
 	DefaultComplianceInterval = 24 * time.Hour
-	// complianceCallTimeout bounds a spawn's answer: the job at X, with
-	// its upload and download (the spawn's own bound is an hour).
+	// complianceCallTimeout bounds a spawn's answer: the job at the
+	// service, with its upload and download (the spawn's own bound is an
+	// hour).
 	complianceCallTimeout = 70 * time.Minute
 	// complianceRunsShown is how many runs GET /v1/compliance/runs lists.
 	complianceRunsShown = 50
@@ -38,8 +41,9 @@ const (
 // ErrComplianceBusy is returned when a compliance run is already going.
 var ErrComplianceBusy = errors.New("cluster: a compliance check is already running")
 
-// ErrNothingToCheck is returned when no X crawler exists.
-var ErrNothingToCheck = errors.New("cluster: no X crawler has posts to check")
+// ErrNothingToCheck is returned when no crawler of a kind with a check
+// exists.
+var ErrNothingToCheck = errors.New("cluster: no crawler of a source with a compliance check has items to check")
 
 func (h *Hub) complianceLoop(ctx context.Context) {
 	if h.cfg.ComplianceInterval <= 0 {
@@ -53,37 +57,59 @@ func (h *Hub) complianceLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if _, err := h.RunCompliance(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrComplianceBusy) && !errors.Is(err, ErrNothingToCheck) {
-			h.logger.Warn("x compliance check failed", "err", err)
+		for _, kind := range h.checkedKinds() {
+			if _, err := h.RunCompliance(ctx, kind); err != nil && ctx.Err() == nil && !errors.Is(err, ErrComplianceBusy) && !errors.Is(err, ErrNothingToCheck) {
+				h.logger.Warn("compliance check failed", "source", kind, "err", err)
+			}
 		}
 	}
 }
 
-// RunCompliance runs one check now and returns its record. A run with no
-// X crawler records nothing.
-func (h *Hub) RunCompliance(ctx context.Context) (api.ComplianceRun, error) {
+// checkedKinds lists, sorted, the kinds whose declaration has a check.
+func (h *Hub) checkedKinds() []string {
+	var out []string
+	for _, info := range h.Sources().All() {
+		if info.Recheck > 0 {
+			out = append(out, info.Name)
+		}
+	}
+	return out
+}
+
+// RunCompliance runs one check of a kind's stored items now and returns
+// its record; an empty kind picks the first kind with a check that has
+// crawlers. A run with no crawler to check records nothing.
+func (h *Hub) RunCompliance(ctx context.Context, kind string) (api.ComplianceRun, error) {
+	if kind == "" {
+		for _, k := range h.checkedKinds() {
+			if h.crawlersOf(k) != nil {
+				kind = k
+				break
+			}
+		}
+		if kind == "" {
+			return api.ComplianceRun{}, ErrNothingToCheck
+		}
+	} else if info, ok := h.Sources().Lookup(kind); !ok || info.Recheck <= 0 {
+		return api.ComplianceRun{}, fmt.Errorf("%w: source %s has no compliance check", ErrNothingToCheck, kind)
+	}
 	if !h.complianceBusy.CompareAndSwap(false, true) {
 		return api.ComplianceRun{}, ErrComplianceBusy
 	}
 	defer h.complianceBusy.Store(false)
+	crawlers := h.crawlersOf(kind)
 	h.mu.Lock()
 	epoch := h.epoch
-	var crawlers []int64
-	for id, c := range h.crawlers {
-		if c.row.Source == api.SourceTwitter {
-			crawlers = append(crawlers, id)
-		}
-	}
-	slices.Sort(crawlers)
-	// The spawn holding X's one fleet connection first, then any other
-	// that offers twitter (one with v1.1 credentials only answers 501).
+	// The spawn holding the kind's one fleet connection first, then any
+	// other that offers it (one that cannot check, as X over v1.1,
+	// answers 501).
 	var nodes []*node
-	if holder, ok := h.nodes[h.fleetHolders[api.SourceTwitter]]; ok {
+	if holder, ok := h.nodes[h.fleetHolders[kind]]; ok {
 		nodes = append(nodes, holder)
 	}
 	for _, id := range h.sortedNodeIDsLocked() {
 		n := h.nodes[id]
-		if slices.Contains(n.sources, api.SourceTwitter) && !slices.Contains(nodes, n) {
+		if slices.Contains(n.sources, kind) && !slices.Contains(nodes, n) {
 			nodes = append(nodes, n)
 		}
 	}
@@ -91,18 +117,18 @@ func (h *Hub) RunCompliance(ctx context.Context) (api.ComplianceRun, error) {
 	if len(crawlers) == 0 {
 		return api.ComplianceRun{}, ErrNothingToCheck
 	}
-	run, err := h.cfg.Store.StartComplianceRun(ctx, "")
+	run, err := h.cfg.Store.StartComplianceRun(ctx, kind, "")
 	if err != nil {
 		return api.ComplianceRun{}, err
 	}
-	run.Status, run.Error = complianceError, "no live spawn holds X API v2 credentials"
+	run.Status, run.Error = complianceError, fmt.Sprintf("no live spawn can check %s items", kind)
 	for _, n := range nodes {
 		cctx, cancel := context.WithTimeout(ctx, complianceCallTimeout)
-		res, err := h.nodeAPI(n).Compliance(cctx, api.ComplianceRequest{Epoch: epoch, CrawlerIDs: crawlers})
+		res, err := h.nodeAPI(n).Compliance(cctx, api.ComplianceRequest{Epoch: epoch, Source: kind, CrawlerIDs: crawlers})
 		cancel()
 		var status *api.StatusError
 		if errors.As(err, &status) && status.Code == http.StatusNotImplemented {
-			continue // no X API v2 credentials there
+			continue // this spawn cannot check the kind's items
 		}
 		run.Node = n.id
 		if err != nil {
@@ -118,13 +144,27 @@ func (h *Hub) RunCompliance(ctx context.Context) (api.ComplianceRun, error) {
 		return runView(run), err
 	}
 	h.mu.Lock()
-	h.eventLocked("compliance", fmt.Sprintf("x compliance check %s: %d posts checked, %d gone and removed%s", run.Status, run.Checked, run.Deleted, errNote(run.Error)))
+	h.events.add("compliance", fmt.Sprintf("%s compliance check %s: %d items checked, %d gone and removed%s", kind, run.Status, run.Checked, run.Deleted, errNote(run.Error)))
 	h.mu.Unlock()
 	runs, err := h.cfg.Store.ComplianceRuns(fctx, 1)
 	if err == nil && len(runs) == 1 && runs[0].ID == run.ID {
 		return runView(runs[0]), nil
 	}
 	return runView(run), nil
+}
+
+// crawlersOf lists, sorted, the ids of the crawlers of a kind.
+func (h *Hub) crawlersOf(kind string) []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []int64
+	for id, c := range h.crawlers {
+		if c.row.Source == kind {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func errNote(e string) string {
@@ -148,7 +188,7 @@ func (h *Hub) ComplianceRuns(ctx context.Context) ([]api.ComplianceRun, error) {
 }
 
 func runView(r sqlstore.ComplianceRun) api.ComplianceRun {
-	v := api.ComplianceRun{ID: r.ID, StartedAt: r.StartedAt.UTC(), Node: r.Node, JobID: r.JobID, Status: r.Status,
+	v := api.ComplianceRun{ID: r.ID, Source: r.Source, StartedAt: r.StartedAt.UTC(), Node: r.Node, JobID: r.JobID, Status: r.Status,
 		Checked: r.Checked, Deleted: r.Deleted, Error: r.Error}
 	if r.FinishedAt != nil {
 		t := r.FinishedAt.UTC()

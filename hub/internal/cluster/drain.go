@@ -32,6 +32,16 @@ import (
 // drainPollInterval is how often a draining node is polled.
 const drainPollInterval = 250 * time.Millisecond
 
+// nodeDrain is a node's drain as the hub follows it. Guarded by Hub.mu.
+type nodeDrain struct {
+	// active is set when the node drains, at start.
+	active bool
+	start  time.Time
+	// keep are the crawlers routed elsewhere that it runs until their new
+	// node does.
+	keep map[int64]*crawler
+}
+
 // DrainNode marks a node draining and moves its crawlers elsewhere; it
 // returns the node as listed. Draining a draining node changes nothing.
 func (h *Hub) DrainNode(id string) (api.Node, error) {
@@ -48,19 +58,39 @@ func (h *Hub) DrainNode(id string) (api.Node, error) {
 // drainLocked starts a node's drain: routing skips it from the next
 // reload on, which is asked for at once.
 func (h *Hub) drainLocked(n *node, why string) {
-	if n.draining || n.removed {
+	if n.drain.active || n.removed {
 		return
 	}
-	n.draining = true
-	n.drainStart = time.Now()
+	n.drain.active = true
+	n.drain.start = time.Now()
 	h.metrics.drains.Inc()
-	h.eventLocked("node_draining", fmt.Sprintf("node %s drains (%s): its %d crawlers move to other spawns", short(n.id), why, len(n.want)))
+	h.events.add("node_draining", fmt.Sprintf("node %s drains (%s): its %d crawlers move to other spawns", short(n.id), why, len(n.want)))
 	h.logger.Info("node draining", "node_id", n.id, "why", why, "crawlers", len(n.want))
 	h.requestReloadLocked(true)
-	if h.ctx != nil {
-		h.wg.Add(1)
-		go func() { defer h.wg.Done(); h.pollDraining(h.ctx, n) }()
+	if ctx, running := h.run.context(); running {
+		h.run.wg.Add(1)
+		go func() { defer h.run.wg.Done(); h.pollDraining(ctx, n) }()
 	}
+}
+
+// drainingOffersLocked counts, per source kind, the draining nodes among
+// ids that offer it: a crawler that no other node can take waits for them,
+// and says so.
+func (h *Hub) drainingOffersLocked(ids []string) map[string]int {
+	var out map[string]int
+	for _, id := range ids {
+		n := h.nodes[id]
+		if !n.drain.active {
+			continue
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		for _, kind := range n.sources {
+			out[kind]++
+		}
+	}
+	return out
 }
 
 // pollDraining polls a draining node every drainPollInterval until it has
@@ -78,7 +108,7 @@ func (h *Hub) pollDraining(ctx context.Context, n *node) {
 		case <-t.C:
 		}
 		h.mu.Lock()
-		done := n.removed || (len(n.want) == 0 && len(n.keep) == 0 && len(n.pending) == 0 && len(n.acks) == 0 && !n.lastPoll.Before(n.drainStart))
+		done := n.removed || (len(n.want) == 0 && len(n.drain.keep) == 0 && len(n.pending) == 0 && len(n.acks) == 0 && !n.lastPoll.Before(n.drain.start))
 		h.mu.Unlock()
 		if done {
 			return
@@ -98,21 +128,21 @@ func (h *Hub) NodeDrained(id string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
 	}
-	if len(n.want) > 0 || len(n.keep) > 0 || len(n.pending) > 0 {
-		return fmt.Errorf("%w: node %s still runs %d crawlers", ErrInvalid, id, len(n.want)+len(n.keep))
+	if len(n.want) > 0 || len(n.drain.keep) > 0 || len(n.pending) > 0 {
+		return fmt.Errorf("%w: node %s still runs %d crawlers", ErrInvalid, id, len(n.want)+len(n.drain.keep))
 	}
 	took := time.Duration(0)
-	if !n.drainStart.IsZero() {
-		took = time.Since(n.drainStart)
+	if !n.drain.start.IsZero() {
+		took = time.Since(n.drain.start)
 		h.metrics.drainSeconds.Observe(took.Seconds())
 	}
 	h.forgetNodeLocked(n)
-	h.eventLocked("node_left", fmt.Sprintf("node %s drained and stopped (drain took %s)", short(n.id), took.Round(time.Millisecond)))
+	h.events.add("node_left", fmt.Sprintf("node %s drained and stopped (drain took %s)", short(n.id), took.Round(time.Millisecond)))
 	h.logger.Info("node drained and left", "node_id", n.id, "took", took.Round(time.Millisecond))
-	ctx := ctxOrBackground(h.ctx)
-	h.wg.Add(1)
+	ctx := h.runContext()
+	h.run.wg.Add(1)
 	go func() {
-		defer h.wg.Done()
+		defer h.run.wg.Done()
 		if err := h.cfg.Store.ForgetNode(ctx, id); err != nil {
 			h.logger.Warn("unable to forget node", "node_id", id, "err", err)
 		}
@@ -135,7 +165,7 @@ func (h *Hub) forgetNodeLocked(n *node) {
 			c.leases.recovered(n.id)
 		}
 	}
-	h.lostLeased[n.id] = n.leased
+	h.lost.leased[n.id] = n.leased
 }
 
 // leaveLocked makes a crawler routed away from a draining node keep
@@ -146,10 +176,10 @@ func (h *Hub) leaveLocked(c *crawler, from *node) {
 	}
 	h.releaseLocked(c)
 	c.leaving = from
-	if from.keep == nil {
-		from.keep = map[int64]*crawler{}
+	if from.drain.keep == nil {
+		from.drain.keep = map[int64]*crawler{}
 	}
-	from.keep[c.row.ID] = c
+	from.drain.keep[c.row.ID] = c
 }
 
 // releaseLocked lets the node a crawler is leaving drop it (its next poll
@@ -158,7 +188,7 @@ func (h *Hub) releaseLocked(c *crawler) {
 	if c.leaving == nil {
 		return
 	}
-	delete(c.leaving.keep, c.row.ID)
+	delete(c.leaving.drain.keep, c.row.ID)
 	c.leaving = nil
 }
 

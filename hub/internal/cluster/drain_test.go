@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,6 +153,58 @@ func TestDrain_CrawlerWithNowhereToGoStays(t *testing.T) {
 	}
 }
 
+// TestDrain_NewCrawlerSaysItsSpawnsDrain: a crawler added while every
+// spawn offering its source drains waits, and says that they drain rather
+// than that no spawn offers the source.
+func TestDrain_NewCrawlerSaysItsSpawnsDrain(t *testing.T) {
+	tests := []struct {
+		name     string
+		nodes    []string
+		draining []string
+		want     string
+	}{
+		{"the only spawn drains", []string{"node-a"}, []string{"node-a"},
+			"no spawn node can take source rss: the one spawn offering it is draining"},
+		{"every spawn drains", []string{"node-a", "node-b"}, []string{"node-a", "node-b"},
+			"no spawn node can take source rss: all 2 spawns offering it are draining"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			for _, id := range tt.nodes {
+				f.addNode(id)
+			}
+			for _, id := range tt.draining {
+				if _, err := f.h.DrainNode(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			id := f.crawler(f.user(0), 0, "")
+			f.sync()
+			f.route()
+			c := f.crawlerOf(id)
+			if c.node != nil || c.state != api.StatePending || c.err != tt.want {
+				t.Fatalf("crawler on %q in state %s with error %q, want pending with %q", c.nodeID(), c.state, c.err, tt.want)
+			}
+		})
+	}
+	// A spawn that does not offer the source is no reason given.
+	f := newFixture(t)
+	f.h.mu.Lock()
+	f.h.nodes["node-x"] = &node{id: "node-x", sources: []string{api.SourceBluesky}, want: map[int64]*crawler{}, sent: map[int64]*crawler{},
+		pending: map[int64]int{}, leased: map[int64]bool{}}
+	f.h.mu.Unlock()
+	if _, err := f.h.DrainNode("node-x"); err != nil {
+		t.Fatal(err)
+	}
+	id := f.crawler(f.user(0), 0, "")
+	f.sync()
+	f.route()
+	if c := f.crawlerOf(id); !strings.HasPrefix(c.err, "no spawn node offers source rss") {
+		t.Fatalf("crawler error %q, want that no spawn node offers source rss", c.err)
+	}
+}
+
 // TestDrain_LimitsHoldThroughTheOverlap: while a limited crawler runs on
 // both nodes, what both may still count never exceeds its limit, and
 // once the drained node left the hub forgets it with nothing to recover.
@@ -191,7 +244,7 @@ func TestDrain_LimitsHoldThroughTheOverlap(t *testing.T) {
 	}
 	f.h.mu.Lock()
 	_, known := f.h.nodes["node-a"]
-	recoveries := len(f.h.recoveries)
+	recoveries := len(f.h.lost.recoveries)
 	f.h.mu.Unlock()
 	if known || recoveries != 0 {
 		t.Fatalf("after leaving: known %v, %d recoveries; want forgotten with none", known, recoveries)

@@ -43,7 +43,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	// A crawler reaching its limit is marked in SQL in the background.
-	t.Cleanup(h.wg.Wait)
+	t.Cleanup(h.run.wg.Wait)
 	now := time.Now()
 	// Long past the first lease lifetime, in which a new hub grants nothing.
 	h.started = now.Add(-time.Hour)

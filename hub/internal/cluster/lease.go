@@ -185,6 +185,15 @@ func (b *leaseBook) outstanding(now time.Time) int64 {
 	return sum
 }
 
+// grantState is what lease grants wait for and reuse. Guarded by Hub.mu.
+type grantState struct {
+	// prior are the previous run's spawns still to report what they
+	// counted under its leases; no lease is granted until they have.
+	prior priorSpawns
+	// userTotals are the users' totals, see userTotalLocked.
+	userTotals map[int64]*userTotal
+}
+
 // userTotal is what a user's limited crawlers may still add to usage, summed
 // over their lease accounts, and their weight for sharing grants.
 type userTotal struct {
@@ -205,7 +214,7 @@ type userTotal struct {
 // outstanding by what was used since, which near a limit makes grants
 // smaller for up to a poll interval, never larger.
 func (h *Hub) userTotalLocked(userID int64, now time.Time) *userTotal {
-	if t, ok := h.userTotals[userID]; ok && now.Sub(t.at) < h.cfg.PollInterval {
+	if t, ok := h.grants.userTotals[userID]; ok && now.Sub(t.at) < h.cfg.PollInterval {
 		return t
 	}
 	t := &userTotal{at: now}
@@ -217,10 +226,10 @@ func (h *Hub) userTotalLocked(userID int64, now time.Time) *userTotal {
 			}
 		}
 	}
-	if h.userTotals == nil {
-		h.userTotals = map[int64]*userTotal{}
+	if h.grants.userTotals == nil {
+		h.grants.userTotals = map[int64]*userTotal{}
 	}
-	h.userTotals[userID] = t
+	h.grants.userTotals[userID] = t
 	return t
 }
 
@@ -349,17 +358,17 @@ type priorSpawns struct {
 // grantsHeldLocked says whether the previous run's usage may still be
 // unreported, so that no lease may be granted.
 func (h *Hub) grantsHeldLocked() bool {
-	return !h.prior.loaded || len(h.prior.unheard) > 0
+	return !h.grants.prior.loaded || len(h.grants.prior.unheard) > 0
 }
 
 // loadPriorLocked records the spawns the previous run knew. A spawn that
 // has already registered with this run is among them: it tells its usage
 // in its answers like the others.
 func (h *Hub) loadPriorLocked(ids []string) {
-	h.prior.loaded = true
-	h.prior.unheard = make(map[string]bool, len(ids))
+	h.grants.prior.loaded = true
+	h.grants.prior.unheard = make(map[string]bool, len(ids))
 	for _, id := range ids {
-		h.prior.unheard[id] = true
+		h.grants.prior.unheard[id] = true
 	}
 	if len(ids) > 0 {
 		h.logger.Info("no lease granted until the spawns of the previous run have reported their usage", "spawns", len(ids))
@@ -369,13 +378,13 @@ func (h *Hub) loadPriorLocked(ids []string) {
 // priorHeardLocked records that a spawn of the previous run has nothing
 // more to report to this run.
 func (h *Hub) priorHeardLocked(nodeID, how string) {
-	if !h.prior.unheard[nodeID] {
+	if !h.grants.prior.unheard[nodeID] {
 		return
 	}
-	delete(h.prior.unheard, nodeID)
-	h.logger.Info("spawn of the previous run has reported its usage", "node_id", nodeID, "how", how, "still_unheard", len(h.prior.unheard))
-	if len(h.prior.unheard) == 0 {
-		h.eventLocked("grants_resumed", "every spawn of the previous run has reported its usage: leases are granted again")
+	delete(h.grants.prior.unheard, nodeID)
+	h.logger.Info("spawn of the previous run has reported its usage", "node_id", nodeID, "how", how, "still_unheard", len(h.grants.prior.unheard))
+	if len(h.grants.prior.unheard) == 0 {
+		h.events.add("grants_resumed", "every spawn of the previous run has reported its usage: leases are granted again")
 	}
 }
 
@@ -410,7 +419,7 @@ func (h *Hub) answeredAllLocked(a pollAnswer) bool {
 // read at the start, it reads (and wakes) them first.
 func (h *Hub) chasePrior(ctx context.Context, now time.Time) {
 	h.mu.Lock()
-	loaded := h.prior.loaded
+	loaded := h.grants.prior.loaded
 	if !loaded || now.Before(h.started.Add(h.recoveryDelay())) {
 		h.mu.Unlock()
 		if !loaded {
@@ -419,9 +428,9 @@ func (h *Hub) chasePrior(ctx context.Context, now time.Time) {
 		return
 	}
 	var gone []string
-	for id := range h.prior.unheard {
+	for id := range h.grants.prior.unheard {
 		_, live := h.nodes[id]
-		recovering := slices.ContainsFunc(h.recoveries, func(r recovery) bool { return r.nodeID == id })
+		recovering := slices.ContainsFunc(h.lost.recoveries, func(r recovery) bool { return r.nodeID == id })
 		if !live && !recovering {
 			gone = append(gone, id)
 		}
@@ -434,9 +443,9 @@ func (h *Hub) chasePrior(ctx context.Context, now time.Time) {
 			continue
 		}
 		h.mu.Lock()
-		if _, live := h.nodes[id]; !live && h.prior.unheard[id] {
+		if _, live := h.nodes[id]; !live && h.grants.prior.unheard[id] {
 			h.logger.Info("spawn of the previous run has not registered: reading its usage back from the store", "node_id", id)
-			h.recoveries = append(h.recoveries, recovery{nodeID: id, afterSeq: after, due: now})
+			h.lost.recoveries = append(h.lost.recoveries, recovery{nodeID: id, afterSeq: after, due: now})
 		}
 		h.mu.Unlock()
 	}

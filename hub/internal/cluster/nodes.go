@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +14,54 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
-// Spawn membership: registration, a node coming back, a node lost, and
-// waking the nodes a previous hub knew.
+// Spawn membership: what the hub knows of each live spawn (node),
+// registration, a node coming back, a node lost, and waking the nodes a
+// previous hub knew. Polling them is in poll.go, their drain in drain.go.
+
+// maxDetachReason bounds the reason a spawn gives for a detach.
+const maxDetachReason = 500
+
+// node is a live spawn as the hub sees it.
+type node struct {
+	id, url      string
+	registeredAt time.Time
+	lastPoll     time.Time
+	failures     int
+	probing      bool // a probe goroutine follows a failed poll
+	removed      bool
+	want         map[int64]*crawler // crawlers routed here (wantLocked)
+	sent         map[int64]*crawler // crawlers last sent here with success (sentToLocked)
+	acks         []uint64           // increments applied, to acknowledge
+	anchorClock  int64              // spawn clock of the last answer
+	anchorAt     time.Time          // when the hub received that answer
+	sources      []string           // source kinds it crawls, sorted
+	fleet        []string           // offered kinds it holds fleet-wide (one connection per fleet)
+	store        string
+	dataSources  []api.DataSourceStatus
+	pending      map[int64]int
+	leased       map[int64]bool // crawlers with lease accounts on the node
+	maxSeq       uint64         // highest increment sequence applied from it
+	// drain is set when the node drains (drain.go).
+	drain nodeDrain
+	// statusBase is the number of the node's last answer taken in, which
+	// the next poll names so the node reports only what changed since
+	// (api.StatusDelta); 0 asks for everything. baseResets counts the
+	// times it was reset, so an answer to a poll sent before a reset does
+	// not restore a base the reset meant to drop.
+	statusBase uint64
+	baseResets uint64
+
+	opMu sync.Mutex // serialises requests to the node
+	seq  uint64     // guarded by opMu
+	// retract is the node's place in the retraction log (retractions.go).
+	retract nodeRetract
+}
+
+// askAllLocked makes the node's next poll ask for every status.
+func (n *node) askAllLocked() {
+	n.statusBase = 0
+	n.baseResets++
+}
 
 // Register adds a spawn, or renews one that registers again after a detach,
 // and triggers a hard reload.
@@ -28,9 +75,13 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	if len(req.Detached) > maxDetachReason {
 		return api.RegisterResponse{}, fmt.Errorf("%w: detached must be at most %d characters", ErrInvalid, maxDetachReason)
 	}
+	if len(req.Declared) > api.MaxSourcesDeclared || len(req.Sources) > api.MaxSourcesDeclared || len(req.FleetSources) > api.MaxSourcesDeclared {
+		return api.RegisterResponse{}, fmt.Errorf("%w: at most %d source kinds", ErrInvalid, api.MaxSourcesDeclared)
+	}
+	h.learnSources(req.NodeID, req.Declared)
 	// The log's end, read before the lock: the spawn catches up to it
 	// before it stores anything.
-	head, err := h.retractionHead(ctxOrBackground(h.ctx))
+	head, err := h.retractionHead(h.runContext())
 	if err != nil {
 		h.logger.Warn("unable to read the retraction log's end for a registration", "node_id", req.NodeID, "err", err)
 	}
@@ -39,7 +90,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	n := &node{
 		id: req.NodeID, url: strings.TrimRight(req.URL, "/"), sources: offeredSources(req.Sources), fleet: fleetSources(req.FleetSources), registeredAt: now, lastPoll: now,
 		want: map[int64]*crawler{}, sent: map[int64]*crawler{}, anchorClock: req.Clock, anchorAt: now, pending: map[int64]int{},
-		leased: map[int64]bool{}, keep: map[int64]*crawler{},
+		leased: map[int64]bool{}, drain: nodeDrain{keep: map[int64]*crawler{}},
 	}
 	// Crawlers that may hold lease accounts on the node: those of its
 	// previous registration, live or lost. The hub keeps them per node, so
@@ -47,8 +98,8 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 	// crawler: ten thousand spawns registering again after a hub restart
 	// must not each walk a million crawlers under the lock.
 	n.registeredRetract(req)
-	before := h.lostLeased[req.NodeID]
-	delete(h.lostLeased, req.NodeID)
+	before := h.lost.leased[req.NodeID]
+	delete(h.lost.leased, req.NodeID)
 	if old, ok := h.nodes[req.NodeID]; ok {
 		old.removed = true
 		before = old.leased
@@ -62,7 +113,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 			h.wantLocked(c, n)
 		}
 		// It no longer runs what it was keeping for a drain.
-		for _, c := range old.keep {
+		for _, c := range old.drain.keep {
 			h.releaseLocked(c)
 		}
 	}
@@ -79,10 +130,10 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 		h.drainLocked(n, "it registered draining")
 	}
 	if req.Detached != "" {
-		h.eventLocked("node_detached", fmt.Sprintf("node %s detached (%s), dropping its subscribers, and registered again", short(req.NodeID), req.Detached))
+		h.events.add("node_detached", fmt.Sprintf("node %s detached (%s), dropping its subscribers, and registered again", short(req.NodeID), req.Detached))
 	}
-	h.eventLocked("node_joined", fmt.Sprintf("node %s joined from %s", short(req.NodeID), req.URL))
-	ctx := ctxOrBackground(h.ctx)
+	h.events.add("node_joined", fmt.Sprintf("node %s joined from %s", short(req.NodeID), req.URL))
+	ctx := h.runContext()
 	h.mu.Unlock()
 	if err := h.cfg.Store.RememberNode(ctx, req.NodeID, req.URL); err != nil {
 		h.logger.Warn("unable to remember node", "node_id", req.NodeID, "err", err)
@@ -108,7 +159,7 @@ func (h *Hub) Register(req api.RegisterRequest) (api.RegisterResponse, error) {
 // settle like those of any instance it no longer runs.
 func (h *Hub) nodeBackLocked(n *node) {
 	cancelled := false
-	h.recoveries = slices.DeleteFunc(h.recoveries, func(r recovery) bool {
+	h.lost.recoveries = slices.DeleteFunc(h.lost.recoveries, func(r recovery) bool {
 		if r.nodeID != n.id {
 			return false
 		}
@@ -125,7 +176,7 @@ func (h *Hub) nodeBackLocked(n *node) {
 		}
 	}
 	// Its accounts count again: totals summed without them are too low.
-	clear(h.userTotals)
+	clear(h.grants.userTotals)
 	h.logger.Info("lost node is back: it reports its own usage, no recovery needed", "node_id", n.id)
 }
 
@@ -133,16 +184,37 @@ func (h *Hub) nodeBackLocked(n *node) {
 // spawn that names none offers every kind. Kinds this hub does not know are
 // ignored: no crawler can ask for them.
 func offeredSources(kinds []string) []string {
-	var out []string
-	for _, k := range api.Sources {
-		if len(kinds) == 0 || slices.Contains(kinds, k) {
-			out = append(out, k)
-		}
+	if len(kinds) == 0 {
+		return builtinSourceNames()
 	}
-	return out
+	out := slices.Clone(kinds)
+	slices.SortFunc(out, func(a, b string) int {
+		return cmp.Or(cmp.Compare(builtinRank(a), builtinRank(b)), strings.Compare(a, b))
+	})
+	return slices.Compact(out)
 }
 
-// fleetSources keeps the known kinds a spawn holds fleet-wide; unlike
+// builtinSourceNames are the kinds a spawn that names none offers (one
+// older than the source lists): every builtin kind, in the order the
+// spawn lists them, which is the order the hub shows kinds in.
+var builtinSourceNames = sync.OnceValue(func() []string {
+	var out []string
+	for _, s := range api.BuiltinSources() {
+		out = append(out, s.Name)
+	}
+	return out
+})
+
+// builtinRank is a kind's place among the builtin kinds; kinds a spawn
+// brought come after them.
+func builtinRank(kind string) int {
+	if i := slices.Index(builtinSourceNames(), kind); i >= 0 {
+		return i
+	}
+	return len(builtinSourceNames())
+}
+
+// fleetSources lists the kinds a spawn holds fleet-wide; unlike
 // offeredSources, none named means none.
 func fleetSources(kinds []string) []string {
 	if len(kinds) == 0 {
@@ -154,13 +226,14 @@ func fleetSources(kinds []string) []string {
 // routeTablesLocked builds a routing table per source kind over the nodes
 // (sorted ids) that offer it.
 func (h *Hub) routeTablesLocked(ids []string) map[string]RouteTable {
-	tables := make(map[string]RouteTable, len(api.Sources))
-	for _, kind := range api.Sources {
+	kinds := h.Sources().Names()
+	tables := make(map[string]RouteTable, len(kinds))
+	for _, kind := range kinds {
 		offering := make([]string, 0, len(ids))
 		for _, id := range ids {
 			// A draining node takes nothing, and holds no fleet
 			// connection any more.
-			if n := h.nodes[id]; !n.draining && slices.Contains(n.sources, kind) {
+			if n := h.nodes[id]; !n.drain.active && slices.Contains(n.sources, kind) {
 				offering = append(offering, id)
 			}
 		}
@@ -186,7 +259,7 @@ func (h *Hub) removeNodeLocked(n *node, reason string) {
 		c.needSend, c.state = true, api.StatePending
 		h.wantLocked(c, nil)
 	}
-	for _, c := range n.keep {
+	for _, c := range n.drain.keep {
 		h.releaseLocked(c)
 	}
 	for id := range n.leased {
@@ -195,14 +268,14 @@ func (h *Hub) removeNodeLocked(n *node, reason string) {
 		}
 	}
 	// Kept for the node's recovery and for its registering again.
-	h.lostLeased[n.id] = n.leased
+	h.lost.leased[n.id] = n.leased
 	h.metrics.nodesLost.Inc()
 	// The node may have stored comments it never reported. Once its leases
 	// have run out and it can no longer be writing, a live spawn reads them
 	// back from the store; until then its leases count as spent. The node
 	// stays in known_nodes until then, so a hub restart does not forget it.
-	h.recoveries = append(h.recoveries, recovery{nodeID: n.id, afterSeq: n.maxSeq, due: time.Now().Add(h.recoveryDelay())})
-	h.eventLocked("node_lost", fmt.Sprintf("node %s lost: %s", short(n.id), reason))
+	h.lost.recoveries = append(h.lost.recoveries, recovery{nodeID: n.id, afterSeq: n.maxSeq, due: time.Now().Add(h.recoveryDelay())})
+	h.events.add("node_lost", fmt.Sprintf("node %s lost: %s", short(n.id), reason))
 	h.logger.Warn("node removed", "node_id", n.id, "reason", reason)
 }
 
@@ -259,7 +332,7 @@ func (h *Hub) wakeKnownNodes(ctx context.Context) {
 					return
 				}
 				h.mu.Lock()
-				h.recoveries = append(h.recoveries, recovery{nodeID: k.ID, afterSeq: after, due: time.Now().Add(h.recoveryDelay())})
+				h.lost.recoveries = append(h.lost.recoveries, recovery{nodeID: k.ID, afterSeq: after, due: time.Now().Add(h.recoveryDelay())})
 				h.mu.Unlock()
 				return
 			}

@@ -5,10 +5,10 @@ import (
 	"slices"
 )
 
-// Placement by sharing scope. A source kind's connections reach one query
-// (rss: a feed), one node (twitter v1.1, stream, bluesky, mastodon: one
-// connection per spawn carries all its subscribers) or the whole fleet (X
-// API v2: a project gets one streaming connection). The first two are
+// Placement by sharing scope. A source kind's connections reach, as it
+// declares (api.SourceInfo.Scope), one query (a feed), one node (one
+// connection per spawn carries all its subscribers) or the whole fleet (a
+// service that allows one streaming connection per project, as X API v2). The first two are
 // placed by query uuid (uuid-hash-modulo, or rendezvous): equal queries
 // share a node and its data source. A fleet-scoped kind is placed on one
 // spawn, the holder: every crawler of the kind runs there, so the fleet
@@ -46,7 +46,7 @@ func (h *Hub) fleetHolderLocked(kind string, offering []string) (string, bool) {
 		}
 	}
 	if prev := h.fleetHolders[kind]; prev != best {
-		h.eventLocked("fleet_holder", "node "+short(best)+" holds the one "+kind+" connection of the fleet")
+		h.events.add("fleet_holder", "node "+short(best)+" holds the one "+kind+" connection of the fleet")
 		h.logger.Info("fleet connection holder chosen", "source", kind, "node_id", best, "previous", prev)
 	}
 	h.fleetHolders[kind] = best

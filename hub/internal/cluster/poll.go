@@ -111,19 +111,19 @@ func (h *Hub) pollLocked(ctx context.Context, n *node) {
 // h.mu.
 func (h *Hub) pollRequestLocked(n *node, now time.Time) api.PollRequest {
 	n.seq++
-	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks, StatusBase: n.statusBase, Drain: n.draining}
-	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want)+len(n.keep))
+	req := api.PollRequest{Epoch: h.epoch, NodeID: n.id, Seq: n.seq, Acks: n.acks, StatusBase: n.statusBase, Drain: n.drain.active}
+	req.Subscribers = make([]api.SubscriberRef, 0, len(n.want)+len(n.drain.keep))
 	for id, c := range n.want {
 		req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.row.Version})
 	}
 	// The crawlers a draining node keeps until their new node runs them
 	// are polled with their whole status, for their lease accounts.
-	for id, c := range n.keep {
+	for id, c := range n.drain.keep {
 		if _, wanted := n.want[id]; !wanted {
 			req.Subscribers = append(req.Subscribers, api.SubscriberRef{CrawlerID: id, Version: c.sentVersion})
 		}
 	}
-	if len(n.keep) > 0 {
+	if len(n.drain.keep) > 0 {
 		req.StatusBase = 0
 	}
 	req.Leases = h.grantLocked(n, now)
@@ -181,7 +181,7 @@ func (h *Hub) answer(ctx context.Context, n *node, resp api.PollResponse, sentAc
 func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 	resp := a.resp
 	h.takeUsageLocked(n, a)
-	if h.prior.unheard[n.id] && h.answeredAllLocked(a) {
+	if h.grants.prior.unheard[n.id] && h.answeredAllLocked(a) {
 		h.priorHeardLocked(n.id, "reported in a poll answer")
 	}
 	n.failures = 0
@@ -201,7 +201,7 @@ func (h *Hub) answerLocked(n *node, a pollAnswer, now time.Time) {
 			c.leases.retire(n.id)
 		}
 	}
-	if resp.Draining && !n.draining && h.nodes[n.id] == n {
+	if resp.Draining && !n.drain.active && h.nodes[n.id] == n {
 		h.drainLocked(n, "it said so")
 	}
 	for _, st := range resp.Subscribers {
@@ -303,8 +303,8 @@ func (h *Hub) pollFailed(ctx context.Context, n *node, err error) {
 	h.failedLocked(n, "polls", err)
 	if !n.removed && !n.probing {
 		n.probing = true
-		h.wg.Add(1)
-		go func() { defer h.wg.Done(); h.probe(ctx, n) }()
+		h.run.wg.Add(1)
+		go func() { defer h.run.wg.Done(); h.probe(ctx, n) }()
 	}
 }
 

@@ -19,6 +19,20 @@ type recovery struct {
 	due      time.Time
 }
 
+// lostNodes are the lost nodes the hub still owes something: their usage
+// to read back from the store, their lease accounts to settle. Guarded by
+// Hub.mu.
+type lostNodes struct {
+	// recoveries are lost nodes whose unreported usage is still to be
+	// read back from the comment store.
+	recoveries []recovery
+	// leased keeps, per lost node, the crawlers that may still hold
+	// lease accounts on it (its leased set when it was lost), for its
+	// recovery and its registering again; pruneLostLocked drops what
+	// settled.
+	leased map[string]map[int64]bool
+}
+
 // lateWriteGrace is how long after a spawn's write deadline a store may
 // still apply a write the spawn gave up on at the deadline: a Cassandra
 // coordinator times a write out after 2 s by default.
@@ -41,15 +55,15 @@ func (h *Hub) runRecoveries(ctx context.Context) {
 	now := time.Now()
 	h.mu.Lock()
 	var due []recovery
-	keep := h.recoveries[:0]
-	for _, r := range h.recoveries {
+	keep := h.lost.recoveries[:0]
+	for _, r := range h.lost.recoveries {
 		if now.Before(r.due) {
 			keep = append(keep, r)
 		} else {
 			due = append(due, r)
 		}
 	}
-	h.recoveries = keep
+	h.lost.recoveries = keep
 	h.pruneLostLocked()
 	var reader *node
 	if ids := h.sortedNodeIDsLocked(); len(ids) > 0 {
@@ -63,7 +77,7 @@ func (h *Hub) runRecoveries(ctx context.Context) {
 			}
 			h.logger.Warn("usage recovery failed, will retry", "node_id", r.nodeID, "err", err)
 			h.mu.Lock()
-			h.recoveries = append(h.recoveries, r)
+			h.lost.recoveries = append(h.lost.recoveries, r)
 			h.mu.Unlock()
 		}
 	}
@@ -116,7 +130,7 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 	var total int64
 	h.mu.Lock()
 	h.applyNodeUsageLocked(r.nodeID, nil, applied)
-	for id := range h.lostLeased[r.nodeID] {
+	for id := range h.lost.leased[r.nodeID] {
 		if c, ok := h.crawlers[id]; ok {
 			c.leases.recovered(r.nodeID)
 		}
@@ -124,7 +138,7 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 	for _, inc := range applied {
 		total += inc.Count
 	}
-	h.eventLocked("usage_recovered", fmt.Sprintf("node %s: %d comments stored but not reported, in %d increments, counted", short(r.nodeID), total, len(applied)))
+	h.events.add("usage_recovered", fmt.Sprintf("node %s: %d comments stored but not reported, in %d increments, counted", short(r.nodeID), total, len(applied)))
 	h.priorHeardLocked(r.nodeID, "read back from the store")
 	_, back = h.nodes[r.nodeID]
 	h.mu.Unlock()
@@ -142,8 +156,8 @@ func (h *Hub) recover(ctx context.Context, reader *node, r recovery) error {
 // crawlers that no longer hold an account on them, and the node once none
 // does: accounts of a lost node settle as they expire (leaseBook.settle).
 func (h *Hub) pruneLostLocked() {
-	for nodeID, ids := range h.lostLeased {
-		if slices.ContainsFunc(h.recoveries, func(r recovery) bool { return r.nodeID == nodeID }) {
+	for nodeID, ids := range h.lost.leased {
+		if slices.ContainsFunc(h.lost.recoveries, func(r recovery) bool { return r.nodeID == nodeID }) {
 			continue
 		}
 		for id := range ids {
@@ -152,7 +166,7 @@ func (h *Hub) pruneLostLocked() {
 			}
 		}
 		if len(ids) == 0 {
-			delete(h.lostLeased, nodeID)
+			delete(h.lost.leased, nodeID)
 		}
 	}
 }

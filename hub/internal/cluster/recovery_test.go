@@ -60,7 +60,7 @@ func pendingRecoveries(h *Hub, id string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
-	for _, r := range h.recoveries {
+	for _, r := range h.lost.recoveries {
 		if r.nodeID == id {
 			n++
 		}

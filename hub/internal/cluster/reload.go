@@ -14,6 +14,74 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
+// reloadState is what serialises reloads and what the next one is asked
+// for.
+type reloadState struct {
+	// mu lets one reload run at a time, and guards view.
+	mu sync.Mutex
+	// view is how far SQL was read (sqlread.go).
+	view sqlView
+	// wake says a reload is wanted; hard (guarded by Hub.mu) that the
+	// wanted one is hard.
+	wake chan struct{}
+	hard bool
+	// resendDue (guarded by Hub.mu) says a send failed since the last
+	// reload began.
+	resendDue bool
+}
+
+// RequestReload asks for a reload soon; several requests coalesce, and a
+// hard one wins over soft ones.
+func (h *Hub) RequestReload(hard bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.requestReloadLocked(hard)
+}
+
+// requestReloadLocked is RequestReload for a caller holding h.mu.
+func (h *Hub) requestReloadLocked(hard bool) {
+	h.reload.hard = h.reload.hard || hard
+	select {
+	case h.reload.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Hub) reloadLoop(ctx context.Context) {
+	retry := time.NewTicker(h.cfg.PollInterval)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.reload.wake:
+		case <-retry.C:
+			// Re-send what failed, even when no event asked for it,
+			// and read all of SQL again when that is due.
+			if !h.takeResendDue() && !h.fullReadDue() {
+				continue
+			}
+		}
+		h.mu.Lock()
+		hard := h.reload.hard
+		h.reload.hard = false
+		h.mu.Unlock()
+		if _, err := h.Reload(ctx, hard); err != nil && ctx.Err() == nil {
+			h.logger.Error("reload failed", "hard", hard, "err", err)
+		}
+	}
+}
+
+// takeResendDue reports, and clears, whether a send failed since the last
+// reload began: the next tick re-sends it.
+func (h *Hub) takeResendDue() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	due := h.reload.resendDue
+	h.reload.resendDue = false
+	return due
+}
+
 // plan is what one reload sends to one node.
 type plan struct {
 	n       *node
@@ -30,8 +98,8 @@ type plan struct {
 // sent to at once, so each one gets its exact subscriber set and reports
 // what it does not run, instead of waiting for the next poll tick.
 func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error) {
-	h.reloadMu.Lock()
-	defer h.reloadMu.Unlock()
+	h.reload.mu.Lock()
+	defer h.reload.mu.Unlock()
 	kind := "soft"
 	if hard {
 		kind = "hard"
@@ -48,7 +116,7 @@ func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error)
 	h.takeInLocked(read, start)
 	plans := h.planLocked(hard, &resp)
 	if hard || resp.Moved > 0 || resp.Removed > 0 || resp.Assigned > 0 {
-		h.eventLocked("reload_"+kind, fmt.Sprintf("%s reload: %d sent, %d moved, %d removed", kind, resp.Assigned, resp.Moved, resp.Removed))
+		h.events.add("reload_"+kind, fmt.Sprintf("%s reload: %d sent, %d moved, %d removed", kind, resp.Assigned, resp.Moved, resp.Removed))
 	}
 	h.mu.Unlock()
 
@@ -147,9 +215,9 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 			spec.Cursor.Position = now.UnixMicro()
 		}
 	}
-	switch {
+	switch cursor := h.sourceInfo(r.Source).Cursor; {
 	case r.CreatedAt.IsZero():
-	case r.Source == api.SourceBluesky && r.CursorPos == 0:
+	case cursor == api.CursorLog && r.CursorPos == 0:
 		// A crawler of a replayable log that has counted nothing yet
 		// reads from its creation: a subscriber moved before its first
 		// count was reported (its node died) still misses nothing.
@@ -157,8 +225,8 @@ func (h *Hub) specLocked(c *crawler) api.SubscriberSpec {
 			spec.Cursor = &api.Cursor{}
 		}
 		spec.Cursor.Position = r.CreatedAt.UnixMicro()
-	case (r.Source == api.SourceTwitter || r.Source == api.SourceMastodon) && spec.Cursor == nil:
-		// Likewise for the sources whose gaps are filled from history
+	case cursor == api.CursorHistory && spec.Cursor == nil:
+		// Likewise for the kinds whose gaps are filled from history
 		// (X recent search, Mastodon timelines): from its creation.
 		spec.Cursor = &api.Cursor{PublishedAt: r.CreatedAt.UTC()}
 	}
@@ -192,12 +260,13 @@ func crawlerActive(c *crawler, userStopped bool) (bool, string) {
 func (h *Hub) planLocked(hard bool, resp *api.ReloadResponse) []*plan {
 	ids := h.sortedNodeIDsLocked()
 	routes := h.routeTablesLocked(ids)
+	why := unrouted{anyNode: len(ids) > 0, draining: h.drainingOffersLocked(ids)}
 	plans := map[*node]*plan{}
 	// By user: a user's limit is looked up once, not once per crawler.
 	for userID, list := range h.byUser {
 		stopped := h.userStoppedLocked(userID)
 		for _, c := range list {
-			h.routeLocked(c, stopped, len(ids) > 0, routes, plans, resp)
+			h.routeLocked(c, stopped, why, routes, plans, resp)
 		}
 	}
 	out := make([]*plan, 0, len(plans))
@@ -219,7 +288,7 @@ func planOf(plans map[*node]*plan, n *node) *plan {
 }
 
 // routeLocked routes one crawler and adds what moves to the plans.
-func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[string]RouteTable, plans map[*node]*plan, resp *api.ReloadResponse) {
+func (h *Hub) routeLocked(c *crawler, userStopped bool, why unrouted, routes map[string]RouteTable, plans map[*node]*plan, resp *api.ReloadResponse) {
 	id := c.row.ID
 	active, rest := crawlerActive(c, userStopped)
 	prev := c.nodeID()
@@ -245,15 +314,12 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	if route, ok := routes[c.row.Source]; ok {
 		target = route(q)
 	}
-	if target == "" && c.node != nil && c.node.draining && !c.node.removed {
+	if target == "" && c.node != nil && c.node.drain.active && !c.node.removed {
 		// No other spawn can run it: it stays on the draining one.
 		return
 	}
 	if target == "" {
-		c.state, c.err = api.StatePending, "no spawn node is registered"
-		if anyNode {
-			c.err = fmt.Sprintf("no spawn node offers source %s (a spawn offers twitter and stream once their credentials are configured)", c.row.Source)
-		}
+		c.state, c.err = api.StatePending, why.reason(c.row.Source, h.sourceInfo(c.row.Source).Unoffered)
 		h.wantLocked(c, nil)
 		return
 	}
@@ -264,7 +330,7 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 	if prev != "" && prev != target {
 		resp.Moved++
 		if pn, ok := h.nodes[prev]; ok {
-			if pn.draining && pn == from && c.sentTo == pn {
+			if pn.drain.active && pn == from && c.sentTo == pn {
 				// Leaving a draining node: it runs the crawler until the
 				// new node does (drain.go).
 				h.leaveLocked(c, pn)
@@ -292,6 +358,32 @@ func (h *Hub) routeLocked(c *crawler, userStopped, anyNode bool, routes map[stri
 			c.state, c.err = api.StatePending, ""
 		}
 	}
+}
+
+// unrouted says why a crawler of a source kind that no live node can take
+// waits: no node registered, every node offering the kind draining (counted
+// by kind in draining), or none offering it.
+type unrouted struct {
+	anyNode  bool
+	draining map[string]int
+}
+
+// reason is the error a pending crawler of the kind shows; unoffered is
+// what the kind's declaration says it takes to offer it.
+func (u unrouted) reason(kind, unoffered string) string {
+	switch k := u.draining[kind]; {
+	case !u.anyNode:
+		return "no spawn node is registered"
+	case k == 1:
+		return fmt.Sprintf("no spawn node can take source %s: the one spawn offering it is draining", kind)
+	case k > 1:
+		return fmt.Sprintf("no spawn node can take source %s: all %d spawns offering it are draining", kind, k)
+	}
+	msg := fmt.Sprintf("no spawn node offers source %s", kind)
+	if unoffered != "" {
+		msg += " (" + unoffered + ")"
+	}
+	return msg
 }
 
 // wantLocked makes n (nil: none) the one node whose wanted set holds the
@@ -375,7 +467,7 @@ func (h *Hub) sentLocked(n *node, upserts []api.SubscriberSpec, resp api.Subscri
 	failed := 0
 	defer func() {
 		if failed > 0 {
-			h.resendDue = true
+			h.reload.resendDue = true
 		}
 	}()
 	if err != nil {

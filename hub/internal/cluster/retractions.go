@@ -176,7 +176,7 @@ func (h *Hub) takeRetractions(ctx context.Context, n *node, resp api.PollRespons
 	var seqs []uint64
 	for _, r := range resp.Retractions {
 		seqs = append(seqs, r.Seq)
-		if r.Seq > logged && validRetraction(r) {
+		if r.Seq > logged && h.validRetraction(r) {
 			fresh = append(fresh, r)
 		}
 	}
@@ -192,8 +192,8 @@ func (h *Hub) takeRetractions(ctx context.Context, n *node, resp api.PollRespons
 }
 
 // validRetraction keeps out what no store could apply.
-func validRetraction(r api.Retraction) bool {
-	if !slices.Contains(api.Sources, r.Source) {
+func (h *Hub) validRetraction(r api.Retraction) bool {
+	if _, ok := h.Sources().Lookup(r.Source); !ok {
 		return false
 	}
 	switch r.Op {
@@ -304,10 +304,10 @@ func (h *Hub) scrubSamples(rs []api.Retraction) {
 	if len(ids) == 0 && len(authors) == 0 {
 		return
 	}
-	h.wg.Add(1)
+	h.run.wg.Add(1)
 	go func() {
-		defer h.wg.Done()
-		ctx, cancel := context.WithTimeout(ctxOrBackground(h.ctx), storeReadTimeout)
+		defer h.run.wg.Done()
+		ctx, cancel := context.WithTimeout(h.runContext(), storeReadTimeout)
 		defer cancel()
 		if _, err := h.cfg.Store.ScrubAlertSamples(ctx, ids, authors); err != nil && ctx.Err() == nil {
 			h.logger.Warn("alert samples not scrubbed of removed comments", "err", err)
@@ -327,8 +327,8 @@ var ErrNoStore = errors.New("cluster: no live spawn can remove comments")
 func (h *Hub) Forget(ctx context.Context, source, author string) (api.ForgetResult, error) {
 	author = strings.TrimSpace(author)
 	switch {
-	case !slices.Contains(api.Sources, source):
-		return api.ForgetResult{}, fmt.Errorf("%w: unknown source %q (want one of %s)", ErrInvalid, source, strings.Join(api.Sources, ", "))
+	case !h.knownKind(source):
+		return api.ForgetResult{}, fmt.Errorf("%w: %w", ErrInvalid, h.Sources().Unknown(source))
 	case author == "":
 		return api.ForgetResult{}, fmt.Errorf("%w: author is required (an author_id or a handle)", ErrInvalid)
 	case len(author) > maxAuthorBytes:
@@ -387,7 +387,7 @@ func (h *Hub) Forget(ctx context.Context, source, author string) (api.ForgetResu
 	wg.Wait()
 	h.mu.Lock()
 	// The event names neither the author nor anything they wrote.
-	h.eventLocked("forget", fmt.Sprintf("an author of %s was forgotten on request: %d comments removed in %d crawlers%s",
+	h.events.add("forget", fmt.Sprintf("an author of %s was forgotten on request: %d comments removed in %d crawlers%s",
 		source, out.Removed, len(crawlers), pendingNote(out.Pending)))
 	h.mu.Unlock()
 	h.logger.Info("author forgotten", "source", source, "removed", out.Removed, "crawlers", len(crawlers), "pending_stores", out.Pending)

@@ -362,8 +362,8 @@ func scaleHub(b *testing.B, nodes, crawlers int) (*Hub, []string) {
 	}
 	hctx, cancel := context.WithCancel(ctx)
 	b.Cleanup(cancel)
+	h.run.start(hctx)
 	h.mu.Lock()
-	h.ctx = hctx
 	h.loadPriorLocked(nil) // a first run: no spawn has usage to report
 	h.mu.Unlock()
 	urls := startSimulatedSpawns(b, nodes)
@@ -444,9 +444,9 @@ func BenchmarkHubScale(b *testing.B) {
 				h.wantLocked(c, nil)
 			}
 			h.mu.Unlock()
-			h.reloadMu.Lock()
-			h.view.fullAt = time.Time{} // a starting hub reads everything
-			h.reloadMu.Unlock()
+			h.reload.mu.Lock()
+			h.reload.view.fullAt = time.Time{} // a starting hub reads everything
+			h.reload.mu.Unlock()
 		}
 		first = false
 		resp, err := h.Reload(ctx, true)
@@ -469,9 +469,9 @@ func BenchmarkHubScale(b *testing.B) {
 		}
 	})
 	measure("SteadyHardReloadFullRead", place, func() {
-		h.reloadMu.Lock()
-		h.view.fullAt = time.Time{} // the periodic full read is due
-		h.reloadMu.Unlock()
+		h.reload.mu.Lock()
+		h.reload.view.fullAt = time.Time{} // the periodic full read is due
+		h.reload.mu.Unlock()
 		resp, err := h.Reload(ctx, true)
 		if err != nil || resp.Assigned != 0 {
 			b.Fatalf("steady reload sent %+v: %v", resp, err)

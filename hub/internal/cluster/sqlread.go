@@ -49,9 +49,9 @@ func (v *sqlView) fullReadDue(now time.Time) bool {
 // fullReadDue says whether the periodic full read of SQL is due, so the
 // reload loop runs a reload even when nothing asked for one.
 func (h *Hub) fullReadDue() bool {
-	h.reloadMu.Lock()
-	defer h.reloadMu.Unlock()
-	return h.view.fullReadDue(time.Now())
+	h.reload.mu.Lock()
+	defer h.reload.mu.Unlock()
+	return h.reload.view.fullReadDue(time.Now())
 }
 
 // readSQL reads what the next reload needs: everything when a full read is
@@ -59,13 +59,13 @@ func (h *Hub) fullReadDue() bool {
 // only the changes. The caller holds reloadMu; the hub lock is not held,
 // so polls and operators are not held up by SQL.
 func (h *Hub) readSQL(ctx context.Context, now time.Time) (sqlRead, error) {
-	if !h.view.fullReadDue(now) {
-		ch, err := h.cfg.Store.ChangesSince(ctx, h.view.seq)
+	if !h.reload.view.fullReadDue(now) {
+		ch, err := h.cfg.Store.ChangesSince(ctx, h.reload.view.seq)
 		switch {
 		case err == nil:
 			return sqlRead{seq: ch.Seq, crawlers: ch.Crawlers, users: ch.Users, deleted: ch.Deleted}, nil
 		case errors.Is(err, sqlstore.ErrChangesPruned):
-			h.logger.Info("changes since the last read are no longer kept: reading everything", "since", h.view.seq)
+			h.logger.Info("changes since the last read are no longer kept: reading everything", "since", h.reload.view.seq)
 		default:
 			return sqlRead{}, err
 		}
@@ -91,11 +91,11 @@ func (h *Hub) readSQL(ctx context.Context, now time.Time) (sqlRead, error) {
 func (h *Hub) takeInLocked(r sqlRead, now time.Time) {
 	if r.full {
 		h.syncLocked(r.crawlers, r.users)
-		h.view.fullAt = now
+		h.reload.view.fullAt = now
 	} else {
 		h.applyChangesLocked(r)
 	}
-	h.view.seq = r.seq
+	h.reload.view.seq = r.seq
 }
 
 // upsertCrawlerLocked takes in a crawler's row from SQL and reports whether
@@ -111,7 +111,7 @@ func (h *Hub) upsertCrawlerLocked(r sqlstore.Crawler) (*crawler, bool) {
 	usage := max(c.row.Usage, r.Usage)
 	ids := c.row.CursorIDs
 	if !ok || c.row.Version != r.Version || c.row.CommentLimit != r.CommentLimit || c.row.LimitReached != r.LimitReached || c.row.Enabled != r.Enabled {
-		r.Source = knownSource(r.Source)
+		r.Source = h.internSource(r.Source)
 		if r.QueryUUID != c.row.QueryUUID {
 			c.quuidState = quuidUnknown
 		}
@@ -189,11 +189,11 @@ func (h *Hub) forgetCrawlerLocked(c *crawler) {
 	}
 }
 
-// knownSource returns the constant equal to a source kind read from SQL, so
-// a million rows share a handful of strings.
-func knownSource(s string) string {
-	if i := slices.Index(api.Sources, s); i >= 0 {
-		return api.Sources[i]
+// internSource returns the declaration's name equal to a source kind read
+// from SQL, so a million rows share a handful of strings.
+func (h *Hub) internSource(s string) string {
+	if info, ok := h.Sources().Lookup(s); ok {
+		return info.Name
 	}
 	return s
 }

@@ -13,8 +13,8 @@ import (
 // kind of read it was and how many rows it brought.
 func (f *fixture) read() (string, int) {
 	f.t.Helper()
-	f.h.reloadMu.Lock()
-	defer f.h.reloadMu.Unlock()
+	f.h.reload.mu.Lock()
+	defer f.h.reload.mu.Unlock()
 	r, err := f.h.readSQL(context.Background(), f.now)
 	if err != nil {
 		f.t.Fatal(err)
@@ -131,18 +131,18 @@ func TestReload_PeriodicFullReadRepairsMissedChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h.reloadMu.Lock()
-	f.h.view.seq = seq
-	f.h.reloadMu.Unlock()
+	f.h.reload.mu.Lock()
+	f.h.reload.view.seq = seq
+	f.h.reload.mu.Unlock()
 	f.wantRead("changes", 0)
 	if !f.crawlerOf(f.crawlers[1]).row.Enabled || f.crawlerOf(f.crawlers[2]) == nil {
 		t.Fatal("the missed changes arrived without a full read")
 	}
 
 	f.now = f.now.Add(fullReadEvery)
-	f.h.reloadMu.Lock()
-	due := f.h.view.fullReadDue(f.now)
-	f.h.reloadMu.Unlock()
+	f.h.reload.mu.Lock()
+	due := f.h.reload.view.fullReadDue(f.now)
+	f.h.reload.mu.Unlock()
 	if !due {
 		t.Fatalf("no full read due %s after the last", fullReadEvery)
 	}

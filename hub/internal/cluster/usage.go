@@ -93,16 +93,16 @@ func (h *Hub) applyNodeUsageLocked(nodeID string, leased map[int64]bool, applied
 		if c.row.CommentLimit > 0 && c.row.Usage >= c.row.CommentLimit && !c.row.LimitReached {
 			c.row.LimitReached = true
 			reached = append(reached, c.row.ID)
-			h.eventLocked("limit_reached", fmt.Sprintf("crawler %d reached its limit of %d", c.row.ID, c.row.CommentLimit))
+			h.events.add("limit_reached", fmt.Sprintf("crawler %d reached its limit of %d", c.row.ID, c.row.CommentLimit))
 		}
 	}
 	if len(reached) == 0 && !userHit {
 		return
 	}
-	ctx := ctxOrBackground(h.ctx)
-	h.wg.Add(1)
+	ctx := h.runContext()
+	h.run.wg.Add(1)
 	go func() {
-		defer h.wg.Done()
+		defer h.run.wg.Done()
 		for _, id := range reached {
 			if err := h.cfg.Store.SetLimitReached(ctx, id, true); err != nil {
 				h.logger.Error("unable to mark limit reached", "crawler_id", id, "err", err)

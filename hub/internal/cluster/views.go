@@ -124,13 +124,13 @@ const (
 func (h *Hub) nodeViewLocked(n *node) api.Node {
 	state := nodeOK
 	switch {
-	case n.draining:
+	case n.drain.active:
 		state = api.NodeDraining
 	case n.failures > 0:
 		state = nodeFailing
 	}
 	return api.Node{
-		ID: n.id, URL: n.url, State: state, Subscribers: len(n.want) + len(n.keep),
+		ID: n.id, URL: n.url, State: state, Subscribers: len(n.want) + len(n.drain.keep),
 		RegisteredAt: n.registeredAt.UTC(), LastPoll: n.lastPoll.UTC(), Failures: n.failures,
 		Sources: slices.Clone(n.sources), Store: n.store, DataSources: slices.Clone(n.dataSources),
 	}

@@ -19,16 +19,17 @@ func (s *Server) handleComplianceRuns(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, runs)
 }
 
-// handleRunCompliance serves POST /v1/compliance/runs: one X compliance
-// check now (the leader also runs one every --compliance-interval). It
-// answers when the job at X ends.
+// handleRunCompliance serves POST /v1/compliance/runs[?source=KIND]: one
+// compliance check now of a kind's stored items (the first kind with a
+// check and crawlers when none is named; the leader also runs them every
+// --compliance-interval). It answers when the service's job ends.
 func (s *Server) handleRunCompliance(w http.ResponseWriter, r *http.Request) {
-	run, err := s.Hub.RunCompliance(r.Context())
+	run, err := s.Hub.RunCompliance(r.Context(), r.URL.Query().Get("source"))
 	switch {
 	case errors.Is(err, cluster.ErrComplianceBusy):
 		httpx.WriteError(w, http.StatusConflict, "%v", err)
 	case errors.Is(err, cluster.ErrNothingToCheck):
-		httpx.WriteError(w, http.StatusConflict, "no X (twitter) crawler has posts to check")
+		httpx.WriteError(w, http.StatusConflict, "%v", err)
 	case err != nil:
 		s.writeStoreError(w, "compliance run", err)
 	default:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -20,10 +19,11 @@ import (
 const maxRecentComments = 1000
 
 // canonical validates a crawler's source, query and keywords and fills the
-// row's canonical fields. An rss crawler's query is its feed URLs and its
-// keywords a filter in the query language; every other source's query is
-// in the language (a list is the OR of its terms) and has no keywords.
-func canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
+// row's canonical fields, as the source's declaration says: a kind whose
+// query is a list of URLs (feeds) keeps them canonical and takes its keywords
+// as a filter in the query language; every other kind's query is in the
+// language (a list is the OR of its terms) and has no keywords.
+func (s *Server) canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
 	for _, t := range q {
 		if err := httpx.CheckText("query", t); err != nil {
 			return err
@@ -34,23 +34,27 @@ func canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
 			return err
 		}
 	}
-	if source != api.SourceRSS {
+	sources := s.Hub.Sources()
+	info, ok := sources.Lookup(source)
+	if !ok {
+		return fmt.Errorf("%w: %w", query.ErrInvalid, sources.Unknown(source))
+	}
+	if info.Query != api.QueryURLs {
 		if len(nonEmpty(keywords)) > 0 {
-			return fmt.Errorf("%w: keywords filter rss crawlers only; put the terms in the %s query", query.ErrInvalid, source)
+			return fmt.Errorf("%w: keywords filter only crawlers that read URLs (feeds); put the terms in the %s query", query.ErrInvalid, source)
 		}
-		if !slices.Contains(api.Sources, source) {
-			_, err := query.Canonical(source, q) // says which sources exist
-			return err
-		}
-		parsed, err := query.ParseList(q)
+		parsed, err := query.ParseFields(q, info.QueryFields)
 		if err != nil {
 			return err
+		}
+		if f := info.RequiredField; f != "" && !parsed.RequiresField(f) {
+			return fmt.Errorf("%w: a %s query must name its %s in every branch (%s:NAME), as in %s", query.ErrInvalid, source, f, f, info.QueryHint)
 		}
 		c.Source, c.Query, c.Keywords = source, []string{parsed.String()}, nil
 		c.QueryUUID = parsed.UUID(source).String()
 		return nil
 	}
-	urls, err := query.Canonical(source, q)
+	urls, err := query.URLs(q)
 	if err != nil {
 		return err
 	}
@@ -66,6 +70,13 @@ func canonical(c *sqlstore.Crawler, source string, q, keywords []string) error {
 	}
 	c.QueryUUID = query.UUID(source, urls).String()
 	return nil
+}
+
+// readsURLs says whether a kind's query is a list of URLs (its crawlers
+// then have keywords); an unknown kind reads as one in the language.
+func (s *Server) readsURLs(source string) bool {
+	info, ok := s.Hub.Sources().Lookup(source)
+	return ok && info.Query == api.QueryURLs
 }
 
 // nonEmpty drops blank entries of a list.
@@ -107,7 +118,7 @@ func (s *Server) handleCreateCrawler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	row.RetentionSeconds = int64(retention.Seconds())
-	if err := canonical(&row, in.Source, in.Query, in.Keywords); err != nil {
+	if err := s.canonical(&row, in.Source, in.Query, in.Keywords); err != nil {
 		s.writeStoreError(w, "crawler", err)
 		return
 	}
@@ -196,7 +207,7 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.Store.UpdateCrawler(r.Context(), id, func(c *sqlstore.Crawler) error {
 		q, kw := []string(c.Query), []string(c.Keywords)
-		if c.Source != api.SourceRSS {
+		if !s.readsURLs(c.Source) {
 			kw = nil // a search crawler's filter is its query
 		}
 		if in.Query != nil {
@@ -205,7 +216,7 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 		if in.Keywords != nil {
 			kw = in.Keywords
 		}
-		if err := canonical(c, c.Source, q, kw); err != nil {
+		if err := s.canonical(c, c.Source, q, kw); err != nil {
 			return err
 		}
 		if in.CommentLimit != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
 // exportPageTimeout bounds reading one export page through a spawn: a page
@@ -118,15 +119,25 @@ func (s *Server) exportPage(ctx context.Context, preferred string, crawlerID int
 
 // handleValidateQuery checks a crawler query exactly as creating the
 // crawler would (canonical) and stores nothing: the dashboard validates as
-// the operator types, and can never disagree with the API.
+// the operator types, and can never disagree with the API. Without a
+// source it checks a query of the language alone (an alert's match rule).
 func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) {
 	var in api.QueryValidate
 	if err := httpx.DecodeJSON(w, r, &in); err != nil {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	if in.Source == "" {
+		q, err := query.ParseList(s.queryTerms("", in.Query))
+		if err != nil {
+			s.writeStoreError(w, "query", err)
+			return
+		}
+		httpx.WriteJSON(w, http.StatusOK, api.QueryValidation{Canonical: q.String(), QueryUUID: q.UUID("").String()})
+		return
+	}
 	var row sqlstore.Crawler
-	if err := canonical(&row, in.Source, queryTerms(in.Source, in.Query), queryTerms("", in.Keywords)); err != nil {
+	if err := s.canonical(&row, in.Source, s.queryTerms(in.Source, in.Query), s.queryTerms("", in.Keywords)); err != nil {
 		s.writeStoreError(w, "query", err)
 		return
 	}
@@ -135,13 +146,14 @@ func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 // queryTerms turns a query typed as one string into the list the API takes:
-// rss feed URLs are comma-separated; a query in the language stays whole
-// (its commas are the language's OR), so error columns match what was typed.
-func queryTerms(source, q string) []string {
+// URLs (a feed crawler's) are comma-separated; a query in the language
+// stays whole (its commas are the language's OR), so error columns match
+// what was typed.
+func (s *Server) queryTerms(source, q string) []string {
 	if strings.TrimSpace(q) == "" {
 		return nil
 	}
-	if source != api.SourceRSS {
+	if !s.readsURLs(source) {
 		return []string{q}
 	}
 	return strings.Split(q, ",")

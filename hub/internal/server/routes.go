@@ -88,6 +88,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /v1/events", admin(s.handleEvents))
 	mux.Handle("GET "+api.PathCrawlerHistory, admin(s.handleCrawlerHistory))
 	mux.Handle("GET "+api.PathScaling, admin(s.handleScaling))
+	mux.Handle("GET "+api.PathSources, admin(s.handleSources))
 	mux.Handle("GET "+api.PathCrawlerTerms, admin(s.handleCrawlerTerms))
 	mux.Handle("GET "+api.PathUserTerms, admin(s.handleUserTerms))
 	mux.Handle("GET "+api.PathCrawlerActivity, admin(s.handleCrawlerActivity))

@@ -50,7 +50,7 @@ func seedCrawlers(t *testing.T, ts *testServer, enabled, disabled, atLimit int) 
 	add := func(on, limited bool) {
 		n++
 		row := sqlstore.Crawler{UserID: u.ID, Enabled: on}
-		if err := canonical(&row, api.SourceRSS, []string{fmt.Sprintf("https://feeds.example.com/%d.xml", n)}, nil); err != nil {
+		if err := ts.Server.canonical(&row, api.SourceRSS, []string{fmt.Sprintf("https://feeds.example.com/%d.xml", n)}, nil); err != nil {
 			t.Fatal(err)
 		}
 		c, err := ts.Store.CreateCrawler(ctx, row)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -27,7 +26,7 @@ func (s *Store) CreateCrawler(ctx context.Context, c Crawler) (Crawler, error) {
 	if row.UserID <= 0 {
 		return Crawler{}, fmt.Errorf("%w: user id must be positive, got %d", ErrInvalid, row.UserID)
 	}
-	if err := validCrawler(&row); err != nil {
+	if err := s.validCrawler(&row); err != nil {
 		return Crawler{}, err
 	}
 	enabled := row.Enabled
@@ -127,7 +126,7 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 		}
 		next.ID, next.UserID, next.Usage, next.CreatedAt = cur.ID, cur.UserID, cur.Usage, cur.CreatedAt
 		next.ChangeSeq = seq
-		if err := validCrawler(&next); err != nil {
+		if err := s.validCrawler(&next); err != nil {
 			return err
 		}
 		if next.CursorAt != nil {
@@ -212,12 +211,13 @@ func (s *Store) SetLimitReached(ctx context.Context, id int64, reached bool) err
 	return nil
 }
 
-// validCrawler checks the fields the store relies on. The canonical form of
-// the query itself is pkg/query's business.
-func validCrawler(c *Crawler) error {
+// validCrawler checks the fields the store relies on: a source kind the
+// declarations name (UseSources), and the query's presence; its canonical
+// form is pkg/query's business.
+func (s *Store) validCrawler(c *Crawler) error {
 	switch {
-	case !slices.Contains(api.Sources, c.Source):
-		return fmt.Errorf("%w: unknown source %q (want one of %s)", ErrInvalid, c.Source, strings.Join(api.Sources, ", "))
+	case !s.knownSource(c.Source):
+		return fmt.Errorf("%w: %w", ErrInvalid, s.sourceRegistry().Unknown(c.Source))
 	case strings.TrimSpace(c.Query.text()) == "":
 		return fmt.Errorf("%w: crawler query is empty", ErrInvalid)
 	case c.QueryUUID == "" || len(c.QueryUUID) > 36:
@@ -255,7 +255,7 @@ func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, er
 		if rows[i].UserID <= 0 {
 			return nil, fmt.Errorf("%w: crawler %d: user id must be positive, got %d", ErrInvalid, i, c.UserID)
 		}
-		if err := validCrawler(&rows[i]); err != nil {
+		if err := s.validCrawler(&rows[i]); err != nil {
 			return nil, fmt.Errorf("crawler %d: %w", i, err)
 		}
 		users[c.UserID] = true

@@ -36,6 +36,7 @@ var migrations = []migration{
 	{version: 10, name: "create alert_rules, alerts and alert_deliveries", up: migrateV10},
 	{version: 11, name: "create retractions and compliance_runs; add crawlers.retention_seconds and users.retention_seconds", up: migrateV11},
 	{version: 12, name: "add crawlers.cursor_ids", up: migrateV12},
+	{version: 13, name: "add compliance_runs.source", up: migrateV13},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating

@@ -56,7 +56,7 @@ func migrateV4(tx *gorm.DB) error {
 // canonicalV4 is r in the language's canonical form; false when r does
 // not parse.
 func canonicalV4(r crawlerV4) (crawlerV4, bool) {
-	if r.Source == api.SourceRSS {
+	if readsURLs(r.Source) {
 		if r.Keywords == "" {
 			return r, true
 		}
@@ -84,4 +84,11 @@ func canonicalV4(r crawlerV4) (crawlerV4, bool) {
 	}
 	r.Query, r.Keywords, r.QueryUUID = q.String(), "", q.UUID(r.Source).String()
 	return r, true
+}
+
+// readsURLs says whether a kind's query is a list of URLs, by the builtin
+// declarations: migrations run before any spawn registers.
+func readsURLs(source string) bool {
+	info, ok := builtinSources().Lookup(source)
+	return ok && info.Query == api.QueryURLs
 }

@@ -40,7 +40,7 @@ type User struct {
 }
 
 // Crawler is one crawler configuration. Query and Keywords are in
-// canonical form (pkg/query): an rss crawler's query is its feed URLs and
+// canonical form (pkg/query): a feed crawler's query is its feed URLs and
 // its keywords a filter of one query; any other crawler's query is one
 // query and it has no keywords.
 type Crawler struct {
@@ -79,14 +79,9 @@ type Crawler struct {
 }
 
 // CanonicalQuery is the crawler's query as one text, as crawler show
-// reports it (query_canonical): an rss crawler's feed URLs
-// comma-separated, any other crawler's query as stored.
-func (c *Crawler) CanonicalQuery() string {
-	if c.Source == api.SourceRSS {
-		return strings.Join(c.Query, ",")
-	}
-	return c.Query.text()
-}
+// reports it (query_canonical): a feed crawler's URLs comma-separated,
+// any other crawler's query as stored (one text in the query language).
+func (c *Crawler) CanonicalQuery() string { return strings.Join(c.Query, ",") }
 
 // CanonicalKeywords is the crawler's keyword filter as one text, "" for
 // none.

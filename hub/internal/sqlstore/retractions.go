@@ -125,12 +125,14 @@ func (s *Store) PruneRetractions(ctx context.Context, before time.Time) (int64, 
 	return res.RowsAffected, nil
 }
 
-// ComplianceRun records one X compliance check: when, through which
-// spawn, the job's id at X, its outcome (running, completed, failed,
-// expired, error), how many post ids were checked and how many of them X
-// reported deleted.
+// ComplianceRun records one compliance check of a source kind's stored
+// items with its service (X's batch compliance): when, through which
+// spawn, the service's job id, its outcome (running, completed, failed,
+// expired, error), how many items were checked and how many of them the
+// service reported gone.
 type ComplianceRun struct {
 	ID         int64     `gorm:"primaryKey"`
+	Source     string    `gorm:"size:32;not null;default:''"`
 	StartedAt  time.Time `gorm:"not null"`
 	FinishedAt *time.Time
 	Node       string `gorm:"size:64;not null;default:''"`
@@ -141,9 +143,9 @@ type ComplianceRun struct {
 	Error      string `gorm:"size:500;not null;default:''"`
 }
 
-// StartComplianceRun records a run that begins now.
-func (s *Store) StartComplianceRun(ctx context.Context, node string) (ComplianceRun, error) {
-	run := ComplianceRun{StartedAt: now(), Node: node, Status: "running"}
+// StartComplianceRun records a run of a kind's check that begins now.
+func (s *Store) StartComplianceRun(ctx context.Context, source, node string) (ComplianceRun, error) {
+	run := ComplianceRun{Source: source, StartedAt: now(), Node: node, Status: "running"}
 	if err := s.db.WithContext(ctx).Create(&run).Error; err != nil {
 		return ComplianceRun{}, fmt.Errorf("sqlstore: unable to record a compliance run: %w", err)
 	}

@@ -83,7 +83,7 @@ func TestStore_RetentionAndComplianceRuns(t *testing.T) {
 		if err != nil || up.RetentionSeconds != 0 || up.Version != back.Version+1 {
 			t.Fatalf("retention removed: %+v, %v", up, err)
 		}
-		run, err := s.StartComplianceRun(ctx, "node-1")
+		run, err := s.StartComplianceRun(ctx, "twitter", "node-1")
 		if err != nil {
 			t.Fatal(err)
 		}

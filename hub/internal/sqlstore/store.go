@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -16,6 +18,7 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
+	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 )
 
@@ -55,6 +58,8 @@ type Store struct {
 	db      *gorm.DB
 	dialect string
 	logger  *slog.Logger
+	// sources are the source kinds crawlers may read (UseSources).
+	sources atomic.Pointer[api.SourceRegistry]
 	prune   analyticsPrune // when old analytics buckets were last deleted
 }
 
@@ -255,3 +260,22 @@ func (l *slogGorm) Trace(ctx context.Context, begin time.Time, fc func() (string
 func (l *slogGorm) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
 	return sql, nil
 }
+
+// UseSources sets the declarations of the source kinds crawlers may read:
+// the hub's own registry, which learns the kinds spawns bring. A store
+// not told knows the builtin ones.
+func (s *Store) UseSources(r *api.SourceRegistry) { s.sources.Store(r) }
+
+func (s *Store) sourceRegistry() *api.SourceRegistry {
+	if r := s.sources.Load(); r != nil {
+		return r
+	}
+	return builtinSources()
+}
+
+func (s *Store) knownSource(name string) bool {
+	_, ok := s.sourceRegistry().Lookup(name)
+	return ok
+}
+
+var builtinSources = sync.OnceValue(func() *api.SourceRegistry { return api.NewSourceRegistry(api.BuiltinSources()...) })

@@ -64,6 +64,7 @@ type complianceJobs struct {
 	process             time.Duration     // how long a job takes after its upload
 	upload              time.Duration     // how long its upload URL lives
 	failNext, stallNext bool
+	storage             string   // base of the upload and download URLs; "" is the server's own
 	created             []string // ids of the jobs created, in order
 }
 
@@ -118,6 +119,17 @@ func (s *Server) SetComplianceTimings(process, upload time.Duration) {
 	if upload > 0 {
 		c.upload = upload
 	}
+}
+
+// SetStorageURL makes the jobs' upload and download URLs point at base
+// (scheme and host, no trailing slash) instead of the server itself: as
+// X's point at Google Cloud Storage, a host the checker only learns from
+// the job document.
+func (s *Server) SetStorageURL(base string) {
+	c := s.jobs()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.storage = base
 }
 
 // FailNextJob makes the next job turn failed once uploaded.
@@ -201,6 +213,16 @@ func (c *complianceJobs) jsonOf(j *Job, base string) jobJSON {
 // baseURL is the server's own URL as the client reached it.
 func baseURL(r *http.Request) string { return "http://" + r.Host }
 
+// storageBaseLocked is where a job's upload and download URLs point: X's
+// jobs name Google Cloud Storage, another host than the API's; by default
+// the server serves them itself.
+func (c *complianceJobs) storageBaseLocked(r *http.Request) string {
+	if c.storage != "" {
+		return c.storage
+	}
+	return baseURL(r)
+}
+
 func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Type      string `json:"type"`
@@ -234,7 +256,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request) {
 	c.stallNext, c.failNext = false, false
 	c.jobs[j.ID] = j
 	c.created = append(c.created, j.ID)
-	writeJSON(w, http.StatusOK, map[string]any{"data": c.jsonOf(j, baseURL(r))})
+	writeJSON(w, http.StatusOK, map[string]any{"data": c.jsonOf(j, c.storageBaseLocked(r))})
 }
 
 // complianceInvalid is X's answer to a request it cannot take.
@@ -254,7 +276,7 @@ func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.advanceLocked(j, time.Now())
-	writeJSON(w, http.StatusOK, map[string]any{"data": c.jsonOf(j, baseURL(r))})
+	writeJSON(w, http.StatusOK, map[string]any{"data": c.jsonOf(j, c.storageBaseLocked(r))})
 }
 
 // handleUpload takes the ids of a job, one a line, as the storage does.

@@ -166,7 +166,7 @@ func (c *Cluster) SpawnSettings() spawnapp.Settings {
 	cfg.Store = c.StoreURI
 	cfg.NodeToken = NodeToken
 	cfg.AllowTargets = []string{"127.0.0.0/8"}
-	cfg.FeedInterval = c.timings.FeedInterval
+	cfg.RSS.Interval = c.timings.FeedInterval
 	cfg.OrphanAfter = c.timings.OrphanAfter
 	cfg.DetachAfter = c.timings.DetachAfter
 	cfg.HubCA = c.ca
@@ -174,15 +174,15 @@ func (c *Cluster) SpawnSettings() spawnapp.Settings {
 }
 
 // AddSpawn starts a spawn with SpawnSettings, changed by edit when it is
-// not nil, appends it to Spawns and stops it when the test ends. It does
-// not wait for the spawn to register.
-func (c *Cluster) AddSpawn(edit func(*spawnapp.Settings)) *spawnapp.Spawn {
+// not nil, and opts, appends it to Spawns and stops it when the test ends.
+// It does not wait for the spawn to register.
+func (c *Cluster) AddSpawn(edit func(*spawnapp.Settings), opts ...spawnapp.Option) *spawnapp.Spawn {
 	c.tb.Helper()
 	cfg := c.SpawnSettings()
 	if edit != nil {
 		edit(&cfg)
 	}
-	s, err := spawnapp.Start(c.Ctx, cfg, testkit.Logger(c.tb, fmt.Sprintf("spawn%d", len(c.Spawns)+1)))
+	s, err := spawnapp.Start(c.Ctx, cfg, testkit.Logger(c.tb, fmt.Sprintf("spawn%d", len(c.Spawns)+1)), opts...)
 	if err != nil {
 		c.tb.Fatal(err)
 	}

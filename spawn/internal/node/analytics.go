@@ -10,6 +10,21 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/terms"
 )
 
+// Analytics: the terms, authors and activity of what the node stores
+// travel with its usage increments (api.IncrementAnalytics). The terms of a
+// counted comment are extracted ahead of the store writer (extractTerms),
+// and a batch's analytics worked out while the store writes it
+// (startAnalysis), so neither the data sources nor the writer tokenize.
+
+// analyticsState is the node's work on analytics.
+type analyticsState struct {
+	// queue holds the term sets of counted items for extractTerms.
+	queue *termsQueue
+	// current is the analysis of the batch being written
+	// (startAnalysis); the store writer's goroutine alone uses it.
+	current *analysis
+}
+
 // analyze gathers the analytics of a written batch's fresh comments (all
 // of them for fresh nil) per increment they count under: every comment of
 // an increment is in the one batch it was assigned in (assignIncrements),
@@ -103,7 +118,7 @@ func (n *Node) withTerms(ps []pending) {
 			continue
 		}
 		p.terms = terms.NewSet(p.comment.Text, p.comment.Lang)
-		n.extractQ.add(p.terms)
+		n.analytics.queue.add(p.terms)
 	}
 }
 
@@ -162,8 +177,8 @@ func (n *Node) extractTerms(ctx context.Context) {
 	var sets []*terms.Set
 	for {
 		select {
-		case <-n.extractQ.ready:
-			sets = n.extractQ.take(sets)
+		case <-n.analytics.queue.ready:
+			sets = n.analytics.queue.take(sets)
 			for _, s := range sets {
 				s.Extract()
 			}
@@ -198,11 +213,11 @@ func (n *Node) startAnalysis(batch []pending) {
 	if n.cfg.NoAnalytics || len(batch) == 0 {
 		return
 	}
-	if a := n.analysis; a != nil {
+	if a := n.analytics.current; a != nil {
 		<-a.done
 	}
 	a := &analysis{batch: batch, done: make(chan struct{})}
-	n.analysis = a
+	n.analytics.current = a
 	go func() {
 		defer close(a.done)
 		a.out = n.analyze(batch, nil)
@@ -213,8 +228,8 @@ func (n *Node) startAnalysis(batch []pending) {
 // those startAnalysis worked out when the batch is the one it was given
 // and every comment of it is fresh, else analysed now.
 func (n *Node) analyticsOf(batch []pending, fresh []bool) map[uint64]*api.IncrementAnalytics {
-	if a := n.analysis; a != nil {
-		n.analysis = nil
+	if a := n.analytics.current; a != nil {
+		n.analytics.current = nil
 		<-a.done
 		if len(batch) == len(a.batch) && len(batch) > 0 && &batch[0] == &a.batch[0] && !slices.Contains(fresh, false) {
 			return a.out

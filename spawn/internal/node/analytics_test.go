@@ -32,7 +32,7 @@ func TestNode_IncrementsCarryTheirCommentsAnalytics(t *testing.T) {
 				n.mu.Lock()
 				defer n.mu.Unlock()
 				var counted int64
-				for _, inc := range n.incs {
+				for _, inc := range n.usage.incs {
 					counted += inc.Count
 				}
 				return st.count(1) == sent && counted == sent
@@ -40,7 +40,7 @@ func TestNode_IncrementsCarryTheirCommentsAnalytics(t *testing.T) {
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			var golang int64
-			for _, inc := range n.incs {
+			for _, inc := range n.usage.incs {
 				if off {
 					if inc.Analytics != nil {
 						t.Fatalf("increment %d carries analytics with analytics off", inc.Seq)
@@ -151,7 +151,7 @@ func termsRatio(b *testing.B, nodes [2]*termsNode) {
 func stored(n *Node, crawlerID int64) int64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s, ok := n.subs[crawlerID]; ok {
+	if s, ok := n.table.subs[crawlerID]; ok {
 		return s.stored
 	}
 	return 0

@@ -11,14 +11,48 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
+	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 )
 
-// attachState is which hubs a node follows and the hub terms it has seen.
-// Several hubs may share one database; one leads, with a term that grows at
-// every takeover (api.NewEpoch). The node registers with the leader and
-// refuses any request whose term is lower than the highest it accepted: a
-// deposed leader changes nothing here. Guarded by Node.mu.
+// Registration. A node registers with the hub when it starts, after it
+// detached and when a new hub epoch polls it; it keeps trying, with
+// back-off, until a hub takes it. Keeping the attachment (the hub's polls
+// proving it alive, orphans and detachment) is in liveness.go.
+const (
+	// registerRetryMin is the first back-off after a failed registration;
+	// each failure doubles it up to registerRetryMax, and every wait is a
+	// random value between half of it and all of it.
+	registerRetryMin = 200 * time.Millisecond
+	registerRetryMax = 10 * time.Second
+	// registerTimeout bounds one registration request.
+	registerTimeout = 5 * time.Second
+)
+
+// attachState is the node's tie to the hub: whether it is attached, to
+// which epoch, and when the hub last spoke (liveness.go); which hubs it
+// follows and the hub terms it has seen. Several hubs may share one
+// database; one leads, with a term that grows at every takeover
+// (api.NewEpoch). The node registers with the leader and refuses any
+// request whose term is lower than the highest it accepted: a deposed
+// leader changes nothing here. Guarded by Node.mu (kick excepted).
 type attachState struct {
+	// state is api.NodeRegistering, api.NodeAttached or api.NodeDetached.
+	state string
+	// epoch is the epoch of the hub the node is attached to.
+	epoch string
+	// lastContact is when a fresh hub request last arrived, and lastSeq
+	// its sequence number.
+	lastContact time.Time
+	lastSeq     uint64
+	// detachReason is why the node last detached, told to the hub when it
+	// registers again.
+	detachReason string
+	// orphanAfter and detachAfter are the hub's, once it told them.
+	orphanAfter time.Duration
+	detachAfter time.Duration
+	// kick wakes the attach loop.
+	kick chan struct{}
+
 	next   int    // index in the hub list of the hub to try first
 	leader string // where the node last registered or was sent
 	// maxTerm is the highest term accepted, at maxTermAt; accepted are the
@@ -56,7 +90,7 @@ const complaintKept = time.Minute
 // subscribers before the node has read the registration answer.
 func (n *Node) AwaitRegistration(ctx context.Context) bool {
 	n.mu.Lock()
-	attached, ch := n.state == api.NodeAttached, n.attach.registering
+	attached, ch := n.attach.state == api.NodeAttached, n.attach.registering
 	n.mu.Unlock()
 	if attached || ch == nil {
 		return attached
@@ -107,7 +141,7 @@ func (n *Node) attachLoop(ctx context.Context) {
 	retry := backoff.Policy{Min: registerRetryMin, Max: registerRetryMax}
 	for {
 		n.mu.Lock()
-		attached := n.state == api.NodeAttached
+		attached := n.attach.state == api.NodeAttached
 		n.mu.Unlock()
 		if !attached {
 			n.metrics.registrations.Inc()
@@ -125,7 +159,7 @@ func (n *Node) attachLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-n.kick:
+		case <-n.attach.kick:
 		}
 	}
 }
@@ -136,16 +170,16 @@ func (n *Node) attachLoop(ctx context.Context) {
 func (n *Node) register(ctx context.Context) error {
 	hubs := n.hubURLs()
 	n.mu.Lock()
-	detached := n.detachReason
+	detached := n.attach.detachReason
 	first, leader := n.attach.next, n.attach.leader
 	followed, term := n.attach.followed, n.attach.maxTerm
-	draining := n.draining
+	draining := n.drain.active
 	var complaint *api.UnreachableLeader
 	if n.attach.complaint != nil && time.Since(n.attach.complaintAt) < complaintKept {
 		complaint = n.attach.complaint
 	}
 	n.mu.Unlock()
-	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.cfg.Sources.FleetScoped(), Detached: detached, Clock: n.clock(),
+	req := api.RegisterRequest{NodeID: n.id, URL: n.cfg.AdvertiseURL, Sources: n.cfg.Sources.Offered(), FleetSources: n.fleetSources(), Declared: n.declared(), Detached: detached, Clock: n.clock(),
 		LeaderUnreachable: complaint, Draining: draining}
 	req.Store, req.RetractionsApplied = n.storeFacts(ctx)
 	order := make([]string, 0, len(hubs)+1)
@@ -247,7 +281,7 @@ func (n *Node) attachTo(hub string, hubs []string, resp api.RegisterResponse) er
 	defer n.mu.Unlock()
 	now := time.Now()
 	if term < n.attach.maxTerm {
-		if now.Sub(n.attach.maxTermAt) < n.detachAfter {
+		if now.Sub(n.attach.maxTermAt) < n.attach.detachAfter {
 			n.attach.leader = ""
 			return fmt.Errorf("%w: hub %s leads term %d, term %d answered %s ago", ErrDeposed, hub, term, n.attach.maxTerm, now.Sub(n.attach.maxTermAt).Round(time.Millisecond))
 		}
@@ -260,21 +294,21 @@ func (n *Node) attachTo(hub string, hubs []string, resp api.RegisterResponse) er
 	if i := slices.Index(hubs, hub); i >= 0 {
 		n.attach.next = i
 	}
-	n.state = api.NodeAttached
-	n.epoch = resp.Epoch
+	n.attach.state = api.NodeAttached
+	n.attach.epoch = resp.Epoch
 	n.delta.Reset() // the hub's record of this node starts empty
 	if n.attach.registering != nil {
 		close(n.attach.registering)
 		n.attach.registering = nil
 	}
-	n.detachReason = ""
-	n.lastSeq = 0
-	n.lastContact = now
+	n.attach.detachReason = ""
+	n.attach.lastSeq = 0
+	n.attach.lastContact = now
 	if resp.OrphanAfter > 0 {
-		n.orphanAfter = time.Duration(resp.OrphanAfter)
+		n.attach.orphanAfter = time.Duration(resp.OrphanAfter)
 	}
 	if resp.DetachAfter > 0 {
-		n.detachAfter = time.Duration(resp.DetachAfter)
+		n.attach.detachAfter = time.Duration(resp.DetachAfter)
 	}
 	n.acceptTermLocked(term)
 	n.logger.Info("registered", "node_id", n.id, "hub", hub, "epoch", resp.Epoch, "term", term, "url", n.cfg.AdvertiseURL)
@@ -293,133 +327,10 @@ func (n *Node) acceptTermLocked(term uint64) {
 	n.logger.Info("hub term accepted", "term", term)
 }
 
-// detachLocked drops everything and makes the attach loop register again.
-func (n *Node) detachLocked(reason string) {
-	if n.state != api.NodeAttached {
-		return
-	}
-	n.metrics.detaches.Inc()
-	n.logger.Warn("detached", "reason", reason, "subscribers", len(n.subs))
-	n.state = api.NodeDetached
-	n.detachReason = reason
-	// From here on, nothing counted so far may reach the store (fence.go):
-	// the hub that granted it either reads this node's usage back once
-	// it can no longer write, or is gone, and its successor knows nothing
-	// of what it granted.
-	n.attach.fencedAt = time.Now()
-	n.epoch = ""
-	n.dropAllLocked()
-	n.delta.Reset()
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
-}
+// maxResponseBytes caps what the spawn reads from the hub.
+const maxResponseBytes = 1 << 20
 
-// watch stops orphans and detaches a node the hub no longer contacts. It
-// wakes at the earliest deadline, so nothing runs unsupervised past
-// orphan_after by more than a scheduling delay.
-func (n *Node) watch(ctx context.Context) {
-	maxWait := n.cfg.WatchEvery
-	if maxWait <= 0 {
-		maxWait = n.cfg.OrphanAfter / 4
-	}
-	t := time.NewTimer(maxWait)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		t.Reset(n.enforceDeadlines(time.Now(), maxWait))
-	}
-}
-
-// enforceDeadlines drops orphans and detaches when the hub has been silent
-// too long, and returns how long until the next deadline.
-func (n *Node) enforceDeadlines(now time.Time, maxWait time.Duration) time.Duration {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.enforceDeadlinesLocked(now, maxWait)
-}
-
-// enforceDeadlinesLocked is enforceDeadlines for a caller holding n.mu.
-func (n *Node) enforceDeadlinesLocked(now time.Time, maxWait time.Duration) time.Duration {
-	if n.state == api.NodeAttached && now.Sub(n.lastContact) >= n.detachAfter {
-		n.detachLocked("hub silent for " + n.detachAfter.String())
-	}
-	next := maxWait
-	if n.state == api.NodeAttached {
-		next = min(next, n.lastContact.Add(n.detachAfter).Sub(now))
-	}
-	for id, s := range n.subs {
-		if now.Sub(s.lastPolled) >= n.orphanAfter {
-			n.metrics.orphansDropped.Inc()
-			n.logger.Warn("orphan subscriber stopped", "crawler_id", id, "unpolled_for", now.Sub(s.lastPolled).Round(time.Millisecond))
-			n.removeLocked(id)
-			continue
-		}
-		next = min(next, s.lastPolled.Add(n.orphanAfter).Sub(now))
-	}
-	return max(next, time.Millisecond)
-}
-
-// checkHubLocked validates a hub request: its epoch, its sequence number and
-// its validity (validUntil on the node's clock, 0 for none). A fresh request
-// advances the sequence and counts as contact; a stale or expired one is
-// reported with ErrStale and changes nothing.
-//
-// A request must prove the hub is alive now. A spawn frozen (SIGSTOP, a
-// stalled VM) past its deadlines finds, when it resumes, polls the hub sent
-// during the freeze and has long given up on, waiting in its socket
-// buffers; their sequence numbers are higher than any it has seen. Two
-// checks keep them from reviving it:
-//
-//   - The deadlines are enforced first: a node without contact past
-//     detach_after detaches, and subscribers unpolled past orphan_after
-//     stop, before any request can refresh them, whichever of the watchdog
-//     and the request handlers the scheduler runs first after the freeze.
-//   - A request the hub stopped waiting for is refused. The hub cannot
-//     know the spawn's clock exactly, but it holds the spawn's clock from
-//     its last answer (or registration) and when that answer arrived, which
-//     is after the spawn read its clock; so that clock plus the time since
-//     is never later than the spawn's clock now, and adding the hub's
-//     request timeout gives a bound on the spawn's clock that expires no
-//     later than the hub gives up (see api.PollRequest.ValidUntil). Only
-//     the clocks' rates must agree, not their readings. Timing a request
-//     from its connection's accept instead would not do: the hub reuses
-//     connections, so an accept time says nothing about a later request.
-func (n *Node) checkHubLocked(epoch string, seq uint64, validUntil int64) error {
-	n.enforceDeadlinesLocked(time.Now(), n.detachAfter)
-	if n.state != api.NodeAttached {
-		return ErrNotAttached
-	}
-	if epoch != n.epoch {
-		term := api.EpochTerm(epoch)
-		if term < n.attach.maxTerm {
-			// A deposed leader: it changes nothing here, and proves
-			// nothing about the leader this node follows.
-			return fmt.Errorf("%w: %w: request of term %d, term %d accepted", ErrEpoch, ErrDeposed, term, n.attach.maxTerm)
-		}
-		n.attach.maxTerm, n.attach.maxTermAt = term, time.Now()
-		n.attach.leader = "" // the new leader is found by registering
-		n.detachLocked("new hub epoch " + epoch)
-		return ErrEpoch
-	}
-	if clock := n.clock(); validUntil > 0 && clock > validUntil {
-		n.metrics.expiredRequests.Inc()
-		n.logger.Warn("hub request refused: the hub stopped waiting for it", "seq", seq, "late_by", time.Duration(clock-validUntil)*time.Millisecond)
-		return fmt.Errorf("%w: request %d expired %d ms ago", ErrStale, seq, clock-validUntil)
-	}
-	if seq <= n.lastSeq {
-		// An old message arriving late proves nothing about the hub now:
-		// it must not keep the node attached.
-		return ErrStale
-	}
-	n.lastSeq = seq
-	n.lastContact = time.Now()
-	n.attach.maxTermAt = n.lastContact
-	n.acceptTermLocked(api.EpochTerm(epoch))
-	return nil
+// postJSON posts in to a hub and reads its answer into out.
+func postJSON(ctx context.Context, c *http.Client, url, token string, in, out any) error {
+	return httpx.CallJSON(ctx, c, http.MethodPost, url, token, in, out, maxResponseBytes)
 }

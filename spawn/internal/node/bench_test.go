@@ -29,7 +29,7 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 			if limited {
 				n.mu.Lock()
-				s := n.subs[1]
+				s := n.table.subs[1]
 				s.leaseSeq, s.leaseTotal, s.leaseUntil = 1, 1<<62, n.clock()+int64(time.Hour/time.Millisecond)
 				n.mu.Unlock()
 			}
@@ -48,7 +48,7 @@ func BenchmarkThroughput(b *testing.B) {
 			for st.count(1) < sent {
 				if time.Now().After(deadline) {
 					n.mu.Lock()
-					s := n.subs[1]
+					s := n.table.subs[1]
 					b.Fatalf("stored %d of %d (reserved %d, rejected %d, node stored %d, buffered %d, backlog %d)", st.count(1), sent, s.reserved, s.rejected, s.stored, n.writer.queued(), len(s.backlog))
 				}
 				time.Sleep(time.Millisecond)

@@ -271,7 +271,7 @@ func newBskyNodeWith(b *testing.B, subs int, posts []bskyPost, noAnalytics, text
 		b.Fatal(err)
 	}
 	n.mu.Lock()
-	src := n.sources[bluesky.Key].ds.(*bluesky.Source)
+	src := n.table.sources[bluesky.Key].ds.(*bluesky.Source)
 	n.mu.Unlock()
 	testkit.WaitFor(b, time.Minute, "the Jetstream connection", func() bool { return js.Conns() == 1 })
 	bn := &bskyNode{n: n, js: js, av: av, src: src, st: st, index: match.NewQueries(byID), posts: posts, textOnly: textOnly}

@@ -30,6 +30,13 @@ const (
 	drainDoneTimeout = 2 * time.Second
 )
 
+// drainState is whether the node drains and since when. Guarded by
+// Node.mu.
+type drainState struct {
+	active bool
+	start  time.Time
+}
+
 // ErrDrainIncomplete is returned by Drain when its context ended before
 // the node had handed everything over.
 var ErrDrainIncomplete = errors.New("node: drain incomplete")
@@ -38,18 +45,18 @@ var ErrDrainIncomplete = errors.New("node: drain incomplete")
 func (n *Node) Draining() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.draining
+	return n.drain.active
 }
 
 // startDrainLocked marks the node draining; why is logged.
 func (n *Node) startDrainLocked(why string) {
-	if n.draining {
+	if n.drain.active {
 		return
 	}
-	n.draining = true
-	n.drainStart = time.Now()
+	n.drain.active = true
+	n.drain.start = time.Now()
 	n.metrics.draining.Set(1)
-	n.logger.Info("draining: handing every crawler to other spawns", "why", why, "subscribers", len(n.subs))
+	n.logger.Info("draining: handing every crawler to other spawns", "why", why, "subscribers", len(n.table.subs))
 }
 
 // drainedLocked reports whether a draining node has nothing left to hand
@@ -58,13 +65,13 @@ func (n *Node) startDrainLocked(why string) {
 // subscribers and may no longer write: what it did not report is read back
 // from the store by the hub.
 func (n *Node) drainedLocked() bool {
-	if len(n.subs) > 0 || len(n.sources) > 0 {
+	if len(n.table.subs) > 0 || len(n.table.sources) > 0 {
 		return false
 	}
-	if n.state != api.NodeAttached {
+	if n.attach.state != api.NodeAttached {
 		return true
 	}
-	return len(n.pending) == 0 && len(n.incs) == 0 && n.writer.queued() == 0
+	return len(n.usage.pending) == 0 && len(n.usage.incs) == 0 && n.writer.queued() == 0
 }
 
 // Drain hands the node's crawlers to other spawns through the hub and
@@ -75,7 +82,7 @@ func (n *Node) drainedLocked() bool {
 func (n *Node) Drain(ctx context.Context) error {
 	n.mu.Lock()
 	n.startDrainLocked("stopping")
-	start := n.drainStart
+	start := n.drain.start
 	n.mu.Unlock()
 	told := false
 	var lastTry time.Time
@@ -84,8 +91,8 @@ func (n *Node) Drain(ctx context.Context) error {
 	for {
 		n.mu.Lock()
 		done := n.drainedLocked()
-		attached := n.state == api.NodeAttached
-		left := len(n.subs)
+		attached := n.attach.state == api.NodeAttached
+		left := len(n.table.subs)
 		n.mu.Unlock()
 		if done {
 			break
@@ -112,7 +119,7 @@ func (n *Node) Drain(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainDoneTimeout)
 	defer cancel()
 	n.mu.Lock()
-	attached := n.state == api.NodeAttached
+	attached := n.attach.state == api.NodeAttached
 	n.mu.Unlock()
 	if attached {
 		if err := n.tellHub(dctx, api.DrainRequest{NodeID: n.id, Done: true}); err != nil {

@@ -70,9 +70,9 @@ func (n *Node) rebuildIndexOutsideLock(ds *dataSource) bool {
 		}
 		gen, prev, byID := ds.gen, ds.index, ds.filtersLocked()
 		n.mu.Unlock()
-		built := n.indexBuilder(prev, byID)
+		built := n.table.indexBuilder(prev, byID)
 		n.mu.Lock()
-		if n.sources[ds.key] != ds {
+		if n.table.sources[ds.key] != ds {
 			return false
 		}
 		if ds.gen == gen {
@@ -148,7 +148,7 @@ const emitBufferMax = 4096
 func (n *Node) matchChunk(ds *dataSource, items []source.Item, out []pending) ([]pending, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.sources[ds.key] != ds || !n.rebuildIndexOutsideLock(ds) {
+	if n.table.sources[ds.key] != ds || !n.rebuildIndexOutsideLock(ds) {
 		return out, context.Canceled
 	}
 	now := n.clock()
@@ -157,7 +157,7 @@ func (n *Node) matchChunk(ds *dataSource, items []source.Item, out []pending) ([
 		h := idHash(it.ID) // once for every subscriber
 		for _, s := range open {
 			if p, ok := s.acceptMatchedLocked(it, ds.key, h, nil, now); ok {
-				n.pendingLocked(p.comment.CrawlerID, 1)
+				n.usage.pendingLocked(p.comment.CrawlerID, 1)
 				out = append(out, p)
 			}
 		}
@@ -168,7 +168,7 @@ func (n *Node) matchChunk(ds *dataSource, items []source.Item, out []pending) ([
 				continue
 			}
 			if p, ok := s.acceptMatchedLocked(it, ds.key, h, hit.Terms, now); ok {
-				n.pendingLocked(p.comment.CrawlerID, 1)
+				n.usage.pendingLocked(p.comment.CrawlerID, 1)
 				out = append(out, p)
 			}
 		}
@@ -185,7 +185,7 @@ func (n *Node) matchChunk(ds *dataSource, items []source.Item, out []pending) ([
 func (n *Node) applyLeasesLocked(leases []api.Lease) []pending {
 	var released []pending
 	for _, l := range leases {
-		if s, ok := n.subs[l.CrawlerID]; ok && s.instance == l.Instance && l.Seq > s.leaseSeq {
+		if s, ok := n.table.subs[l.CrawlerID]; ok && s.instance == l.Instance && l.Seq > s.leaseSeq {
 			s.leaseSeq, s.leaseTotal, s.leaseUntil = l.Seq, l.Total, l.ExpiresAt
 			released = append(released, n.drainBacklogLocked(s)...)
 		}
@@ -196,13 +196,13 @@ func (n *Node) applyLeasesLocked(leases []api.Lease) []pending {
 // enqueueReleasedLocked hands counted items to the writer from a goroutine
 // n.wg joins: enqueueing may block on a slow store, so not under the lock.
 func (n *Node) enqueueReleasedLocked(released []pending) {
-	if len(released) == 0 || n.runCtx == nil {
+	if len(released) == 0 || n.table.runCtx == nil {
 		return
 	}
-	ctx := n.runCtx
-	n.wg.Add(1)
+	ctx := n.table.runCtx
+	n.table.wg.Add(1)
 	go func() {
-		defer n.wg.Done()
+		defer n.table.wg.Done()
 		n.withTerms(released)
 		for _, p := range released {
 			if n.writer.enqueue(ctx, p) != nil {
@@ -220,12 +220,16 @@ func (n *Node) drainBacklogLocked(s *subscriber) []pending {
 	var out []pending
 	for _, it := range held {
 		if p, ok := s.acceptLocked(it.item, it.key, now); ok {
-			n.pendingLocked(p.comment.CrawlerID, 1)
+			n.usage.pendingLocked(p.comment.CrawlerID, 1)
 			out = append(out, p)
 		}
 	}
 	return out
 }
+
+// backlogPerSubscriber bounds the items a limited subscriber holds while it
+// waits for a lease; older ones are dropped beyond it.
+const backlogPerSubscriber = 1000
 
 // acceptLocked decides whether an item becomes one of the subscriber's comments,
 // matching the subscriber's query itself: the path of items held for a
@@ -321,7 +325,7 @@ func behindCursor(it source.Item, key string, c *api.Cursor) bool {
 
 // matchItem is what a query is evaluated on.
 func matchItem(it source.Item) match.Item {
-	return match.Item{Text: it.Text, Author: it.Author, AuthorID: it.AuthorID, Lang: it.Lang}
+	return match.Item{Text: it.Text, Author: it.Author, AuthorID: it.AuthorID, Lang: it.Lang, Fields: it.Fields}
 }
 
 // matchFilter reports the query terms an item contains, and whether it

@@ -51,10 +51,10 @@ func (n *Node) writeWindow(now time.Time) (deadline, fencedAt time.Time, ok bool
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	fencedAt = n.attach.fencedAt
-	if n.state != api.NodeAttached {
+	if n.attach.state != api.NodeAttached {
 		return time.Time{}, fencedAt, false
 	}
-	deadline = n.lastContact.Add(n.detachAfter)
+	deadline = n.attach.lastContact.Add(n.attach.detachAfter)
 	return deadline, fencedAt, now.Before(deadline)
 }
 

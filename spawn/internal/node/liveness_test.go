@@ -15,8 +15,8 @@ func freeze(n *Node, d time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.start = n.start.Add(-d)
-	n.lastContact = n.lastContact.Add(-d)
-	for _, s := range n.subs {
+	n.attach.lastContact = n.attach.lastContact.Add(-d)
+	for _, s := range n.table.subs {
 		s.lastPolled = s.lastPolled.Add(-d)
 	}
 }
@@ -50,7 +50,7 @@ func TestNode_FrozenSpawnTakesNoRequestTheHubGaveUpOn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n, _, _ := attachedNode(t)
 			n.mu.Lock()
-			n.orphanAfter, n.detachAfter = orphanAfter, detachAfter
+			n.attach.orphanAfter, n.attach.detachAfter = orphanAfter, detachAfter
 			n.mu.Unlock()
 			refs := []api.SubscriberRef{{CrawlerID: 1, Version: 1}}
 			if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, ValidUntil: n.clock() + hubTimeout.Milliseconds(),
@@ -60,7 +60,7 @@ func TestNode_FrozenSpawnTakesNoRequestTheHubGaveUpOn(t *testing.T) {
 			buffered := api.PollRequest{Epoch: "e1", Seq: 2, Subscribers: refs, ValidUntil: n.clock() + hubTimeout.Milliseconds()}
 			freeze(n, tc.frozen)
 			n.mu.Lock()
-			contact := n.lastContact
+			contact := n.attach.lastContact
 			n.mu.Unlock()
 
 			resp, err := n.Poll(buffered)
@@ -68,7 +68,7 @@ func TestNode_FrozenSpawnTakesNoRequestTheHubGaveUpOn(t *testing.T) {
 				t.Fatalf("buffered poll after %s frozen: err %v, want %v", tc.frozen, err, tc.wantErr)
 			}
 			n.mu.Lock()
-			state, running, lastSeq, lastContact := n.state, n.subs[1] != nil, n.lastSeq, n.lastContact
+			state, running, lastSeq, lastContact := n.attach.state, n.table.subs[1] != nil, n.attach.lastSeq, n.attach.lastContact
 			n.mu.Unlock()
 			if state != tc.wantState || running != tc.wantRunning {
 				t.Fatalf("after the buffered poll: state %s, subscriber running %v; want %s, %v", state, running, tc.wantState, tc.wantRunning)
@@ -108,7 +108,7 @@ func TestNode_RequestsPastTheirValidityAreRefused(t *testing.T) {
 	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, ValidUntil: past, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}}); !errors.Is(err, ErrStale) {
 		t.Fatalf("expired upsert: %v", err)
 	}
-	if len(n.subs) != 0 {
+	if len(n.table.subs) != 0 {
 		t.Fatal("an expired upsert started a subscriber")
 	}
 	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 2, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}}); err != nil {
@@ -120,10 +120,10 @@ func TestNode_RequestsPastTheirValidityAreRefused(t *testing.T) {
 	if _, err := n.Poll(api.PollRequest{Epoch: "e1", Seq: 4, ValidUntil: past}); err != nil {
 		t.Fatalf("an expired poll is answered as a stale one: %v", err)
 	}
-	if len(n.subs) != 1 {
+	if len(n.table.subs) != 1 {
 		t.Fatal("an expired request removed a subscriber")
 	}
-	if err := n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 5, ValidUntil: n.clock() + 1000, CrawlerIDs: []int64{1}}); err != nil || len(n.subs) != 0 {
-		t.Fatalf("remove within its bound: %v, %d subscribers left", err, len(n.subs))
+	if err := n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 5, ValidUntil: n.clock() + 1000, CrawlerIDs: []int64{1}}); err != nil || len(n.table.subs) != 0 {
+		t.Fatalf("remove within its bound: %v, %d subscribers left", err, len(n.table.subs))
 	}
 }

@@ -100,7 +100,7 @@ func TestNode_KeywordIndexCompilesWithoutTheNodeLock(t *testing.T) {
 	compiling := make(chan struct{})
 	release := make(chan struct{})
 	var builds atomic.Int32
-	n.indexBuilder = func(prev *match.QueryIndex, byID map[int64]*query.Query) *match.QueryIndex {
+	n.table.indexBuilder = func(prev *match.QueryIndex, byID map[int64]*query.Query) *match.QueryIndex {
 		if builds.Add(1) == 1 {
 			close(compiling)
 			<-release
@@ -323,7 +323,7 @@ func BenchmarkEmitMatch(b *testing.B) {
 func settled(n *Node) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.pending) == 0
+	return len(n.usage.pending) == 0
 }
 
 func ackUsage(b *testing.B, n *Node, acks []uint64) []uint64 {
@@ -359,5 +359,5 @@ func emitBenchNode(b *testing.B, subs int) (*Node, *dataSource, *countStore) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n, n.sources["f"], st
+	return n, n.table.sources["f"], st
 }

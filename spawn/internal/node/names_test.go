@@ -94,10 +94,10 @@ func TestNode_AuthorNamesLearnedLateAreFilledInAndAmended(t *testing.T) {
 	usage := func() (stored, counted int64) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		for _, inc := range n.incs {
+		for _, inc := range n.usage.incs {
 			counted += inc.Count
 		}
-		return n.subs[1].stored, counted
+		return n.table.subs[1].stored, counted
 	}
 	testkit.WaitFor(t, waitTimeout, "usage of two comments", func() bool { s, c := usage(); return s == 2 && c == 2 })
 	src.name("did:plc:alice", "alice.test") // told again: nothing waits for it

@@ -15,35 +15,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
-)
-
-// Defaults the spawn keeps until the hub tells it its own at registration.
-const (
-	DefaultOrphanAfter = 10 * time.Second
-	DefaultDetachAfter = 15 * time.Second
-	// registerRetryMin is the first back-off after a failed registration;
-	// each failure doubles it up to registerRetryMax, and every wait is a
-	// random value between half of it and all of it.
-	registerRetryMin = 200 * time.Millisecond
-	registerRetryMax = 10 * time.Second
-	// registerTimeout bounds one registration request.
-	registerTimeout = 5 * time.Second
-	// maxIncrementsPerPoll bounds one poll answer; the rest follow on the
-	// next poll.
-	maxIncrementsPerPoll = 10000
-	// seenPerSubscriber bounds the comment ids a subscriber remembers to
-	// avoid counting an item twice.
-	seenPerSubscriber = 20000
-	// backlogPerSubscriber bounds the items a limited subscriber holds while
-	// it waits for a lease; older ones are dropped beyond it.
-	backlogPerSubscriber = 1000
 )
 
 // Config is what a spawn node needs.
@@ -55,7 +30,8 @@ type Config struct {
 	Store        store.Store
 	Logger       *slog.Logger
 	HTTPClient   *http.Client
-	// OrphanAfter and DetachAfter apply until the hub sends its own.
+	// OrphanAfter and DetachAfter apply until the hub sends its own; zero
+	// picks api.DefaultOrphanAfter and api.DefaultDetachAfter.
 	OrphanAfter time.Duration
 	DetachAfter time.Duration
 	// WatchEvery is how often orphans and detachment are checked; zero
@@ -74,9 +50,10 @@ type Config struct {
 	// RetentionSweep is how often a store that drops comments past their
 	// retention itself is asked to; zero picks DefaultRetentionSweep.
 	RetentionSweep time.Duration
-	// Compliance checks stored X posts with X (compliance.go); nil when
-	// the spawn holds no X API v2 credentials.
-	Compliance ComplianceChecker
+	// Declared are the declarations of every kind in Sources, offered or
+	// not (source.Build): the node sends them at registration and asks
+	// them what it must know of a kind.
+	Declared []api.SourceInfo
 }
 
 // ErrStale marks a hub request older than one the spawn has already seen.
@@ -91,113 +68,47 @@ var ErrNotAttached = errors.New("node: not attached")
 
 // Node is one spawn.
 type Node struct {
-	// deferred collects the data sources to tell about subscriber changes
-	// at the end of the batch being applied (guarded by mu; nil outside).
-	deferred map[*dataSource]bool
+	// Its state is split by concern, each in the file of that name: its
+	// tie to the hub (attach.go, liveness.go), the subscribers and data
+	// sources it runs (subscribers.go), the usage it counted (usage.go),
+	// its drain (drain.go) and the analytics of what it stores
+	// (analytics.go). Those under mu change together: a hub request checks
+	// the attachment, changes subscribers and reads usage in one hold of
+	// the lock.
 
-	cfg     Config
+	cfg Config
+	// infos are the declarations of the kinds (declare.go).
+	infos   *api.SourceRegistry
 	id      string
 	start   time.Time
 	logger  *slog.Logger
 	metrics *Metrics
-	writer  *writer
-	// extractQ holds the term sets of counted items for extractTerms.
-	extractQ *termsQueue
+	// writer writes counted comments to the store (writer.go).
+	writer *writer
 	// names are the authors' names sources learn late (names.go).
 	names *authorNames
 	// retracts are what sources take back (retract.go).
 	retracts *retractions
-	// analysis is the batch being written's (startAnalysis); the store
-	// writer's goroutine alone uses it.
-	analysis *analysis
-	kick     chan struct{} // wakes the attach loop
-	// indexBuilder compiles query indexes (buildIndex; a test may slow
-	// it down to watch the node work while one compiles).
-	indexBuilder func(prev *match.QueryIndex, byID map[int64]*query.Query) *match.QueryIndex
+	// analytics extracts the terms of counted comments (analytics.go).
+	analytics analyticsState
 
-	// mu guards the fields below it (wg excepted) and the subscribers' and data
-	// sources' state; a method named …Locked must be called with it held.
-	mu          sync.Mutex
-	runCtx      context.Context
-	state       string
-	epoch       string
-	lastContact time.Time
-	lastSeq     uint64
-	// detachReason is why the node last detached, told to the hub when it
-	// registers again.
-	detachReason string
-	orphanAfter  time.Duration
-	detachAfter  time.Duration
-	subs         map[int64]*subscriber
-	sources      map[string]*dataSource
-	instances    uint64
-	incSeq       uint64
-	incs         []api.Increment // counted usage not yet acknowledged
-	pending      map[int64]int   // per crawler: comments counted, not yet stored
+	// mu guards the states below and the subscribers' and data sources'
+	// state; a method named …Locked must be called with it held.
+	mu sync.Mutex
+	// attach is the node's tie to the hub: whether and to which hub it is
+	// attached, and when the hub last spoke (attach.go, liveness.go).
+	attach attachState
+	// table is the subscribers and the data sources they share
+	// (subscribers.go).
+	table subscriberTable
+	// usage is what the node counted and the hub has not acknowledged
+	// (usage.go).
+	usage usageBook
 	// delta is what the hub has been told of each subscriber, so a poll
 	// is answered with what changed (api.StatusDelta).
 	delta api.StatusDelta
-	// draining is set once the node drains (drain.go), at drainStart.
-	draining   bool
-	drainStart time.Time
-	wg         sync.WaitGroup // data source goroutines
-
-	// attach is which hubs the node follows and the terms it has seen
-	// (attach.go), and when it last lost the right to write (fence.go).
-	attach attachState
-}
-
-// subscriber is one crawler's consumer on this node.
-type subscriber struct {
-	spec api.SubscriberSpec
-	// filter is the query an item must match (the query of a search
-	// source, the keyword filter of an rss crawler); nil takes every item.
-	filter     *query.Query
-	instance   uint64
-	keys       []string
-	kind       source.Kind
-	lastPolled time.Time
-	stored     int64
-	reserved   int64
-	rejected   int64
-	rate       rateMeter
-	leaseSeq   uint64
-	leaseTotal int64 // cumulative allowance of this instance
-	leaseUntil int64 // spawn clock, ms
-	seen       seenIDs
-	backlog    []heldItem // items waiting for a lease
-	// rejectedTotal is the node's bw_spawn_comments_rejected_total.
-	rejectedTotal prometheus.Counter
-}
-
-// heldItem is an item a limited subscriber holds until a lease covers
-// it, with the key of the data source it came from.
-type heldItem struct {
-	item source.Item
-	key  string
-}
-
-// dataSource is one shared crawl and the subscribers it feeds.
-type dataSource struct {
-	key    string
-	ds     source.DataSource
-	subs   map[int64]*subscriber
-	cancel context.CancelFunc
-	// index finds the subscribers whose queries an item matches; open
-	// are the subscribers without a filter, who see every item. Both are
-	// rebuilt from subs on the first emit after a change (stale), so a
-	// burst of subscriber changes costs one rebuild, and an item costs one
-	// pass over its text however many subscribers share the source. gen
-	// counts the changes, so a rebuild made without the node lock knows
-	// whether it is still current.
-	index *match.QueryIndex
-	open  []*subscriber
-	stale bool
-	gen   uint64
-	hits  []match.QueryHit // reused by the emitter
-	// deferred is the node's set of sources to tell at the end of the
-	// batch being applied, nil outside a batch.
-	deferred map[*dataSource]bool
+	// drain is set once the node drains (drain.go).
+	drain drainState
 }
 
 // New builds a node. Run starts it.
@@ -215,34 +126,38 @@ func New(cfg Config) (*Node, error) {
 		cfg.HTTPClient = &http.Client{Timeout: registerTimeout}
 	}
 	if cfg.OrphanAfter <= 0 {
-		cfg.OrphanAfter = DefaultOrphanAfter
+		cfg.OrphanAfter = api.DefaultOrphanAfter
 	}
 	if cfg.DetachAfter <= 0 {
-		cfg.DetachAfter = DefaultDetachAfter
+		cfg.DetachAfter = api.DefaultDetachAfter
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
 	cfg.HubURL = strings.TrimRight(cfg.HubURL, "/")
 	n := &Node{
-		cfg:         cfg,
-		id:          uuid.NewString(),
-		start:       time.Now(),
-		logger:      cfg.Logger.With("component", "spawn"),
-		metrics:     cfg.Metrics,
-		kick:        make(chan struct{}, 1),
-		state:       api.NodeRegistering,
-		orphanAfter: cfg.OrphanAfter,
-		detachAfter: cfg.DetachAfter,
-		subs:        map[int64]*subscriber{},
-		sources:     map[string]*dataSource{},
-		pending:     map[int64]int{},
-
-		indexBuilder: buildIndex,
+		cfg:     cfg,
+		id:      uuid.NewString(),
+		start:   time.Now(),
+		logger:  cfg.Logger.With("component", "spawn"),
+		metrics: cfg.Metrics,
+		attach: attachState{
+			kick:        make(chan struct{}, 1),
+			state:       api.NodeRegistering,
+			orphanAfter: cfg.OrphanAfter,
+			detachAfter: cfg.DetachAfter,
+		},
+		table: subscriberTable{
+			subs:         map[int64]*subscriber{},
+			sources:      map[string]*dataSource{},
+			indexBuilder: buildIndex,
+		},
+		usage:     usageBook{pending: map[int64]int{}},
+		analytics: analyticsState{queue: newTermsQueue()},
 	}
-	n.extractQ = newTermsQueue()
+	n.infos = declarations(cfg.Declared)
 	n.names = newAuthorNames(n.logger)
-	n.retracts = newRetractions(n.logger, n.metrics)
+	n.retracts = newRetractions(n.logger, n.metrics, func(kind string) time.Duration { return n.info(kind).TombstoneFor() })
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)
 	n.writer.names = n.names
 	n.writer.edits = n.retracts
@@ -267,7 +182,7 @@ func (n *Node) clock() int64 { return time.Since(n.start).Milliseconds() }
 // data source and drains the store buffer within drainTimeout.
 func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	n.mu.Lock()
-	n.runCtx = ctx
+	n.table.runCtx = ctx
 	n.mu.Unlock()
 
 	drainCtx, cancelDrain := context.WithCancel(context.Background())
@@ -288,7 +203,7 @@ func (n *Node) Run(ctx context.Context, drainTimeout time.Duration) error {
 	n.mu.Lock()
 	n.dropAllLocked()
 	n.mu.Unlock()
-	n.wg.Wait() // data sources have stopped emitting
+	n.table.wg.Wait() // data sources have stopped emitting
 	select {
 	case <-writerDone:
 	case <-time.After(drainTimeout):

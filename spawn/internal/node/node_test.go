@@ -64,7 +64,7 @@ func newChanKind() *chanKind {
 	return &chanKind{started: map[string]int{}, feeds: map[string]chan []source.Item{}}
 }
 
-func (k *chanKind) Keys(spec api.SubscriberSpec) ([]string, error) { return spec.Query, nil }
+func (k *chanKind) Keys(sub source.Sub) ([]string, error) { return sub.Spec.Query, nil }
 
 func (k *chanKind) New(key string) (source.DataSource, error) {
 	k.mu.Lock()
@@ -123,7 +123,7 @@ func (s *chanSource) Err() error {
 	defer s.mu.Unlock()
 	return s.err
 }
-func (s *chanSource) SetSubscribers([]api.SubscriberSpec) {
+func (s *chanSource) SetSubscribers([]source.Sub) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sets++
@@ -169,13 +169,13 @@ func attachNode(t testing.TB, cfg Config) *Node {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.mu.Lock()
-	n.runCtx = ctx
-	n.state, n.epoch, n.lastContact = api.NodeAttached, "e1", time.Now()
+	n.table.runCtx = ctx
+	n.attach.state, n.attach.epoch, n.attach.lastContact = api.NodeAttached, "e1", time.Now()
 	n.mu.Unlock()
 	done, extracted := make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); n.writer.run(ctx, ctx) }()
 	go func() { defer close(extracted); n.extractTerms(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; <-extracted; n.wg.Wait() })
+	t.Cleanup(func() { cancel(); <-done; <-extracted; n.table.wg.Wait() })
 	return n
 }
 
@@ -192,7 +192,7 @@ func TestNode_ResendIsNoOpAndChangeUpdatesInPlace(t *testing.T) {
 	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}}); err != nil {
 		t.Fatal(err)
 	}
-	inst := n.subs[1].instance
+	inst := n.table.subs[1].instance
 	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 2, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestNode_ResendIsNoOpAndChangeUpdatesInPlace(t *testing.T) {
 	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 3, Subscribers: []api.SubscriberSpec{changed}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := n.subs[1]; got.instance != inst || got.spec.Version != 2 || len(got.spec.Keywords) != 1 {
+	if got := n.table.subs[1]; got.instance != inst || got.spec.Version != 2 || len(got.spec.Keywords) != 1 {
 		t.Fatalf("subscriber was replaced or not updated: %+v", got.spec)
 	}
 	if s := kind.starts("f"); s != 1 {
@@ -212,15 +212,15 @@ func TestNode_ResendIsNoOpAndChangeUpdatesInPlace(t *testing.T) {
 func TestNode_DataSourceSharedAndStoppedWithLastSubscriber(t *testing.T) {
 	n, kind, _ := attachedNode(t)
 	_, _ = n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f"), spec(2, 1, "f")}})
-	if len(n.sources) != 1 || len(n.sources["f"].subs) != 2 || kind.starts("f") != 1 {
-		t.Fatalf("want one data source with two subscribers, have %d sources", len(n.sources))
+	if len(n.table.sources) != 1 || len(n.table.sources["f"].subs) != 2 || kind.starts("f") != 1 {
+		t.Fatalf("want one data source with two subscribers, have %d sources", len(n.table.sources))
 	}
 	_ = n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 2, CrawlerIDs: []int64{1}})
-	if len(n.sources) != 1 {
+	if len(n.table.sources) != 1 {
 		t.Fatal("data source stopped while a subscriber remained")
 	}
 	_ = n.Remove(api.RemoveRequest{Epoch: "e1", Seq: 3, CrawlerIDs: []int64{2}})
-	if len(n.sources) != 0 {
+	if len(n.table.sources) != 0 {
 		t.Fatal("data source kept running without subscribers")
 	}
 }
@@ -236,15 +236,15 @@ func TestNode_StaleAndForeignRequestsChangeNothing(t *testing.T) {
 	if _, err := n.Poll(api.PollRequest{Epoch: "e1", Seq: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := n.subs[1]; !ok {
+	if _, ok := n.table.subs[1]; !ok {
 		t.Fatal("stale requests removed the subscriber")
 	}
 	// A request from another hub epoch detaches the node.
 	if _, err := n.Poll(api.PollRequest{Epoch: "e2", Seq: 9}); !errors.Is(err, ErrEpoch) {
 		t.Fatalf("foreign epoch: %v", err)
 	}
-	if n.state != api.NodeDetached || len(n.subs) != 0 {
-		t.Fatalf("after a new epoch: state %s, %d subscribers", n.state, len(n.subs))
+	if n.attach.state != api.NodeDetached || len(n.table.subs) != 0 {
+		t.Fatalf("after a new epoch: state %s, %d subscribers", n.attach.state, len(n.table.subs))
 	}
 }
 
@@ -255,7 +255,7 @@ func TestNode_FreshPollDropsUnlistedSubscribers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := n.subs[1]; ok {
+	if _, ok := n.table.subs[1]; ok {
 		t.Fatal("subscriber not listed by a fresh poll kept running")
 	}
 	states := map[int64]string{}
@@ -281,11 +281,11 @@ func TestNode_LeaseBoundsWhatIsStored(t *testing.T) {
 	}
 	// No lease yet: nothing is stored, the items wait.
 	kind.send("f", items("a", 2)...)
-	testkit.WaitFor(t, waitTimeout, "items held", func() bool { n.mu.Lock(); defer n.mu.Unlock(); return len(n.subs[1].backlog) == 2 })
+	testkit.WaitFor(t, waitTimeout, "items held", func() bool { n.mu.Lock(); defer n.mu.Unlock(); return len(n.table.subs[1].backlog) == 2 })
 	if st.count(1) != 0 {
 		t.Fatal("stored without a lease")
 	}
-	inst := n.subs[1].instance
+	inst := n.table.subs[1].instance
 	_, _ = n.Poll(api.PollRequest{Epoch: "e1", Seq: 2, Subscribers: []api.SubscriberRef{{CrawlerID: 1, Version: 1}},
 		Leases: []api.Lease{{CrawlerID: 1, Instance: inst, Seq: 1, Total: 3, ExpiresAt: n.clock() + 60_000}}})
 	testkit.WaitFor(t, waitTimeout, "held items stored once a lease came", func() bool { return st.count(1) == 2 })
@@ -313,7 +313,7 @@ func TestNode_LeaseBoundsWhatIsStored(t *testing.T) {
 	testkit.WaitFor(t, waitTimeout, "items held under an expired lease", func() bool {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		return len(n.subs[1].backlog) >= 10
+		return len(n.table.subs[1].backlog) >= 10
 	})
 	if got := st.count(1); got != 3 {
 		t.Fatalf("stored %d comments with an expired lease", got)
@@ -342,7 +342,7 @@ func TestNode_StoreOutageLosesNothingCounted(t *testing.T) {
 func TestNode_PassingSourceErrorsDoNotFailSubscribers(t *testing.T) {
 	n, _, _ := attachedNode(t)
 	_, _ = n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{spec(1, 1, "f")}})
-	ds := n.sources["f"].ds.(*chanSource)
+	ds := n.table.sources["f"].ds.(*chanSource)
 	cases := []struct {
 		name      string
 		err       error
@@ -379,7 +379,7 @@ func TestNode_UpsertBatchTellsEachSourceOnce(t *testing.T) {
 	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs}); err != nil {
 		t.Fatal(err)
 	}
-	ds := n.sources["f"]
+	ds := n.table.sources["f"]
 	src := ds.ds.(*chanSource)
 	src.mu.Lock()
 	sets := src.sets

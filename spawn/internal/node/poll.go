@@ -12,6 +12,10 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
+// maxIncrementsPerPoll bounds one poll answer; the rest follow on the next
+// poll.
+const maxIncrementsPerPoll = 10000
+
 // Poll answers the hub's batched status poll.
 func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	n.mu.Lock()
@@ -36,9 +40,9 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 		n.enqueueReleasedLocked(n.applyLeasesLocked(req.Leases))
 		n.retracts.fromPoll(req.RetractionAcks, req.Retractions)
 	}
-	n.pruneAckedLocked(req.Acks)
+	n.usage.pruneAckedLocked(req.Acks)
 	clock := n.clock()
-	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health(), Draining: n.draining}
+	resp := api.PollResponse{NodeID: n.id, Clock: clock, Store: n.writer.health(), Draining: n.drain.active}
 	// A fresh poll is answered with what changed since the answer the hub
 	// last took in; a stale one, which the hub may never read, in full and
 	// unrecorded.
@@ -47,7 +51,7 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 	}
 	for _, ref := range req.Subscribers {
 		st := api.SubscriberStatus{CrawlerID: ref.CrawlerID, State: api.StateMissing}
-		if s, ok := n.subs[ref.CrawlerID]; ok {
+		if s, ok := n.table.subs[ref.CrawlerID]; ok {
 			st = n.statusLocked(s, clock, now)
 		}
 		if !fresh || n.delta.Include(st) {
@@ -55,8 +59,8 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 		}
 	}
 	resp.Retractions, resp.MoreRetractions, resp.RetractionsApplied = n.retracts.forPoll()
-	resp.Increments = slices.Clone(n.incs[:min(len(n.incs), maxIncrementsPerPoll)])
-	resp.MoreIncrements = len(n.incs) > maxIncrementsPerPoll
+	resp.Increments = slices.Clone(n.usage.incs[:min(len(n.usage.incs), maxIncrementsPerPoll)])
+	resp.MoreIncrements = len(n.usage.incs) > maxIncrementsPerPoll
 	resp.DataSources = n.dataSourcesLocked()
 	if fresh {
 		if !n.delta.DataSources(resp.DataSources) {
@@ -64,8 +68,8 @@ func (n *Node) Poll(req api.PollRequest) (api.PollResponse, error) {
 		}
 		n.delta.End()
 	}
-	if len(n.pending) > 0 {
-		resp.Pending = maps.Clone(n.pending)
+	if len(n.usage.pending) > 0 {
+		resp.Pending = maps.Clone(n.usage.pending)
 	}
 	n.metrics.polls.Inc()
 	return resp, nil
@@ -77,11 +81,11 @@ func (n *Node) keepListedLocked(refs []api.SubscriberRef, now time.Time) {
 	wanted := make(map[int64]bool, len(refs))
 	for _, ref := range refs {
 		wanted[ref.CrawlerID] = true
-		if s, ok := n.subs[ref.CrawlerID]; ok {
+		if s, ok := n.table.subs[ref.CrawlerID]; ok {
 			s.lastPolled = now
 		}
 	}
-	for id := range n.subs {
+	for id := range n.table.subs {
 		if !wanted[id] {
 			n.logger.Info("subscriber no longer assigned here", "crawler_id", id)
 			n.removeLocked(id)
@@ -111,7 +115,7 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 	failing := 0
 	st.Live = true
 	for _, k := range s.keys {
-		ds, ok := n.sources[k]
+		ds, ok := n.table.sources[k]
 		if !ok {
 			st.Live = false
 			continue
@@ -150,8 +154,8 @@ func subscriberErr(ds source.DataSource, spec api.SubscriberSpec) error {
 }
 
 func (n *Node) dataSourcesLocked() []api.DataSourceStatus {
-	out := make([]api.DataSourceStatus, 0, len(n.sources))
-	for k, ds := range n.sources {
+	out := make([]api.DataSourceStatus, 0, len(n.table.sources))
+	for k, ds := range n.table.sources {
 		st := api.DataSourceStatus{Key: k, Subscribers: len(ds.subs)}
 		if len(ds.subs) > 0 {
 			for _, s := range ds.subs {
@@ -166,40 +170,4 @@ func (n *Node) dataSourcesLocked() []api.DataSourceStatus {
 	}
 	slices.SortFunc(out, func(a, b api.DataSourceStatus) int { return strings.Compare(a.Key, b.Key) })
 	return out
-}
-
-// Health is the spawn's GET /v1/health document. The open one (full false)
-// holds the node's state and counts only: its lists name every crawler and
-// crawl target the node serves (target URLs often carry keys), and on a busy
-// node run to megabytes that anyone could have it build again and again. A
-// caller that showed the node token (full) gets them, with the hub it
-// follows and its epoch.
-func (n *Node) Health(full bool) api.SpawnHealth {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	h := api.SpawnHealth{NodeID: n.id, State: n.state, Store: n.writer.health(),
-		SubscriberCount: len(n.subs), DataSourceCount: len(n.sources)}
-	if n.draining {
-		h.State = api.NodeDraining
-	}
-	if !full {
-		return h
-	}
-	h.Epoch, h.Hub = n.epoch, n.cfg.HubURL
-	h.Subscribers, h.DataSources = make([]api.HealthSubscriber, 0, len(n.subs)), make([]api.HealthDataSource, 0, len(n.sources))
-	clock, now := n.clock(), time.Now()
-	ids := make([]int64, 0, len(n.subs))
-	for id := range n.subs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		st := n.statusLocked(n.subs[id], clock, now)
-		h.Subscribers = append(h.Subscribers, api.HealthSubscriber{CrawlerID: id, QueryUUID: st.QueryUUID, State: st.State,
-			DataSource: st.DataSource, Stored: st.Stored, Error: st.Error})
-	}
-	for _, ds := range n.dataSourcesLocked() {
-		h.DataSources = append(h.DataSources, api.HealthDataSource{Key: ds.Key, Subscribers: ds.Subscribers, Error: ds.Error})
-	}
-	return h
 }

@@ -99,7 +99,7 @@ func TestPoll_AppliesOnlyAFreshPollOfTheAttachedHub(t *testing.T) {
 			if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: []api.SubscriberSpec{limitedSpec(1), limitedSpec(2)}}); err != nil {
 				t.Fatal(err)
 			}
-			inst := n.subs[1].instance
+			inst := n.table.subs[1].instance
 			var err error
 			for _, p := range tc.polls {
 				req := api.PollRequest{Epoch: p.epoch, NodeID: p.nodeID, Seq: p.seq, Subscribers: refs(p.list...)}
@@ -117,19 +117,19 @@ func TestPoll_AppliesOnlyAFreshPollOfTheAttachedHub(t *testing.T) {
 			}
 			n.mu.Lock()
 			defer n.mu.Unlock()
-			got := make([]int64, 0, len(n.subs))
-			for id := range n.subs {
+			got := make([]int64, 0, len(n.table.subs))
+			for id := range n.table.subs {
 				got = append(got, id)
 			}
 			slices.Sort(got)
 			if !slices.Equal(got, tc.wantSubs) {
 				t.Fatalf("subscribers %v, want %v", got, tc.wantSubs)
 			}
-			if s, ok := n.subs[1]; ok && s.leaseTotal != tc.wantLease {
+			if s, ok := n.table.subs[1]; ok && s.leaseTotal != tc.wantLease {
 				t.Fatalf("lease total %d, want %d", s.leaseTotal, tc.wantLease)
 			}
-			if detached := n.state == api.NodeDetached; detached != tc.wantDetach {
-				t.Fatalf("state %s, want detached %v", n.state, tc.wantDetach)
+			if detached := n.attach.state == api.NodeDetached; detached != tc.wantDetach {
+				t.Fatalf("state %s, want detached %v", n.attach.state, tc.wantDetach)
 			}
 		})
 	}
@@ -181,7 +181,7 @@ func TestLease_BoundsWhatIsCountedOnTheSpawnClock(t *testing.T) {
 				t.Fatal(err)
 			}
 			n.mu.Lock()
-			s := n.subs[1]
+			s := n.table.subs[1]
 			n.mu.Unlock()
 			base := n.clock()
 			pollSeq, item := uint64(1), 0
@@ -198,7 +198,7 @@ func TestLease_BoundsWhatIsCountedOnTheSpawnClock(t *testing.T) {
 					item++
 					it := source.Item{ID: fmt.Sprint("item-", item), Text: "x", PublishedAt: time.Now()}
 					if p, ok := s.acceptLocked(it, "test", base+st.at); ok {
-						n.pendingLocked(p.comment.CrawlerID, 1)
+						n.usage.pendingLocked(p.comment.CrawlerID, 1)
 					}
 				}
 				n.mu.Unlock()
@@ -260,8 +260,8 @@ func TestPoll_IncrementsAreResentUntilAcknowledged(t *testing.T) {
 				t.Fatalf("last poll: err %v, want %v", err, tc.wantErr)
 			}
 			n.mu.Lock()
-			held := make([]uint64, 0, len(n.incs))
-			for _, inc := range n.incs {
+			held := make([]uint64, 0, len(n.usage.incs))
+			for _, inc := range n.usage.incs {
 				held = append(held, inc.Seq)
 			}
 			n.mu.Unlock()

@@ -51,7 +51,7 @@ func TestNode_OpenHealthAndLogsRedactCrawlTargets(t *testing.T) {
 	}
 	testkit.WaitFor(t, waitTimeout, "data source", func() bool { return kind.starts(feed) == 1 })
 	n.mu.Lock()
-	ds := n.sources[feed].ds.(*chanSource)
+	ds := n.table.sources[feed].ds.(*chanSource)
 	n.mu.Unlock()
 	ds.setErr(errors.New("rss: unable to fetch " + feed + ": 403"))
 

@@ -49,20 +49,6 @@ const (
 	editKeptFor = 2 * time.Minute
 )
 
-// TombstoneLifetime is how long a tombstone of a source keeps what it
-// covers out of the store: as far back as the source can replay or fill
-// a gap (Bluesky's Jetstream keeps 36 hours, X's recent search reaches 7
-// days, Mastodon's timelines are read back over the same 7 days), with a
-// margin. Later than that no replay can bring the item back.
-func TombstoneLifetime(source string) time.Duration {
-	switch source {
-	case api.SourceBluesky:
-		return 72 * time.Hour
-	default:
-		return 8 * 24 * time.Hour
-	}
-}
-
 // recentEdit is an edit kept for comments not yet written.
 type recentEdit struct {
 	edit store.Edit
@@ -72,7 +58,10 @@ type recentEdit struct {
 // retractions is the node's pipeline of retractions.
 type retractions struct {
 	logger *slog.Logger
-	wake   chan struct{}
+	// lifetime is how long a tombstone of a kind keeps what it covers out
+	// of the store (api.SourceInfo.TombstoneLifetime).
+	lifetime func(kind string) time.Duration
+	wake     chan struct{}
 
 	applied   prometheus.Counter
 	removed   prometheus.Counter
@@ -247,8 +236,9 @@ func (r *retractions) awaitCatchUp(ctx context.Context) {
 	}
 }
 
-func newRetractions(logger *slog.Logger, m *Metrics) *retractions {
+func newRetractions(logger *slog.Logger, m *Metrics, lifetime func(kind string) time.Duration) *retractions {
 	return &retractions{
+		lifetime:  lifetime,
 		logger:    logger,
 		wake:      make(chan struct{}, 1),
 		edits:     map[string]recentEdit{},
@@ -468,7 +458,7 @@ var ErrNoRetractor = fmt.Errorf("node: this spawn's store cannot remove comments
 // forget), and counts what the store removed, per crawler.
 func (n *Node) Retract(ctx context.Context, req api.RetractRequest) (api.RetractResponse, error) {
 	n.mu.Lock()
-	attached, epoch := n.state == api.NodeAttached, n.epoch
+	attached, epoch := n.attach.state == api.NodeAttached, n.attach.epoch
 	n.mu.Unlock()
 	if !attached {
 		return api.RetractResponse{}, ErrNotAttached

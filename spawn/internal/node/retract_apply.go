@@ -201,7 +201,7 @@ func apply(ctx context.Context, rs store.Retractor, xs []api.Retraction, r *retr
 		if x.Source == "" {
 			continue
 		}
-		until := now.Add(TombstoneLifetime(x.Source))
+		until := now.Add(tombstoneLifetime(r, x.Source))
 		switch x.Op {
 		case api.RetractDelete:
 			if x.ID != "" {
@@ -249,4 +249,13 @@ func (r *retractions) removedCount() int64 {
 
 func editOf(x api.Retraction) store.Edit {
 	return store.Edit{Source: x.Source, CommentID: x.ID, Text: x.Text, Links: x.Links, EditedAt: x.EditedAt}
+}
+
+// tombstoneLifetime is how long a tombstone of a kind lasts, as r knows
+// it; the longest a declared kind fills gaps from when r is nil.
+func tombstoneLifetime(r *retractions, kind string) time.Duration {
+	if r == nil || r.lifetime == nil {
+		return time.Duration(defaultTombstoneLifetime)
+	}
+	return r.lifetime(kind)
 }

@@ -114,13 +114,13 @@ func TestNode_SourceRetractionsAreAppliedAndReportedUntilAcknowledged(t *testing
 	}
 	// The deleted post sent again (a replay) is neither stored nor counted.
 	n.mu.Lock()
-	stored := n.subs[1].stored
+	stored := n.table.subs[1].stored
 	n.mu.Unlock()
 	kind.send("f", source.Item{ID: "p1", Text: "one", PublishedAt: pub}, source.Item{ID: "p3", Text: "three", PublishedAt: pub})
 	counted := func() int64 {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		return n.subs[1].stored - stored
+		return n.table.subs[1].stored - stored
 	}
 	// p1 and p3 are written, and counted, together.
 	testkit.WaitFor(t, waitTimeout, "p3 counted", func() bool { return counted() > 0 })

@@ -6,6 +6,10 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/hashtab"
 )
 
+// seenPerSubscriber bounds the comment ids a subscriber remembers to avoid
+// counting an item twice.
+const seenPerSubscriber = 20000
+
 // seenIDs are the ids of the items a subscriber counted, so it never counts
 // one twice: the latest seenPerSubscriber of them. They are kept by a hash
 // of the id, computed once per item for all the subscribers it reaches

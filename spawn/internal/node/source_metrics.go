@@ -29,7 +29,7 @@ func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.n.mu.Lock()
 	var all []reporting
-	for key, ds := range c.n.sources {
+	for key, ds := range c.n.table.sources {
 		if r, ok := ds.ds.(source.Reporter); ok {
 			all = append(all, reporting{key, r})
 		}

@@ -12,12 +12,28 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
+// Usage: every comment the node stores counts under a usage increment
+// (api.Increment), numbered on the node, reported in poll answers until the
+// hub acknowledges it, and applied by the hub exactly once.
+
+// usageBook is what the node counted that the hub has not acknowledged.
+// Guarded by Node.mu.
+type usageBook struct {
+	// incSeq numbers the increments.
+	incSeq uint64
+	// incs are the increments written and not yet acknowledged.
+	incs []api.Increment
+	// pending counts, per crawler, the comments counted and not yet
+	// stored.
+	pending map[int64]int
+}
+
 // pendingLocked tracks comments between counting and storing, so the hub
 // knows when a crawler's usage on this node is complete.
-func (n *Node) pendingLocked(crawlerID int64, delta int) {
-	n.pending[crawlerID] += delta
-	if n.pending[crawlerID] <= 0 {
-		delete(n.pending, crawlerID)
+func (u *usageBook) pendingLocked(crawlerID int64, delta int) {
+	u.pending[crawlerID] += delta
+	if u.pending[crawlerID] <= 0 {
+		delete(u.pending, crawlerID)
 	}
 }
 
@@ -25,16 +41,16 @@ func (n *Node) pendingLocked(crawlerID int64, delta int) {
 func (n *Node) unreserve(p pending) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s, ok := n.subs[p.comment.CrawlerID]; ok && s.instance == p.instance {
+	if s, ok := n.table.subs[p.comment.CrawlerID]; ok && s.instance == p.instance {
 		s.reserved--
 	}
-	n.pendingLocked(p.comment.CrawlerID, -1)
+	n.usage.pendingLocked(p.comment.CrawlerID, -1)
 }
 
 // pruneAckedLocked forgets the increments the hub acknowledges: it has
 // applied them, so they are not reported again. The rest are re-sent on
 // every poll until acknowledged.
-func (n *Node) pruneAckedLocked(acks []uint64) {
+func (u *usageBook) pruneAckedLocked(acks []uint64) {
 	if len(acks) == 0 {
 		return
 	}
@@ -42,7 +58,7 @@ func (n *Node) pruneAckedLocked(acks []uint64) {
 	for _, a := range acks {
 		acked[a] = true
 	}
-	n.incs = slices.DeleteFunc(n.incs, func(i api.Increment) bool { return acked[i.Seq] })
+	u.incs = slices.DeleteFunc(u.incs, func(i api.Increment) bool { return acked[i.Seq] })
 }
 
 // assignIncrements gives each comment of a batch, before it is written, the
@@ -82,10 +98,10 @@ func (n *Node) numberIncrements(batch []pending) []store.Intent {
 		j, ok := idx[k]
 		day := p.comment.PublishedAt.UTC().Truncate(24 * time.Hour)
 		if !ok {
-			n.incSeq++
+			n.usage.incSeq++
 			j = len(intents)
 			days[j] = day
-			intents = append(intents, store.Intent{NodeID: n.id, Seq: n.incSeq, CrawlerID: k.crawler, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq,
+			intents = append(intents, store.Intent{NodeID: n.id, Seq: n.usage.incSeq, CrawlerID: k.crawler, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq,
 				Days: days[j : j+1 : j+1]}) // a second day copies it out
 			idx[k] = j
 		}
@@ -105,14 +121,14 @@ func (n *Node) recordWritten(batch []pending, fresh []bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	idx := map[uint64]int{}
-	first := len(n.incs) // increments before this batch all have lower numbers
+	first := len(n.usage.incs) // increments before this batch all have lower numbers
 	for j, p := range batch {
 		c := p.comment
-		s, live := n.subs[c.CrawlerID]
+		s, live := n.table.subs[c.CrawlerID]
 		if live && s.instance != p.instance {
 			live = false
 		}
-		n.pendingLocked(c.CrawlerID, -1)
+		n.usage.pendingLocked(c.CrawlerID, -1)
 		if !fresh[j] {
 			if live {
 				s.reserved--
@@ -125,26 +141,26 @@ func (n *Node) recordWritten(batch []pending, fresh []bool) {
 		}
 		i, ok := idx[c.IncSeq]
 		if !ok {
-			n.incs = append(n.incs, api.Increment{NodeID: n.id, Seq: c.IncSeq, CrawlerID: c.CrawlerID, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq})
-			i = len(n.incs) - 1
+			n.usage.incs = append(n.usage.incs, api.Increment{NodeID: n.id, Seq: c.IncSeq, CrawlerID: c.CrawlerID, UserID: p.userID, Instance: p.instance, LeaseSeq: p.leaseSeq})
+			i = len(n.usage.incs) - 1
 			idx[c.IncSeq] = i
 		}
-		n.incs[i].Count++
-		if c.PublishedAt.After(n.incs[i].Newest) {
-			n.incs[i].Newest = c.PublishedAt
+		n.usage.incs[i].Count++
+		if c.PublishedAt.After(n.usage.incs[i].Newest) {
+			n.usage.incs[i].Newest = c.PublishedAt
 		}
-		n.incs[i].Position = max(n.incs[i].Position, c.Position)
+		n.usage.incs[i].Position = max(n.usage.incs[i].Position, c.Position)
 		if p.sourceID != "" && p.source != "" {
-			if n.incs[i].Sources == nil {
-				n.incs[i].Sources = map[string]string{}
+			if n.usage.incs[i].Sources == nil {
+				n.usage.incs[i].Sources = map[string]string{}
 			}
-			n.incs[i].Sources[p.source] = api.LaterSourceID(n.incs[i].Sources[p.source], p.sourceID)
+			n.usage.incs[i].Sources[p.source] = api.LaterSourceID(n.usage.incs[i].Sources[p.source], p.sourceID)
 		}
 	}
 	// Within a batch the first fresh comment of each increment decides the
 	// order of appends: keep the batch's increments in number order.
-	slices.SortFunc(n.incs[first:], func(a, b api.Increment) int { return cmp.Compare(a.Seq, b.Seq) })
-	attachAnalytics(n.incs[first:], analytics)
+	slices.SortFunc(n.usage.incs[first:], func(a, b api.Increment) int { return cmp.Compare(a.Seq, b.Seq) })
+	attachAnalytics(n.usage.incs[first:], analytics)
 }
 
 // ErrNoJournal is returned when the spawn's store cannot recover usage.
@@ -154,7 +170,7 @@ var ErrNoJournal = errors.New("node: this spawn's store keeps no usage journal")
 // store, for the hub of the current epoch.
 func (n *Node) RecoverUsage(ctx context.Context, req api.RecoverRequest) ([]api.Increment, error) {
 	n.mu.Lock()
-	attached, epoch := n.state == api.NodeAttached, n.epoch
+	attached, epoch := n.attach.state == api.NodeAttached, n.attach.epoch
 	n.mu.Unlock()
 	if !attached {
 		return nil, ErrNotAttached

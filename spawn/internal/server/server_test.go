@@ -36,7 +36,7 @@ type idleKind struct {
 	started map[string]int
 }
 
-func (k *idleKind) Keys(spec api.SubscriberSpec) ([]string, error) { return spec.Query, nil }
+func (k *idleKind) Keys(sub source.Sub) ([]string, error) { return sub.Spec.Query, nil }
 
 func (k *idleKind) New(key string) (source.DataSource, error) {
 	k.mu.Lock()
@@ -58,7 +58,7 @@ type idleSource struct{}
 
 func (idleSource) Run(ctx context.Context, _ source.Emit) { <-ctx.Done() }
 func (idleSource) Err() error                             { return nil }
-func (idleSource) SetSubscribers([]api.SubscriberSpec)    {}
+func (idleSource) SetSubscribers([]source.Sub)            {}
 
 // hubAnswering is a hub that answers registrations with epoch "1.e" and
 // hour-long orphan and detach times, after hold (when not nil) is closed;

@@ -57,7 +57,7 @@ func TestRegistry_OffersOnlyConfiguredKinds(t *testing.T) {
 	if got := r.Offered(); len(got) != 1 || got[0] != "rss" {
 		t.Fatalf("Offered() = %v, want [rss]", got)
 	}
-	if _, err := r["twitter"].Keys(api.SubscriberSpec{CrawlerID: 7}); !errors.Is(err, missing) {
+	if _, err := r["twitter"].Keys(Sub{Spec: api.SubscriberSpec{CrawlerID: 7}}); !errors.Is(err, missing) {
 		t.Fatalf("a stand-in's Keys = %v, want the missing configuration", err)
 	}
 }

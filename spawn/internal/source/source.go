@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
 // ErrDegraded marks a data source error that is passing (a fetch or two
@@ -57,6 +58,10 @@ type Item struct {
 	// Lang is the item's language (BCP 47, lowercased, e.g. "en") when the
 	// source says it; empty when unknown.
 	Lang string
+	// Fields are the item's fields its kind declares
+	// (api.SourceInfo.QueryFields), by name: a Reddit item's subreddit.
+	// The query's Field atoms (subreddit:golang) test them.
+	Fields map[string]string
 	// ReplyTo and ThreadID link a reply to its parent and to the first
 	// item of its conversation, in the id space of ID; empty for an item
 	// that starts a conversation or a source without threads.
@@ -104,10 +109,41 @@ type DataSource interface {
 	Run(ctx context.Context, emit Emit)
 	// Err is the latest error, nil when the source is healthy.
 	Err() error
-	// SetSubscribers tells the source which subscriber specs currently use
-	// it, for sources whose request depends on them (a Twitter filter's
-	// track terms). Sources that do not care ignore it.
-	SetSubscribers(specs []api.SubscriberSpec)
+	// SetSubscribers tells the source which subscribers currently use it,
+	// for sources whose request depends on them (a Twitter filter's track
+	// terms). Sources that do not care ignore it.
+	SetSubscribers(subs []Sub)
+}
+
+// Sub is a subscriber as its data sources see it: the spec the hub sent,
+// and its query parsed once, when the subscriber reached the node, so no
+// source parses it again.
+type Sub struct {
+	Spec api.SubscriberSpec
+	// Query is the subscriber's query in the query language. For a kind
+	// whose query is a list of URLs (api.QueryURLs) it is the crawler's
+	// keyword filter, nil when it has none: the URLs are in Spec.Query.
+	Query *query.Query
+}
+
+// NewSub parses a spec of a kind whose query is in the language into a
+// Sub: what the node does when a subscriber arrives, for tests that hand
+// subscribers to a source themselves.
+func NewSub(spec api.SubscriberSpec) (Sub, error) {
+	q, err := query.ParseList(spec.Query)
+	if err != nil {
+		return Sub{}, fmt.Errorf("crawler %d: %w", spec.CrawlerID, err)
+	}
+	return Sub{Spec: spec, Query: q}, nil
+}
+
+// Specs returns the specs of subs.
+func Specs(subs []Sub) []api.SubscriberSpec {
+	out := make([]api.SubscriberSpec, len(subs))
+	for i, s := range subs {
+		out[i] = s.Spec
+	}
+	return out
 }
 
 // SubscriberErrors is implemented by a data source that subscribers of
@@ -163,7 +199,7 @@ type Retracter interface {
 type Kind interface {
 	// Keys names the data sources a subscriber needs, for example one per
 	// feed URL. Equal keys mean one shared data source on the node.
-	Keys(spec api.SubscriberSpec) ([]string, error)
+	Keys(sub Sub) ([]string, error)
 	// New creates the data source for a key returned by Keys.
 	New(key string) (DataSource, error)
 }
@@ -186,8 +222,8 @@ func Unconfigured(err error) Kind { return unconfigured{err: err} }
 
 type unconfigured struct{ err error }
 
-func (u unconfigured) Keys(spec api.SubscriberSpec) ([]string, error) {
-	return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, u.err)
+func (u unconfigured) Keys(sub Sub) ([]string, error) {
+	return nil, fmt.Errorf("crawler %d: %w", sub.Spec.CrawlerID, u.err)
 }
 
 func (u unconfigured) New(string) (DataSource, error) { return nil, u.err }
@@ -204,41 +240,6 @@ func (r Registry) Offered() []string {
 		}
 	}
 	slices.Sort(out)
-	return out
-}
-
-// Scope is how far one connection of a source kind reaches, which decides
-// where the hub places the kind's crawlers.
-type Scope int
-
-const (
-	// ScopeQuery: one data source per query or feed (rss); crawlers are
-	// placed by query uuid, so equal queries share a node.
-	ScopeQuery Scope = iota
-	// ScopeNode: one connection per spawn carries every subscriber on it
-	// (twitter v1.1, stream, bluesky, mastodon); crawlers are still placed
-	// by query uuid, which spreads them over the spawns.
-	ScopeNode
-	// ScopeFleet: the service allows one connection for the whole fleet
-	// (X API v2's filtered stream); every crawler of the kind is placed on
-	// the one spawn holding it, and all move together if it goes.
-	ScopeFleet
-)
-
-// Scoped is implemented by a Kind whose connections reach further than one
-// query.
-type Scoped interface {
-	Scope() Scope
-}
-
-// FleetScoped lists, sorted, the offered kinds of ScopeFleet.
-func (r Registry) FleetScoped() []string {
-	var out []string
-	for _, name := range r.Offered() {
-		if s, ok := r[name].(Scoped); ok && s.Scope() == ScopeFleet {
-			out = append(out, name)
-		}
-	}
 	return out
 }
 

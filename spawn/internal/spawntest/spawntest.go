@@ -59,14 +59,16 @@ func (m *MemStore) Close() error { return nil }
 // WaitTimeout bounds every condition a source test waits for.
 const WaitTimeout = 10 * time.Second
 
-// Spec is a subscriber of source kind as the hub sends it: for rss, terms
-// are feed URLs and keywords a filter in the query language; for every
-// other kind, terms are a query in the language (a list is their OR). The
-// query is in canonical form with its query uuid.
+// Spec is a subscriber of source kind as the hub sends it: for a kind
+// whose query is a list of URLs (rss), terms are the URLs and keywords a
+// filter in the query language; for every other kind, terms are a query
+// in the language (a list is their OR). The query is in canonical form
+// with its query uuid.
 func Spec(kind string, id int64, keywords []string, terms ...string) api.SubscriberSpec {
 	s := api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: kind}
-	if kind == api.SourceRSS {
-		canon, err := query.Canonical(kind, terms)
+	info, _ := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(kind)
+	if info.Query == api.QueryURLs {
+		canon, err := query.URLs(terms)
 		if err != nil {
 			panic(err)
 		}
@@ -80,7 +82,7 @@ func Spec(kind string, id int64, keywords []string, terms ...string) api.Subscri
 		}
 		return s
 	}
-	q, err := query.ParseList(terms)
+	q, err := query.ParseFields(terms, info.QueryFields)
 	if err != nil {
 		panic(err)
 	}
@@ -203,7 +205,7 @@ const runStopTimeout = 5 * time.Second
 func Start(t *testing.T, kind source.Kind, key string, specs ...api.SubscriberSpec) (source.DataSource, *Recorder) {
 	t.Helper()
 	for _, s := range specs {
-		keys, err := kind.Keys(s)
+		keys, err := kind.Keys(Sub(t, s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +217,7 @@ func Start(t *testing.T, kind source.Kind, key string, specs ...api.SubscriberSp
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds.SetSubscribers(specs)
+	ds.SetSubscribers(Subs(t, specs...))
 	rec := &Recorder{}
 	Run(t, ds, rec.Emit)
 	return ds, rec
@@ -239,4 +241,35 @@ func Run(t *testing.T, ds source.DataSource, emit source.Emit) {
 			t.Error("Run did not return after its context ended")
 		}
 	})
+}
+
+// Sub is spec as the node hands it to its data sources: its query parsed
+// once (for a kind whose query is URLs, its keyword filter; nil without
+// one). A query that does not parse gives a nil Query: the node refuses
+// such a subscriber before any kind sees it, and a kind handed no query
+// must refuse it too.
+func Sub(tb testing.TB, spec api.SubscriberSpec) source.Sub {
+	tb.Helper()
+	terms := spec.Query
+	info, _ := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(spec.Source)
+	if info.Query == api.QueryURLs {
+		if terms = spec.Keywords; len(terms) == 0 {
+			return source.Sub{Spec: spec}
+		}
+	}
+	q, err := query.ParseFields(terms, info.QueryFields)
+	if err != nil {
+		return source.Sub{Spec: spec}
+	}
+	return source.Sub{Spec: spec, Query: q}
+}
+
+// Subs is Sub of each spec.
+func Subs(tb testing.TB, specs ...api.SubscriberSpec) []source.Sub {
+	tb.Helper()
+	out := make([]source.Sub, len(specs))
+	for i, s := range specs {
+		out[i] = Sub(tb, s)
+	}
+	return out
 }

@@ -190,7 +190,7 @@
         ok = false;
       } else {
         try {
-          const v = await api('/v1/queries/validate', { method: 'POST', body: { source: 'bluesky', query: field('al-query') } });
+          const v = await api('/v1/queries/validate', { method: 'POST', body: { query: field('al-query') } });
           if (seq !== state.checkSeq) return;
           setCheck('al-query-status', true, `canonical: ${v.canonical}`);
         } catch (err) {

@@ -70,22 +70,41 @@
     return Number(raw);
   }
 
-  // queryTerms is the query as the API takes it: rss feed URLs are
+  // sources are the source kinds' declarations (GET /v1/sources), read
+  // once: the page names no kind, it shows what each declares.
+  let sources = null;
+
+  async function loadSources() {
+    if (sources) return;
+    sources = await api('/v1/sources');
+    $('cf-source').replaceChildren(...sources.map((s) => bw.el('option', { value: s.name }, `${s.name} — ${s.title}`)));
+  }
+
+  // readsURLs says whether a kind's query is a list of URLs (feeds), which
+  // its keywords filter.
+  function readsURLs(source) {
+    const info = (sources || []).find((s) => s.name === source);
+    return !!info && info.query === 'urls';
+  }
+
+  // queryTerms is the query as the API takes it: feed URLs are
   // comma-separated; a query in the language stays whole (the hub reads the
   // same split in /v1/queries/validate).
   function queryTerms(source, q) {
     if (q.trim() === '') return [];
-    return source === 'rss' ? q.split(',') : [q];
+    return readsURLs(source) ? q.split(',') : [q];
   }
 
   // Crawler form.
 
   function sourceChanged() {
-    const rss = $('cf-source').value === 'rss';
-    $('cf-keywords-field').hidden = !rss;
-    $('cf-keywords-status').hidden = !rss;
-    $('cf-query-label').textContent = rss ? 'Feed URLs (comma-separated)' : 'Query';
-    $('cf-query').placeholder = rss ? 'https://example.com/feed.xml' : 'golang OR "go 1.23" -job lang:en';
+    const source = $('cf-source').value;
+    const urls = readsURLs(source);
+    const info = (sources || []).find((s) => s.name === source);
+    $('cf-keywords-field').hidden = !urls;
+    $('cf-keywords-status').hidden = !urls;
+    $('cf-query-label').textContent = urls ? 'Feed URLs (comma-separated)' : 'Query';
+    $('cf-query').placeholder = (info && info.query_hint) || (urls ? 'https://example.com/feed.xml' : 'golang OR "go 1.23" -job lang:en');
   }
 
   function fillUsers() {
@@ -93,7 +112,13 @@
     $('cf-users').replaceChildren(...opts);
   }
 
-  function openCrawlerForm(c, userID) {
+  async function openCrawlerForm(c, userID) {
+    try {
+      await loadSources();
+    } catch (e) {
+      flash(`The source kinds could not be read: ${e.message}`);
+      return;
+    }
     form.mode = c ? 'edit' : 'add';
     form.id = c ? c.id : null;
     hideError('cf-error');
@@ -102,9 +127,9 @@
     $('cf-submit').textContent = c ? 'Save changes' : 'Add crawler';
     $('cf-user').value = c ? String(c.user_id) : (userID ? String(userID) : '');
     $('cf-user').disabled = !!c;
-    $('cf-source').value = c ? c.source : 'rss';
+    $('cf-source').value = c ? c.source : sources[0].name;
     $('cf-source').disabled = !!c;
-    $('cf-query').value = c ? (c.source === 'rss' ? (c.query || []).join(',') : c.query_canonical || (c.query || []).join(',')) : '';
+    $('cf-query').value = c ? (readsURLs(c.source) ? (c.query || []).join(',') : c.query_canonical || (c.query || []).join(',')) : '';
     $('cf-keywords').value = c ? (c.keywords || []).join(',') : '';
     $('cf-limit').value = c ? String(c.comment_limit) : '0';
     $('cf-retention').value = c && c.retention_from === 'crawler' ? c.retention : '';
@@ -124,12 +149,12 @@
     form.checkTimer = setTimeout(checkQuery, VALIDATE_DELAY_MS);
   }
 
-  // checkQuery asks the hub to validate the query (and rss filter) as typed.
+  // checkQuery asks the hub to validate the query (and a feed filter) as typed.
   async function checkQuery() {
     const seq = ++form.checkSeq;
     const source = $('cf-source').value;
     const query = $('cf-query').value;
-    const keywords = source === 'rss' ? $('cf-keywords').value : '';
+    const keywords = readsURLs(source) ? $('cf-keywords').value : '';
     const status = $('cf-query-status');
     const kwStatus = $('cf-keywords-status');
     if (query.trim() === '') {
@@ -178,7 +203,7 @@
       return;
     }
     const query = queryTerms(source, $('cf-query').value);
-    const keywords = source === 'rss' ? queryTerms('', $('cf-keywords').value) : [];
+    const keywords = readsURLs(source) ? queryTerms('', $('cf-keywords').value) : [];
     // The hub checks the retention (30d, 36h); empty keeps the user's.
     const retention = $('cf-retention').value.trim();
     try {
@@ -190,7 +215,7 @@
         flash(`Crawler ${c.id} added: ${c.state}.`);
       } else {
         const body = { query, comment_limit: limit, enabled, retention: retention || '0' };
-        if (source === 'rss') body.keywords = keywords; // [] clears the filter
+        if (readsURLs(source)) body.keywords = keywords; // [] clears the filter
         const c = await api(`/v1/crawlers/${encodeURIComponent(form.id)}`, { method: 'PATCH', body });
         flash(`Crawler ${c.id} saved.`);
       }

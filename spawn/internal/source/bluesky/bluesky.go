@@ -7,7 +7,7 @@
 // reconnect or a crawler moved with a cursor resumes from there, with no
 // gap and no repeat (coverage.go). Why /subscribe is spoken directly:
 // docs/decisions/0014-jetstream-spoken-directly.md; what a comment keeps:
-// docs/sources.md, "Bluesky".
+// docs/sources/bluesky.md.
 //
 // Nothing the service sends can freeze the stream or pin a cursor. An
 // event whose time_us lies more than ClockSlack past the spawn's clock
@@ -29,8 +29,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
 )
@@ -40,9 +38,11 @@ const (
 	// DefaultJetstreamURL is Bluesky's public Jetstream in us-east.
 	DefaultJetstreamURL = "wss://jetstream2.us-east.bsky.network/subscribe"
 	// DefaultBackoffMin is the first wait before reconnecting after a
-	// failure; it doubles with each failure in a row, with jitter.
-	DefaultBackoffMin = time.Second
-	// DefaultBackoffMax caps the reconnect wait.
+	// failure, as for every WebSocket source (wsconn.DefaultRetryMin).
+	DefaultBackoffMin = wsconn.DefaultRetryMin
+	// DefaultBackoffMax caps the reconnect wait: shorter than other
+	// sources', since Jetstream replays what a reconnect missed only
+	// within its window.
 	DefaultBackoffMax = 2 * time.Minute
 	// DefaultStallTimeout is how long the connection may stay silent
 	// before it is dropped and reopened. Bluesky's network makes several
@@ -50,7 +50,7 @@ const (
 	// connection.
 	DefaultStallTimeout = 30 * time.Second
 	// DefaultConnectTimeout bounds the WebSocket handshake.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = wsconn.DefaultHandshakeTimeout
 	// DefaultMaxMessageBytes caps one event the source decodes. Posts are
 	// at most a few KiB; a larger event is skipped (see MaxSkipBytes).
 	DefaultMaxMessageBytes = 1 << 20
@@ -240,12 +240,12 @@ func New(opts Options) (*Kind, error) {
 }
 
 // Keys returns the node's one bluesky key after checking the query.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, err := query.ParseList(spec.Query); err != nil {
-		return nil, fmt.Errorf("bluesky: crawler %d: %w", spec.CrawlerID, err)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	if sub.Query == nil {
+		return nil, fmt.Errorf("bluesky: crawler %d: the query is empty", sub.Spec.CrawlerID)
 	}
-	if spec.QueryUUID == "" {
-		return nil, fmt.Errorf("bluesky: crawler %d: the subscriber has no query uuid", spec.CrawlerID)
+	if sub.Spec.QueryUUID == "" {
+		return nil, fmt.Errorf("bluesky: crawler %d: the subscriber has no query uuid", sub.Spec.CrawlerID)
 	}
 	return []string{Key}, nil
 }

@@ -29,8 +29,6 @@ const (
 	maxLabelBytes = 63
 	// maxLangBytes caps a language tag.
 	maxLangBytes = 35
-	// atPrefix starts every at:// URI.
-	atPrefix = "at://"
 	// profileURL is the web address of a post: handle or DID, then rkey.
 	profileURL = "https://bsky.app/profile/%s/post/%s"
 )
@@ -183,7 +181,7 @@ func classify(data []byte, err error) error {
 
 // postURI is a post's at:// URI.
 func postURI(did, rkey string) string {
-	return atPrefix + did + "/" + PostCollection + "/" + rkey
+	return IDPrefix + did + "/" + PostCollection + "/" + rkey
 }
 
 // postItem turns a post event into an item. author is the handle known
@@ -305,7 +303,7 @@ func normalLang(s string) string {
 
 // atURI returns s when it is a short, printable at:// URI, else "".
 func atURI(s string) string {
-	if !strings.HasPrefix(s, atPrefix) || len(s) == len(atPrefix) || len(s) > source.MaxIDBytes || source.ItemID(s) != s {
+	if !strings.HasPrefix(s, IDPrefix) || len(s) == len(IDPrefix) || len(s) > source.MaxIDBytes || source.ItemID(s) != s {
 		return ""
 	}
 	return s

@@ -148,7 +148,7 @@ func quoteRef(uri string) string {
 	if uri == "" {
 		return ""
 	}
-	did, rest, ok := strings.Cut(strings.TrimPrefix(uri, atPrefix), "/")
+	did, rest, ok := strings.Cut(strings.TrimPrefix(uri, IDPrefix), "/")
 	if !ok {
 		return uri
 	}

@@ -155,11 +155,12 @@ func newSource(opts Options) (*Source, error) {
 // reconnects from it. A cursor in the future (past the clock and
 // ClockSlack) starts from now, and its subscribers are told. It never
 // blocks: the node calls it under its lock.
-func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
+func (s *Source) SetSubscribers(subs []source.Sub) {
 	now := time.Now()
-	cursors := make(map[string]int64, len(specs))
+	cursors := make(map[string]int64, len(subs))
 	future := map[string]error{}
-	for _, sp := range specs {
+	for _, sub := range subs {
+		sp := sub.Spec
 		if sp.QueryUUID == "" {
 			continue
 		}
@@ -190,7 +191,7 @@ func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
 		source.Signal(s.rewind)
 	}
 	if !s.opts.TextOnly {
-		s.handles.watch(fromHandles(specs), time.Now())
+		s.handles.watch(fromHandles(subs), time.Now())
 	}
 }
 
@@ -207,14 +208,13 @@ func (s *Source) NameAuthors(fn func([]source.AuthorName)) bool {
 
 // fromHandles collects the handles that the specs' from: atoms name (DIDs
 // match through AuthorID and need no lookup).
-func fromHandles(specs []api.SubscriberSpec) map[string]bool {
+func fromHandles(subs []source.Sub) map[string]bool {
 	out := map[string]bool{}
-	for _, sp := range specs {
-		q, err := query.ParseList(sp.Query)
-		if err != nil {
+	for _, sub := range subs {
+		if sub.Query == nil {
 			continue
 		}
-		for _, a := range q.Atoms() {
+		for _, a := range sub.Query.Atoms() {
 			if a.Kind != query.From {
 				continue
 			}

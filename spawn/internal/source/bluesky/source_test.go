@@ -97,10 +97,10 @@ func TestKind_Validates(t *testing.T) {
 		})
 	}
 	k, _ := New(Options{})
-	if _, err := k.Keys(api.SubscriberSpec{Query: []string{"golang"}}); err == nil {
+	if _, err := k.Keys(spawntest.Sub(t, api.SubscriberSpec{Query: []string{"golang"}})); err == nil {
 		t.Error("a subscriber without query uuid was accepted")
 	}
-	if _, err := k.Keys(api.SubscriberSpec{Query: []string{`"unclosed`}, QueryUUID: "u"}); err == nil {
+	if _, err := k.Keys(spawntest.Sub(t, api.SubscriberSpec{Query: []string{`"unclosed`}, QueryUUID: "u"})); err == nil {
 		t.Error("an invalid query was accepted")
 	}
 	if _, err := k.New("rss"); err == nil {
@@ -221,7 +221,7 @@ func TestSource_LateSubscriberWithOlderCursorIsReplayedAlone(t *testing.T) {
 
 	// b comes from another node, where it delivered up to the second post.
 	b.Cursor = &api.Cursor{Position: posts[1].TimeUS}
-	src.SetSubscribers([]api.SubscriberSpec{a, b})
+	src.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{a, b}...))
 	testkit.WaitFor(t, waitTimeout, "the rewind", func() bool { return len(js.Accepted()) == 2 })
 	if got := js.Accepted()[1].Cursor; got > posts[1].TimeUS || got < posts[1].TimeUS-DefaultResumeOverlap.Microseconds() {
 		t.Errorf("rewound to %d, want the cursor %d minus the overlap", got, posts[1].TimeUS)
@@ -288,7 +288,7 @@ func TestSource_CursorOlderThanTheReplayWindowIsReported(t *testing.T) {
 	if st := src.Stats(); st.Gaps != 1 {
 		t.Errorf("%d gaps", st.Gaps)
 	}
-	src.SetSubscribers([]api.SubscriberSpec{a})
+	src.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{a}...))
 	if err := src.Err(); err != nil {
 		t.Errorf("Err after b left: %v", err)
 	}

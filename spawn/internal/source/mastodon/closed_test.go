@@ -64,7 +64,7 @@ func TestSource_ClosedFeedsServeHashtagsThroughFollowedTags(t *testing.T) {
 	}
 
 	// The tags follow the subscribers.
-	ds.SetSubscribers([]api.SubscriberSpec{spec(1, "#golang")})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{spec(1, "#golang")}...))
 	followed(t, srv, "golang")
 	if got, want := tagEvents(srv), []string{"follow golang", "follow rust", "unfollow rust"}; !slices.Equal(got, want) {
 		t.Fatalf("tag events %q, want %q", got, want)
@@ -135,11 +135,11 @@ func TestSource_FollowsBeforeTheSpawnAreNeverUnfollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds.SetSubscribers([]api.SubscriberSpec{spec(1, "#golang"), spec(2, "#rust")})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{spec(1, "#golang"), spec(2, "#rust")}...))
 	stop := runUntil(t, ds)
 	followed(t, srv, "golang", "rust")
-	ds.SetSubscribers([]api.SubscriberSpec{spec(2, "#rust")})
-	ds.SetSubscribers([]api.SubscriberSpec{spec(2, "#rust"), spec(3, "#zig")})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{spec(2, "#rust")}...))
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{spec(2, "#rust"), spec(3, "#zig")}...))
 	followed(t, srv, "golang", "rust", "zig")
 	stop()
 	followed(t, srv, "golang")
@@ -152,7 +152,7 @@ func TestSource_FollowsBeforeTheSpawnAreNeverUnfollowed(t *testing.T) {
 	// The next data source of the instance finds golang followed by the
 	// account again and leaves it so.
 	ds, _ = k.New(keyPrefix + srv.URL())
-	ds.SetSubscribers([]api.SubscriberSpec{spec(1, "#golang")})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{spec(1, "#golang")}...))
 	stop = runUntil(t, ds)
 	subscribed(t, srv, "user")
 	stop()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -240,7 +241,11 @@ func TestNeeds_HashtagStreamsOnlyWhenEveryBranchNeedsATag(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.query, ","), func(t *testing.T) {
-			tags, public, err := needs(api.SubscriberSpec{Query: tc.query})
+			q, err := query.ParseList(tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tags, public, err := needs(q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,8 +254,8 @@ func TestNeeds_HashtagStreamsOnlyWhenEveryBranchNeedsATag(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := needs(api.SubscriberSpec{Query: []string{"(golang"}}); err == nil {
-		t.Fatal("an invalid query was accepted")
+	if _, _, err := needs(nil); err == nil {
+		t.Fatal("an empty query was accepted")
 	}
 }
 

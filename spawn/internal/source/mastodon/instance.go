@@ -117,8 +117,11 @@ type instance struct {
 	// retract tells the node the deletes and edits (retract.go).
 	retract retracter
 
-	mu         sync.Mutex
-	needs      []need
+	mu    sync.Mutex
+	needs []need
+	// public says, by query uuid, whether a subscriber's query needs the
+	// public stream (free text): it fails where live feeds are closed.
+	public     map[string]bool
 	want       map[sub]bool    // the subscriptions the needs make
 	followWant map[string]bool // the tags to follow
 	config     access          // what the instance document says
@@ -179,19 +182,22 @@ func newInstance(opts Options, base *url.URL, stats *counters, follows *tagFollo
 // SetSubscribers works out what the subscribers' queries need; Run
 // subscribes, unsubscribes, follows and unfollows to match. It never
 // blocks: the node calls it under its lock.
-func (i *instance) SetSubscribers(specs []api.SubscriberSpec) {
-	ns := make([]need, 0, len(specs))
-	for _, s := range specs {
-		tags, pub, err := needs(s)
+func (i *instance) SetSubscribers(subs []source.Sub) {
+	ns := make([]need, 0, len(subs))
+	public := make(map[string]bool, len(subs))
+	for _, s := range subs {
+		tags, pub, err := needs(s.Query)
 		if err != nil {
 			continue // Keys refused it already
 		}
 		ns = append(ns, need{tags: tags, public: pub})
+		public[s.Spec.QueryUUID] = pub
 	}
 	i.mu.Lock()
 	i.needs = ns
+	i.public = public
 	i.recomputeLocked()
-	i.cursorGapsLocked(specs)
+	i.cursorGapsLocked(source.Specs(subs))
 	i.mu.Unlock()
 }
 
@@ -309,13 +315,13 @@ func (i *instance) setLive(w sub, on bool) {
 // ErrLiveFeedsClosed naming the instance and why: such a subscriber fails.
 func (i *instance) ErrFor(spec api.SubscriberSpec) error {
 	err := i.errs.Err()
-	_, public, perr := needs(spec)
-	if perr != nil || !public {
-		return err
-	}
 	i.mu.Lock()
+	public := i.public[spec.QueryUUID]
 	a := i.accessLocked()
 	i.mu.Unlock()
+	if !public {
+		return err
+	}
 	if !a.liveClosed {
 		return err
 	}

@@ -8,7 +8,7 @@
 // only when it is the instance's host or a subdomain and keeps TLS, so the
 // token (sent in the handshake's Authorization header, never the URL) never
 // reaches a third party. What a comment keeps and how closed feeds are
-// served: docs/sources.md, "Mastodon".
+// served: docs/sources/mastodon.md.
 package mastodon
 
 import (
@@ -21,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
@@ -29,16 +28,12 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultBackoffMin is the first wait before reconnecting; it doubles
-	// with each failure in a row, and every wait is drawn at random from
-	// its upper half.
-	DefaultBackoffMin = time.Second
-	// DefaultBackoffMax caps the reconnect wait.
-	DefaultBackoffMax = 5 * time.Minute
-	// DefaultAuthBackoffMin is the first wait after the instance refused
-	// the token: only an operator can fix it, and hammering an instance
-	// with a bad token gets the spawn's address blocked.
-	DefaultAuthBackoffMin = time.Minute
+	// DefaultBackoffMin, DefaultBackoffMax and DefaultAuthBackoffMin (the
+	// first wait after the instance refused the token) are the reconnect
+	// waits of every WebSocket source (wsconn).
+	DefaultBackoffMin     = wsconn.DefaultRetryMin
+	DefaultBackoffMax     = wsconn.DefaultRetryMax
+	DefaultAuthBackoffMin = wsconn.DefaultRefusedMin
 	// DefaultStallTimeout is how long a connection may carry no message,
 	// ping or pong before it is dropped and reopened: three missed pings.
 	DefaultStallTimeout = 90 * time.Second
@@ -47,7 +42,7 @@ const (
 	DefaultPingInterval = 30 * time.Second
 	// DefaultConnectTimeout bounds the instance discovery requests and the
 	// WebSocket handshake.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = wsconn.DefaultHandshakeTimeout
 	// DefaultWriteTimeout bounds sending one subscribe or unsubscribe
 	// message.
 	DefaultWriteTimeout = 10 * time.Second
@@ -274,9 +269,9 @@ func instanceURL(raw string) (*url.URL, error) {
 
 // Keys returns one key per configured instance after checking the query:
 // every subscriber reads every instance.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, _, err := needs(spec); err != nil {
-		return nil, fmt.Errorf("mastodon: crawler %d: %w", spec.CrawlerID, err)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	if _, _, err := needs(sub.Query); err != nil {
+		return nil, fmt.Errorf("mastodon: crawler %d: %w", sub.Spec.CrawlerID, err)
 	}
 	return slices.Clone(k.keys), nil
 }

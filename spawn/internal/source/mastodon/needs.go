@@ -1,12 +1,11 @@
 package mastodon
 
 import (
-	"fmt"
+	"errors"
 	"maps"
 	"slices"
 	"unicode"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
@@ -23,12 +22,10 @@ const (
 
 // needs tells which streams a subscriber's query needs: the hashtag
 // streams of tags when every match of the query carries one of them, else
-// the public stream (public is true and tags is nil). The query is the
-// spec's terms joined by commas, in the query language.
-func needs(spec api.SubscriberSpec) (tags []string, public bool, err error) {
-	q, err := query.ParseList(spec.Query)
-	if err != nil {
-		return nil, false, fmt.Errorf("mastodon: %w", err)
+// the public stream (public is true and tags is nil).
+func needs(q *query.Query) (tags []string, public bool, err error) {
+	if q == nil {
+		return nil, false, errors.New("mastodon: the query is empty")
 	}
 	set, ok := tagCover(q.Root(), false)
 	if !ok || len(set) == 0 {

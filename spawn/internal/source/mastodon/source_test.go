@@ -70,7 +70,7 @@ func start(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*instance, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds.SetSubscribers(specs)
+	ds.SetSubscribers(spawntest.Subs(t, specs...))
 	return ds.(*instance), runSource(t, ds)
 }
 
@@ -97,14 +97,14 @@ func TestKind_OneKeyPerInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := k.Keys(spec(1, "golang"))
+	keys, err := k.Keys(spawntest.Sub(t, spec(1, "golang")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"mastodon:https://a.example", "mastodon:https://b.example"}; !slices.Equal(keys, want) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
-	if _, err := k.Keys(api.SubscriberSpec{Query: []string{"(golang"}}); err == nil {
+	if _, err := k.Keys(spawntest.Sub(t, api.SubscriberSpec{Query: []string{"(golang"}})); err == nil {
 		t.Fatal("an invalid query got keys")
 	}
 	for _, bad := range [][]string{nil, {"ftp://a.example"}, {"https://a.example/?x=1"}, {"https://u:p@a.example"}} {
@@ -138,9 +138,9 @@ func TestSource_SubscriptionsFollowSubscribersByDiff(t *testing.T) {
 	ds, rec := start(t, testOptions(t, srv.URL()), spec(1, "#golang"), spec(2, "#rust"))
 	subscribed(t, srv, "hashtag:golang", "hashtag:rust")
 
-	ds.SetSubscribers([]api.SubscriberSpec{spec(1, "#golang"), spec(3, "#zig")})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{spec(1, "#golang"), spec(3, "#zig")}...))
 	subscribed(t, srv, "hashtag:golang", "hashtag:zig")
-	ds.SetSubscribers([]api.SubscriberSpec{spec(1, "#golang"), spec(3, "#zig"), spec(4, "gopher")})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{spec(1, "#golang"), spec(3, "#zig"), spec(4, "gopher")}...))
 	subscribed(t, srv, "public")
 
 	var got []string
@@ -180,7 +180,7 @@ func TestSource_SameStatusThroughTwoInstancesIsOneID(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := spec(1, "#golang")
-	keys, err := k.Keys(sp)
+	keys, err := k.Keys(spawntest.Sub(t, sp))
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("keys %v, %v", keys, err)
 	}
@@ -194,7 +194,7 @@ func TestSource_SameStatusThroughTwoInstancesIsOneID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ds.SetSubscribers([]api.SubscriberSpec{sp})
+		ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{sp}...))
 		recs = append(recs, runSource(t, ds))
 	}
 	subscribed(t, a, "hashtag:golang")
@@ -410,7 +410,7 @@ func TestSource_ReadyOnceItsStreamsAreSubscribed(t *testing.T) {
 	ds, _ := start(t, testOptions(t, srv.URL()), g)
 	subscribed(t, srv, "hashtag:golang")
 	testkit.WaitFor(t, waitDeadline, "ready", func() bool { return ds.Ready(g) })
-	ds.SetSubscribers([]api.SubscriberSpec{g, spec(2, "#rust")})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{g, spec(2, "#rust")}...))
 	subscribed(t, srv, "hashtag:golang", "hashtag:rust")
 	testkit.WaitFor(t, waitDeadline, "ready again", func() bool { return ds.Ready(g) })
 	srv.Cut(300 * time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/fakehttp"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // Workload of BenchmarkPoll.
@@ -85,7 +86,7 @@ func benchFeedsOn(b *testing.B, full bool) []*feed {
 		for j := range benchItems {
 			srv.Publish(name, feedserver.GenerateItem(i*benchItems+j))
 		}
-		keys, err := k.Keys(api.SubscriberSpec{Query: []string{bases[i%len(bases)] + "/feeds/" + name + ".xml"}})
+		keys, err := k.Keys(spawntest.Sub(b, api.SubscriberSpec{Query: []string{bases[i%len(bases)] + "/feeds/" + name + ".xml"}}))
 		if err != nil {
 			b.Fatal(err)
 		}

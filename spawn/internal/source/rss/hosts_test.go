@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
 
 // visit is one request as the server saw it.
@@ -44,7 +45,7 @@ func TestKind_PoliteToEachHost(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, path := range []string{"/a.xml", "/b.xml"} {
-		keys, err := k.Keys(api.SubscriberSpec{Query: []string{srv.URL + path}})
+		keys, err := k.Keys(spawntest.Sub(t, api.SubscriberSpec{Query: []string{srv.URL + path}}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -213,10 +212,10 @@ func New(opts Options) *Kind {
 // reading the same feed share one poller even when their other feeds differ.
 // URLs are canonicalised first: "HTTP://Example.com:80/a" and
 // "http://example.com/a" are one feed.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	urls, err := query.Canonical(api.SourceRSS, spec.Query)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	urls, err := query.URLs(sub.Spec.Query)
 	if err != nil {
-		return nil, fmt.Errorf("rss: crawler %d: %w", spec.CrawlerID, err)
+		return nil, fmt.Errorf("rss: crawler %d: %w", sub.Spec.CrawlerID, err)
 	}
 	keys := make([]string, len(urls))
 	for i, u := range urls {
@@ -307,12 +306,12 @@ func (f *feed) Health() Health {
 // happened to be shared. Subscribers that already have an item recognise it
 // by its id, and a subscriber moved from another node skips what it stored
 // there by its cursor.
-func (f *feed) SetSubscribers(specs []api.SubscriberSpec) {
-	next := make(map[[2]int64]bool, len(specs))
+func (f *feed) SetSubscribers(subs []source.Sub) {
+	next := make(map[[2]int64]bool, len(subs))
 	added := false
 	f.mu.Lock()
-	for _, s := range specs {
-		k := [2]int64{s.CrawlerID, s.Version}
+	for _, s := range subs {
+		k := [2]int64{s.Spec.CrawlerID, s.Spec.Version}
 		next[k] = true
 		if !f.subs[k] {
 			added = true

@@ -158,7 +158,7 @@ func start(t *testing.T, opts Options, url string) (*feed, *recorder) {
 func startWith(t *testing.T, opts Options, url string, rec *recorder) *feed {
 	t.Helper()
 	k := New(opts)
-	keys, err := k.Keys(api.SubscriberSpec{CrawlerID: 1, Source: api.SourceRSS, Query: []string{url}})
+	keys, err := k.Keys(spawntest.Sub(t, api.SubscriberSpec{CrawlerID: 1, Source: api.SourceRSS, Query: []string{url}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestKind_KeysOnePerCanonicalFeedURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := k.Keys(api.SubscriberSpec{CrawlerID: 7, Source: api.SourceRSS, Query: tt.query})
+			got, err := k.Keys(spawntest.Sub(t, api.SubscriberSpec{CrawlerID: 7, Source: api.SourceRSS, Query: tt.query}))
 			if tt.wantErr {
 				if !errors.Is(err, query.ErrInvalid) {
 					t.Fatalf("Keys(%q) error = %v, want query.ErrInvalid", tt.query, err)
@@ -359,7 +359,7 @@ func TestFeed_UndatedItemsKeepFirstSeenTime(t *testing.T) {
 
 	// A new subscriber gets the current items again, with the same ids
 	// and the same first-seen publication times.
-	ds.SetSubscribers([]api.SubscriberSpec{{CrawlerID: 2, Version: 1}})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{{CrawlerID: 2, Version: 1}}...))
 	testkit.WaitFor(t, waitDeadline, "replay", func() bool { return rec.batchCount() == 2 })
 	replay := rec.all()[2:]
 	for i := range first {
@@ -368,7 +368,7 @@ func TestFeed_UndatedItemsKeepFirstSeenTime(t *testing.T) {
 		}
 	}
 	// The same subscribers again: nothing to replay.
-	ds.SetSubscribers([]api.SubscriberSpec{{CrawlerID: 2, Version: 1}})
+	ds.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{{CrawlerID: 2, Version: 1}}...))
 	n, _ = fs.count()
 	testkit.WaitFor(t, waitDeadline, "two more fetches", func() bool { r, _ := fs.count(); return r >= n+2 })
 	if c := rec.batchCount(); c != 2 {

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"io"
 	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
@@ -120,7 +121,7 @@ func interactionItem(in *interaction, now time.Time) (source.Item, error) {
 		}
 	}
 	return source.Item{
-		ID:          "ds:" + id,
+		ID:          IDPrefix + id,
 		Author:      author,
 		Text:        source.CapText(in.Content, maxTextBytes),
 		URL:         link,
@@ -135,10 +136,9 @@ func clip(s string) string { return source.Clip(s, maxClipBytes) }
 // csdl is the filter definition of a subscriber's query: the widest one
 // the service understands that still covers the query (compileCSDL); the
 // node evaluates the whole query on what it brings.
-func csdl(terms []string) (string, error) {
-	q, err := query.ParseList(terms)
-	if err != nil {
-		return "", err
+func csdl(q *query.Query) (string, error) {
+	if q == nil {
+		return "", errors.New("the query is empty")
 	}
 	return compileCSDL(q)
 }

@@ -64,7 +64,7 @@ type multi struct {
 	stats      counters
 
 	mu        sync.Mutex
-	want      map[string][]string // query uuid → terms
+	want      map[string]string   // query uuid → its filter definition (CSDL)
 	hashes    map[string]compiled // query uuid → its compiled filter
 	hashOrder []string            // query uuids in caching order
 	routes    map[string][]string // subscribed hash → query uuids
@@ -85,7 +85,7 @@ func newMulti(opts Options, compileURL, multiURL string) *multi {
 		logger:     opts.Logger.With("source", Key),
 		rest:       &rest,
 		changed:    make(chan struct{}, 1),
-		want:       map[string][]string{},
+		want:       map[string]string{},
 		hashes:     map[string]compiled{},
 		routes:     map[string][]string{},
 		live:       map[string]bool{},
@@ -106,15 +106,20 @@ func newMulti(opts Options, compileURL, multiURL string) *multi {
 // SetSubscribers records the distinct queries (by query uuid) the node's
 // stream subscribers want; Run subscribes and unsubscribes on the live
 // connection to match. It never blocks: the node calls it under its lock.
-func (m *multi) SetSubscribers(specs []api.SubscriberSpec) {
-	want := make(map[string][]string, len(specs))
-	for _, s := range specs {
-		if _, ok := want[s.QueryUUID]; !ok && s.QueryUUID != "" && len(s.Query) > 0 {
-			want[s.QueryUUID] = slices.Clone(s.Query)
+func (m *multi) SetSubscribers(subs []source.Sub) {
+	want := make(map[string]string, len(subs))
+	for _, s := range subs {
+		uuid := s.Spec.QueryUUID
+		if _, ok := want[uuid]; ok || uuid == "" {
+			continue
+		}
+		// A query that does not compile failed its subscriber in Keys.
+		if def, err := csdl(s.Query); err == nil {
+			want[uuid] = def
 		}
 	}
 	m.mu.Lock()
-	same := maps.EqualFunc(want, m.want, slices.Equal)
+	same := maps.Equal(want, m.want)
 	if !same {
 		m.want = want
 	}
@@ -309,7 +314,7 @@ func (m *multi) reconcile(ctx context.Context, c *wsconn.Conn, subscribed map[st
 	m.routes = desired
 	m.errs.Clear(func(part string) bool {
 		uuid, ok := strings.CutPrefix(part, compilePrefix)
-		return ok && want[uuid] == nil
+		return ok && want[uuid] == ""
 	})
 	m.mu.Unlock()
 	for _, h := range slices.Sorted(maps.Keys(subscribed)) {
@@ -347,12 +352,9 @@ func (m *multi) send(ctx context.Context, c *wsconn.Conn, action, hash string) e
 	return nil
 }
 
-// hash returns a query's filter hash, compiling it on first use.
-func (m *multi) hash(ctx context.Context, uuid string, terms []string) (string, error) {
-	def, err := csdl(terms)
-	if err != nil {
-		return "", fmt.Errorf("%w %s: %w", ErrCompile, uuid, err)
-	}
+// hash returns a query's filter hash, compiling its definition at the
+// service on first use.
+func (m *multi) hash(ctx context.Context, uuid, def string) (string, error) {
 	m.mu.Lock()
 	c, ok := m.hashes[uuid]
 	m.mu.Unlock()
@@ -373,7 +375,7 @@ func (m *multi) hash(ctx context.Context, uuid string, terms []string) (string, 
 	// Forget the oldest queries no longer wanted beyond the cache limit.
 	for i := 0; len(m.hashes) > hashCacheLimit && i < len(m.hashOrder); {
 		old := m.hashOrder[i]
-		if m.want[old] != nil {
+		if m.want[old] != "" {
 			i++
 			continue
 		}

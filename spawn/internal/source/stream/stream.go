@@ -26,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/wsconn"
@@ -34,21 +33,18 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultBackoffMin is the first wait before reconnecting; it doubles
-	// with each failure in a row, and every wait is drawn at random from
-	// its upper half.
-	DefaultBackoffMin = time.Second
-	// DefaultBackoffMax caps the reconnect wait.
-	DefaultBackoffMax = 5 * time.Minute
-	// DefaultAuthBackoffMin is the first wait after the service refused
-	// the API key: retrying sooner cannot help and looks like abuse.
-	DefaultAuthBackoffMin = time.Minute
+	// DefaultBackoffMin, DefaultBackoffMax and DefaultAuthBackoffMin (the
+	// first wait after the service refused the API key) are the reconnect
+	// waits of every WebSocket source (wsconn).
+	DefaultBackoffMin     = wsconn.DefaultRetryMin
+	DefaultBackoffMax     = wsconn.DefaultRetryMax
+	DefaultAuthBackoffMin = wsconn.DefaultRefusedMin
 	// DefaultStallTimeout is how long the connection may carry neither a
 	// tick nor an item before it is dropped and reopened. Ticks come
 	// every 30 seconds or so.
 	DefaultStallTimeout = 90 * time.Second
 	// DefaultConnectTimeout bounds the WebSocket handshake.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = wsconn.DefaultHandshakeTimeout
 	// DefaultRequestTimeout bounds one compile request and one write.
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultMaxMessageBytes caps one message from the service; a larger
@@ -179,12 +175,12 @@ func New(opts Options) (*Kind, error) {
 }
 
 // Keys returns the node's one stream key after checking the query.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, err := csdl(spec.Query); err != nil {
-		return nil, fmt.Errorf("stream: crawler %d: %w", spec.CrawlerID, err)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	if _, err := csdl(sub.Query); err != nil {
+		return nil, fmt.Errorf("stream: crawler %d: %w", sub.Spec.CrawlerID, err)
 	}
-	if spec.QueryUUID == "" {
-		return nil, fmt.Errorf("stream: crawler %d: the subscriber has no query uuid", spec.CrawlerID)
+	if sub.Spec.QueryUUID == "" {
+		return nil, fmt.Errorf("stream: crawler %d: the subscriber has no query uuid", sub.Spec.CrawlerID)
 	}
 	return []string{Key}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest"
 )
@@ -80,7 +81,7 @@ func subscribedTo(srv *streamserver.Server, n int) bool {
 // hashOf is the hash the server compiled a query to.
 func hashOf(t *testing.T, srv *streamserver.Server, s api.SubscriberSpec) string {
 	t.Helper()
-	def, err := csdl(s.Query)
+	def, err := csdlOf(s.Query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,9 +173,9 @@ func TestMulti_FollowsSubscribersOnTheLiveConnection(t *testing.T) {
 	m, rec := start(t, testOptions(base), g)
 	testkit.WaitFor(t, waitDeadline, "one subscription", func() bool { return subscribedTo(srv, 1) })
 
-	m.SetSubscribers([]api.SubscriberSpec{g, r})
+	m.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{g, r}...))
 	testkit.WaitFor(t, waitDeadline, "two subscriptions", func() bool { return subscribedTo(srv, 2) })
-	m.SetSubscribers([]api.SubscriberSpec{r})
+	m.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{r}...))
 	testkit.WaitFor(t, waitDeadline, "golang unsubscribed", func() bool { return subscribedTo(srv, 1) && srv.Subscriptions()[0][0] == hashOf(t, srv, r) })
 	gone := srv.Publish(streamserver.Interaction{Content: "golang only"})
 	kept := srv.Publish(streamserver.Interaction{Content: "rust only"})
@@ -184,7 +185,7 @@ func TestMulti_FollowsSubscribersOnTheLiveConnection(t *testing.T) {
 	}
 
 	// Coming back uses the cached hash.
-	m.SetSubscribers([]api.SubscriberSpec{r, g})
+	m.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{r, g}...))
 	testkit.WaitFor(t, waitDeadline, "golang again", func() bool { return subscribedTo(srv, 2) })
 	if n := srv.Compiles(); n != 2 {
 		t.Errorf("%d compiles, want 2 (the hash is cached)", n)
@@ -429,16 +430,16 @@ func TestKind(t *testing.T) {
 	if k.compileURL != "https://stream.example/base/v1/compile" || k.multiURL != "wss://stream.example/base/multi" {
 		t.Errorf("endpoints %s %s", k.compileURL, k.multiURL)
 	}
-	if keys, err := k.Keys(spec(1, "a", "b")); err != nil || !slices.Equal(keys, []string{Key}) {
+	if keys, err := k.Keys(spawntest.Sub(t, spec(1, "a", "b"))); err != nil || !slices.Equal(keys, []string{Key}) {
 		t.Errorf("Keys = %v, %v", keys, err)
 	}
-	if _, err := k.Keys(api.SubscriberSpec{CrawlerID: 2, Source: api.SourceStream, Query: []string{" "}, QueryUUID: "u"}); err == nil {
+	if _, err := k.Keys(spawntest.Sub(t, api.SubscriberSpec{CrawlerID: 2, Source: api.SourceStream, Query: []string{" "}, QueryUUID: "u"})); err == nil {
 		t.Error("Keys accepted an empty query")
 	}
 	if _, err := k.New("twitter"); err == nil {
 		t.Error("New accepted a foreign key")
 	}
-	_, err = Unconfigured().Keys(spec(3, "x"))
+	_, err = Unconfigured().Keys(spawntest.Sub(t, spec(3, "x")))
 	if !errors.Is(err, ErrNotConfigured) || !errors.Is(err, source.ErrUnsupported) {
 		t.Errorf("unconfigured Keys: %v", err)
 	}
@@ -457,7 +458,7 @@ func TestCSDLRoundTrip(t *testing.T) {
 		{[]string{`back\slash`}, []string{`back\slash`}},
 	}
 	for _, tc := range cases {
-		def, err := csdl(tc.query)
+		def, err := csdlOf(tc.query)
 		if err != nil {
 			t.Fatalf("csdl(%q): %v", tc.query, err)
 		}
@@ -473,7 +474,7 @@ func TestCSDLRoundTrip(t *testing.T) {
 			t.Errorf("query %q: server read %q, want %q", tc.query, got, tc.want)
 		}
 	}
-	if _, err := csdl([]string{"-java"}); err == nil {
+	if _, err := csdlOf([]string{"-java"}); err == nil {
 		t.Error("a query of negations only compiled")
 	}
 }
@@ -505,4 +506,13 @@ func TestMulti_ReadyOnceTheSubscriptionIsConfirmed(t *testing.T) {
 	srv.Cut()
 	testkit.WaitFor(t, waitDeadline, "not ready while disconnected", func() bool { return !m.Ready(g) })
 	testkit.WaitFor(t, waitDeadline, "ready again", func() bool { return m.Ready(g) })
+}
+
+// csdlOf parses a query as the node does, then compiles it.
+func csdlOf(terms []string) (string, error) {
+	q, err := query.ParseList(terms)
+	if err != nil {
+		return "", err
+	}
+	return csdl(q)
 }

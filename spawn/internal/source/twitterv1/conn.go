@@ -14,6 +14,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/xtext"
 )
 
 // errReopen is the cause a connection's context is cancelled with when
@@ -228,7 +229,7 @@ func (w *worker) session(ctx context.Context, terms []string, newest *int64, con
 				t.setErr(w.name, err)
 				continue
 			}
-			if id, err := strconv.ParseInt(strings.TrimPrefix(it.ID, "tw:"), 10, 64); err == nil {
+			if id, err := strconv.ParseInt(strings.TrimPrefix(it.ID, xtext.IDPrefix), 10, 64); err == nil {
 				*newest = max(*newest, id)
 			}
 			t.setErr(w.name, nil) // a good tweet ends an earlier bad message's report

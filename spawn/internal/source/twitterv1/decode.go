@@ -224,7 +224,7 @@ func tweetItem(tw *gotwitter.Tweet, eng *api.Engagement, m *matcher, now time.Ti
 	body, repostOf := tw, ""
 	if rt := tw.RetweetedStatus; rt != nil {
 		if rid := tweetIDOf(rt); rid != "" {
-			body, repostOf = rt, "tw:"+rid
+			body, repostOf = rt, xtext.IDPrefix+rid
 		}
 	}
 	text, links := content(body)
@@ -234,7 +234,7 @@ func tweetItem(tw *gotwitter.Tweet, eng *api.Engagement, m *matcher, now time.Ti
 		published = t
 	}
 	it := source.Item{
-		ID:          "tw:" + id,
+		ID:          xtext.IDPrefix + id,
 		Author:      author,
 		AuthorID:    authorID,
 		Text:        text,
@@ -248,7 +248,7 @@ func tweetItem(tw *gotwitter.Tweet, eng *api.Engagement, m *matcher, now time.Ti
 		Engagement:  eng,
 	}
 	if numeric(tw.InReplyToStatusIDStr) {
-		it.ReplyTo = "tw:" + tw.InReplyToStatusIDStr
+		it.ReplyTo = xtext.IDPrefix + tw.InReplyToStatusIDStr
 	}
 	return it, nil
 }

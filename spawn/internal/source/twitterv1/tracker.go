@@ -13,7 +13,6 @@ import (
 
 	gotwitter "github.com/dghubble/go-twitter/twitter"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
@@ -90,11 +89,11 @@ func (t *tracker) searchClient(ctx context.Context) *gotwitter.Client {
 // makes Run open or reopen the streams after ReopenDelay, which gathers a
 // burst of changes into one reconnect. It never blocks: the node calls it
 // under its lock.
-func (t *tracker) SetSubscribers(specs []api.SubscriberSpec) {
+func (t *tracker) SetSubscribers(subs []source.Sub) {
 	var union []string
-	for _, s := range specs {
+	for _, s := range subs {
 		// A query that does not compile failed its subscriber in Keys.
-		terms, _ := trackTerms(s)
+		terms, _ := trackTerms(s.Query)
 		union = append(union, terms...)
 	}
 	slices.Sort(union)

@@ -229,7 +229,7 @@ func TestTracker_SplitsTermsAcrossConnections(t *testing.T) {
 	}
 
 	// Down to 300 terms: one connection is enough again.
-	tr.SetSubscribers(specs[:3])
+	tr.SetSubscribers(spawntest.Subs(t, specs[:3]...))
 	testkit.WaitFor(t, waitDeadline, "one stream with 300 terms", func() bool {
 		tr := srv.OpenTracks()
 		return len(tr) == 1 && len(tr[0]) == 300
@@ -247,7 +247,7 @@ func TestTracker_ReopensOnChangeWithoutLosingTweets(t *testing.T) {
 	// The re-open fails until the test allows it, so tweets published
 	// meanwhile can only come back through search.
 	srv.FailStreams(503, 1<<30)
-	tr.SetSubscribers([]api.SubscriberSpec{alpha, beta})
+	tr.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{alpha, beta}...))
 	testkit.WaitFor(t, waitDeadline, "the re-open to fail", func() bool { return srv.Open() == 0 && errors.Is(tr.Err(), ErrStatus) })
 	a2 := srv.Publish(twitterserver.Tweet{Text: "alpha two, during the gap"})
 	b1 := srv.Publish(twitterserver.Tweet{Text: "test of beta one, during the gap"})
@@ -270,7 +270,7 @@ func TestTracker_ReopensOnChangeWithoutLosingTweets(t *testing.T) {
 	testkit.WaitFor(t, waitDeadline, "Err to clear", func() bool { return tr.Err() == nil })
 
 	// Removing a subscriber narrows the track; its tweets stop.
-	tr.SetSubscribers([]api.SubscriberSpec{beta})
+	tr.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{beta}...))
 	testkit.WaitFor(t, waitDeadline, "stream tracking beta test", func() bool { return slices.Equal(openTracks(srv), []string{"beta test"}) })
 	a3 := srv.Publish(twitterserver.Tweet{Text: "alpha three"})
 	b2 := srv.Publish(twitterserver.Tweet{Text: "beta two test"})
@@ -289,7 +289,7 @@ func TestTracker_DebouncesRapidChanges(t *testing.T) {
 	var specs []api.SubscriberSpec
 	for i := range 10 {
 		specs = append(specs, spec(int64(i+1), fmt.Sprintf("a%d", i)))
-		tr.SetSubscribers(specs)
+		tr.SetSubscribers(spawntest.Subs(t, specs...))
 	}
 	testkit.WaitFor(t, waitDeadline, "stream with all ten terms", func() bool { return srv.Open() == 1 && len(srv.OpenTracks()[0]) == 10 })
 	if n := srv.Streaming(); n != 2 {
@@ -323,7 +323,7 @@ func TestKind(t *testing.T) {
 		{"empty", []string{" "}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keys, err := k.Keys(api.SubscriberSpec{CrawlerID: 9, Source: api.SourceTwitter, Query: tc.terms})
+			keys, err := k.Keys(spawntest.Sub(t, api.SubscriberSpec{CrawlerID: 9, Source: api.SourceTwitter, Query: tc.terms}))
 			if tc.ok != (err == nil) {
 				t.Fatalf("Keys(%q) = %v, %v", tc.terms, keys, err)
 			}
@@ -335,7 +335,7 @@ func TestKind(t *testing.T) {
 	if _, err := k.New("rss:x"); err == nil {
 		t.Error("New accepted a foreign key")
 	}
-	_, err = Unconfigured().Keys(api.SubscriberSpec{CrawlerID: 3, Source: api.SourceTwitter, Query: []string{"x"}})
+	_, err = Unconfigured().Keys(spawntest.Sub(t, api.SubscriberSpec{CrawlerID: 3, Source: api.SourceTwitter, Query: []string{"x"}}))
 	if !errors.Is(err, ErrNotConfigured) || !errors.Is(err, source.ErrUnsupported) ||
 		!strings.Contains(err.Error(), "twitter credentials not configured on this spawn") {
 		t.Errorf("unconfigured Keys: %v", err)

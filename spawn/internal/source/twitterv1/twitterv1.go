@@ -5,7 +5,7 @@
 // hands each tweet over with the tracked terms it contains, and fills every
 // gap from the search API. Why the stream is driven here on go-twitter's
 // types: docs/decisions/0012-twitter-v1-stream-on-go-twitter-types.md; what
-// a comment keeps: docs/sources.md, "Twitter".
+// a comment keeps: docs/sources/twitter.md.
 package twitterv1
 
 import (
@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
@@ -46,28 +45,22 @@ const (
 // Defaults of Options: the reconnect policy of Twitter's streaming guide
 // and the limits of one connection.
 const (
-	// DefaultHTTPBackoffMin is the first wait after an HTTP error status;
-	// it doubles with each one in a row.
-	DefaultHTTPBackoffMin = 5 * time.Second
-	// DefaultHTTPBackoffMax caps the wait after HTTP errors.
-	DefaultHTTPBackoffMax = 320 * time.Second
-	// DefaultRateLimitBackoffMin is the first wait after 420 Enhance Your
-	// Calm or 429 Too Many Requests; it doubles with each one in a row.
-	DefaultRateLimitBackoffMin = time.Minute
+	// The waits after HTTP errors, rate limiting and network errors are
+	// those of every HTTP stream (linestream): the streaming guide's.
+	DefaultHTTPBackoffMin      = linestream.DefaultHTTPMin
+	DefaultHTTPBackoffMax      = linestream.DefaultHTTPMax
+	DefaultRateLimitBackoffMin = linestream.DefaultRateLimitMin
+	DefaultNetworkBackoffStep  = linestream.DefaultNetworkStep
+	DefaultNetworkBackoffMax   = linestream.DefaultNetworkMax
 	// DefaultRateLimitBackoffMax caps the wait after rate limiting.
 	DefaultRateLimitBackoffMax = 16 * time.Minute
-	// DefaultNetworkBackoffStep is added to the wait with every network
-	// error in a row (refused or cut connection, stall, no answer).
-	DefaultNetworkBackoffStep = 250 * time.Millisecond
-	// DefaultNetworkBackoffMax caps the wait after network errors.
-	DefaultNetworkBackoffMax = 16 * time.Second
 	// DefaultStallTimeout is how long a stream may send neither data nor
 	// a keep-alive before it is dropped and reopened. Twitter sends a
 	// keep-alive every 30 seconds.
 	DefaultStallTimeout = 90 * time.Second
 	// DefaultConnectTimeout bounds the wait for a stream's response
 	// headers.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = linestream.DefaultHeaderTimeout
 	// DefaultReopenDelay gathers subscriber changes for this long before
 	// the streams are opened or reopened with the new terms: Twitter
 	// penalises clients that reconnect too often.
@@ -278,9 +271,9 @@ func baseURL(what, raw string) (*url.URL, error) {
 
 // Keys returns the node's one twitter key, after checking that Twitter can
 // track every term the query needs.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	if _, err := trackTerms(spec); err != nil {
-		return nil, fmt.Errorf("twitter: crawler %d: %w", spec.CrawlerID, err)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	if _, err := trackTerms(sub.Query); err != nil {
+		return nil, fmt.Errorf("twitter: crawler %d: %w", sub.Spec.CrawlerID, err)
 	}
 	return []string{Key}, nil
 }
@@ -288,10 +281,9 @@ func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
 // trackTerms compiles a subscriber's query to the widest track terms that
 // cover it: every tweet the query matches contains one of them, and the
 // node evaluates the whole query on what they bring.
-func trackTerms(spec api.SubscriberSpec) ([]string, error) {
-	q, err := query.ParseList(spec.Query)
-	if err != nil {
-		return nil, err
+func trackTerms(q *query.Query) ([]string, error) {
+	if q == nil {
+		return nil, errors.New("the query is empty")
 	}
 	terms, err := compileTrack(q)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/xtext"
 )
 
 // Gaps. The filtered stream does not replay: a post published while the
@@ -471,7 +472,7 @@ func (s *Source) fill(ctx context.Context, q search, emit source.Emit) error {
 
 // itemID is an item's post id as a number.
 func itemID(it source.Item) uint64 {
-	n, _ := parseID(strings.TrimPrefix(it.ID, idPrefix))
+	n, _ := parseID(strings.TrimPrefix(it.ID, xtext.IDPrefix))
 	return n
 }
 

@@ -24,8 +24,6 @@ const (
 	// maxPostIDDigits is the most digits a post id (a 63-bit snowflake)
 	// has.
 	maxPostIDDigits = 19
-	// idPrefix starts every twitter item id.
-	idPrefix = "tw:"
 )
 
 // errTruncated means the stream ended inside a line.
@@ -186,7 +184,7 @@ func postItem(w wireMessage, now time.Time) (source.Item, error) {
 	x := newExpansions(&w)
 	author := x.users[t.AuthorID]
 	it := source.Item{
-		ID:        source.ItemID(idPrefix + t.ID),
+		ID:        source.ItemID(xtext.IDPrefix + t.ID),
 		SourceID:  t.ID,
 		Author:    author,
 		URL:       source.WebURL(statusURL(author, t.ID)),
@@ -208,7 +206,7 @@ func postItem(w wireMessage, now time.Time) (source.Item, error) {
 		if orig == nil {
 			return source.Item{}, fmt.Errorf("%w: repost %s arrived without the post it shares (%s) in includes.tweets", ErrMalformed, t.ID, id)
 		}
-		it.RepostOf = idPrefix + id
+		it.RepostOf = xtext.IDPrefix + id
 		body, metrics = orig, orig
 	}
 	var text string
@@ -218,10 +216,10 @@ func postItem(w wireMessage, now time.Time) (source.Item, error) {
 		it.Engagement = source.EngagementOf(pm.RetweetCount, pm.LikeCount)
 	}
 	if id := refOf(t, refRepliedTo); id != "" {
-		it.ReplyTo = idPrefix + id
+		it.ReplyTo = xtext.IDPrefix + id
 	}
 	if t.ConversationID != t.ID && numericID(t.ConversationID) {
-		it.ThreadID = idPrefix + t.ConversationID
+		it.ThreadID = xtext.IDPrefix + t.ConversationID
 	}
 	return it, nil
 }

@@ -67,12 +67,12 @@ func FuzzDecodeLine(f *testing.F) {
 				continue
 			}
 			it := m.item
-			id, ok := strings.CutPrefix(it.ID, idPrefix)
+			id, ok := strings.CutPrefix(it.ID, xtext.IDPrefix)
 			if !ok || !numericID(id) {
 				t.Fatalf("item id %q", it.ID)
 			}
 			for _, ref := range []string{it.ReplyTo, it.ThreadID, it.RepostOf} {
-				if r, ok := strings.CutPrefix(ref, idPrefix); ref != "" && (!ok || !numericID(r)) {
+				if r, ok := strings.CutPrefix(ref, xtext.IDPrefix); ref != "" && (!ok || !numericID(r)) {
 					t.Fatalf("reference %q", ref)
 				}
 			}

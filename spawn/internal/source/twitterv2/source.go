@@ -127,22 +127,22 @@ func newSource(opts Options, rulesURL, streamURL, searchURL string) *Source {
 // A subscriber that arrives with a cursor ran elsewhere until now: the
 // posts of its query since its cursor are searched for once the stream
 // and its rule are live.
-func (s *Source) SetSubscribers(specs []api.SubscriberSpec) {
-	want := make(map[string]wanted, len(specs))
-	texts := make(map[int64]string, len(specs))
-	wantedTexts := make(map[string]bool, len(specs))
-	for _, spec := range specs {
-		w := compile(spec, s.opts.MaxRuleLength)
+func (s *Source) SetSubscribers(subs []source.Sub) {
+	want := make(map[string]wanted, len(subs))
+	texts := make(map[int64]string, len(subs))
+	wantedTexts := make(map[string]bool, len(subs))
+	for _, sub := range subs {
+		w := compile(sub, s.opts.MaxRuleLength)
 		if _, dup := want[w.uuid]; !dup {
 			want[w.uuid] = w
 		}
 		if w.err == nil {
-			texts[spec.CrawlerID] = w.rule
+			texts[sub.Spec.CrawlerID] = w.rule
 			wantedTexts[w.rule] = true
 		}
 	}
 	s.gaps.forget(wantedTexts)
-	if s.gaps.subscribers(specs, texts) {
+	if s.gaps.subscribers(source.Specs(subs), texts) {
 		source.Signal(s.gapWake)
 	}
 	s.mu.Lock()
@@ -162,9 +162,6 @@ func (s *Source) Err() error { return s.errs.Err() }
 // own query, leaving out the other queries'.
 func (s *Source) ErrFor(spec api.SubscriberSpec) error {
 	uuid := spec.QueryUUID
-	if uuid == "" {
-		uuid = compile(spec, s.opts.MaxRuleLength).uuid
-	}
 	return s.errs.ErrOf(func(part string) bool {
 		return part == streamPart || part == messagesPart || part == rulesPart || part == queryPrefix+uuid
 	})

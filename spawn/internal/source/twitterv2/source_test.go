@@ -85,7 +85,7 @@ func run(t *testing.T, opts Options, specs ...api.SubscriberSpec) (*Source, *spa
 	s := ds.(*Source)
 	d := &delays{}
 	s.sleep, s.searchSleep = d.sleep, d.sleep
-	s.SetSubscribers(specs)
+	s.SetSubscribers(spawntest.Subs(t, specs...))
 	rec := &spawntest.Recorder{}
 	spawntest.Run(t, s, rec.Emit)
 	return s, rec, d
@@ -185,7 +185,7 @@ func TestSource_RuleChangesTouchOnlyTheChangedRules(t *testing.T) {
 	reconciles := s.Stats().Reconciles
 	n := len(srv.RulesRequests())
 
-	s.SetSubscribers([]api.SubscriberSpec{a, b, c, spec(4, "echo")})
+	s.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{a, b, c, spec(4, "echo")}...))
 	after := waitRules(t, srv, "alpha", "bravo", "charlie delta", "echo")
 	testkit.WaitFor(t, wait, "the reconcile", func() bool { return s.Stats().Reconciles > reconciles })
 	for _, r := range before {
@@ -222,7 +222,7 @@ func TestSource_RefusedRuleFailsOnlyItsCrawler(t *testing.T) {
 		}
 	}
 	// Dropping the crawler drops its error.
-	s.SetSubscribers([]api.SubscriberSpec{good})
+	s.SetSubscribers(spawntest.Subs(t, []api.SubscriberSpec{good}...))
 	testkit.WaitFor(t, wait, "the error to clear", func() bool { return s.Err() == nil })
 }
 

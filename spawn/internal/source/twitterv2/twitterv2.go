@@ -3,7 +3,7 @@
 // subscriber on it, and the app's stream rules kept equal to the
 // subscribers' queries (packed, tagged, reconciled by diff). Why it speaks
 // the API on net/http: docs/decisions/0013-x-api-v2-without-a-client-library.md;
-// what a comment keeps: docs/sources.md, "X API v2 and sharing scope".
+// what a comment keeps: docs/sources/twitter.md.
 // TooManyConnections right after the stream changed hands is retried on a
 // short schedule within X's connection limits, and every reconnect,
 // handover and crawler moved here opens a gap that recent search fills
@@ -20,7 +20,6 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
-	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/internal/linestream"
 )
@@ -58,19 +57,14 @@ const (
 	DefaultMaxRules = 1000
 	// DefaultMaxRuleLength is the longest rule in characters (Pro tier).
 	DefaultMaxRuleLength = 1024
-	// DefaultNetworkBackoffStep is added to the wait with every network
-	// error in a row (refused or cut connection, stall).
-	DefaultNetworkBackoffStep = 250 * time.Millisecond
-	// DefaultNetworkBackoffMax caps the wait after network errors.
-	DefaultNetworkBackoffMax = 16 * time.Second
-	// DefaultHTTPBackoffMin is the first wait after an HTTP error status;
-	// it doubles with each one in a row.
-	DefaultHTTPBackoffMin = 5 * time.Second
-	// DefaultHTTPBackoffMax caps the wait after HTTP errors.
-	DefaultHTTPBackoffMax = 320 * time.Second
-	// DefaultRateLimitBackoffMin is the first wait after 429 Too Many
-	// Requests (TooManyConnections included); it doubles with each one.
-	DefaultRateLimitBackoffMin = time.Minute
+	// The waits after network errors, HTTP errors and rate limiting (429
+	// Too Many Requests, TooManyConnections included) are those of every
+	// HTTP stream (linestream): X's streaming guide's.
+	DefaultNetworkBackoffStep  = linestream.DefaultNetworkStep
+	DefaultNetworkBackoffMax   = linestream.DefaultNetworkMax
+	DefaultHTTPBackoffMin      = linestream.DefaultHTTPMin
+	DefaultHTTPBackoffMax      = linestream.DefaultHTTPMax
+	DefaultRateLimitBackoffMin = linestream.DefaultRateLimitMin
 	// DefaultRateLimitBackoffMax caps the wait after 429s: the length of
 	// X's rate-limit window.
 	DefaultRateLimitBackoffMax = 15 * time.Minute
@@ -82,7 +76,7 @@ const (
 	// margin, since its keep-alives arrive a little late at times.
 	DefaultStallTimeout = KeepAliveInterval + 5*time.Second
 	// DefaultConnectTimeout bounds the wait for the stream's headers.
-	DefaultConnectTimeout = 30 * time.Second
+	DefaultConnectTimeout = linestream.DefaultHeaderTimeout
 	// DefaultRequestTimeout bounds one rules request.
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultReconcileDelay gathers subscriber changes for this long
@@ -246,18 +240,14 @@ func New(opts Options) (*Kind, error) {
 	return &Kind{opts: opts, rulesURL: base + rulesPath, streamURL: base + streamPath, searchURL: base + searchPath}, nil
 }
 
-// Scope is ScopeFleet: a project gets one filtered-stream connection for all
-// its spawns.
-func (k *Kind) Scope() source.Scope { return source.ScopeFleet }
-
 // Keys returns the spawn's one twitter key, after checking that the query
 // can be a rule of this app at all: expressible in X's syntax and no
 // longer than MaxRuleLength. Whether it finds room among the app's rules
 // shows later, through ErrFor.
-func (k *Kind) Keys(spec api.SubscriberSpec) ([]string, error) {
-	w := compile(spec, k.opts.MaxRuleLength)
+func (k *Kind) Keys(sub source.Sub) ([]string, error) {
+	w := compile(sub, k.opts.MaxRuleLength)
 	if w.err != nil {
-		return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, w.err)
+		return nil, fmt.Errorf("crawler %d: %w", sub.Spec.CrawlerID, w.err)
 	}
 	return []string{Key}, nil
 }
@@ -278,12 +268,12 @@ type wanted struct {
 }
 
 // compile turns a subscriber's query into its rule text.
-func compile(spec api.SubscriberSpec, maxLen int) wanted {
-	q, err := query.ParseList(spec.Query)
-	if err != nil {
-		return wanted{uuid: spec.QueryUUID, err: fmt.Errorf("twitter: %w", err)}
+func compile(sub source.Sub, maxLen int) wanted {
+	q := sub.Query
+	if q == nil {
+		return wanted{uuid: sub.Spec.QueryUUID, err: errors.New("twitter: the query is empty")}
 	}
-	w := wanted{uuid: spec.QueryUUID}
+	w := wanted{uuid: sub.Spec.QueryUUID}
 	if w.uuid == "" {
 		w.uuid = q.UUID(api.SourceTwitter).String()
 	}

@@ -171,6 +171,29 @@ const (
 	ClassRateLimit              // rate limited: exponential from longer
 )
 
+// Defaults of the reconnect waits of an HTTP stream (twitterv1,
+// twitterv2): Twitter's and X's streaming guides state the same policy,
+// said once here. The longest wait after rate limiting is each API's own.
+const (
+	// DefaultNetworkStep is added to the wait with every network error in
+	// a row (refused or cut connection, stall, no answer).
+	DefaultNetworkStep = 250 * time.Millisecond
+	// DefaultNetworkMax caps the wait after network errors.
+	DefaultNetworkMax = 16 * time.Second
+	// DefaultHTTPMin is the first wait after an HTTP error status; it
+	// doubles with each one in a row.
+	DefaultHTTPMin = 5 * time.Second
+	// DefaultHTTPMax caps the wait after HTTP errors.
+	DefaultHTTPMax = 320 * time.Second
+	// DefaultRateLimitMin is the first wait after rate limiting (429 Too
+	// Many Requests, v1.1's 420 Enhance Your Calm); it doubles with each
+	// one in a row.
+	DefaultRateLimitMin = time.Minute
+	// DefaultHeaderTimeout bounds the wait for a stream's response
+	// headers.
+	DefaultHeaderTimeout = 30 * time.Second
+)
+
 // Policies are the waits of each class.
 type Policies struct {
 	NetworkStep, NetworkMax    time.Duration

@@ -8,6 +8,25 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/backoff"
 )
 
+// Defaults of the reconnect waits and the handshake of the sources that
+// hold a WebSocket open (bluesky, mastodon, stream), said once for all of
+// them.
+const (
+	// DefaultRetryMin is the first wait before reconnecting after a
+	// failure; it doubles with each failure in a row, and every wait is
+	// drawn at random from its upper half.
+	DefaultRetryMin = time.Second
+	// DefaultRetryMax caps the reconnect wait.
+	DefaultRetryMax = 5 * time.Minute
+	// DefaultRefusedMin is the first wait after the service refused the
+	// key or token: only an operator can fix it, retrying sooner cannot
+	// help, and hammering a service with a bad key looks like abuse (and
+	// gets the spawn's address blocked).
+	DefaultRefusedMin = time.Minute
+	// DefaultHandshakeTimeout bounds the WebSocket handshake.
+	DefaultHandshakeTimeout = 30 * time.Second
+)
+
 // Backoff is a source's wait between connections: Retry after a failure,
 // Refused after one the source calls refused (a refused key or token: only
 // an operator can fix it, so retrying soon cannot help and looks like

@@ -15,6 +15,10 @@ import (
 // MaxLinks caps the links one item carries.
 const MaxLinks = 64
 
+// IDPrefix starts the id of every comment read from X, over either API:
+// "tw:" and the post id (the contract's twitter comment id).
+const IDPrefix = "tw:"
+
 // URL is one link entity of a post: the t.co address in its text and the
 // address it stands for.
 type URL struct {

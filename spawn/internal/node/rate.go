@@ -1,12 +1,6 @@
 package node
 
-import (
-	"context"
-	"net/http"
-	"time"
-
-	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
-)
+import "time"
 
 // rateWindow is how far back a subscriber's comment rate looks.
 const rateWindow = 30 * time.Second
@@ -37,11 +31,4 @@ func (r *rateMeter) perSecond(clock int64) float64 {
 		}
 	}
 	return float64(sum) / rateWindow.Seconds()
-}
-
-// maxResponseBytes caps what the spawn reads from the hub.
-const maxResponseBytes = 1 << 20
-
-func postJSON(ctx context.Context, c *http.Client, url, token string, in, out any) error {
-	return httpx.CallJSON(ctx, c, http.MethodPost, url, token, in, out, maxResponseBytes)
 }
