@@ -87,7 +87,16 @@ func FillForSearch(b *testing.B, s SearchStore) {
 	for i := range n {
 		batch = append(batch, BenchComment(i, base, step))
 		if len(batch) == benchBatch || i == n-1 {
-			if err := s.Write(ctx, batch); err != nil {
+			// A write is idempotent: one that timed out on a loaded
+			// machine is written again, a few times at most.
+			var err error
+			for try := 0; try < 5; try++ {
+				if err = s.Write(ctx, batch); err == nil {
+					break
+				}
+				b.Logf("write of comments %d to %d: %v; again", i+1-len(batch), i, err)
+			}
+			if err != nil {
 				b.Fatal(err)
 			}
 			batch = batch[:0]
