@@ -23,7 +23,9 @@ const (
 	PathDrain = "/v1/nodes/drain"
 )
 
-// Source kinds a crawler can read from.
+// Names of some built-in sources, for clients and tests that pick one. The
+// product itself never names a source: each declares itself (SourceInfo),
+// and GET /v1/sources lists what the fleet offers.
 const (
 	SourceRSS      = "rss"
 	SourceTwitter  = "twitter"
@@ -31,9 +33,6 @@ const (
 	SourceBluesky  = "bluesky"
 	SourceMastodon = "mastodon"
 )
-
-// Sources lists every supported source kind.
-var Sources = []string{SourceRSS, SourceTwitter, SourceStream, SourceBluesky, SourceMastodon}
 
 // Subscriber states as reported by a spawn and shown by the hub.
 const (
