@@ -155,7 +155,9 @@ func plan(n *query.Node) (Plan, bool) {
 			}
 		}
 		return out, true
-	case query.OpAnd:
+	case query.OpAnd, query.OpNear:
+		// A NEAR matches only where both its kids match: an AND, as far
+		// as the terms a comment holds go.
 		var out Plan
 		var kids []Plan
 		for _, k := range n.Kids {

@@ -139,6 +139,10 @@ func TestPlanOf(t *testing.T) {
 		{"golang OR (java -rust)", Plan{{"golang"}, {"java"}}},
 		{"a OR b OR c OR d OR e OR f OR g OR h OR i", nil}, // more lookups than a plan makes
 		{"NOT (a b) c", Plan{{"c"}}},
+		{"golang NEAR/3 compiler", Plan{{"compiler"}}},
+		{"kube* NEAR/2 cluster", Plan{{"cluster"}}},
+		{"kube*", nil}, // a prefix is no one term
+		{"kube* OR cluster", nil},
 	} {
 		q, err := query.Parse(tc.q)
 		if err != nil {
