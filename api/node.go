@@ -38,6 +38,7 @@ const (
 const (
 	StatePending      = "pending"       // assigned but not yet confirmed running
 	StateRunning      = "running"       // consuming comments
+	StateDegraded     = "degraded"      // running, but a source cannot reach its service: error says why
 	StateQuotaWait    = "quota_wait"    // paused: no live lease left
 	StateLimitReached = "limit_reached" // the crawler or its user used up the limit
 	StateDisabled     = "disabled"      // switched off by an operator

@@ -14,7 +14,7 @@ import (
 // bodyArgs binds them and body.dest scans them (an earlier release's
 // comments_by_thread holds the same). One list, so a field added to
 // api.Comment is added to every write and read at once.
-const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at`
+const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at, unreadable_date`
 
 // bodyColumnsAdded are the body columns added to the tables after their
 // first release, with their types: ALTER TABLE … ADD IF NOT EXISTS brings
@@ -28,6 +28,7 @@ var bodyColumnsAdded = [][2]string{
 	{"links", "frozen<list<text>>"},
 	{"repost_of", "text"},
 	{"edited_at", "timestamp"},
+	{"unreadable_date", "text"},
 }
 
 // addColumns is the CQL that adds bodyColumnsAdded to table where missing.
@@ -51,7 +52,7 @@ func setList(cols string) string {
 func bodyArgs(c *api.Comment) []any {
 	reposts, likes := engagementArgs(c.Engagement)
 	return []any{c.Source, optText(c.Author), optText(c.AuthorID), c.Text, optText(c.URL), ms(c.FetchedAt), optList(c.Matched),
-		optText(c.Lang), optText(c.ReplyTo), reposts, likes, optList(c.Links), optText(c.RepostOf), editedArg(c.EditedAt)}
+		optText(c.Lang), optText(c.ReplyTo), reposts, likes, optList(c.Links), optText(c.RepostOf), editedArg(c.EditedAt), optText(c.UnreadableDate)}
 }
 
 // optText binds a text column: unset when empty.
@@ -93,13 +94,14 @@ type body struct {
 	c              *api.Comment
 	reposts, likes *int64
 	edited         *time.Time
+	unreadable     *string
 }
 
 // dest lists the scan destinations of bodyCols.
 func (b *body) dest() []any {
 	c := b.c
 	return []any{&c.Source, &c.Author, &c.AuthorID, &c.Text, &c.URL, &c.FetchedAt, &c.Matched,
-		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited}
+		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited, &b.unreadable}
 }
 
 // finish normalises what was scanned: UTC times, nil for empty lists,
@@ -110,6 +112,9 @@ func (b *body) finish() {
 	c.PublishedAt, c.FetchedAt = c.PublishedAt.UTC(), c.FetchedAt.UTC()
 	if b.edited != nil && !b.edited.IsZero() {
 		c.EditedAt = b.edited.UTC()
+	}
+	if b.unreadable != nil {
+		c.UnreadableDate = *b.unreadable
 	}
 	if len(c.Matched) == 0 {
 		c.Matched = nil
