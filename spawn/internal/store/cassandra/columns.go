@@ -9,10 +9,11 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
-// bodyCols are the columns a comment row holds besides its key and its
-// thread, the same in comments and comments_by_thread, in the order
-// bodyArgs binds them and body.dest scans them. One list, so a field added
-// to api.Comment is added to every write and read at once.
+// bodyCols are the columns a comment row holds besides its key, its
+// thread and its indexes' own columns (author_key, terms), in the order
+// bodyArgs binds them and body.dest scans them (an earlier release's
+// comments_by_thread holds the same). One list, so a field added to
+// api.Comment is added to every write and read at once.
 const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at, unreadable_date`
 
 // bodyColumnsAdded are the body columns added to the tables after their
@@ -39,16 +40,35 @@ func addColumns(table string) []string {
 	return out
 }
 
-// placeholders is one bind marker per column of cols.
-func placeholders(cols string) string {
-	return strings.Repeat("?, ", strings.Count(cols, ",")) + "?"
+// setList is "col = ?, …" for every column of cols.
+func setList(cols string) string {
+	return strings.ReplaceAll(cols, ",", " = ?,") + " = ?"
 }
 
-// bodyArgs binds a comment's body columns (bodyCols).
+// bodyArgs binds a comment's body columns (bodyCols). Empty text and
+// lists bind unset: no cell is written (a null would be a Cassandra
+// tombstone, and an empty cell costs as much as a full one), and reading
+// it back gives the same empty value.
 func bodyArgs(c *api.Comment) []any {
 	reposts, likes := engagementArgs(c.Engagement)
-	return []any{c.Source, c.Author, c.AuthorID, c.Text, c.URL, ms(c.FetchedAt), frozenList(c.Matched),
-		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf, editedArg(c.EditedAt), textArg(c.UnreadableDate)}
+	return []any{c.Source, optText(c.Author), optText(c.AuthorID), c.Text, optText(c.URL), ms(c.FetchedAt), optList(c.Matched),
+		optText(c.Lang), optText(c.ReplyTo), reposts, likes, optList(c.Links), optText(c.RepostOf), editedArg(c.EditedAt), optText(c.UnreadableDate)}
+}
+
+// optText binds a text column: unset when empty.
+func optText(s string) any {
+	if s == "" {
+		return gocql.UnsetValue
+	}
+	return s
+}
+
+// optList binds a frozen list column: unset when empty.
+func optList(l []string) any {
+	if len(l) == 0 {
+		return gocql.UnsetValue
+	}
+	return l
 }
 
 // editedArg binds edited_at: unset for a comment never edited, so no cell
@@ -58,15 +78,6 @@ func editedArg(t time.Time) any {
 		return gocql.UnsetValue
 	}
 	return ms(t)
-}
-
-// textArg binds an optional text column: unset when empty, so no cell is
-// written.
-func textArg(s string) any {
-	if s == "" {
-		return gocql.UnsetValue
-	}
-	return s
 }
 
 // frozenList binds a frozen list: empty rather than null, since a null
