@@ -44,6 +44,11 @@ const (
 	// kind declares (api.SourceInfo.QueryFields); elsewhere the same
 	// characters are a word.
 	Field
+	// Sentiment is sentiment:negative: the label of the sentiment the
+	// spawn scored the item with (positive, neutral or negative); an item
+	// without a sentiment (a language the product does not score) has
+	// none of them.
+	Sentiment
 )
 
 // Atom is a leaf of a query. Value is lowercased and carries no prefix:
@@ -71,6 +76,8 @@ func (a Atom) String() string {
 		return "lang:" + a.Value
 	case Field:
 		return a.Value
+	case Sentiment:
+		return "sentiment:" + a.Value
 	}
 	return "?" + a.Value
 }
@@ -184,11 +191,11 @@ func ParseFields(terms []string, fields []string) (*Query, error) {
 type parser struct {
 	src    string
 	fields []string // the Field names this query may use (ParseFields)
-	toks  []token
-	i     int
-	depth int
-	atoms int
-	ors   []*Node // one per comma-separated term
+	toks   []token
+	i      int
+	depth  int
+	atoms  int
+	ors    []*Node // one per comma-separated term
 }
 
 // terms parses src[start:end], split at commas outside quotes.
@@ -397,7 +404,7 @@ func (p *parser) deeper(t token) error {
 func required(n *Node, neg bool) bool {
 	switch n.Op {
 	case OpAtom:
-		return !neg && n.Atom.Kind != Lang
+		return !neg && n.Atom.Kind != Lang && n.Atom.Kind != Sentiment
 	case OpNot:
 		return required(n.Kids[0], !neg)
 	}

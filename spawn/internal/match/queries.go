@@ -19,11 +19,18 @@ type Item struct {
 	// Fields are the item's fields its source kind declares, by name
 	// (subreddit → golang); Field atoms test them, case ignored.
 	Fields map[string]string
+	// Sentiment is the label of the item's sentiment, "" when it has
+	// none; sentiment: atoms test it.
+	Sentiment string
 }
 
 // fieldKey is the name a field atom's "name:value" has in the table of
 // from: names, which it shares: no author name starts with a NUL byte.
 func fieldKey(value string) string { return "\x00" + value }
+
+// sentimentKey is the name a sentiment: atom's label has in the table of
+// lang: codes, which it shares: no language code starts with a NUL byte.
+func sentimentKey(label string) string { return "\x00" + label }
 
 // QueryHit is one subscriber whose query an item matched.
 type QueryHit struct {
@@ -103,8 +110,8 @@ const (
 	// evaluated and its positive terms are read from
 	// QueryIndex.positive.
 	decTree = 1 << (decPositiveShift + inlineOthers)
-	// decLangs: the query has lang: atoms, whose stamps are set the
-	// first time a query needs them in an item.
+	// decLangs: the query has lang: or sentiment: atoms, whose stamps
+	// are set the first time a query needs them in an item.
 	decLangs = decTree << 1
 )
 
@@ -186,10 +193,14 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 					authorIDs[key] = int32(len(authors))
 					authors = append(authors, key)
 				}
-			case query.Lang:
-				if _, ok := langIDs[a.Value]; !ok {
-					langIDs[a.Value] = int32(len(langs))
-					langs = append(langs, a.Value)
+			case query.Lang, query.Sentiment:
+				key := a.Value
+				if a.Kind == query.Sentiment {
+					key = sentimentKey(a.Value)
+				}
+				if _, ok := langIDs[key]; !ok {
+					langIDs[key] = int32(len(langs))
+					langs = append(langs, key)
 				}
 			default:
 				ix.patterns[a.Text()] = struct{}{}
@@ -213,6 +224,8 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 			return ix.authorBase + authorIDs[fieldKey(a.Value)]
 		case query.Lang:
 			return ix.langBase + langIDs[a.Value]
+		case query.Sentiment:
+			return ix.langBase + langIDs[sentimentKey(a.Value)]
 		}
 		return ix.auto.ids[a.Text()]
 	}
@@ -228,7 +241,7 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 		var dec uint32
 		for j, a := range atoms {
 			aids[j] = atomID(a)
-			if a.Kind == query.Lang {
+			if a.Kind == query.Lang || a.Kind == query.Sentiment {
 				dec |= decLangs
 			}
 		}

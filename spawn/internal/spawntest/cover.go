@@ -31,12 +31,15 @@ func CheckCover(t *testing.T, compile func(q *query.Query) (selects func(lower s
 			text := randomText(r)
 			lower := query.Fold(text)
 			author, lang := []string{"bob", "alice"}[r.IntN(2)], []string{"en", "fr"}[r.IntN(2)]
+			mood := []string{"positive", "neutral", "negative", ""}[r.IntN(4)]
 			if !q.Eval(func(a query.Atom) bool {
 				switch a.Kind {
 				case query.From:
 					return a.Value == author
 				case query.Lang:
 					return a.Value == lang
+				case query.Sentiment:
+					return a.Value == mood
 				}
 				return query.ContainsWord(lower, a.Text())
 			}) {
@@ -56,7 +59,7 @@ func CheckCover(t *testing.T, compile func(q *query.Query) (selects func(lower s
 // randomQuery writes a random query over a small vocabulary, so that atoms
 // repeat and random texts hit them.
 func randomQuery(r *rand.Rand, depth int) string {
-	vocab := []string{"go", "rust", "new", "york", "#go", "@bob", `"new york"`, "from:bob", "lang:en", "c++"}
+	vocab := []string{"go", "rust", "new", "york", "#go", "@bob", `"new york"`, "from:bob", "lang:en", "c++", "sentiment:negative"}
 	if depth == 0 || r.IntN(3) == 0 {
 		return vocab[r.IntN(len(vocab))]
 	}

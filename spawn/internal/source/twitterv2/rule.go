@@ -17,8 +17,9 @@ const xMaxRuleLength = 512
 // to single terms, as X asks, and words that X would split on punctuation
 // ("c++") are quoted. The query language already guarantees what X
 // requires: a positive standalone term in every branch (lang: never
-// alone). A rule longer than X accepts, or a user name X cannot hold,
-// wraps query.ErrUnsupported.
+// alone). A sentiment: atom, which X cannot state, is left out in the
+// widening way (the spawn checks it on what arrives). A rule longer than X
+// accepts, or a user name X cannot hold, wraps query.ErrUnsupported.
 func compileRule(q *query.Query) (string, error) {
 	var b strings.Builder
 	var err error
@@ -64,7 +65,11 @@ func compileRule(q *query.Query) (string, error) {
 			}
 		}
 	}
-	write(q.NNF(), false)
+	root, all := widenSentiment(q.NNF())
+	if all {
+		return "", fmt.Errorf("%w: %s says nothing X can find", query.ErrUnsupported, query.Quote(q.String()))
+	}
+	write(root, false)
 	if err != nil {
 		return "", err
 	}
@@ -72,4 +77,36 @@ func compileRule(q *query.Query) (string, error) {
 		return "", fmt.Errorf("%w: X rule of %d bytes, at most %d", query.ErrUnsupported, b.Len(), xMaxRuleLength)
 	}
 	return b.String(), nil
+}
+
+// widenSentiment returns n (in negation normal form) with its sentiment:
+// atoms taken as true, negated or not, which widens it: an AND drops them,
+// an OR that has one is true. all reports that the whole of n became
+// true.
+func widenSentiment(n *query.Node) (out *query.Node, all bool) {
+	switch n.Op {
+	case query.OpAtom:
+		return n, n.Atom.Kind == query.Sentiment
+	case query.OpNot:
+		_, all := widenSentiment(n.Kids[0])
+		return n, all
+	}
+	kids := make([]*query.Node, 0, len(n.Kids))
+	for _, k := range n.Kids {
+		w, all := widenSentiment(k)
+		if all {
+			if n.Op == query.OpOr {
+				return nil, true
+			}
+			continue
+		}
+		kids = append(kids, w)
+	}
+	switch len(kids) {
+	case 0:
+		return nil, true
+	case 1:
+		return kids[0], false
+	}
+	return &query.Node{Op: n.Op, Kids: kids}, false
 }
