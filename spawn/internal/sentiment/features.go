@@ -155,6 +155,35 @@ func splitTag(tag string) []string {
 	return out
 }
 
+// expandTags writes each hashtag of text as its words ("#NeverAgain" →
+// "Never Again"), so that VADER's rules, which know words, read them.
+func expandTags(text string) string {
+	if strings.IndexByte(text, '#') < 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text) + 8)
+	i := 0
+	for i < len(text) {
+		j := strings.IndexByte(text[i:], '#')
+		if j < 0 {
+			b.WriteString(text[i:])
+			break
+		}
+		j += i
+		b.WriteString(text[i:j])
+		if j+1 >= len(text) || !isWordStart(text[j+1:]) {
+			b.WriteByte('#')
+			i = j + 1
+			continue
+		}
+		n := wordEnd(text[j+1:], false)
+		b.WriteString(strings.Join(splitTag(text[j+1:j+1+n]), " "))
+		i = j + 1 + n
+	}
+	return b.String()
+}
+
 // isEmoji reports the pictographs people write feelings with.
 func isEmoji(r rune) bool {
 	return r >= 0x1F300 && r <= 0x1FAFF || r >= 0x2600 && r <= 0x27BF || r >= 0x1F000 && r <= 0x1F2FF
@@ -204,56 +233,85 @@ func normWord(w string) string {
 	return w
 }
 
-// appendFeatures appends the sparse features of text to out. A feature
-// counts once however often it occurs.
-func appendFeatures(text string, toks []token, out []string) ([]token, []string) {
+// feature is the name of a feature in parts, written one after the
+// other: a prefix, then words and separators. Parts past the last are
+// empty.
+type feature [5]string
+
+// walkFeatures calls emit with each sparse feature of text, repeats
+// included, and returns the tokens it scanned into toks.
+func walkFeatures(text string, toks []token, emit func(feature)) []token {
 	toks = scan(text, toks)
 	neg := 0
-	prev := ""
+	prev, prevNeg := "", ""
 	caps := false
 	for _, t := range toks {
 		switch t.kind {
 		case tokPunct:
-			neg, prev = 0, ""
+			neg, prev, prevNeg = 0, "", ""
 			continue
 		case tokEmoji:
-			out = append(out, prefixEmoji+t.text)
-			prev = ""
+			emit(feature{prefixEmoji, t.text})
+			prev, prevNeg = "", ""
 			continue
 		}
 		if !caps && utf8.RuneCountInString(t.text) > 1 && isUpper(t.text) && isAllLetters(t.text) {
 			caps = true
 		}
 		w := normWord(t.text)
+		mark := ""
 		if featNegations[w] {
-			out = append(out, prefixWord+w)
-			if prev != "" {
-				out = append(out, prefixPair+prev+"_"+w)
-			}
-			neg, prev = negScope, w
-			continue
+			neg = negScope + 1
+		} else if neg > 0 {
+			mark = "!"
 		}
 		if neg > 0 {
-			w = "!" + w
 			neg--
 		}
-		out = append(out, prefixWord+w)
+		emit(feature{prefixWord, mark, w})
 		if prev != "" {
-			out = append(out, prefixPair+prev+"_"+w)
+			sep := "_"
+			if mark != "" {
+				sep = "_!"
+			}
+			emit(feature{prefixPair, prevNeg, prev, sep, w})
 		}
-		prev = w
+		prev, prevNeg = w, mark
 	}
 	if strings.Contains(text, "!") {
-		out = append(out, prefixMark+"exclaim")
+		emit(feature{prefixMark, "exclaim"})
 	}
 	if strings.Contains(text, "?") {
-		out = append(out, prefixMark+"question")
+		emit(feature{prefixMark, "question"})
 	}
 	if caps {
-		out = append(out, prefixMark+"caps")
+		emit(feature{prefixMark, "caps"})
 	}
-	return toks, out
+	return toks
 }
+
+// name is the feature's name, as the model file writes it.
+func (f feature) name() string { return f[0] + f[1] + f[2] + f[3] + f[4] }
+
+// hash is FNV-1a of the feature's name, computed without writing it.
+func (f feature) hash() uint64 {
+	h := uint64(fnvOffset)
+	for _, p := range f {
+		for i := 0; i < len(p); i++ {
+			h ^= uint64(p[i])
+			h *= fnvPrime
+		}
+	}
+	return h
+}
+
+// hashName is FNV-1a of a feature name.
+func hashName(name string) uint64 { return feature{name}.hash() }
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
 
 func isAllLetters(s string) bool {
 	for _, r := range s {

@@ -23,7 +23,7 @@ var modelTSV string
 type linear struct {
 	bias    [3]float64
 	vader   [4][3]float64 // compound, pos, neg, neu
-	weights map[string][3]float32
+	weights map[uint64][3]float32 // by hashName of the feature
 }
 
 // vaderFeatures names the model's rows for VADER's scores, in the order
@@ -31,7 +31,7 @@ type linear struct {
 var vaderFeatures = [4]string{"v:compound", "v:pos", "v:neg", "v:neu"}
 
 func parseLinear(src string) (*linear, error) {
-	m := &linear{weights: make(map[string][3]float32, 1<<15)}
+	m := &linear{weights: make(map[uint64][3]float32, 1<<15)}
 	sc := bufio.NewScanner(strings.NewReader(src))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	line := 0
@@ -64,7 +64,7 @@ func parseLinear(src string) (*linear, error) {
 			}
 			m.vader[i] = w
 		default:
-			m.weights[name] = [3]float32{float32(w[0]), float32(w[1]), float32(w[2])}
+			m.weights[hashName(name)] = [3]float32{float32(w[0]), float32(w[1]), float32(w[2])}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -85,9 +85,9 @@ func indexOf(names []string, name string) int {
 	return -1
 }
 
-// predict returns the class probabilities of a text's features, sorted
-// and without repeats (a feature counts once).
-func (m *linear) predict(feats []string, vs vaderScores) [3]float64 {
+// predict returns the class probabilities of a text's features (their
+// hashes, sorted and without repeats: a feature counts once).
+func (m *linear) predict(feats []uint64, vs vaderScores) [3]float64 {
 	z := m.bias
 	for i, x := range [4]float64{vs.Compound, vs.Pos, vs.Neg, vs.Neu} {
 		for k := range 3 {

@@ -36,7 +36,8 @@ type scratch struct {
 	vt    tokens
 	sents []float64
 	toks  []token
-	feats []string
+	feats []uint64
+	emit  func(feature) // appends the feature's hash to feats
 }
 
 var (
@@ -63,7 +64,11 @@ func New() (*Scorer, error) {
 		return nil, err
 	}
 	s := &Scorer{vader: v, model: m}
-	s.scratch.New = func() any { return new(scratch) }
+	s.scratch.New = func() any {
+		sc := new(scratch)
+		sc.emit = func(f feature) { sc.feats = append(sc.feats, f.hash()) }
+		return sc
+	}
 	return s, nil
 }
 
@@ -87,12 +92,12 @@ func (s *Scorer) Score(text, lang string) (_ api.Sentiment, ok bool) {
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 	var vs vaderScores
-	vs, sc.sents = s.vader.score(text, &sc.vt, sc.sents)
-	sc.toks, sc.feats = appendFeatures(text, sc.toks, sc.feats[:0])
+	vs, sc.sents = s.vader.score(expandTags(text), &sc.vt, sc.sents)
+	sc.feats = sc.feats[:0]
+	sc.toks = walkFeatures(text, sc.toks, sc.emit)
+	clear(sc.toks) // keep no text alive in the pool
 	slices.Sort(sc.feats)
-	sc.feats = slices.Compact(sc.feats)
-	p := s.model.predict(sc.feats, vs)
-	clear(sc.feats[:cap(sc.feats)])
+	p := s.model.predict(slices.Compact(sc.feats), vs)
 	return sentimentOf(p), true
 }
 
@@ -102,8 +107,8 @@ func (s *Scorer) Score(text, lang string) (_ api.Sentiment, ok bool) {
 // from them, so that training and scoring see a text alike.
 func (s *Scorer) Features(text string) (sparse []string, vaderScores [4]float64) {
 	var vt tokens
-	vs, _ := s.vader.score(clip(text), &vt, nil)
-	_, sparse = appendFeatures(clip(text), nil, nil)
+	vs, _ := s.vader.score(expandTags(clip(text)), &vt, nil)
+	walkFeatures(clip(text), nil, func(f feature) { sparse = append(sparse, f.name()) })
 	slices.Sort(sparse)
 	return slices.Compact(sparse), [4]float64{vs.Compound, vs.Pos, vs.Neg, vs.Neu}
 }
