@@ -22,7 +22,7 @@ var modelTSV string
 // linear is a multinomial logistic regression.
 type linear struct {
 	bias    [3]float64
-	vader   [4][3]float64 // compound, pos, neg, neu
+	vader   [4][3]float64         // compound, pos, neg, neu
 	weights map[uint64][3]float32 // by hashName of the feature
 }
 
