@@ -29,7 +29,7 @@ const (
 	maxDetectBytes = 1024
 	// minDistance is Lingua's minimum relative distance between the best
 	// language and the next: closer than this, the answer is "unsure".
-	minDistance = 0.1
+	minDistance = 0.25
 )
 
 // Languages are the languages detected, as BCP 47 primary subtags: the
@@ -42,9 +42,12 @@ var Languages = []lingua.Language{
 	lingua.Japanese, lingua.Chinese, lingua.Korean, lingua.Thai, lingua.Vietnamese, lingua.Indonesian,
 }
 
-// Detector detects languages. It is safe for concurrent use.
+// Detector detects languages. It is safe for concurrent use. Its models
+// load in the background (a few seconds): until they have, Detect is
+// unsure of every text, so that no caller waits.
 type Detector struct {
-	d lingua.LanguageDetector
+	ready chan struct{} // closed once d is built
+	d     lingua.LanguageDetector
 	// codes are the subtags of Languages, by language.
 	codes map[lingua.Language]string
 }
@@ -54,28 +57,33 @@ var (
 	defaultDet  *Detector
 )
 
-// Default returns the process's detector, built on first use. Lingua
-// loads a language's model the first time a text may be in it.
+// Default returns the process's detector, whose models start loading on
+// first use.
 func Default() *Detector {
 	defaultOnce.Do(func() { defaultDet = New() })
 	return defaultDet
 }
 
-// New builds a detector of Languages.
+// New returns a detector of Languages and starts loading its models.
 func New() *Detector {
-	d := &Detector{
-		d: lingua.NewLanguageDetectorBuilder().
-			FromLanguages(Languages...).
-			WithLowAccuracyMode().
-			WithMinimumRelativeDistance(minDistance).
-			Build(),
-		codes: make(map[lingua.Language]string, len(Languages)),
-	}
+	d := &Detector{ready: make(chan struct{}), codes: make(map[lingua.Language]string, len(Languages))}
 	for _, l := range Languages {
 		d.codes[l] = code(l)
 	}
+	go func() {
+		d.d = lingua.NewLanguageDetectorBuilder().
+			FromLanguages(Languages...).
+			WithLowAccuracyMode().
+			WithMinimumRelativeDistance(minDistance).
+			WithPreloadedLanguageModels().
+			Build()
+		close(d.ready)
+	}()
 	return d
 }
+
+// Ready is closed once the models are loaded.
+func (d *Detector) Ready() <-chan struct{} { return d.ready }
 
 // code is a language's BCP 47 primary subtag: its ISO 639-1 code
 // lowercased ("nb" for Bokmål).
@@ -86,6 +94,11 @@ func code(l lingua.Language) string {
 // Detect returns the language of text as a BCP 47 primary subtag ("ja"),
 // or ok false when it is unsure.
 func (d *Detector) Detect(text string) (lang string, ok bool) {
+	select {
+	case <-d.ready:
+	default:
+		return "", false
+	}
 	text = prepare(text)
 	if n, latin := letters(text); n < minOtherLetters || latin && n < minLetters {
 		return "", false

@@ -11,8 +11,20 @@ import (
 	"unicode/utf8"
 )
 
-func TestDetect(t *testing.T) {
+// loaded returns the default detector once its models are loaded.
+func loaded(t testing.TB) *Detector {
+	t.Helper()
 	d := Default()
+	select {
+	case <-d.Ready():
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the models did not load")
+	}
+	return d
+}
+
+func TestDetect(t *testing.T) {
+	d := loaded(t)
 	tests := []struct{ text, want string }{
 		{"The weather is lovely today and we are going to the beach.", "en"},
 		{"Hoy hace muy buen tiempo y vamos a ir a la playa con mis amigos.", "es"},
@@ -40,10 +52,17 @@ func TestDetect(t *testing.T) {
 	}
 }
 
+func TestDetect_UnsureUntilLoaded(t *testing.T) {
+	d := &Detector{ready: make(chan struct{})}
+	if got, ok := d.Detect("The weather is lovely today and we are going to the beach."); ok {
+		t.Fatalf("detected %q before loading", got)
+	}
+}
+
 // TestDetect_UnsureIsUnknown: what says too little to tell is left
 // unknown, never guessed.
 func TestDetect_UnsureIsUnknown(t *testing.T) {
-	d := Default()
+	d := loaded(t)
 	for _, text := range []string{"", "ok", "lol 😂😂", "https://example.com/a/b/c @someone #golang", "12345 678 !!!", "pizza"} {
 		if got, ok := d.Detect(text); ok {
 			t.Errorf("%q: detected %q", text, got)
@@ -73,7 +92,7 @@ func TestAccuracyReport(t *testing.T) {
 	if dir == "" {
 		t.Skip("BW_LANGID_TESTDATA names no Lingua test data")
 	}
-	d := New()
+	d := loaded(t)
 	read := func(kind, code string) []string {
 		f, err := os.Open(filepath.Join(dir, kind, code+".txt"))
 		if err != nil {
@@ -135,7 +154,7 @@ func TestAccuracyReport(t *testing.T) {
 }
 
 func BenchmarkDetect(b *testing.B) {
-	d := Default()
+	d := loaded(b)
 	post := "just watched the new episode and honestly the ending was great, can't wait for next week!! who else is watching"
 	d.Detect(post)
 	b.ReportAllocs()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,6 +93,9 @@ type dataSource struct {
 	stale bool
 	gen   uint64
 	hits  []match.QueryHit // reused by the emitter
+	// enrichFirst says a subscriber's query tests an item's language or
+	// sentiment, which are then worked out before matching (enrich.go).
+	enrichFirst atomic.Bool
 	// deferred is the node's set of sources to tell at the end of the
 	// batch being applied, nil outside a batch.
 	deferred map[*dataSource]bool
@@ -278,9 +282,12 @@ func (d *dataSource) refreshLocked() {
 // marks the keyword index stale.
 func (d *dataSource) tellLocked() {
 	subs := make([]source.Sub, 0, len(d.subs))
+	first := false
 	for _, s := range d.subs {
 		subs = append(subs, source.Sub{Spec: s.spec, Query: s.filter})
+		first = first || s.filter != nil && testsEnrichment(s.filter)
 	}
+	d.enrichFirst.Store(first)
 	d.stale = true
 	d.gen++
 	d.ds.SetSubscribers(subs)
