@@ -62,7 +62,7 @@ func commentMatcher(q string) (func(*api.Comment) bool, error) {
 		return nil, err
 	}
 	return func(c *api.Comment) bool {
-		_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang})
+		_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang, Sentiment: api.SentimentLabel(c.Sentiment)})
 		return ok
 	}, nil
 }

@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // thread, the same in comments and comments_by_thread, in the order
 // bodyArgs binds them and body.dest scans them. One list, so a field added
 // to api.Comment is added to every write and read at once.
-const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at`
+const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at, lang_detected, sentiment_label, sentiment_score`
 
 // bodyColumnsAdded are the body columns added to the tables after their
 // first release, with their types: ALTER TABLE … ADD IF NOT EXISTS brings
@@ -27,6 +28,9 @@ var bodyColumnsAdded = [][2]string{
 	{"links", "frozen<list<text>>"},
 	{"repost_of", "text"},
 	{"edited_at", "timestamp"},
+	{"lang_detected", "boolean"},
+	{"sentiment_label", "text"},
+	{"sentiment_score", "float"},
 }
 
 // addColumns is the CQL that adds bodyColumnsAdded to table where missing.
@@ -46,8 +50,23 @@ func placeholders(cols string) string {
 // bodyArgs binds a comment's body columns (bodyCols).
 func bodyArgs(c *api.Comment) []any {
 	reposts, likes := engagementArgs(c.Engagement)
-	return []any{c.Source, c.Author, c.AuthorID, c.Text, c.URL, ms(c.FetchedAt), frozenList(c.Matched),
+	args := []any{c.Source, c.Author, c.AuthorID, c.Text, c.URL, ms(c.FetchedAt), frozenList(c.Matched),
 		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf, editedArg(c.EditedAt)}
+	args = append(args, sentimentArgs(c)...)
+	return args
+}
+
+// sentimentArgs binds lang_detected, sentiment_label and sentiment_score:
+// unset when the comment has none, so no cell is written.
+func sentimentArgs(c *api.Comment) []any {
+	out := []any{gocql.UnsetValue, gocql.UnsetValue, gocql.UnsetValue}
+	if c.LangDetected {
+		out[0] = true
+	}
+	if c.Sentiment != nil {
+		out[1], out[2] = c.Sentiment.Label, float32(c.Sentiment.Score)
+	}
+	return out
 }
 
 // editedArg binds edited_at: unset for a comment never edited, so no cell
@@ -73,13 +92,17 @@ type body struct {
 	c              *api.Comment
 	reposts, likes *int64
 	edited         *time.Time
+	langDetected   *bool
+	sentiment      *string
+	score          *float32
 }
 
 // dest lists the scan destinations of bodyCols.
 func (b *body) dest() []any {
 	c := b.c
 	return []any{&c.Source, &c.Author, &c.AuthorID, &c.Text, &c.URL, &c.FetchedAt, &c.Matched,
-		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited}
+		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited,
+		&b.langDetected, &b.sentiment, &b.score}
 }
 
 // finish normalises what was scanned: UTC times, nil for empty lists,
@@ -93,6 +116,14 @@ func (b *body) finish() {
 	}
 	if len(c.Matched) == 0 {
 		c.Matched = nil
+	}
+	c.LangDetected = b.langDetected != nil && *b.langDetected
+	if b.sentiment != nil && *b.sentiment != "" {
+		c.Sentiment = &api.Sentiment{Label: *b.sentiment}
+		if b.score != nil {
+			// float32 in the row: rounded back to the scorer's three places.
+			c.Sentiment.Score = math.Round(float64(*b.score)*1000) / 1000
+		}
 	}
 	if len(c.Links) == 0 {
 		c.Links = nil
