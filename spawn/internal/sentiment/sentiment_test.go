@@ -30,7 +30,7 @@ func TestScore_Labels(t *testing.T) {
 		{"my phone died again 😡😭", api.SentimentNegative},
 		{"see you tomorrow :)", api.SentimentPositive},
 		{"missed the bus again :(", api.SentimentNegative},
-		{"#NeverAgain #WorstServiceEver", api.SentimentNegative},
+		{"#Disappointed #EpicFail", api.SentimentNegative},
 		{"#HappyFriday #LoveIt", api.SentimentPositive},
 	}
 	for _, tc := range tests {
