@@ -214,8 +214,8 @@ type bskyNode struct {
 	index     *match.QueryIndex // the subscribers' queries, to know how many comments a post makes
 	posts     []bskyPost
 	textOnly  bool
-	enriched  bool // languages detected and sentiment scored (not Config.NoSentiment)
-	published int  // posts published
+	enriched  bool  // languages detected and sentiment scored (not Config.NoSentiment)
+	published int   // posts published
 	base      int64 // comments the warm-up posts made
 	want      int64 // comments stored, by the end of the last round
 	acks      []uint64
