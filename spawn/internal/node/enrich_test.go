@@ -120,3 +120,31 @@ func TestNode_NoSentimentLeavesCommentsAsTheSourceSaid(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+// TestNode_OneItemManySubscribers: an item that matches several
+// subscribers is enriched once, and each of its comments carries what
+// was found.
+func TestNode_OneItemManySubscribers(t *testing.T) {
+	detectorLoaded(t)
+	n, kind, st := attachedNode(t)
+	var specs []api.SubscriberSpec
+	for id := int64(1); id <= 3; id++ {
+		specs = append(specs, spec(id, 1, "golang"))
+	}
+	if _, err := n.Upsert(api.SubscribersRequest{Epoch: "e1", Seq: 1, Subscribers: specs}); err != nil {
+		t.Fatal(err)
+	}
+	kind.send("golang",
+		item("neg", "golang build broke again and the error messages are awful, I hate this", ""),
+		item("pos", "I love golang, the new release is wonderful!", "en"),
+	)
+	for id := int64(1); id <= 3; id++ {
+		got := storedOf(t, st, id, 2)
+		if c := got["neg"]; c.Sentiment == nil || c.Sentiment.Label != api.SentimentNegative || !c.LangDetected || c.Lang != "en" {
+			t.Errorf("crawler %d neg: %+v lang %q detected %v", id, c.Sentiment, c.Lang, c.LangDetected)
+		}
+		if c := got["pos"]; c.Sentiment == nil || c.Sentiment.Label != api.SentimentPositive || c.LangDetected || c.Lang != "en" {
+			t.Errorf("crawler %d pos: %+v lang %q detected %v", id, c.Sentiment, c.Lang, c.LangDetected)
+		}
+	}
+}
