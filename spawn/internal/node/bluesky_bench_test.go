@@ -421,39 +421,51 @@ func BenchmarkBlueskyPath(b *testing.B) {
 	// What detecting languages and scoring sentiment costs: two spawns of
 	// 10,000 subscribers, analytics on, one with Config.NoSentiment, on
 	// posts of which one in ten names no language (Jetstream posts whose
-	// app set no langs). The subscribers' lang: queries make the spawn
-	// work both out before matching, for every post.
-	b.Run("sentiment=on-vs-off/interleaved", func(b *testing.B) {
-		select {
-		case <-langid.Default().Ready():
-		case <-time.After(2 * time.Minute):
-			b.Fatal("the language models did not load")
+	// app set no langs) and on posts that all name theirs. The
+	// subscribers' lang: queries make the spawn detect the language of a
+	// post that names none before matching; sentiment is scored for the
+	// posts that become comments.
+	for _, every := range []int{10, 0} {
+		name := "sentiment=on-vs-off/one-in-ten-without-lang/interleaved"
+		if every == 0 {
+			name = "sentiment=on-vs-off/all-with-lang/interleaved"
 		}
-		mixed := slices.Clone(posts)
-		for i := range mixed {
-			if i%10 == 0 {
-				p := &mixed[i]
-				p.post.Langs = nil
-				p.rich.Lang, p.plain.Lang = "", ""
-				p.detected, _ = langid.Default().Detect(p.rich.Text)
-			}
+		b.Run(name, func(b *testing.B) { benchSentiment(b, posts, every) })
+	}
+}
+
+// benchSentiment runs BenchmarkBlueskyPath's sentiment variant, one post
+// in every (none when 0) naming no language.
+func benchSentiment(b *testing.B, posts []bskyPost, every int) {
+	select {
+	case <-langid.Default().Ready():
+	case <-time.After(2 * time.Minute):
+		b.Fatal("the language models did not load")
+	}
+	mixed := slices.Clone(posts)
+	for i := range mixed {
+		if every > 0 && i%every == 0 {
+			p := &mixed[i]
+			p.post.Langs = nil
+			p.rich.Lang, p.plain.Lang = "", ""
+			p.detected, _ = langid.Default().Detect(p.rich.Text)
 		}
-		nodes := []*bskyNode{
-			newBskyNodeWith(b, 10000, mixed, false, false, &countStore{}, nil, false),
-			newBskyNodeWith(b, 10000, mixed, false, false, &countStore{}, nil, true),
+	}
+	nodes := []*bskyNode{
+		newBskyNodeWith(b, 10000, mixed, false, false, &countStore{}, nil, false),
+		newBskyNodeWith(b, 10000, mixed, false, false, &countStore{}, nil, true),
+	}
+	var took [2]time.Duration
+	rounds := 0
+	for b.Loop() {
+		for k, bn := range nodes {
+			took[k] += bn.round(b)
 		}
-		var took [2]time.Duration
-		rounds := 0
-		for b.Loop() {
-			for k, bn := range nodes {
-				took[k] += bn.round(b)
-			}
-			rounds++
-		}
-		perSec := func(d time.Duration) float64 { return float64(rounds*bskyBatch) / d.Seconds() }
-		b.ReportMetric(perSec(took[0]), "posts/s(on)")
-		b.ReportMetric(perSec(took[1]), "posts/s(off)")
-		b.ReportMetric(perSec(took[0])/perSec(took[1]), "ratio")
-		b.ReportMetric(float64(nodes[0].want-nodes[0].base)/float64(nodes[0].published), "comments/post(on)")
-	})
+		rounds++
+	}
+	perSec := func(d time.Duration) float64 { return float64(rounds*bskyBatch) / d.Seconds() }
+	b.ReportMetric(perSec(took[0]), "posts/s(on)")
+	b.ReportMetric(perSec(took[1]), "posts/s(off)")
+	b.ReportMetric(perSec(took[0])/perSec(took[1]), "ratio")
+	b.ReportMetric(float64(nodes[0].want-nodes[0].base)/float64(nodes[0].published), "comments/post(on)")
 }
