@@ -65,6 +65,10 @@ type Settings struct {
 	// RetentionSweep is how often a file store drops the day files past
 	// their crawlers' retention (Cassandra expires rows by itself).
 	RetentionSweep time.Duration `flag:"retention-sweep" usage:"how often a file store drops day files past their crawlers' retention"`
+
+	// NoSentiment turns off language detection and sentiment scoring
+	// (docs/sentiment.md).
+	NoSentiment bool `flag:"no-sentiment" usage:"neither detect comments' languages nor score their sentiment (saves the detector's memory)"`
 }
 
 // DefaultSettings are the spawn's defaults, which a config file, the
@@ -228,7 +232,7 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger, opts ...Optio
 	n, err := node.New(node.Config{
 		HubURL: strings.Join(hubs, ","), AdvertiseURL: advertise, NodeToken: cfg.NodeToken, Sources: sources, Store: fenced, Logger: logger,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Metrics: metrics, HTTPClient: client,
-		Declared: declared, RetentionSweep: cfg.RetentionSweep,
+		Declared: declared, RetentionSweep: cfg.RetentionSweep, NoSentiment: cfg.NoSentiment,
 	})
 	if err != nil {
 		ln.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,16 @@ func TestAccuracyReport(t *testing.T) {
 	if dir == "" {
 		t.Skip("BW_LANGID_TESTDATA names no Lingua test data")
 	}
-	d := loaded(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	d := New()
+	<-d.Ready()
+	loadTook := time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	fmt.Printf("models loaded in %v, %.0f MB of heap\n", loadTook.Round(time.Millisecond), float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
 	read := func(kind, code string) []string {
 		f, err := os.Open(filepath.Join(dir, kind, code+".txt"))
 		if err != nil {

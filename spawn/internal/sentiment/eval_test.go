@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +35,16 @@ func TestEvalReport(t *testing.T) {
 	if err != nil || len(sets) == 0 {
 		t.Fatalf("BW_SENTIMENT_SETS=%q holds no labelled sets (train/prepare.py writes them)", dir)
 	}
-	embedded := scorer(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	embedded, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	fmt.Printf("scorer: %.1f MB of heap\n", float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
 	fmt.Printf("%-14s %6s  %-22s %-15s %-15s\n", "set", "texts", "model", "model acc / F1", "VADER acc / F1")
 	for _, path := range sets {
 		name := strings.TrimSuffix(filepath.Base(path), ".tsv")
@@ -67,6 +77,7 @@ func TestEvalReport(t *testing.T) {
 		va, vf := accuracyF1(gold, vader)
 		fmt.Printf("%-14s %6d  %-22s %.3f / %.3f  %.3f / %.3f\n", name, len(gold), which, ma, mf, va, vf)
 	}
+	runtime.KeepAlive(embedded)
 }
 
 // vaderLabel labels a VADER compound score as its authors advise.

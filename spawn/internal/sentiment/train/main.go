@@ -1,5 +1,5 @@
 // Command train is the Go half of the sentiment model's training and
-// evaluation (see README.md beside it): it writes the features the
+// evaluation (docs/sentiment.md): it writes the features the
 // scorer sees of labelled texts, for train.py to learn weights from, and
 // scores labelled sets with the embedded model.
 //
