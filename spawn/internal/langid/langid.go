@@ -100,7 +100,7 @@ func (d *Detector) Detect(text string) (lang string, ok bool) {
 		return "", false
 	}
 	text = prepare(text)
-	if n, latin := letters(text); n < minOtherLetters || latin && n < minLetters {
+	if tooShort(text) {
 		return "", false
 	}
 	l, ok := d.d.DetectLanguageOf(text)
@@ -108,6 +108,15 @@ func (d *Detector) Detect(text string) (lang string, ok bool) {
 		return "", false
 	}
 	return d.codes[l], true
+}
+
+// TooShort reports whether text says too little for a guess, so that
+// Detect will be unsure of it whether or not the models are loaded.
+func TooShort(text string) bool { return tooShort(prepare(text)) }
+
+func tooShort(prepared string) bool {
+	n, latin := letters(prepared)
+	return n < minOtherLetters || latin && n < minLetters
 }
 
 // prepare leaves out what is in no language — links, @mentions,

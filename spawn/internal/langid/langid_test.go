@@ -183,3 +183,17 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+func TestTooShort(t *testing.T) {
+	for text, want := range map[string]bool{
+		"news":                    true,
+		"ok @someone #golangnews": true,
+		"日本語":                     true,
+		"日本語です":                   false,
+		"the weather is lovely":   false,
+	} {
+		if got := TooShort(text); got != want {
+			t.Errorf("TooShort(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
