@@ -44,7 +44,8 @@ var Languages = []lingua.Language{
 
 // Detector detects languages. It is safe for concurrent use. Its models
 // load in the background (a few seconds): until they have, Detect is
-// unsure of every text, so that no caller waits.
+// unsure of every text, so that no caller waits (a spawn waits for them
+// before it takes crawlers).
 type Detector struct {
 	ready chan struct{} // closed once d is built
 	d     lingua.LanguageDetector
@@ -110,10 +111,7 @@ func (d *Detector) Detect(text string) (lang string, ok bool) {
 	return d.codes[l], true
 }
 
-// TooShort reports whether text says too little for a guess, so that
-// Detect will be unsure of it whether or not the models are loaded.
-func TooShort(text string) bool { return tooShort(prepare(text)) }
-
+// tooShort reports whether a prepared text says too little for a guess.
 func tooShort(prepared string) bool {
 	n, latin := letters(prepared)
 	return n < minOtherLetters || latin && n < minLetters

@@ -192,8 +192,8 @@ func TestTooShort(t *testing.T) {
 		"日本語です":                   false,
 		"the weather is lovely":   false,
 	} {
-		if got := TooShort(text); got != want {
-			t.Errorf("TooShort(%q) = %v, want %v", text, got, want)
+		if got := tooShort(prepare(text)); got != want {
+			t.Errorf("tooShort(%q) = %v, want %v", text, got, want)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -27,16 +26,7 @@ import (
 type enricher struct {
 	scorer *sentiment.Scorer
 	langs  *langid.Detector
-	// loaded is set once the detector's models are loaded.
-	loaded atomic.Bool
 }
-
-// modelsWait bounds how long the first item without a language waits for
-// the detector's models, which start loading when the node is built (a
-// few seconds): an item that comes sooner, in a spawn's first moments,
-// waits rather than getting no language. Past it, languages are left
-// unknown until the models are in.
-const modelsWait = 30 * time.Second
 
 // newEnricher builds the node's enricher, nil when it is off or its
 // model cannot be read (which the tests of package sentiment rule out).
@@ -52,24 +42,11 @@ func newEnricher(cfg Config, logger *slog.Logger) *enricher {
 	return &enricher{scorer: s, langs: langid.Default()}
 }
 
-// detect detects the language of text, waiting for the detector's models
-// the first time.
-func (e *enricher) detect(text string) (string, bool) {
-	if !e.loaded.Load() {
-		select {
-		case <-e.langs.Ready():
-		case <-time.After(modelsWait):
-		}
-		e.loaded.Store(true)
-	}
-	return e.langs.Detect(text)
-}
-
 // of works out the language and sentiment of an item's text, lang being
 // the one its source says.
 func (e *enricher) of(text, lang string) (outLang string, detected bool, s *api.Sentiment) {
 	if lang == "" {
-		if l, ok := e.detect(text); ok {
+		if l, ok := e.langs.Detect(text); ok {
 			lang, detected = l, true
 		}
 	}

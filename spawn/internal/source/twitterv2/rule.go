@@ -11,16 +11,26 @@ import (
 // tiers (pro accepts 1024).
 const xMaxRuleLength = 512
 
-// compileRule compiles q to an X API v2 filtered-stream rule that states it
-// exactly: words, "phrases", #tags, @users, from:, lang:, OR, negation
-// with - and parentheses, juxtaposition for AND. Negations are pushed down
-// to single terms, as X asks, and words that X would split on punctuation
-// ("c++") are quoted. The query language already guarantees what X
-// requires: a positive standalone term in every branch (lang: never
-// alone). A sentiment: atom, which X cannot state, is left out in the
-// widening way (the spawn checks it on what arrives). A rule longer than X
-// accepts, or a user name X cannot hold, wraps query.ErrUnsupported.
+// compileRule compiles q to an X API v2 filtered-stream rule: words,
+// "phrases", #tags, @users, from:, lang:, OR, negation with - and
+// parentheses, juxtaposition for AND. Negations are pushed down to single
+// terms, as X asks, and words that X would split on punctuation ("c++")
+// are quoted. X has neither proximity nor wildcards, so the rule is the
+// widest X can state that still covers q, and the spawn evaluates q on
+// what arrives: A NEAR/n B becomes A B (both anywhere), a negated NEAR is
+// left out (a post with both words far apart must still come), and a
+// prefix (kube*) is left out of its AND (kube* deploy becomes deploy). A
+// query that X could then only take whole — a branch that needs a prefix
+// alone (kube* OR docker), or is left with no positive standalone term
+// that X requires — wraps query.ErrUnsupported, as does a rule longer than
+// X accepts or a user name X cannot hold. A sentiment: atom, which X
+// cannot state either, is left out as a prefix is (the spawn scores what
+// arrives).
 func compileRule(q *query.Query) (string, error) {
+	root := widenForX(q.Relaxed())
+	if root == nil || !standalone(root) {
+		return "", fmt.Errorf("%w: X has no proximity or wildcard operator, and without its prefixes %s leaves a branch without a word, phrase, #tag, @user or from: that must occur", query.ErrUnsupported, query.Quote(q.String()))
+	}
 	var b strings.Builder
 	var err error
 	var write func(n *query.Node, grouped bool)
@@ -65,10 +75,6 @@ func compileRule(q *query.Query) (string, error) {
 			}
 		}
 	}
-	root, all := widenSentiment(q.NNF())
-	if all {
-		return "", fmt.Errorf("%w: %s says nothing X can find", query.ErrUnsupported, query.Quote(q.String()))
-	}
 	write(root, false)
 	if err != nil {
 		return "", err
@@ -79,24 +85,31 @@ func compileRule(q *query.Query) (string, error) {
 	return b.String(), nil
 }
 
-// widenSentiment returns n (in negation normal form) with its sentiment:
-// atoms taken as true, negated or not, which widens it: an AND drops them,
-// an OR that has one is true. all reports that the whole of n became
-// true.
-func widenSentiment(n *query.Node) (out *query.Node, all bool) {
+// widenForX is n (relaxed: no NEAR, negations on atoms only) without its
+// prefixes and sentiment: atoms, positive or negated: each is read as
+// true, which drops it from an AND and makes an OR true. Nil means true.
+func widenForX(n *query.Node) *query.Node {
+	if n == nil {
+		return nil
+	}
 	switch n.Op {
 	case query.OpAtom:
-		return n, n.Atom.Kind == query.Sentiment
+		if n.Atom.Kind == query.Prefix || n.Atom.Kind == query.Sentiment {
+			return nil
+		}
+		return n
 	case query.OpNot:
-		_, all := widenSentiment(n.Kids[0])
-		return n, all
+		if widenForX(n.Kids[0]) == nil {
+			return nil
+		}
+		return n
 	}
 	kids := make([]*query.Node, 0, len(n.Kids))
 	for _, k := range n.Kids {
-		w, all := widenSentiment(k)
-		if all {
+		w := widenForX(k)
+		if w == nil {
 			if n.Op == query.OpOr {
-				return nil, true
+				return nil
 			}
 			continue
 		}
@@ -104,9 +117,34 @@ func widenSentiment(n *query.Node) (out *query.Node, all bool) {
 	}
 	switch len(kids) {
 	case 0:
-		return nil, true
+		return nil
 	case 1:
-		return kids[0], false
+		return kids[0]
 	}
-	return &query.Node{Op: n.Op, Kids: kids}, false
+	return &query.Node{Op: n.Op, Kids: kids}
+}
+
+// standalone reports whether every way n can match needs a positive term
+// that is not lang: — what X calls a standalone operator, which a rule
+// must have.
+func standalone(n *query.Node) bool {
+	switch n.Op {
+	case query.OpAtom:
+		return n.Atom.Kind != query.Lang
+	case query.OpNot:
+		return false
+	case query.OpAnd:
+		for _, k := range n.Kids {
+			if standalone(k) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range n.Kids { // OpOr
+		if !standalone(k) {
+			return false
+		}
+	}
+	return true
 }
