@@ -418,7 +418,7 @@ func (p *parser) nearOperand(op token, n *Node) error {
 		}
 	case OpAtom:
 		switch {
-		case n.Atom.Kind == From || n.Atom.Kind == Lang || n.Atom.Kind == Field:
+		case n.Atom.Kind == From || n.Atom.Kind == Lang || n.Atom.Kind == Field || n.Atom.Kind == Sentiment:
 			return errAt(p.src, p.at[n], quote(op.raw)+" over "+quote(n.Atom.String())+what)
 		case n.Atom.Words() == 0:
 			return errAt(p.src, p.at[n], quote(op.raw)+" over "+quote(n.Atom.String())+", which has no word to count")

@@ -514,11 +514,11 @@ func triggerAtoms(q *query.Query) []query.Atom {
 // NEAR needs one of its operands', the one of the fewest atoms, the
 // longest shortest atom breaking ties (longer words are rarer). Negation
 // swaps AND and OR (De Morgan; a negated NEAR has no cover); a negated
-// atom and lang: cover nothing.
+// atom, lang: and sentiment: cover nothing.
 func cover(n *query.Node, neg bool) ([]query.Atom, bool) {
 	switch n.Op {
 	case query.OpAtom:
-		if neg || n.Atom.Kind == query.Lang {
+		if neg || n.Atom.Kind == query.Lang || n.Atom.Kind == query.Sentiment {
 			return nil, false
 		}
 		return []query.Atom{n.Atom}, true
