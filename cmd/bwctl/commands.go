@@ -300,9 +300,10 @@ func crawlerList(c *cli, _ *input) error {
 		rows = append(rows, []string{
 			itoa(cr.ID), itoa(cr.UserID), cr.Source, cr.State, orDash(cr.Node),
 			itoa(cr.Usage), limitText(cr.CommentLimit), truncate(strings.Join(cr.Query, ","), maxQueryColumn),
+			orDash(truncate(cr.Error, maxErrorColumn)),
 		})
 	}
-	return printTable(c.out, []string{"ID", "USER", "SOURCE", "STATE", "NODE", "USAGE", "LIMIT", "QUERY"}, rows)
+	return printTable(c.out, []string{"ID", "USER", "SOURCE", "STATE", "NODE", "USAGE", "LIMIT", "QUERY", "ERROR"}, rows)
 }
 
 func crawlerUpdate(c *cli, in *input) error {
@@ -538,7 +539,7 @@ const maxLangColumn = 10
 
 // stateOrder is how status lists crawler states: the lifecycle first.
 var stateOrder = []string{
-	api.StatePending, api.StateRunning, api.StateQuotaWait, api.StateLimitReached,
+	api.StatePending, api.StateRunning, api.StateDegraded, api.StateQuotaWait, api.StateLimitReached,
 	api.StateDisabled, api.StateFailed, api.StateMissing,
 }
 

@@ -14,7 +14,7 @@ import (
 // thread, the same in comments and comments_by_thread, in the order
 // bodyArgs binds them and body.dest scans them. One list, so a field added
 // to api.Comment is added to every write and read at once.
-const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at, lang_detected, sentiment_label, sentiment_score`
+const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at, unreadable_date, lang_detected, sentiment_label, sentiment_score`
 
 // bodyColumnsAdded are the body columns added to the tables after their
 // first release, with their types: ALTER TABLE … ADD IF NOT EXISTS brings
@@ -28,6 +28,7 @@ var bodyColumnsAdded = [][2]string{
 	{"links", "frozen<list<text>>"},
 	{"repost_of", "text"},
 	{"edited_at", "timestamp"},
+	{"unreadable_date", "text"},
 	{"lang_detected", "boolean"},
 	{"sentiment_label", "text"},
 	{"sentiment_score", "float"},
@@ -51,7 +52,7 @@ func placeholders(cols string) string {
 func bodyArgs(c *api.Comment) []any {
 	reposts, likes := engagementArgs(c.Engagement)
 	args := []any{c.Source, c.Author, c.AuthorID, c.Text, c.URL, ms(c.FetchedAt), frozenList(c.Matched),
-		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf, editedArg(c.EditedAt)}
+		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf, editedArg(c.EditedAt), textArg(c.UnreadableDate)}
 	args = append(args, sentimentArgs(c)...)
 	return args
 }
@@ -78,6 +79,15 @@ func editedArg(t time.Time) any {
 	return ms(t)
 }
 
+// textArg binds an optional text column: unset when empty, so no cell is
+// written.
+func textArg(s string) any {
+	if s == "" {
+		return gocql.UnsetValue
+	}
+	return s
+}
+
 // frozenList binds a frozen list: empty rather than null, since a null
 // cell is a tombstone.
 func frozenList(l []string) []string {
@@ -92,6 +102,7 @@ type body struct {
 	c              *api.Comment
 	reposts, likes *int64
 	edited         *time.Time
+	unreadable     *string
 	langDetected   *bool
 	sentiment      *string
 	score          *float32
@@ -101,7 +112,7 @@ type body struct {
 func (b *body) dest() []any {
 	c := b.c
 	return []any{&c.Source, &c.Author, &c.AuthorID, &c.Text, &c.URL, &c.FetchedAt, &c.Matched,
-		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited,
+		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited, &b.unreadable,
 		&b.langDetected, &b.sentiment, &b.score}
 }
 
@@ -113,6 +124,9 @@ func (b *body) finish() {
 	c.PublishedAt, c.FetchedAt = c.PublishedAt.UTC(), c.FetchedAt.UTC()
 	if b.edited != nil && !b.edited.IsZero() {
 		c.EditedAt = b.edited.UTC()
+	}
+	if b.unreadable != nil {
+		c.UnreadableDate = *b.unreadable
 	}
 	if len(c.Matched) == 0 {
 		c.Matched = nil
