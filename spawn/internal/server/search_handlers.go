@@ -68,7 +68,7 @@ func commentMatcher(q string) (*query.Query, func(*api.Comment) bool, error) {
 		return nil, nil, err
 	}
 	return parsed, func(c *api.Comment) bool {
-		_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang})
+		_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang, Sentiment: api.SentimentLabel(c.Sentiment)})
 		return ok
 	}, nil
 }

@@ -65,6 +65,14 @@
     const href = bw.safeURL(cm.url);
     if (href) meta.append(el('a', { href, target: '_blank', rel: 'noopener noreferrer nofollow', title: href }, 'source'));
     for (const term of cm.matched || []) meta.append(el('span', { class: 'term' }, bw.bidi(term)));
+    if (cm.lang) {
+      meta.append(el('span', { class: 'dim comment-lang', title: cm.lang_detected ? 'language detected from the text' : 'language given by the source' },
+        cm.lang + (cm.lang_detected ? '*' : '')));
+    }
+    const mood = cm.sentiment && ['positive', 'neutral', 'negative'].includes(cm.sentiment.label) ? cm.sentiment : null;
+    if (mood) {
+      meta.append(el('span', { class: 'sentiment sentiment-' + mood.label, title: 'sentiment score ' + Number(mood.score).toFixed(2) }, mood.label));
+    }
     return el('li', { dataset: { commentId: cm.id } }, meta, el('p', { class: 'comment-text', dir: 'auto' }, cm.text));
   }
 

@@ -112,7 +112,7 @@ func benchMatcher(b *testing.B, q string) func(*api.Comment) bool {
 	b.Helper()
 	parsed := benchQuery(b, q)
 	return func(c *api.Comment) bool {
-		_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang})
+		_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang, Sentiment: api.SentimentLabel(c.Sentiment)})
 		return ok
 	}
 }

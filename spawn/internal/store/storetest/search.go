@@ -216,7 +216,7 @@ func CheckQuerySearch(t *testing.T, s SearchStore) {
 			t.Fatalf("%s: %v", text, err)
 		}
 		match := func(c *api.Comment) bool {
-			_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang})
+			_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang, Sentiment: api.SentimentLabel(c.Sentiment)})
 			return ok
 		}
 		for _, r := range []store.Range{{}, {Since: base.AddDate(0, 0, 1).Add(time.Hour), Until: base.AddDate(0, 0, 3).Add(3 * time.Hour)}} {
