@@ -126,6 +126,8 @@ func (s *Store) PruneAnalytics(ctx context.Context, now time.Time) error {
 		{"activity_minutes", now.Add(-minuteRetention)},
 		{"activity_hours", now.Add(-analyticsRetention)},
 		{"term_counts", now.Add(-analyticsRetention)},
+		{"author_counts", now.Add(-analyticsRetention)},
+		{"lang_counts", now.Add(-analyticsRetention)},
 	} {
 		if err := db.Exec("DELETE FROM "+p.table+" WHERE bucket < ?", dbTime(p.before)).Error; err != nil {
 			return fmt.Errorf("sqlstore: unable to prune %s: %w", p.table, err)

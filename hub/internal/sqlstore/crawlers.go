@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -19,7 +21,7 @@ import (
 // would otherwise turn a false into the column default, true).
 func (s *Store) CreateCrawler(ctx context.Context, c Crawler) (Crawler, error) {
 	row := Crawler{
-		UserID: c.UserID, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
+		UserID: c.UserID, Name: c.Name, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
 		QueryUUID: c.QueryUUID, CommentLimit: c.CommentLimit, Enabled: c.Enabled, Version: 1,
 		RetentionSeconds: c.RetentionSeconds,
 	}
@@ -138,6 +140,7 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 		out = next
 		return tx.Model(&Crawler{}).Where("id = ?", id).UpdateColumns(map[string]any{
 			"source":            next.Source,
+			"name":              next.Name,
 			"query":             next.Query,
 			"keywords":          next.Keywords,
 			"query_uuid":        next.QueryUUID,
@@ -226,7 +229,27 @@ func (s *Store) validCrawler(c *Crawler) error {
 	if err := validRetention(c.RetentionSeconds); err != nil {
 		return err
 	}
+	if err := ValidCrawlerName(c.Name); err != nil {
+		return err
+	}
 	return validLimit(c.CommentLimit)
+}
+
+// ValidCrawlerName checks a crawler's name: at most api.MaxCrawlerName
+// characters of valid UTF-8, no control characters, no spaces around it
+// ("" is no name).
+func ValidCrawlerName(name string) error {
+	switch {
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: name is not valid UTF-8", ErrInvalid)
+	case utf8.RuneCountInString(name) > api.MaxCrawlerName:
+		return fmt.Errorf("%w: name must be at most %d characters, got %d", ErrInvalid, api.MaxCrawlerName, utf8.RuneCountInString(name))
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("%w: name must not start or end with spaces", ErrInvalid)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Errorf("%w: name must not hold control characters", ErrInvalid)
+	}
+	return nil
 }
 
 // validRetention checks a retention in seconds (0 for none).
@@ -248,7 +271,7 @@ func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, er
 	var disabled []int
 	for i, c := range in {
 		rows[i] = Crawler{
-			UserID: c.UserID, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
+			UserID: c.UserID, Name: c.Name, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
 			QueryUUID: c.QueryUUID, CommentLimit: c.CommentLimit, Enabled: c.Enabled, Version: 1,
 			RetentionSeconds: c.RetentionSeconds,
 		}

@@ -1,0 +1,364 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+)
+
+// Voices: who wrote a crawler's comments and in which language, per crawler
+// hour, exact. They travel inside usage increments (api.IncrementAnalytics
+// Authors and Langs) and are applied with the rest of an increment's
+// analytics, once. Why per-hour author rows rather than a sketch:
+// docs/decisions/0018-exact-top-authors.md.
+//
+// Sizes are bounded: a crawler hour keeps its maxAuthorsPerHour authors
+// with the most comments, the others folded into its tail row (the empty
+// key), and both tables are pruned with the hour buckets
+// (analyticsRetention).
+const (
+	// maxAuthorsPerHour is how many authors a crawler hour keeps; a
+	// crawler of a million comments a week has about 6,000 an hour at most,
+	// so its top authors stay exact.
+	maxAuthorsPerHour = 20000
+	// compactAuthorsAt is the row count of a crawler hour that triggers
+	// folding it back to maxAuthorsPerHour.
+	compactAuthorsAt = maxAuthorsPerHour * 3 / 2
+	// maxVoiceKey is the longest author key, name or language kept; a
+	// longer one is cut (it still counts).
+	maxVoiceKey = 255
+	maxLangKey  = 16
+)
+
+// tailAuthor is the key of the row that counts a crawler hour's folded
+// authors.
+const tailAuthor = ""
+
+type authorCountRow struct {
+	CrawlerID int64
+	Bucket    time.Time
+	AuthorKey string
+	Author    string
+	AuthorID  string
+	Comments  int64
+	Reposts   int64
+	Likes     int64
+}
+
+func (authorCountRow) TableName() string { return "author_counts" }
+
+type langCountRow struct {
+	CrawlerID int64
+	Bucket    time.Time
+	Lang      string
+	Comments  int64
+}
+
+func (langCountRow) TableName() string { return "lang_counts" }
+
+type authorKey struct {
+	bucketKey
+	key string
+}
+
+type langKey struct {
+	bucketKey
+	lang string
+}
+
+// voices gathers the authors and languages of the increments a
+// transaction applies.
+type voices struct {
+	authors map[authorKey]*authorCountRow
+	langs   map[langKey]int64
+}
+
+func newVoices() *voices {
+	return &voices{authors: map[authorKey]*authorCountRow{}, langs: map[langKey]int64{}}
+}
+
+// cut shortens s to at most n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// add counts one increment's authors and languages.
+func (v *voices) add(crawlerID int64, a *api.IncrementAnalytics) {
+	for _, h := range a.Authors {
+		at := dbTime(h.At.Truncate(time.Hour))
+		for _, t := range h.Authors {
+			if t.Comments <= 0 {
+				continue
+			}
+			id := cut(t.AuthorID, maxVoiceKey)
+			name := cut(t.Author, maxVoiceKey)
+			k := authorKey{bucketKey{crawlerID, at}, cmp.Or(id, name)}
+			r := v.authors[k]
+			if r == nil {
+				r = &authorCountRow{CrawlerID: crawlerID, Bucket: at, AuthorKey: k.key, AuthorID: id}
+				v.authors[k] = r
+			}
+			if name != "" {
+				r.Author = name
+			}
+			r.Comments += t.Comments
+			r.Reposts += max(t.Reposts, 0)
+			r.Likes += max(t.Likes, 0)
+		}
+	}
+	for _, h := range a.Langs {
+		at := dbTime(h.At.Truncate(time.Hour))
+		for _, l := range h.Langs {
+			if l.Comments > 0 {
+				v.langs[langKey{bucketKey{crawlerID, at}, cut(l.Lang, maxLangKey)}] += l.Comments
+			}
+		}
+	}
+}
+
+// applyVoicesTx adds what v gathered: rows in key order, and every crawler
+// hour that grew past compactAuthorsAt folded back.
+func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
+	if len(v.langs) > 0 {
+		rows := make([]langCountRow, 0, len(v.langs))
+		for k, n := range v.langs {
+			rows = append(rows, langCountRow{CrawlerID: k.crawler, Bucket: k.at, Lang: k.lang, Comments: n})
+		}
+		slices.SortFunc(rows, func(a, b langCountRow) int {
+			return cmp.Or(cmp.Compare(a.CrawlerID, b.CrawlerID), a.Bucket.Compare(b.Bucket), cmp.Compare(a.Lang, b.Lang))
+		})
+		upsert := clause.OnConflict{
+			Columns:   []clause.Column{{Name: "crawler_id"}, {Name: "bucket"}, {Name: "lang"}},
+			DoUpdates: clause.Assignments(map[string]any{"comments": gorm.Expr("lang_counts.comments + excluded.comments")}),
+		}
+		if err := tx.Clauses(upsert).CreateInBatches(rows, rowsPerStatement/2).Error; err != nil {
+			return fmt.Errorf("add language counts: %w", err)
+		}
+	}
+	if len(v.authors) == 0 {
+		return nil
+	}
+	rows := make([]authorCountRow, 0, len(v.authors))
+	for _, r := range v.authors {
+		rows = append(rows, *r)
+	}
+	slices.SortFunc(rows, func(a, b authorCountRow) int {
+		return cmp.Or(cmp.Compare(a.CrawlerID, b.CrawlerID), a.Bucket.Compare(b.Bucket), cmp.Compare(a.AuthorKey, b.AuthorKey))
+	})
+	upsert := clause.OnConflict{
+		Columns: []clause.Column{{Name: "crawler_id"}, {Name: "bucket"}, {Name: "author_key"}},
+		DoUpdates: clause.Assignments(map[string]any{
+			"comments": gorm.Expr("author_counts.comments + excluded.comments"),
+			"reposts":  gorm.Expr("author_counts.reposts + excluded.reposts"),
+			"likes":    gorm.Expr("author_counts.likes + excluded.likes"),
+			// The newest name an author is seen under is the one shown.
+			"author": gorm.Expr("CASE WHEN excluded.author <> '' THEN excluded.author ELSE author_counts.author END"),
+		}),
+	}
+	if err := tx.Clauses(upsert).CreateInBatches(rows, rowsPerStatement/4).Error; err != nil {
+		return fmt.Errorf("add author counts: %w", err)
+	}
+	var buckets []bucketKey
+	for _, r := range rows {
+		k := bucketKey{r.CrawlerID, r.Bucket}
+		if len(buckets) == 0 || buckets[len(buckets)-1] != k {
+			buckets = append(buckets, k)
+		}
+	}
+	for chunk := range slices.Chunk(buckets, rowsPerStatement) {
+		values := s.valuesRows(len(chunk), "BIGINT", "TIMESTAMPTZ")
+		args := make([]any, 0, 2*len(chunk))
+		for _, b := range chunk {
+			args = append(args, b.crawler, b.at)
+		}
+		var counts []struct {
+			CrawlerID int64
+			Bucket    time.Time
+			N         int64
+		}
+		err := tx.Raw("SELECT crawler_id, bucket, COUNT(*) AS n FROM author_counts WHERE (crawler_id, bucket) IN (VALUES "+values+") GROUP BY crawler_id, bucket", args...).
+			Scan(&counts).Error
+		if err != nil {
+			return fmt.Errorf("count authors of %d crawler hours: %w", len(chunk), err)
+		}
+		for _, c := range counts {
+			if c.N > compactAuthorsAt {
+				if err := compactAuthorsTx(tx, bucketKey{c.CrawlerID, dbTime(c.Bucket)}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// compactAuthorsTx keeps a crawler hour's maxAuthorsPerHour authors with
+// the most comments (ties: the smaller key) and folds the others into its
+// tail row.
+func compactAuthorsTx(tx *gorm.DB, b bucketKey) error {
+	var keep []string
+	err := tx.Model(&authorCountRow{}).Where("crawler_id = ? AND bucket = ? AND author_key <> ?", b.crawler, b.at, tailAuthor).
+		Order("comments DESC, author_key").Limit(maxAuthorsPerHour).Pluck("author_key", &keep).Error
+	if err != nil {
+		return fmt.Errorf("read authors of crawler %d: %w", b.crawler, err)
+	}
+	if len(keep) < maxAuthorsPerHour {
+		return nil
+	}
+	var last authorCountRow
+	if err := tx.Where("crawler_id = ? AND bucket = ? AND author_key = ?", b.crawler, b.at, keep[len(keep)-1]).Take(&last).Error; err != nil {
+		return fmt.Errorf("read authors of crawler %d: %w", b.crawler, err)
+	}
+	// The folded rows: fewer comments than the last kept, or as many and a
+	// greater key.
+	fold := tx.Model(&authorCountRow{}).Where("crawler_id = ? AND bucket = ? AND author_key <> ?", b.crawler, b.at, tailAuthor).
+		Where("comments < ? OR (comments = ? AND author_key > ?)", last.Comments, last.Comments, last.AuthorKey)
+	var sum struct{ Comments, Reposts, Likes int64 }
+	if err := fold.Session(&gorm.Session{}).Select("COALESCE(SUM(comments), 0) AS comments, COALESCE(SUM(reposts), 0) AS reposts, COALESCE(SUM(likes), 0) AS likes").
+		Scan(&sum).Error; err != nil {
+		return fmt.Errorf("fold authors of crawler %d: %w", b.crawler, err)
+	}
+	if sum.Comments == 0 {
+		return nil
+	}
+	if err := fold.Session(&gorm.Session{}).Delete(&authorCountRow{}).Error; err != nil {
+		return fmt.Errorf("fold authors of crawler %d: %w", b.crawler, err)
+	}
+	upsert := clause.OnConflict{
+		Columns: []clause.Column{{Name: "crawler_id"}, {Name: "bucket"}, {Name: "author_key"}},
+		DoUpdates: clause.Assignments(map[string]any{
+			"comments": gorm.Expr("author_counts.comments + excluded.comments"),
+			"reposts":  gorm.Expr("author_counts.reposts + excluded.reposts"),
+			"likes":    gorm.Expr("author_counts.likes + excluded.likes"),
+		}),
+	}
+	tail := authorCountRow{CrawlerID: b.crawler, Bucket: b.at, AuthorKey: tailAuthor, Comments: sum.Comments, Reposts: sum.Reposts, Likes: sum.Likes}
+	if err := tx.Clauses(upsert).Create(&tail).Error; err != nil {
+		return fmt.Errorf("fold authors of crawler %d: %w", b.crawler, err)
+	}
+	return nil
+}
+
+// TopAuthors returns the n authors with the most comments in a crawler's
+// hour buckets from since's hour on (ties by key), and the comments of
+// authors folded away in those hours (0 while every hour kept all of
+// them: the list is then exact).
+func (s *Store) TopAuthors(ctx context.Context, crawlerID int64, since time.Time, n int) ([]api.AuthorCount, int64, error) {
+	return s.topAuthors(ctx, "crawler_id = ?", crawlerID, since, n)
+}
+
+// UserTopAuthors is TopAuthors over every crawler of a user.
+func (s *Store) UserTopAuthors(ctx context.Context, userID int64, since time.Time, n int) ([]api.AuthorCount, int64, error) {
+	return s.topAuthors(ctx, "crawler_id IN (?)", s.db.Model(&Crawler{}).Select("id").Where("user_id = ?", userID), since, n)
+}
+
+func (s *Store) topAuthors(ctx context.Context, where string, arg any, since time.Time, n int) ([]api.AuthorCount, int64, error) {
+	from := dbTime(since.Truncate(time.Hour))
+	var rows []struct {
+		AuthorKey string
+		Author    string
+		AuthorID  string
+		Comments  int64
+		Reposts   int64
+		Likes     int64
+	}
+	db := s.db.WithContext(ctx)
+	err := db.Model(&authorCountRow{}).
+		Select("author_key, MAX(author) AS author, MAX(author_id) AS author_id, SUM(comments) AS comments, SUM(reposts) AS reposts, SUM(likes) AS likes").
+		Where(where, arg).Where("bucket >= ? AND author_key <> ?", from, tailAuthor).
+		Group("author_key").Order("comments DESC, author_key").Limit(n).Scan(&rows).Error
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlstore: unable to read top authors: %w", err)
+	}
+	var folded int64
+	err = db.Model(&authorCountRow{}).Select("COALESCE(SUM(comments), 0)").
+		Where(where, arg).Where("bucket >= ? AND author_key = ?", from, tailAuthor).Scan(&folded).Error
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlstore: unable to read top authors: %w", err)
+	}
+	out := make([]api.AuthorCount, len(rows))
+	for i, r := range rows {
+		out[i] = api.AuthorCount{Author: cmp.Or(r.Author, r.AuthorKey), AuthorID: r.AuthorID, Comments: r.Comments,
+			Engagement: api.Engagement{Reposts: r.Reposts, Likes: r.Likes}}
+	}
+	return out, folded, nil
+}
+
+// Breakdown returns a crawler's comments from since's hour on by source
+// kind and by language.
+func (s *Store) Breakdown(ctx context.Context, crawlerID int64, since time.Time) (api.Breakdown, error) {
+	return s.breakdown(ctx, "crawler_id = ?", crawlerID, since)
+}
+
+// UserBreakdown is Breakdown over every crawler of a user.
+func (s *Store) UserBreakdown(ctx context.Context, userID int64, since time.Time) (api.Breakdown, error) {
+	return s.breakdown(ctx, "crawler_id IN (?)", s.db.Model(&Crawler{}).Select("id").Where("user_id = ?", userID), since)
+}
+
+// breakdown reads the hour buckets: activity_hours joined with the
+// crawlers' source kinds, and lang_counts. A share is of the part's own
+// total, so both lists sum to 1 whatever comments predate the language
+// counts.
+func (s *Store) breakdown(ctx context.Context, where string, arg any, since time.Time) (api.Breakdown, error) {
+	from := dbTime(since.Truncate(time.Hour))
+	db := s.db.WithContext(ctx)
+	var sources []struct {
+		Key      string
+		Comments int64
+	}
+	err := db.Table("activity_hours").Select("crawlers.source AS key, SUM(activity_hours.comments) AS comments").
+		Joins("JOIN crawlers ON crawlers.id = activity_hours.crawler_id").
+		Where("activity_hours."+where, arg).Where("activity_hours.bucket >= ?", from).
+		Group("crawlers.source").Order("comments DESC, key").Scan(&sources).Error
+	if err != nil {
+		return api.Breakdown{}, fmt.Errorf("sqlstore: unable to read the sources breakdown: %w", err)
+	}
+	var langs []struct {
+		Key      string
+		Comments int64
+	}
+	err = db.Model(&langCountRow{}).Select("lang AS key, SUM(comments) AS comments").
+		Where(where, arg).Where("bucket >= ?", from).
+		Group("lang").Order("comments DESC, key").Scan(&langs).Error
+	if err != nil {
+		return api.Breakdown{}, fmt.Errorf("sqlstore: unable to read the languages breakdown: %w", err)
+	}
+	out := api.Breakdown{Sources: []api.ShareCount{}, Languages: []api.ShareCount{}}
+	var total, langTotal int64
+	for _, r := range sources {
+		total += r.Comments
+	}
+	for _, r := range langs {
+		langTotal += r.Comments
+	}
+	out.Comments = total
+	for _, r := range sources {
+		out.Sources = append(out.Sources, api.ShareCount{Key: r.Key, Comments: r.Comments, Share: share(r.Comments, total)})
+	}
+	for _, r := range langs {
+		out.Languages = append(out.Languages, api.ShareCount{Key: r.Key, Comments: r.Comments, Share: share(r.Comments, langTotal)})
+	}
+	return out, nil
+}
+
+func share(n, total int64) float64 {
+	if total <= 0 {
+		return 0
+	}
+	return float64(n) / float64(total)
+}
