@@ -37,6 +37,10 @@ type AuthorCount struct {
 type Authors struct {
 	Window  string        `json:"window"`
 	Authors []AuthorCount `json:"authors"`
+	// Folded counts the comments of authors a crawler hour of the window
+	// folded away (it kept its 20,000 authors with the most comments); 0,
+	// the usual case, means the list is exact.
+	Folded int64 `json:"folded,omitempty"`
 }
 
 // ShareCount is one part of a breakdown: its comments and their share of

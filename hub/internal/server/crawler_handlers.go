@@ -100,7 +100,7 @@ func (s *Server) handleCreateCrawler(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	row := sqlstore.Crawler{UserID: in.UserID, CommentLimit: in.CommentLimit, Enabled: in.Enabled == nil || *in.Enabled}
+	row := sqlstore.Crawler{UserID: in.UserID, Name: in.Name, CommentLimit: in.CommentLimit, Enabled: in.Enabled == nil || *in.Enabled}
 	if in.UserID <= 0 {
 		httpx.WriteError(w, http.StatusBadRequest, "user_id must be a positive integer")
 		return
@@ -183,8 +183,8 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if in.Query == nil && in.Keywords == nil && in.CommentLimit == nil && in.Enabled == nil && in.Retention == nil {
-		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give query, keywords, comment_limit, enabled or retention")
+	if in.Name == nil && in.Query == nil && in.Keywords == nil && in.CommentLimit == nil && in.Enabled == nil && in.Retention == nil {
+		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give name, query, keywords, comment_limit, enabled or retention")
 		return
 	}
 	var retention int64
@@ -223,6 +223,9 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 		}
 		if in.Enabled != nil {
 			c.Enabled = *in.Enabled
+		}
+		if in.Name != nil {
+			c.Name = *in.Name
 		}
 		if in.Retention != nil {
 			// Applies to the comments stored from now on.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -131,7 +132,8 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, id := range ids {
-			if _, err := s.Store.GetCrawler(ctx, id); err != nil {
+			c, err := s.Store.GetCrawler(ctx, id)
+			if err != nil {
 				s.writeStoreError(w, fmt.Sprintf("crawler %d", id), err)
 				return
 			}
@@ -140,7 +142,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 				s.writeStoreError(w, fmt.Sprintf("activity of crawler %d", id), err)
 				return
 			}
-			series = append(series, api.CompareSeries{CrawlerID: id, Label: fmt.Sprintf("crawler %d", id)})
+			series = append(series, api.CompareSeries{CrawlerID: id, Label: cmp.Or(c.Name, fmt.Sprintf("crawler %d", id))})
 			steps = append(steps, a)
 		}
 	} else {

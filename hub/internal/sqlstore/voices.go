@@ -23,14 +23,17 @@ import (
 // with the most comments, the others folded into its tail row (the empty
 // key), and both tables are pruned with the hour buckets
 // (analyticsRetention).
-const (
+var (
 	// maxAuthorsPerHour is how many authors a crawler hour keeps; a
-	// crawler of a million comments a week has about 6,000 an hour at most,
-	// so its top authors stay exact.
+	// crawler of a million comments a week has about 6,000 an hour, so its
+	// top authors stay exact. A variable so that tests can fold small hours.
 	maxAuthorsPerHour = 20000
 	// compactAuthorsAt is the row count of a crawler hour that triggers
 	// folding it back to maxAuthorsPerHour.
 	compactAuthorsAt = maxAuthorsPerHour * 3 / 2
+)
+
+const (
 	// maxVoiceKey is the longest author key, name or language kept; a
 	// longer one is cut (it still counts).
 	maxVoiceKey = 255
@@ -197,7 +200,7 @@ func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
 			return fmt.Errorf("count authors of %d crawler hours: %w", len(chunk), err)
 		}
 		for _, c := range counts {
-			if c.N > compactAuthorsAt {
+			if c.N > int64(compactAuthorsAt) {
 				if err := compactAuthorsTx(tx, bucketKey{c.CrawlerID, dbTime(c.Bucket)}); err != nil {
 					return err
 				}
