@@ -131,6 +131,10 @@ func (s *Server) handleCreateCrawler(w http.ResponseWriter, r *http.Request) {
 // maxCrawlersPage caps a page of GET /v1/crawlers?limit=N.
 const maxCrawlersPage = 10000
 
+// maxCrawlerMatch caps GET /v1/crawlers?match=, a text a crawler's name or
+// query holds.
+const maxCrawlerMatch = 200
+
 func (s *Server) handleListCrawlers(w http.ResponseWriter, r *http.Request) {
 	var (
 		rows []sqlstore.Crawler
@@ -145,7 +149,15 @@ func (s *Server) handleListCrawlers(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteError(w, http.StatusBadRequest, "after must be a crawler id (0 or more) and limit 1 to %d", maxCrawlersPage)
 			return
 		}
-		rows, err = s.Store.ListCrawlersAfter(r.Context(), after, limit)
+		if match := strings.TrimSpace(q.Get("match")); match != "" {
+			if len(match) > maxCrawlerMatch {
+				httpx.WriteError(w, http.StatusBadRequest, "match must be at most %d bytes", maxCrawlerMatch)
+				return
+			}
+			rows, err = s.Store.ListCrawlersMatching(r.Context(), after, limit, match)
+		} else {
+			rows, err = s.Store.ListCrawlersAfter(r.Context(), after, limit)
+		}
 	} else {
 		rows, err = s.Store.ListCrawlers(r.Context())
 	}

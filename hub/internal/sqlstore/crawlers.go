@@ -75,7 +75,6 @@ func (s *Store) GetCrawler(ctx context.Context, id int64) (Crawler, error) {
 	return c, nil
 }
 
-// ListCrawlers reads every crawler, ordered by id.
 // ListCrawlersAfter lists up to limit crawlers whose id is above after, by
 // id: one page of the list, for fleets too large to list at once.
 func (s *Store) ListCrawlersAfter(ctx context.Context, after int64, limit int) ([]Crawler, error) {
@@ -86,6 +85,20 @@ func (s *Store) ListCrawlersAfter(ctx context.Context, after int64, limit int) (
 	return crawlers, nil
 }
 
+// ListCrawlersMatching is ListCrawlersAfter of the crawlers whose name or
+// query holds match (case-insensitive), or whose id it is.
+func (s *Store) ListCrawlersMatching(ctx context.Context, after int64, limit int, match string) ([]Crawler, error) {
+	like := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(strings.ToLower(match)) + "%"
+	q := s.db.WithContext(ctx).Where("id > ?", after).
+		Where(`LOWER(name) LIKE ? ESCAPE '\' OR LOWER(query) LIKE ? ESCAPE '\' OR CAST(id AS TEXT) = ?`, like, like, match)
+	crawlers := []Crawler{}
+	if err := q.Order("id").Limit(limit).Find(&crawlers).Error; err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to list crawlers matching %q: %w", match, err)
+	}
+	return crawlers, nil
+}
+
+// ListCrawlers reads every crawler, ordered by id.
 func (s *Store) ListCrawlers(ctx context.Context) ([]Crawler, error) {
 	crawlers := []Crawler{}
 	if err := s.db.WithContext(ctx).Order("id").Find(&crawlers).Error; err != nil {

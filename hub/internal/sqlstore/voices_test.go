@@ -200,3 +200,53 @@ func TestStore_AuthorsFoldPastTheBound(t *testing.T) {
 		}
 	})
 }
+
+func TestStore_ListCrawlersMatchingNameQueryOrID(t *testing.T) {
+	eachDB(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openTest(t, dsn)
+		u := mustUser(t, s, "u", 0)
+		named := func(name, q string) Crawler {
+			c := newCrawler(u.ID, q)
+			c.Name = name
+			return mustCrawler(t, s, c)
+		}
+		acme := named("Acme launch", "acme")
+		named("Globex 100% recall", "globex")
+		rust := named("", "rustlang")
+		ids := func(cs []Crawler) []int64 {
+			var out []int64
+			for _, c := range cs {
+				out = append(out, c.ID)
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			match string
+			want  []int64
+		}{
+			{"ACME", []int64{acme.ID}},
+			{"rustl", []int64{rust.ID}},
+			{"100%", []int64{acme.ID + 1}},
+			{"%", []int64{acme.ID + 1}}, // a wildcard is a character like any other
+			{"_", nil},
+			{fmt.Sprint(rust.ID), []int64{rust.ID}},
+		} {
+			got, err := s.ListCrawlersMatching(ctx, 0, 10, tc.match)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ids(got), tc.want) {
+				t.Errorf("match %q: %v, want %v", tc.match, ids(got), tc.want)
+			}
+		}
+		if err := ValidCrawlerName(" padded"); err == nil {
+			t.Error("a name with a leading space was accepted")
+		}
+		c := newCrawler(u.ID, "q")
+		c.Name = "bell\a"
+		if _, err := s.CreateCrawler(ctx, c); err == nil {
+			t.Error("a name with a control character was stored")
+		}
+	})
+}
