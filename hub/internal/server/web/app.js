@@ -39,6 +39,10 @@
     historyBusy: false,
     crawlers: [],
     users: [],
+    crawlerTotal: 0,
+    // crawlerMatch narrows the crawler list to names, queries or an id
+    // holding it (the Listen list's find box); '' lists every crawler.
+    crawlerMatch: '',
     compare: { kind: 'crawler', ids: [] }, // what compare.js compares
     // The crawler table's page: the id it starts after, the starts of the
     // pages before it, its first row's position, whether a next page exists.
@@ -428,6 +432,17 @@
     return c && c.name ? c.name : `crawler ${c ? c.id : ''}`;
   }
 
+  // selectionLabel names the selection as the page shows it: a crawler by
+  // its name when the page has it, a user by name.
+  function selectionLabel(kind, id) {
+    if (kind === 'crawler') {
+      const c = view.crawlers.find((x) => x.id === id);
+      return c && c.name ? c.name : `crawler ${id}`;
+    }
+    const u = view.users.find((x) => x.id === id);
+    return u ? `${u.name} (user ${id})` : `user ${id}`;
+  }
+
   // compareBox ticks a crawler or a user for the comparison (compare.js
   // reads view.compare).
   function compareBox(kind, id) {
@@ -531,7 +546,7 @@
     try {
       const page = view.crawlerPage;
       const [nodes, listed, events, scaling, users, health] = await Promise.all([
-        api('/v1/nodes'), api(`/v1/crawlers?after=${page.after}&limit=${CRAWLERS_PAGE + 1}`), api('/v1/events'),
+        api('/v1/nodes'), api(`/v1/crawlers?after=${page.after}&limit=${CRAWLERS_PAGE + 1}${view.crawlerMatch ? '&match=' + encodeURIComponent(view.crawlerMatch) : ''}`), api('/v1/events'),
         api('/v1/scaling'), api('/v1/users'), api('/v1/health'),
       ]);
       if (generation !== view.generation) return;
@@ -547,7 +562,7 @@
       // deleted meanwhile.
       const selected = view.selected;
       const last = crawlers.length ? crawlers[crawlers.length - 1].id : page.after;
-      if (selected !== null && selected > page.after && (!page.hasNext || selected <= last) && !crawlers.some((c) => c.id === selected)) {
+      if (selected !== null && !view.crawlerMatch && selected > page.after && (!page.hasNext || selected <= last) && !crawlers.some((c) => c.id === selected)) {
         view.selected = null;
         saveLink();
         for (const hook of selectHooks) hook();
@@ -559,6 +574,7 @@
       }
       view.crawlers = crawlers;
       view.users = users;
+      view.crawlerTotal = health.crawlers.total;
       showMain();
       renderCards(nodes, health, scaling);
       renderNodes(nodes);
@@ -716,7 +732,7 @@
   // The management part of the page (manage.js) uses these.
   window.bwDashboard = Object.freeze({
     api, el, $, view, refreshNow, AuthError, APIError, SVG_NS, fmtNumber, dateTime, clock, bidi, shown, safeURL, getToken,
-    badge, stateClass, sourceTrouble, crawlerLabel, saveLink, linkHash, truncate,
+    badge, stateClass, sourceTrouble, crawlerLabel, selectionLabel, saveLink, linkHash, truncate, compareBox,
     onRefresh: (fn) => { refreshHooks.push(fn); },
     onSelect: (fn) => { selectHooks.push(fn); },
     onView: (fn) => { viewHooks.push(fn); },
@@ -724,6 +740,13 @@
     showView: (mode) => showView(mode),
     // pageCrawlers moves the crawler page: +1 the next, -1 the previous.
     pageCrawlers: (dir) => pageCrawlers(dir),
+    // findCrawlers narrows the crawler list and goes back to its first page.
+    findCrawlers: (text) => {
+      view.crawlerMatch = text;
+      Object.assign(view.crawlerPage, { after: 0, stack: [], offset: 0 });
+      refreshNow();
+    },
+    CRAWLERS_PAGE,
   });
 
   document.addEventListener('DOMContentLoaded', () => {
@@ -762,10 +785,10 @@
       view.compare.ids = ids.split(',').map(Number).filter((n) => n > 0);
     }
     showView(initial.mode);
+    // An address pasted or followed in this tab opens what it holds, as a
+    // new load would (the token stays with the tab).
     window.addEventListener('hashchange', () => {
-      const next = linkFromHash();
-      if (next.mode !== view.mode) showView(next.mode);
-      if (next.sel) select(next.sel.kind, next.sel.id);
+      if (location.hash !== linkHash()) location.reload();
     });
     for (const a of document.querySelectorAll('.view-tab')) {
       a.addEventListener('click', (ev) => {

@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+)
+
+// screenshot saves the whole page as artifacts/NAME (docs/dashboard.md
+// shows these).
+func (b *chromeTab) screenshot(name string) {
+	b.t.Helper()
+	evalJS[bool](b, `(window.scrollTo(0, 0), true)`) // the sticky bar at the top
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)) // 100: a PNG
+	if err != nil {
+		b.t.Fatalf("screenshot: %v", err)
+	}
+	path := artifactFile(b.t, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s", path)
+}
+
+// pick opens a crawler in Listen from its list.
+func (b *chromeTab) pick(id int64) {
+	b.t.Helper()
+	b.click(fmt.Sprintf(`#searches button[data-listen-crawler="%d"]`, id))
+}
+
+// operate shows the Operate view.
+func (b *chromeTab) operate() {
+	b.t.Helper()
+	b.click("#tab-operate")
+	b.waitDOM("the Operate view", `!document.getElementById('view-operate').hidden && document.getElementById('view-listen').hidden`)
+}
+
+// rename names a crawler through the admin API.
+func (c *cluster) rename(id int64, name string) {
+	c.t.Helper()
+	if _, err := c.Client.UpdateCrawler(c.Ctx, id, api.CrawlerUpdate{Name: &name}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// closedPort is a loopback address nothing listens on: a connection to it
+// is refused.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// TestDashboard_ListenWorkspace works the Listen view as an analyst: it
+// opens by default, lists the searches by name, picks one and reads its
+// cards, exact top authors, sources and languages; changes the window (the
+// volume chart and a term's curve go to minutes); searches with the query
+// language and sees the matched words highlighted and the total; opens a
+// thread; compares three searches (counts, shares, sentiment); exports;
+// renames a search from the page; and a shared link opens the same view.
+func TestDashboard_ListenWorkspace(t *testing.T) {
+	b := newChromeTab(t)
+	c := newCluster(t, clusterOpts{spawns: 1})
+	u := c.user(0)
+	acme := c.rssCrawler(u.ID, []string{c.FeedURL("acme")}, nil, 0)
+	globex := c.rssCrawler(u.ID, []string{c.FeedURL("globex")}, nil, 0)
+	initech := c.rssCrawler(u.ID, []string{c.FeedURL("initech")}, nil, 0)
+	c.rename(acme.ID, "Acme launch")
+	c.rename(globex.ID, "Globex")
+	c.rename(initech.ID, "Initech")
+	c.Feeds.SetLanguage("acme", "en")
+	c.Feeds.SetLanguage("globex", "de")
+	stories := [][3]string{
+		{"a1", "alice", "The Golang release is out"},
+		{"a2", "bob", "golang and rust side by side"},
+		{"a3", "alice", "#weather today: rain"},
+		{"a4", "carol", "Release notes for golang 1.30"},
+		{"a5", "alice", "nothing to see"},
+		{"a6", "bob", "golangs are not a word"},
+	}
+	publishStories(c, "acme", stories)
+	publishStories(c, "globex", [][3]string{{"g1", "dieter", "golang heute"}, {"g2", "dieter", "rust morgen"}})
+	publishStories(c, "initech", [][3]string{{"i1", "peter", "tps reports"}})
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage counted", func() bool {
+		return c.crawler(acme.ID).Usage == 6 && c.crawler(globex.ID).Usage == 2 && c.crawler(initech.ID).Usage == 1
+	})
+
+	b.signIn(c.Hub.URL())
+	// Listen is the view a signed-in analyst lands on; it lists the
+	// searches by name.
+	if !evalJS[bool](b, `!document.getElementById('view-listen').hidden && document.getElementById('view-operate').hidden &&
+		document.getElementById('tab-listen').getAttribute('aria-current') === 'page'`) {
+		t.Fatal("the page did not open on the Listen view")
+	}
+	b.waitDOM("the searches by name", `JSON.stringify(Array.from(document.querySelectorAll('#searches .pick-name'), (e) => e.textContent)) === `+
+		jsQuote(jsonText(t, []string{"Acme launch", "Globex", "Initech"})))
+
+	// A search picked: its name, cards, exact top authors, sources and
+	// languages.
+	b.pick(acme.ID)
+	b.waitText("its name", "ws-title", "Acme launch")
+	b.waitDOM("its top authors, exact", `JSON.stringify(Array.from(document.querySelectorAll('#authors-table tbody tr'), (tr) => [tr.dataset.author, tr.dataset.comments])) === `+
+		jsQuote(jsonText(t, [][2]string{{"alice", "3"}, {"bob", "2"}, {"carol", "1"}})))
+	b.waitDOM("its sources and languages", `JSON.stringify(Array.from(document.querySelectorAll('#bd-sources li, #bd-languages li'), (li) => [li.dataset.key, li.dataset.comments])) === `+
+		jsQuote(jsonText(t, [][2]string{{"rss", "6"}, {"en", "6"}})))
+	b.waitDOM("its cards", `document.getElementById('ws-mentions').textContent === '6' && document.getElementById('ws-lang').textContent === 'en' &&
+		document.getElementById('ws-authors').textContent === 'alice'`)
+	b.waitDOM("sentiment said to be missing, not guessed", `!document.getElementById('sentiment-empty').hidden || document.querySelectorAll('#sentiment-chart rect').length > 0`)
+
+	// The window: 1 h draws a bar a minute, and a term's curve follows it.
+	b.click(`button[data-window="1h"]`)
+	b.waitDOM("a bar a minute", `(() => {
+		const bars = Array.from(document.querySelectorAll('#volume-chart rect'), (r) => Date.parse(r.dataset.at));
+		return bars.length >= 60 && bars[1] - bars[0] === 60000 && location.hash.includes('window=1h');
+	})()`)
+	b.waitDOM("#weather in the cloud", `!!document.querySelector('#term-cloud button[data-term="#weather"]')`)
+	b.click(`#term-cloud button[data-term="#weather"]`)
+	b.waitDOM("the term's curve in minutes", `!document.getElementById('term-curve').hidden && document.getElementById('term-curve').dataset.step === 'minute' &&
+		document.getElementById('term-curve').dataset.total === '1' && document.querySelectorAll('#term-curve-chart rect').length >= 60`)
+	b.click(`button[data-window="24h"]`)
+
+	// A search in the query language: newest first, the matched words
+	// highlighted (whole words: "golangs" is no match), the total said.
+	b.search(`golang -rust`)
+	b.waitShown("the search's matches", []string{"a4", "a1"})
+	b.waitDOM("the matched words highlighted", `JSON.stringify(Array.from(document.querySelectorAll('#comments mark'), (m) => m.textContent)) === '["golang","Golang"]'`)
+	b.waitText("the total", "search-total", "2 mentions match")
+	if !strings.Contains(evalJS[string](b, `location.hash`), "q=golang+-rust") {
+		t.Fatalf("the address does not hold the search: %s", evalJS[string](b, `location.hash`))
+	}
+
+	// A click opens the thread (an rss item starts its own).
+	b.click(`#comments li[data-comment-id="a4"] button[data-thread]`)
+	b.waitDOM("the conversation", `document.getElementById('thread-dialog').open &&
+		document.querySelectorAll('#th-comments li.current[data-comment-id="a4"]').length === 1`)
+	b.screenshot("dashboard-thread.png")
+	b.click("#th-close")
+	b.waitDOM("the conversation closed", `!document.getElementById('thread-dialog').open`)
+
+	// Three searches compared: counts, shares, sentiment per search.
+	for _, id := range []int64{acme.ID, globex.ID, initech.ID} {
+		b.click(fmt.Sprintf(`#searches input[data-compare="crawler"][data-id="%d"]`, id))
+	}
+	want := [][3]string{
+		{"Acme launch", "6", fmt.Sprintf("%.4f", 6.0/9)},
+		{"Globex", "2", fmt.Sprintf("%.4f", 2.0/9)},
+		{"Initech", "1", fmt.Sprintf("%.4f", 1.0/9)},
+	}
+	b.waitDOM("three searches compared", `JSON.stringify(Array.from(document.querySelectorAll('#cmp-table tbody tr'), (tr) => [tr.dataset.series, tr.dataset.total, tr.dataset.share])) === `+
+		jsQuote(jsonText(t, want))+` && document.querySelectorAll('#cmp-chart polyline.cmp-line').length === 3 &&
+		document.querySelectorAll('#cmp-table tbody tr .sent-cell, #cmp-table tbody tr td:last-child .dim').length === 3`)
+	b.click(`button[data-cmp-mode="shares"]`)
+	b.waitDOM("shares drawn", `document.querySelector('#cmp-chart svg').getAttribute('aria-label').startsWith('share')`)
+	b.screenshot("dashboard-listen.png")
+
+	// What is shown, exported: the search's matches as CSV.
+	dir := t.TempDir()
+	b.do("allow downloads", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+			Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir})
+		return err
+	}))
+	b.click("#export-csv")
+	file := filepath.Join(dir, fmt.Sprintf("crawler-%d-comments.csv", acme.ID))
+	var records [][]string
+	testkit.WaitFor(t, 10*time.Second, "the exported file", func() bool {
+		f, err := os.Open(file)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		records, err = csv.NewReader(f).ReadAll()
+		return err == nil && len(records) > 1
+	})
+	var ids []string
+	for _, r := range records[1:] {
+		ids = append(ids, r[0])
+	}
+	if !slices.Equal(ids, []string{"a4", "a1"}) {
+		t.Fatalf("exported %v, want the two matches shown", ids)
+	}
+
+	// Renamed from the page: the list, the head and the API agree.
+	b.click("#ws-rename")
+	b.fill("rn-name", "Acme relaunch")
+	b.click("#rn-submit")
+	b.waitText("the new name in the head", "ws-title", "Acme relaunch")
+	b.waitDOM("the new name in the list", fmt.Sprintf(`document.querySelector('#searches button[data-listen-crawler="%d"] .pick-name').textContent === 'Acme relaunch'`, acme.ID))
+	if got := c.crawler(acme.ID).Name; got != "Acme relaunch" {
+		t.Fatalf("the hub holds the name %q", got)
+	}
+
+	// A shared link opens the same view: the search, the window, the query
+	// and the comparison.
+	b.click(`button[data-window="7d"]`)
+	link := evalJS[string](b, `location.href`)
+	b2 := newChromeTab(t) // a colleague's browser: the link, then the token
+	b2.do("open the shared link", chromedp.Navigate(link))
+	b2.waitDOM("the token prompt", `!document.getElementById('login').hidden`)
+	b2.do("enter the admin token",
+		chromedp.SendKeys(chromedp.CSS(`#token`), clustertest.AdminToken),
+		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)))
+	b2.waitDOM("the shared view", fmt.Sprintf(`document.getElementById('ws-title').textContent === 'Acme relaunch' &&
+		document.querySelector('button[data-window="7d"]').getAttribute('aria-pressed') === 'true' &&
+		document.getElementById('search-q').value === 'golang -rust' &&
+		document.querySelectorAll('#cmp-table tbody tr').length === 3 &&
+		document.querySelector('#searches li.picked button').dataset.listenCrawler === '%d'`, acme.ID))
+	b2.waitShown("the shared search's matches", []string{"a4", "a1"})
+}
+
+// TestDashboard_OperateShowsClearStates opens the Operate view: crawlers
+// by name, a crawler whose source refuses connections says so in the list
+// with its whole error, and a crawler without a limit of its own shows its
+// user's.
+func TestDashboard_OperateShowsClearStates(t *testing.T) {
+	b := newChromeTab(t)
+	c := newCluster(t, clusterOpts{spawns: 1})
+	u := c.user(5000)
+	good := c.rssCrawler(u.ID, []string{c.FeedURL("news")}, nil, 0)
+	c.rename(good.ID, "Newsroom")
+	dead := c.rssCrawler(u.ID, []string{"http://" + closedPort(t) + "/feed.xml"}, nil, 0)
+	publishStories(c, "news", [][3]string{{"n1", "alice", "hello"}})
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the refused feed's error reported", func() bool {
+		return strings.Contains(c.crawler(dead.ID).Error, "refused")
+	})
+	b.signIn(c.Hub.URL())
+	b.operate()
+	b.waitDOM("the refused source said in the list", fmt.Sprintf(`(() => {
+		const row = document.querySelector('#crawlers tr[data-crawler-id="%d"]');
+		return !!row && row.querySelector('.state-cell').textContent.includes('source unreachable: refused');
+	})()`, dead.ID))
+	errText := c.crawler(dead.ID).Error
+	if shown := evalJS[string](b, fmt.Sprintf(`document.querySelector('#crawlers tr[data-crawler-id="%d"] .cell-error').textContent`, dead.ID)); !strings.Contains(shown, "refused") {
+		t.Fatalf("the error shown, %q, lost its cause (the hub's: %q)", shown, errText)
+	}
+	b.waitDOM("the user's limit on a crawler without one", fmt.Sprintf(`document.querySelector('#crawlers tr[data-crawler-id="%d"] .usage-text').textContent.includes("user's limit 5,000")`, good.ID))
+	b.waitDOM("the name column", fmt.Sprintf(`document.querySelector('#crawlers tr[data-crawler-id="%d"] .name-cell').textContent === 'Newsroom'`, good.ID))
+	b.screenshot("dashboard-operate.png")
+
+	// A crawler opened from Operate shows in Listen.
+	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, good.ID))
+	b.waitDOM("Listen on the crawler", `!document.getElementById('view-listen').hidden && document.getElementById('ws-title').textContent === 'Newsroom'`)
+}
