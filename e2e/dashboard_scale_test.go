@@ -100,6 +100,7 @@ func TestDashboard_PagesTheCrawlerTable(t *testing.T) {
 		}
 	}
 	b.signIn(c.Hub.URL())
+	b.operate()
 	rows := func(from, to int) string {
 		return fmt.Sprintf(`(() => {
 			const ids = Array.from(document.querySelectorAll('#crawlers tbody tr'), (tr) => Number(tr.dataset.crawlerId));

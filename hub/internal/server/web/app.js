@@ -373,15 +373,15 @@
       const keywords = (c.keywords || []).length ? ` [${c.keywords.join(', ')}]` : '';
       const state = el('td', { class: 'state-cell' }, badge(c.state, stateClass(c.state)));
       const trouble = sourceTrouble(c);
-      if (trouble) state.append(' ', badge(trouble, 's-failed'));
+      if (trouble) state.append(el('div', { class: 'trouble' }, badge(trouble, 's-failed')));
       if (c.error) state.append(errorText(c.error));
       const rate = el('div', { class: 'rate' },
         sparkline(view.histories.get(c.id)),
         el('span', { class: 'rate-text', title: 'live rate reported by the spawn' }, fmtRate(liveRate(c))));
       const tr = el('tr', { dataset: { crawlerId: id }, class: view.selected === c.id ? 'selected' : null, 'aria-selected': view.selected === c.id ? 'true' : 'false' },
-        el('td', { class: 'num' }, el('span', { class: 'id-cell' },
-          el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `open crawler ${id} in Listen` }, id))),
-        el('td', { class: 'wrap name-cell' }, c.name ? shown(c.name) : el('span', { class: 'dim' }, '–')),
+        el('td', { class: 'crawler-cell' }, el('span', { class: 'id-cell' },
+          el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `open crawler ${id}${c.name ? ' (' + c.name + ')' : ''} in Listen` }, id)),
+        c.name ? el('div', { class: 'name-cell' }, shown(c.name)) : null),
         el('td', { class: 'num opt' }, c.user_id),
         el('td', {}, c.source),
         el('td', { class: 'opt wrap mono query-cell', title: query + keywords }, bidi(truncate(query, QUERY_CHARS)), keywords ? el('span', { class: 'dim' }, bidi(truncate(keywords, 40))) : null),
@@ -421,9 +421,9 @@
   // click away.
   function errorText(err) {
     const chars = Array.from(err);
-    if (chars.length <= ERROR_CHARS) return el('div', { class: 'dim cell-error' }, bidi(err));
+    if (chars.length <= ERROR_CHARS) return el('div', { class: 'dim cell-error', title: err }, bidi(err));
     const short = chars.slice(0, 40).join('') + ' … ' + chars.slice(-(ERROR_CHARS - 40)).join('');
-    return el('details', { class: 'dim cell-error' }, el('summary', {}, bidi(short)), el('div', { class: 'cell-error-full' }, bidi(err)));
+    return el('details', { class: 'dim cell-error', title: err }, el('summary', {}, bidi(short)), el('div', { class: 'cell-error-full' }, bidi(err)));
   }
 
   // crawlerLabel is what a crawler is called on the page: its name, else

@@ -59,8 +59,7 @@
       const label = c.name ? bw.shown(c.name) : el('span', { class: 'dim' }, bw.bidi(bw.truncate((c.query || []).join(', '), 60)));
       return el('li', { class: on ? 'picked' : null, dataset: { crawlerId: String(c.id) } },
         bw.compareBox('crawler', c.id),
-        el('button', { type: 'button', class: 'pick-btn', dataset: { listenCrawler: String(c.id) }, 'aria-current': on ? 'true' : null,
-          'aria-label': `${c.name || 'crawler ' + c.id}: show its mentions` },
+        el('button', { type: 'button', class: 'pick-btn', dataset: { listenCrawler: String(c.id) }, 'aria-current': on ? 'true' : null },
         el('span', { class: 'pick-name' }, label),
         el('span', { class: 'pick-meta' }, `#${c.id} · ${c.source} · `, bw.badge(c.state, bw.stateClass(c.state)),
           trouble ? bw.badge(trouble, 's-failed') : null)));
@@ -79,8 +78,7 @@
       const on = view.selectedUser === u.id;
       return el('li', { class: on ? 'picked' : null },
         bw.compareBox('user', u.id),
-        el('button', { type: 'button', class: 'pick-btn', dataset: { listenUser: String(u.id) }, 'aria-current': on ? 'true' : null,
-          'aria-label': `customer ${u.name}: show the mentions of all its searches` },
+        el('button', { type: 'button', class: 'pick-btn', dataset: { listenUser: String(u.id) }, 'aria-current': on ? 'true' : null },
         el('span', { class: 'pick-name' }, bw.shown(u.name)),
         el('span', { class: 'pick-meta' }, `user ${u.id} · ${bw.fmtNumber(u.crawlers || 0)} searches`)));
     });

@@ -159,7 +159,7 @@
     for (const term of cm.matched || []) meta.append(el('span', { class: 'term' }, bw.bidi(term)));
     if (!o.inThread && cm.crawler_id) {
       meta.append(el('button', { type: 'button', class: 'btn btn-small btn-plain thread-btn', dataset: { thread: cm.id, crawler: String(cm.crawler_id) },
-        'aria-label': `open the conversation of ${cm.author || 'this'} mention` }, 'Thread'));
+        'aria-label': `Thread of ${cm.author || 'an anonymous author'}'s mention` }, 'Thread'));
     }
     const li = el('li', { dataset: { commentId: cm.id }, class: o.current ? 'current' : null }, meta,
       highlighted(cm.text || '', o.inThread ? [] : highlightTerms(cm.matched, state.q)));
