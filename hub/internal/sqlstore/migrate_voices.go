@@ -6,8 +6,8 @@ import (
 	"gorm.io/gorm"
 )
 
-// Version 14: crawler names, and the authors and languages of each crawler
-// hour (see voices.go).
+// Version 14: crawler names, the authors and languages of each crawler
+// hour, and each crawler's authors of the last week (see voices.go).
 
 // authorCountV14 is one author's comments in one crawler hour, with the
 // reposts and likes they had when fetched. AuthorKey is the author's id at
@@ -37,9 +37,37 @@ type langCountV14 struct {
 
 func (langCountV14) TableName() string { return "lang_counts" }
 
+// authorWeekV14 is an author's comments in a crawler's hours from the
+// week mark on (authorWeekFromV14): author_counts summed, kept as they
+// are applied, so the last 7 days' top authors are read, not summed.
+type authorWeekV14 struct {
+	CrawlerID int64  `gorm:"primaryKey;autoIncrement:false;index:idx_author_week_top,priority:1"`
+	AuthorKey string `gorm:"primaryKey;size:255"`
+	Author    string `gorm:"size:255;not null;default:''"`
+	AuthorID  string `gorm:"size:255;not null;default:''"`
+	Comments  int64  `gorm:"not null;index:idx_author_week_top,priority:2"`
+	Reposts   int64  `gorm:"not null;default:0"`
+	Likes     int64  `gorm:"not null;default:0"`
+}
+
+func (authorWeekV14) TableName() string { return "author_week" }
+
+// authorWeekFromV14 is the one row saying from which hour author_week
+// counts.
+type authorWeekFromV14 struct {
+	ID    int64     `gorm:"primaryKey;autoIncrement:false"`
+	Since time.Time `gorm:"not null"`
+}
+
+func (authorWeekFromV14) TableName() string { return "author_week_from" }
+
 func migrateV14(tx *gorm.DB) error {
 	if err := tx.Exec("ALTER TABLE crawlers ADD COLUMN name VARCHAR(400) NOT NULL DEFAULT ''").Error; err != nil {
 		return err
 	}
-	return tx.Migrator().CreateTable(&authorCountV14{}, &langCountV14{})
+	if err := tx.Migrator().CreateTable(&authorCountV14{}, &langCountV14{}, &authorWeekV14{}, &authorWeekFromV14{}); err != nil {
+		return err
+	}
+	// Nothing counted yet: the week holds every hour there is.
+	return tx.Create(&authorWeekFromV14{ID: 1, Since: time.Unix(0, 0).UTC()}).Error
 }

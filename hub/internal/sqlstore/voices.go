@@ -23,6 +23,13 @@ import (
 // with the most comments, the others folded into its tail row (the empty
 // key), and both tables are pruned with the hour buckets
 // (analyticsRetention).
+//
+// The last 7 days are read often (the Listen view's widest window) and
+// are the most rows to sum: author_week keeps each crawler's authors summed
+// over the hours from author_week_from on, added to as increments are
+// applied, and advanced (the hours that left the week subtracted) when the
+// week moves on. A 7-day read is then an index range of the top rows
+// (BenchmarkListenView).
 var (
 	// maxAuthorsPerHour is how many authors a crawler hour keeps; a
 	// crawler of a million comments a week has about 6,000 an hour, so its
@@ -65,6 +72,49 @@ type langCountRow struct {
 }
 
 func (langCountRow) TableName() string { return "lang_counts" }
+
+type authorWeekRow struct {
+	CrawlerID int64
+	AuthorKey string
+	Author    string
+	AuthorID  string
+	Comments  int64
+	Reposts   int64
+	Likes     int64
+}
+
+func (authorWeekRow) TableName() string { return "author_week" }
+
+type authorWeekFromRow struct {
+	ID    int64
+	Since time.Time
+}
+
+func (authorWeekFromRow) TableName() string { return "author_week_from" }
+
+// authorWeekSpan is the window author_week counts.
+const authorWeekSpan = 7 * 24 * time.Hour
+
+// weekStart is the first hour of the 7-day window read at now: the hour
+// buckets from it on are the window's (as every read counts them).
+func weekStart(now time.Time) time.Time {
+	return dbTime(now.Add(-authorWeekSpan).Truncate(time.Hour))
+}
+
+// weekFromTx reads the hour author_week counts from; lock is "" or, on
+// PostgreSQL, the row lock to take ("SHARE" while adding to the week,
+// "UPDATE" while advancing it).
+func (s *Store) weekFromTx(tx *gorm.DB, lock string) (time.Time, error) {
+	q := tx.Model(&authorWeekFromRow{}).Where("id = ?", 1)
+	if lock != "" && s.dialect == DialectPostgres {
+		q = q.Clauses(clause.Locking{Strength: lock})
+	}
+	var r authorWeekFromRow
+	if err := q.Take(&r).Error; err != nil {
+		return time.Time{}, fmt.Errorf("read the week's first hour: %w", err)
+	}
+	return dbTime(r.Since), nil
+}
 
 type authorKey struct {
 	bucketKey
@@ -176,6 +226,13 @@ func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
 	if err := tx.Clauses(upsert).CreateInBatches(rows, rowsPerStatement/4).Error; err != nil {
 		return fmt.Errorf("add author counts: %w", err)
 	}
+	weekFrom, err := s.weekFromTx(tx, "SHARE")
+	if err != nil {
+		return err
+	}
+	if err := addWeekTx(tx, rows, weekFrom); err != nil {
+		return err
+	}
 	var buckets []bucketKey
 	for _, r := range rows {
 		k := bucketKey{r.CrawlerID, r.Bucket}
@@ -201,7 +258,7 @@ func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
 		}
 		for _, c := range counts {
 			if c.N > int64(compactAuthorsAt) {
-				if err := compactAuthorsTx(tx, bucketKey{c.CrawlerID, dbTime(c.Bucket)}); err != nil {
+				if err := compactAuthorsTx(tx, bucketKey{c.CrawlerID, dbTime(c.Bucket)}, weekFrom); err != nil {
 					return err
 				}
 			}
@@ -210,10 +267,100 @@ func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
 	return nil
 }
 
+// weekUpsert adds a row's counts to an author's in author_week, the newest
+// non-empty name and id kept.
+var weekUpsert = clause.OnConflict{
+	Columns: []clause.Column{{Name: "crawler_id"}, {Name: "author_key"}},
+	DoUpdates: clause.Assignments(map[string]any{
+		"comments":  gorm.Expr("author_week.comments + excluded.comments"),
+		"reposts":   gorm.Expr("author_week.reposts + excluded.reposts"),
+		"likes":     gorm.Expr("author_week.likes + excluded.likes"),
+		"author":    gorm.Expr("CASE WHEN excluded.author <> '' THEN excluded.author ELSE author_week.author END"),
+		"author_id": gorm.Expr("CASE WHEN excluded.author_id <> '' THEN excluded.author_id ELSE author_week.author_id END"),
+	}),
+}
+
+// addWeekTx adds the author counts of the hours from weekFrom on to
+// author_week; rows are in (crawler, hour, key) order, so a later hour's
+// name wins.
+func addWeekTx(tx *gorm.DB, rows []authorCountRow, weekFrom time.Time) error {
+	type key struct {
+		crawler int64
+		author  string
+	}
+	sums := map[key]*authorWeekRow{}
+	for _, r := range rows {
+		if r.Bucket.Before(weekFrom) {
+			continue
+		}
+		k := key{r.CrawlerID, r.AuthorKey}
+		w := sums[k]
+		if w == nil {
+			w = &authorWeekRow{CrawlerID: r.CrawlerID, AuthorKey: r.AuthorKey}
+			sums[k] = w
+		}
+		w.Comments += r.Comments
+		w.Reposts += r.Reposts
+		w.Likes += r.Likes
+		if r.Author != "" {
+			w.Author = r.Author
+		}
+		if r.AuthorID != "" {
+			w.AuthorID = r.AuthorID
+		}
+	}
+	if len(sums) == 0 {
+		return nil
+	}
+	out := make([]authorWeekRow, 0, len(sums))
+	for _, w := range sums {
+		out = append(out, *w)
+	}
+	slices.SortFunc(out, func(a, b authorWeekRow) int {
+		return cmp.Or(cmp.Compare(a.CrawlerID, b.CrawlerID), cmp.Compare(a.AuthorKey, b.AuthorKey))
+	})
+	if err := tx.Clauses(weekUpsert).CreateInBatches(out, rowsPerStatement/4).Error; err != nil {
+		return fmt.Errorf("add to the week's authors: %w", err)
+	}
+	return nil
+}
+
+// AdvanceAuthorWeek moves author_week on to count from the hour to: the
+// author counts of the hours before it are subtracted, and the authors
+// left with none removed. A week already at or past to is left alone.
+func (s *Store) AdvanceAuthorWeek(ctx context.Context, to time.Time) error {
+	to = dbTime(to.Truncate(time.Hour))
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		from, err := s.weekFromTx(tx, "UPDATE")
+		if err != nil {
+			return err
+		}
+		if !from.Before(to) {
+			return nil
+		}
+		err = tx.Exec(`UPDATE author_week SET comments = author_week.comments - d.comments, reposts = author_week.reposts - d.reposts,
+			likes = author_week.likes - d.likes
+			FROM (SELECT crawler_id, author_key, SUM(comments) AS comments, SUM(reposts) AS reposts, SUM(likes) AS likes
+				FROM author_counts WHERE bucket >= ? AND bucket < ? GROUP BY crawler_id, author_key) AS d
+			WHERE author_week.crawler_id = d.crawler_id AND author_week.author_key = d.author_key`, from, to).Error
+		if err != nil {
+			return fmt.Errorf("subtract the hours that left the week: %w", err)
+		}
+		if err := tx.Where("comments <= 0").Delete(&authorWeekRow{}).Error; err != nil {
+			return fmt.Errorf("remove the authors who left the week: %w", err)
+		}
+		return tx.Model(&authorWeekFromRow{}).Where("id = ?", 1).Update("since", to).Error
+	})
+	if err != nil {
+		return fmt.Errorf("sqlstore: unable to advance the week's authors to %s: %w", to.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
 // compactAuthorsTx keeps a crawler hour's maxAuthorsPerHour authors with
 // the most comments (ties: the smaller key) and folds the others into its
-// tail row.
-func compactAuthorsTx(tx *gorm.DB, b bucketKey) error {
+// tail row, in author_week too when the hour is one of the week's.
+func compactAuthorsTx(tx *gorm.DB, b bucketKey, weekFrom time.Time) error {
 	var keep []string
 	err := tx.Model(&authorCountRow{}).Where("crawler_id = ? AND bucket = ? AND author_key <> ?", b.crawler, b.at, tailAuthor).
 		Order("comments DESC, author_key").Limit(maxAuthorsPerHour).Pluck("author_key", &keep).Error
@@ -239,6 +386,24 @@ func compactAuthorsTx(tx *gorm.DB, b bucketKey) error {
 	if sum.Comments == 0 {
 		return nil
 	}
+	if !b.at.Before(weekFrom) {
+		err := tx.Exec(`UPDATE author_week SET comments = author_week.comments - f.comments, reposts = author_week.reposts - f.reposts,
+			likes = author_week.likes - f.likes
+			FROM (SELECT author_key, comments, reposts, likes FROM author_counts
+				WHERE crawler_id = ? AND bucket = ? AND author_key <> ? AND (comments < ? OR (comments = ? AND author_key > ?))) AS f
+			WHERE author_week.crawler_id = ? AND author_week.author_key = f.author_key`,
+			b.crawler, b.at, tailAuthor, last.Comments, last.Comments, last.AuthorKey, b.crawler).Error
+		if err != nil {
+			return fmt.Errorf("fold the week's authors of crawler %d: %w", b.crawler, err)
+		}
+		if err := tx.Where("crawler_id = ? AND comments <= 0", b.crawler).Delete(&authorWeekRow{}).Error; err != nil {
+			return fmt.Errorf("fold the week's authors of crawler %d: %w", b.crawler, err)
+		}
+		tail := authorWeekRow{CrawlerID: b.crawler, AuthorKey: tailAuthor, Comments: sum.Comments, Reposts: sum.Reposts, Likes: sum.Likes}
+		if err := tx.Clauses(weekUpsert).Create(&tail).Error; err != nil {
+			return fmt.Errorf("fold the week's authors of crawler %d: %w", b.crawler, err)
+		}
+	}
 	if err := fold.Session(&gorm.Session{}).Delete(&authorCountRow{}).Error; err != nil {
 		return fmt.Errorf("fold authors of crawler %d: %w", b.crawler, err)
 	}
@@ -260,26 +425,94 @@ func compactAuthorsTx(tx *gorm.DB, b bucketKey) error {
 // TopAuthors returns the n authors with the most comments in a crawler's
 // hour buckets from since's hour on (ties by key), and the comments of
 // authors folded away in those hours (0 while every hour kept all of
-// them: the list is then exact).
+// them: the list is then exact). The last 7 days are read from
+// author_week.
 func (s *Store) TopAuthors(ctx context.Context, crawlerID int64, since time.Time, n int) ([]api.AuthorCount, int64, error) {
+	if out, folded, ok, err := s.weekAuthors(ctx, "crawler_id = ?", crawlerID, since, n, false); ok || err != nil {
+		return out, folded, err
+	}
 	return s.topAuthors(ctx, "crawler_id = ?", crawlerID, since, n)
 }
 
 // UserTopAuthors is TopAuthors over every crawler of a user.
 func (s *Store) UserTopAuthors(ctx context.Context, userID int64, since time.Time, n int) ([]api.AuthorCount, int64, error) {
-	return s.topAuthors(ctx, "crawler_id IN (?)", s.db.Model(&Crawler{}).Select("id").Where("user_id = ?", userID), since, n)
+	crawlers := s.db.Model(&Crawler{}).Select("id").Where("user_id = ?", userID)
+	if out, folded, ok, err := s.weekAuthors(ctx, "crawler_id IN (?)", crawlers, since, n, true); ok || err != nil {
+		return out, folded, err
+	}
+	return s.topAuthors(ctx, "crawler_id IN (?)", crawlers, since, n)
+}
+
+// authorRow is an author's counts as the reads sum them.
+type authorRow struct {
+	AuthorKey string
+	Author    string
+	AuthorID  string
+	Comments  int64
+	Reposts   int64
+	Likes     int64
+}
+
+func authorCounts(rows []authorRow) []api.AuthorCount {
+	out := make([]api.AuthorCount, len(rows))
+	for i, r := range rows {
+		out[i] = api.AuthorCount{Author: cmp.Or(r.Author, r.AuthorKey), AuthorID: r.AuthorID, Comments: r.Comments,
+			Engagement: api.Engagement{Reposts: r.Reposts, Likes: r.Likes}}
+	}
+	return out
+}
+
+// weekAuthors reads the top authors from author_week when since's window
+// is the week it counts (ok), moving the week on first when it lags. A
+// week that moved on while it was read (at an hour's turn) is not used:
+// the caller sums the hours instead.
+func (s *Store) weekAuthors(ctx context.Context, where string, arg any, since time.Time, n int, group bool) ([]api.AuthorCount, int64, bool, error) {
+	from := dbTime(since.Truncate(time.Hour))
+	if from.After(weekStart(now())) || from.Before(weekStart(now()).Add(-time.Hour)) {
+		return nil, 0, false, nil // not a 7-day window
+	}
+	db := s.db.WithContext(ctx)
+	week, err := s.weekFromTx(db, "")
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("sqlstore: %w", err)
+	}
+	if week.Before(from) {
+		if err := s.AdvanceAuthorWeek(ctx, from); err != nil {
+			return nil, 0, false, err
+		}
+		if week, err = s.weekFromTx(db, ""); err != nil {
+			return nil, 0, false, fmt.Errorf("sqlstore: %w", err)
+		}
+	}
+	if !week.Equal(from) {
+		return nil, 0, false, nil
+	}
+	var rows []authorRow
+	q := db.Model(&authorWeekRow{}).Where(where, arg).Where("author_key <> ?", tailAuthor)
+	if group {
+		q = q.Select("author_key, MAX(author) AS author, MAX(author_id) AS author_id, SUM(comments) AS comments, SUM(reposts) AS reposts, SUM(likes) AS likes").
+			Group("author_key")
+	} else {
+		q = q.Select("author_key, author, author_id, comments, reposts, likes")
+	}
+	if err := q.Order("comments DESC, author_key").Limit(n).Scan(&rows).Error; err != nil {
+		return nil, 0, false, fmt.Errorf("sqlstore: unable to read the week's top authors: %w", err)
+	}
+	var folded int64
+	err = db.Model(&authorWeekRow{}).Select("COALESCE(SUM(comments), 0)").Where(where, arg).Where("author_key = ?", tailAuthor).Scan(&folded).Error
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("sqlstore: unable to read the week's top authors: %w", err)
+	}
+	again, err := s.weekFromTx(db, "")
+	if err != nil || !again.Equal(week) {
+		return nil, 0, false, err
+	}
+	return authorCounts(rows), folded, true, nil
 }
 
 func (s *Store) topAuthors(ctx context.Context, where string, arg any, since time.Time, n int) ([]api.AuthorCount, int64, error) {
 	from := dbTime(since.Truncate(time.Hour))
-	var rows []struct {
-		AuthorKey string
-		Author    string
-		AuthorID  string
-		Comments  int64
-		Reposts   int64
-		Likes     int64
-	}
+	var rows []authorRow
 	db := s.db.WithContext(ctx)
 	err := db.Model(&authorCountRow{}).
 		Select("author_key, MAX(author) AS author, MAX(author_id) AS author_id, SUM(comments) AS comments, SUM(reposts) AS reposts, SUM(likes) AS likes").
@@ -294,12 +527,7 @@ func (s *Store) topAuthors(ctx context.Context, where string, arg any, since tim
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlstore: unable to read top authors: %w", err)
 	}
-	out := make([]api.AuthorCount, len(rows))
-	for i, r := range rows {
-		out[i] = api.AuthorCount{Author: cmp.Or(r.Author, r.AuthorKey), AuthorID: r.AuthorID, Comments: r.Comments,
-			Engagement: api.Engagement{Reposts: r.Reposts, Likes: r.Likes}}
-	}
-	return out, folded, nil
+	return authorCounts(rows), folded, nil
 }
 
 // Breakdown returns a crawler's comments from since's hour on by source

@@ -82,8 +82,11 @@ func TestStore_TopAuthorsExactAndAppliedOnce(t *testing.T) {
 			// Within the last three hours, and some two days ago (outside
 			// the 24h window).
 			at := now.Add(-time.Duration(r.IntN(180)) * time.Minute)
-			if seq%10 == 0 {
+			switch {
+			case seq%10 == 0:
 				at = now.Add(-48 * time.Hour)
+			case seq%7 == 0: // out of the 7-day window: the week must leave it
+				at = now.Add(-7*24*time.Hour - 3*time.Hour)
 			}
 			var cs []voiceComment
 			for range 1 + r.IntN(5) {
@@ -129,13 +132,50 @@ func TestStore_TopAuthorsExactAndAppliedOnce(t *testing.T) {
 		if want := wantAuthors(all, inWindow, 50); !slices.Equal(got, want) {
 			t.Fatalf("top authors of user %d:\n got %+v\nwant %+v", u.ID, got, want)
 		}
-		// Seven days hold the older comments too.
-		got, _, err = s.TopAuthors(ctx, c2.ID, now.Add(-7*24*time.Hour), 50)
+		// Seven days hold the older comments too, not those before: read
+		// from the week's sums, which leave the hours before it.
+		week := now.Add(-7 * 24 * time.Hour)
+		inWeek := func(c voiceComment) bool { return !c.at.Before(week.Truncate(time.Hour)) }
+		for _, id := range []int64{c1.ID, c2.ID} {
+			got, _, err = s.TopAuthors(ctx, id, week, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := wantAuthors(all, func(c voiceComment) bool { return c.crawler == id && inWeek(c) }, 50); !slices.Equal(got, want) {
+				t.Fatalf("7d top authors of crawler %d:\n got %+v\nwant %+v", id, got, want)
+			}
+		}
+		got, _, err = s.UserTopAuthors(ctx, u.ID, week, 50)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := wantAuthors(all, func(c voiceComment) bool { return c.crawler == c2.ID }, 50); !slices.Equal(got, want) {
-			t.Fatalf("7d top authors of crawler %d:\n got %+v\nwant %+v", c2.ID, got, want)
+		if want := wantAuthors(all, inWeek, 50); !slices.Equal(got, want) {
+			t.Fatalf("7d top authors of user %d:\n got %+v\nwant %+v", u.ID, got, want)
+		}
+		var from authorWeekFromRow
+		if err := s.db.Take(&from).Error; err != nil || !from.Since.Equal(weekStart(week.Add(7*24*time.Hour))) {
+			t.Fatalf("the week counts from %v (%v), want %v", from.Since, err, weekStart(week.Add(7*24*time.Hour)))
+		}
+		// The week's sums equal the hours' for every author: a later
+		// increment and a repeated advance change nothing else.
+		late := []voiceComment{{crawler: c1.ID, at: now, author: "newcomer", lang: "en", likes: 3}}
+		all = append(all, late...)
+		if _, err := s.ApplyIncrements(ctx, []api.Increment{voiceInc(1000, u.ID, late)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AdvanceAuthorWeek(ctx, weekStart(now)); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err = s.TopAuthors(ctx, c1.ID, week, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, _, err := s.topAuthors(ctx, "crawler_id = ?", c1.ID, week, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := wantAuthors(all, func(c voiceComment) bool { return c.crawler == c1.ID && inWeek(c) }, 500); !slices.Equal(got, want) || !slices.Equal(slow, want) {
+			t.Fatalf("after a late increment, 7d top authors of crawler %d:\n week  %+v\n hours %+v\n want  %+v", c1.ID, got, slow, want)
 		}
 
 		b, err := s.Breakdown(ctx, c1.ID, since)
@@ -193,10 +233,17 @@ func TestStore_AuthorsFoldPastTheBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The four with the most comments are kept, exact; the 1+2+3 of
-		// the others are folded.
+		// the others are folded; in the week's sums too.
 		want := wantAuthors(cs, func(voiceComment) bool { return true }, 4)
 		if !slices.Equal(got, want) || folded != 6 {
 			t.Fatalf("after the fold: %+v (folded %d), want %+v (folded 6)", got, folded, want)
+		}
+		got, folded, err = s.TopAuthors(ctx, c.ID, time.Now().Add(-7*24*time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) || folded != 6 {
+			t.Fatalf("the week after the fold: %+v (folded %d), want %+v (folded 6)", got, folded, want)
 		}
 	})
 }
