@@ -20,8 +20,8 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
 )
 
-// screenshot saves the whole page as artifacts/NAME (docs/dashboard.md
-// shows these).
+// screenshot saves the whole page as artifacts/NAME, and as docs/NAME with
+// BW_UPDATE_DOCS=1 (docs/dashboard.md shows these).
 func (b *chromeTab) screenshot(name string) {
 	b.t.Helper()
 	evalJS[bool](b, `(window.scrollTo(0, 0), true)`) // the sticky bar at the top
@@ -32,6 +32,11 @@ func (b *chromeTab) screenshot(name string) {
 	path := artifactFile(b.t, name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		b.t.Fatal(err)
+	}
+	if os.Getenv("BW_UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "docs", name), png, 0o644); err != nil {
+			b.t.Fatal(err)
+		}
 	}
 	b.t.Logf("screenshot: %s", path)
 }
