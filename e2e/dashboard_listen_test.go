@@ -24,7 +24,7 @@ import (
 // BW_UPDATE_DOCS=1 (docs/dashboard.md shows these).
 func (b *chromeTab) screenshot(name string) {
 	b.t.Helper()
-	evalJS[bool](b, `(window.scrollTo(0, 0), true)`) // the sticky bar at the top
+	evalJS[bool](b, `(window.scrollTo(0, 0), true)`)              // the sticky bar at the top
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)) // 100: a PNG
 	if err != nil {
 		b.t.Fatalf("screenshot: %v", err)
