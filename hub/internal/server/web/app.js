@@ -297,7 +297,7 @@
           el('td', {}, ds.source || '–'),
           el('td', { class: 'wrap mono' }, ds.key),
           el('td', { class: 'num' }, fmtNumber(ds.subscribers)),
-          el('td', { class: 'opt wrap' }, ds.error ? el('span', { class: 'badge s-failed', title: ds.error }, truncate(ds.error, 60)) : ''),
+          el('td', { class: 'wrap' }, ds.error ? errorText(ds.error) : ''),
         ));
       }
     }

@@ -248,8 +248,9 @@
     return term;
   }
 
-  // showCurve reads and draws a term's comments per hour in the selected
-  // crawler over the trends' window (at least a day).
+  // showCurve reads and draws a term's mentions in the selected crawler
+  // over the window: per minute over the last hour (minuteCurve), per hour
+  // over longer ones (the hub's term counts).
   async function showCurve(term) {
     const sel = selection();
     const fig = $('term-curve');
