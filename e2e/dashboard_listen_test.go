@@ -1,13 +1,22 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -266,4 +275,119 @@ func TestDashboard_OperateShowsClearStates(t *testing.T) {
 	// A crawler opened from Operate shows in Listen.
 	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, good.ID))
 	b.waitDOM("Listen on the crawler", `!document.getElementById('view-listen').hidden && document.getElementById('ws-title').textContent === 'Newsroom'`)
+}
+
+// sentimentProxy stands between the browser and a hub whose comments carry
+// no sentiment yet, and gives them one in the fields the contract names:
+// activity and comparison steps get "positive", "neutral" and "negative"
+// counts that sum to their comments (a third of each step negative, a
+// third neutral, rounded down, the rest positive), and every comment a
+// "sentiment" by its text. The page must draw what these say.
+func sentimentProxy(t *testing.T, hub string) string {
+	t.Helper()
+	target, err := url.Parse(hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := func(step map[string]any) {
+		n, _ := step["comments"].(float64)
+		neg, neu := math.Floor(n/3), math.Floor(n/3)
+		step["negative"], step["neutral"], step["positive"] = neg, neu, n-neg-neu
+	}
+	p := httputil.NewSingleHostReverseProxy(target)
+	p.ModifyResponse = func(resp *http.Response) error {
+		path := resp.Request.URL.Path
+		activity := strings.HasSuffix(path, "/activity") && !strings.Contains(path, "/terms/")
+		compare := path == api.PathCompare
+		comments := strings.HasSuffix(path, "/comments")
+		if resp.StatusCode != http.StatusOK || !(activity || compare || comments) {
+			return nil
+		}
+		var doc map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+			return err
+		}
+		resp.Body.Close()
+		steps := func(v any) {
+			list, _ := v.([]any)
+			for _, s := range list {
+				if m, ok := s.(map[string]any); ok {
+					split(m)
+				}
+			}
+		}
+		switch {
+		case activity:
+			steps(doc["steps"])
+		case compare:
+			for _, s := range doc["series"].([]any) {
+				steps(s.(map[string]any)["steps"])
+			}
+		case comments:
+			for _, c := range doc["comments"].([]any) {
+				m := c.(map[string]any)
+				label, score := "neutral", 0.0
+				switch text, _ := m["text"].(string); {
+				case strings.Contains(text, "love"):
+					label, score = "positive", 0.8
+				case strings.Contains(text, "hate"):
+					label, score = "negative", -0.7
+				}
+				m["sentiment"] = map[string]any{"label": label, "score": score}
+			}
+		}
+		body, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestDashboard_SentimentDrawnFromTheContractFields shows the Listen view
+// comments whose sentiment the hub reports as the contract names it: the
+// stacked chart, the net sentiment card, each compared search's sentiment
+// and each mention's badge follow the counts and labels the API gives.
+func TestDashboard_SentimentDrawnFromTheContractFields(t *testing.T) {
+	b := newChromeTab(t)
+	c := newCluster(t, clusterOpts{spawns: 1})
+	u := c.user(0)
+	one := c.rssCrawler(u.ID, []string{c.FeedURL("one")}, nil, 0)
+	two := c.rssCrawler(u.ID, []string{c.FeedURL("two")}, nil, 0)
+	publishStories(c, "one", [][3]string{{"p1", "ann", "I love it"}, {"p2", "bo", "I hate it"}, {"p3", "cy", "it is a thing"},
+		{"p4", "di", "love again"}, {"p5", "ed", "more things"}, {"p6", "fi", "hate again"}})
+	publishStories(c, "two", [][3]string{{"q1", "gu", "love"}, {"q2", "ha", "so so"}, {"q3", "io", "fine"}})
+	testkit.WaitFor(t, clustertest.WaitTimeout, "usage counted", func() bool {
+		return c.crawler(one.ID).Usage == 6 && c.crawler(two.ID).Usage == 3
+	})
+	b.signIn(sentimentProxy(t, c.Hub.URL()))
+	b.pick(one.ID)
+	// The chart stacks each step's counts; they sum to the step's
+	// mentions, as the proxy split them.
+	b.waitDOM("the stacked sentiment chart", `(() => {
+		const sum = (k) => Array.from(document.querySelectorAll('#sentiment-chart rect.sent-' + k), (r) => Number(r.dataset.count)).reduce((a, b) => a + b, 0);
+		return document.getElementById('sentiment-empty').hidden && sum('positive') + sum('neutral') + sum('negative') === 6;
+	})()`)
+	want := evalJS[string](b, `(() => {
+		const sum = (k) => Array.from(document.querySelectorAll('#sentiment-chart rect.sent-' + k), (r) => Number(r.dataset.count)).reduce((a, b) => a + b, 0);
+		const net = Math.round((sum('positive') - sum('negative')) / 6 * 100);
+		return (net > 0 ? '+' : '') + net;
+	})()`)
+	b.waitText("the net sentiment card", "ws-sentiment", want)
+	b.waitDOM("each mention's sentiment", `JSON.stringify(Array.from(document.querySelectorAll('#comments li'), (li) => li.querySelector('.sent-badge').textContent.split(' ')[0])) ===
+		'["negative","neutral","positive","neutral","negative","positive"]'`)
+	for _, id := range []int64{one.ID, two.ID} {
+		b.click(fmt.Sprintf(`#searches input[data-compare="crawler"][data-id="%d"]`, id))
+	}
+	b.waitDOM("each compared search's sentiment", `(() => {
+		const cells = Array.from(document.querySelectorAll('#cmp-table tbody tr .sent-cell'));
+		const total = (c) => Number(c.dataset.positive) + Number(c.dataset.neutral) + Number(c.dataset.negative);
+		return cells.length === 2 && total(cells[0]) === 6 && total(cells[1]) === 3;
+	})()`)
 }

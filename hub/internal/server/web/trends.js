@@ -193,7 +193,7 @@
         sel.kind === 'crawler'
           ? api(`${base}/activity?window=${encodeURIComponent(win)}&step=${WINDOWS[win].step}`)
           : api(`/v1/compare?users=${encodeURIComponent(sel.id)}&window=${encodeURIComponent(win)}&step=${WINDOWS[win].step}`)
-            .then((cmp) => ({ steps: (cmp.series[0] || { steps: [] }).steps.map((st) => ({ at: st.at, comments: st.comments, authors: 0 })), user: true })),
+            .then((cmp) => ({ steps: (cmp.series[0] || { steps: [] }).steps.map((st) => ({ ...st, authors: 0 })), user: true })),
       ]);
       const now = selection();
       if (seq !== state.seq || !now || `${view.session}:${now.kind}:${now.id}:${view.link.window}:${state.merge}` !== key) return;
