@@ -38,6 +38,23 @@ func (b *chromeTab) screenshot(name string) {
 	if err != nil {
 		b.t.Fatalf("screenshot: %v", err)
 	}
+	b.savePicture(name, png)
+}
+
+// screenshotWindow saves what the window shows (a dialog over the page).
+func (b *chromeTab) screenshotWindow(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Fatalf("screenshot: %v", err)
+	}
+	b.savePicture(name, png)
+}
+
+// savePicture writes a picture to artifacts/NAME, and to docs/NAME with
+// BW_UPDATE_DOCS=1.
+func (b *chromeTab) savePicture(name string, png []byte) {
+	b.t.Helper()
 	path := artifactFile(b.t, name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		b.t.Fatal(err)
@@ -168,7 +185,7 @@ func TestDashboard_ListenWorkspace(t *testing.T) {
 	b.click(`#comments li[data-comment-id="a4"] button[data-thread]`)
 	b.waitDOM("the conversation", `document.getElementById('thread-dialog').open &&
 		document.querySelectorAll('#th-comments li.current[data-comment-id="a4"]').length === 1`)
-	b.screenshot("dashboard-thread.png")
+	b.screenshotWindow("dashboard-thread.png")
 	b.click("#th-close")
 	b.waitDOM("the conversation closed", `!document.getElementById('thread-dialog').open`)
 
