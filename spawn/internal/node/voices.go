@@ -88,32 +88,56 @@ func oneVoice(a *api.IncrementAnalytics, c *api.Comment, now time.Time) *api.Inc
 }
 
 // voiceTally gathers the authors and languages of an increment of several
-// comments.
+// comments, per hour of their fetch time (a batch's comments are fetched
+// within minutes: one hour, at most two).
 type voiceTally struct {
-	authors map[voiceKey]*api.AuthorTally
-	langs   map[voiceKey]int64
+	hours []*hourVoices
 }
 
-type voiceKey struct {
-	at  time.Time
-	key string
+// hourVoices is one hour of a voiceTally: its authors by key (their id,
+// else their name), in the order first seen, and its languages.
+type hourVoices struct {
+	at      time.Time
+	index   map[string]int32 // author key → authors
+	authors []api.AuthorTally
+	langs   []api.LangTally
+}
+
+func (t *voiceTally) hour(at time.Time) *hourVoices {
+	for _, h := range t.hours {
+		if h.at.Equal(at) {
+			return h
+		}
+	}
+	h := &hourVoices{at: at, index: map[string]int32{}}
+	t.hours = append(t.hours, h)
+	return h
 }
 
 func (t *voiceTally) add(c *api.Comment, now time.Time) {
-	at := fetchHour(c, now)
-	if t.langs == nil {
-		t.authors, t.langs = map[voiceKey]*api.AuthorTally{}, map[voiceKey]int64{}
+	h := t.hour(fetchHour(c, now))
+	found := false
+	for i := range h.langs {
+		if h.langs[i].Lang == c.Lang {
+			h.langs[i].Comments++
+			found = true
+			break
+		}
 	}
-	t.langs[voiceKey{at, c.Lang}]++
+	if !found {
+		h.langs = append(h.langs, api.LangTally{Lang: c.Lang, Comments: 1})
+	}
 	if c.Author == "" && c.AuthorID == "" {
 		return
 	}
-	k := voiceKey{at, cmp.Or(c.AuthorID, c.Author)}
-	a := t.authors[k]
-	if a == nil {
-		a = &api.AuthorTally{AuthorID: c.AuthorID}
-		t.authors[k] = a
+	key := cmp.Or(c.AuthorID, c.Author)
+	i, ok := h.index[key]
+	if !ok {
+		i = int32(len(h.authors))
+		h.authors = append(h.authors, api.AuthorTally{AuthorID: c.AuthorID})
+		h.index[key] = i
 	}
+	a := &h.authors[i]
 	if c.Author != "" {
 		a.Author = c.Author
 	}
@@ -125,37 +149,18 @@ func (t *voiceTally) add(c *api.Comment, now time.Time) {
 
 // build returns the tallies per hour, hours and their entries in order.
 func (t *voiceTally) build() ([]api.HourAuthors, []api.HourLangs) {
+	slices.SortFunc(t.hours, func(a, b *hourVoices) int { return a.at.Compare(b.at) })
 	var authors []api.HourAuthors
-	var langs []api.HourLangs
-	hourOf := func(at time.Time) int {
-		i := slices.IndexFunc(authors, func(h api.HourAuthors) bool { return h.At.Equal(at) })
-		if i < 0 {
-			authors = append(authors, api.HourAuthors{At: at})
-			i = len(authors) - 1
+	langs := make([]api.HourLangs, 0, len(t.hours))
+	for _, h := range t.hours {
+		if len(h.authors) > 0 {
+			slices.SortFunc(h.authors, func(a, b api.AuthorTally) int {
+				return cmp.Compare(cmp.Or(a.AuthorID, a.Author), cmp.Or(b.AuthorID, b.Author))
+			})
+			authors = append(authors, api.HourAuthors{At: h.at, Authors: h.authors})
 		}
-		return i
-	}
-	for k, a := range t.authors {
-		i := hourOf(k.at)
-		authors[i].Authors = append(authors[i].Authors, *a)
-	}
-	for k, n := range t.langs {
-		i := slices.IndexFunc(langs, func(h api.HourLangs) bool { return h.At.Equal(k.at) })
-		if i < 0 {
-			langs = append(langs, api.HourLangs{At: k.at})
-			i = len(langs) - 1
-		}
-		langs[i].Langs = append(langs[i].Langs, api.LangTally{Lang: k.key, Comments: n})
-	}
-	slices.SortFunc(authors, func(a, b api.HourAuthors) int { return a.At.Compare(b.At) })
-	for _, h := range authors {
-		slices.SortFunc(h.Authors, func(a, b api.AuthorTally) int {
-			return cmp.Compare(cmp.Or(a.AuthorID, a.Author), cmp.Or(b.AuthorID, b.Author))
-		})
-	}
-	slices.SortFunc(langs, func(a, b api.HourLangs) int { return a.At.Compare(b.At) })
-	for _, h := range langs {
-		slices.SortFunc(h.Langs, func(a, b api.LangTally) int { return cmp.Compare(a.Lang, b.Lang) })
+		slices.SortFunc(h.langs, func(a, b api.LangTally) int { return cmp.Compare(a.Lang, b.Lang) })
+		langs = append(langs, api.HourLangs{At: h.at, Langs: h.langs})
 	}
 	return authors, langs
 }
