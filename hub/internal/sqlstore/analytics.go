@@ -144,9 +144,6 @@ func (s *Store) applyAnalyticsTx(tx *gorm.DB, incs []api.Increment, order []int,
 		cands[inc.CrawlerID] = append(cands[inc.CrawlerID], a.Candidates...)
 		voices.add(inc.CrawlerID, a)
 	}
-	if err := s.applyVoicesTx(tx, voices); err != nil {
-		return err
-	}
 	if err := s.addTermsTx(tx, terms); err != nil {
 		return err
 	}
@@ -154,6 +151,10 @@ func (s *Store) applyAnalyticsTx(tx *gorm.DB, incs []api.Increment, order []int,
 		return err
 	}
 	if err := s.addActivityTx(tx, "activity_hours", hours); err != nil {
+		return err
+	}
+	// After the hours: their comments bound the authors of each hour.
+	if err := s.applyVoicesTx(tx, voices); err != nil {
 		return err
 	}
 	return s.addSuggestionsTx(tx, cands)

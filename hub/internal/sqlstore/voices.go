@@ -240,10 +240,35 @@ func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
 			buckets = append(buckets, k)
 		}
 	}
+	// A crawler hour has at most as many authors as comments, and its
+	// comments are in activity_hours (applied before): only an hour of more
+	// comments than compactAuthorsAt can need folding, and only its
+	// authors are counted.
 	for chunk := range slices.Chunk(buckets, rowsPerStatement) {
 		values := s.valuesRows(len(chunk), "BIGINT", "TIMESTAMPTZ")
-		args := make([]any, 0, 2*len(chunk))
+		args := make([]any, 0, 2*len(chunk)+1)
 		for _, b := range chunk {
+			args = append(args, b.crawler, b.at)
+		}
+		var busy []bucketKey
+		var hours []struct {
+			CrawlerID int64
+			Bucket    time.Time
+		}
+		err := tx.Raw("SELECT crawler_id, bucket FROM activity_hours WHERE (crawler_id, bucket) IN (VALUES "+values+") AND comments > ?",
+			append(args, compactAuthorsAt)...).Scan(&hours).Error
+		if err != nil {
+			return fmt.Errorf("read the comments of %d crawler hours: %w", len(chunk), err)
+		}
+		for _, h := range hours {
+			busy = append(busy, bucketKey{h.CrawlerID, dbTime(h.Bucket)})
+		}
+		if len(busy) == 0 {
+			continue
+		}
+		values = s.valuesRows(len(busy), "BIGINT", "TIMESTAMPTZ")
+		args = args[:0]
+		for _, b := range busy {
 			args = append(args, b.crawler, b.at)
 		}
 		var counts []struct {
@@ -251,7 +276,7 @@ func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
 			Bucket    time.Time
 			N         int64
 		}
-		err := tx.Raw("SELECT crawler_id, bucket, COUNT(*) AS n FROM author_counts WHERE (crawler_id, bucket) IN (VALUES "+values+") GROUP BY crawler_id, bucket", args...).
+		err = tx.Raw("SELECT crawler_id, bucket, COUNT(*) AS n FROM author_counts WHERE (crawler_id, bucket) IN (VALUES "+values+") GROUP BY crawler_id, bucket", args...).
 			Scan(&counts).Error
 		if err != nil {
 			return fmt.Errorf("count authors of %d crawler hours: %w", len(chunk), err)
