@@ -119,8 +119,9 @@ func (s *Store) RemoveSuggestions(ctx context.Context, crawlerID int64, terms []
 // hour buckets and term counts older than analyticsRetention, before now.
 func (s *Store) PruneAnalytics(ctx context.Context, now time.Time) error {
 	db := s.db.WithContext(ctx)
-	// The week's authors leave the hours about to be pruned first.
-	if err := s.AdvanceAuthorWeek(ctx, weekStart(now)); err != nil {
+	// The week's authors leave the hours about to be pruned first, and
+	// take in the hours that closed.
+	if err := s.MoveAuthorWeek(ctx, weekStart(now), now); err != nil {
 		return err
 	}
 	for _, p := range []struct {

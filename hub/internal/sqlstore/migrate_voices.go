@@ -37,9 +37,9 @@ type langCountV14 struct {
 
 func (langCountV14) TableName() string { return "lang_counts" }
 
-// authorWeekV14 is an author's comments in a crawler's hours from the
-// week mark on (authorWeekFromV14): author_counts summed, kept as they
-// are applied, so the last 7 days' top authors are read, not summed.
+// authorWeekV14 is an author's comments in a crawler's hours of the week
+// (authorWeekFromV14): author_counts summed hour by hour as hours close,
+// so the last 7 days' top authors are read, not summed.
 type authorWeekV14 struct {
 	CrawlerID int64  `gorm:"primaryKey;autoIncrement:false;index:idx_author_week_top,priority:1"`
 	AuthorKey string `gorm:"primaryKey;size:255"`
@@ -52,11 +52,12 @@ type authorWeekV14 struct {
 
 func (authorWeekV14) TableName() string { return "author_week" }
 
-// authorWeekFromV14 is the one row saying from which hour author_week
-// counts.
+// authorWeekFromV14 is the one row saying which hours author_week counts:
+// from Since to before Until.
 type authorWeekFromV14 struct {
 	ID    int64     `gorm:"primaryKey;autoIncrement:false"`
 	Since time.Time `gorm:"not null"`
+	Until time.Time `gorm:"not null"`
 }
 
 func (authorWeekFromV14) TableName() string { return "author_week_from" }
@@ -68,6 +69,7 @@ func migrateV14(tx *gorm.DB) error {
 	if err := tx.Migrator().CreateTable(&authorCountV14{}, &langCountV14{}, &authorWeekV14{}, &authorWeekFromV14{}); err != nil {
 		return err
 	}
-	// Nothing counted yet: the week holds every hour there is.
-	return tx.Create(&authorWeekFromV14{ID: 1, Since: time.Unix(0, 0).UTC()}).Error
+	// Nothing counted yet: the week holds no hour.
+	epoch := time.Unix(0, 0).UTC()
+	return tx.Create(&authorWeekFromV14{ID: 1, Since: epoch, Until: epoch}).Error
 }

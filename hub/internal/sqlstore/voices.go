@@ -26,10 +26,12 @@ import (
 //
 // The last 7 days are read often (the Listen view's widest window) and
 // are the most rows to sum: author_week keeps each crawler's authors summed
-// over the hours from author_week_from on, added to as increments are
-// applied, and advanced (the hours that left the week subtracted) when the
-// week moves on. A 7-day read is then an index range of the top rows
-// (BenchmarkListenView).
+// over the closed hours of the week (author_week_from: Since to before
+// Until). When an hour closes it is added in one statement; when the week
+// moves on, the hours that left it are subtracted; a late increment for an
+// hour already added is added to the week as it is applied. A 7-day read
+// takes the week's top rows (an index range) and merges in the open hours'
+// authors, exactly (weekAuthors; BenchmarkListenView).
 var (
 	// maxAuthorsPerHour is how many authors a crawler hour keeps; a
 	// crawler of a million comments a week has about 6,000 an hour, so its
@@ -88,6 +90,7 @@ func (authorWeekRow) TableName() string { return "author_week" }
 type authorWeekFromRow struct {
 	ID    int64
 	Since time.Time
+	Until time.Time
 }
 
 func (authorWeekFromRow) TableName() string { return "author_week_from" }
@@ -101,19 +104,22 @@ func weekStart(now time.Time) time.Time {
 	return dbTime(now.Add(-authorWeekSpan).Truncate(time.Hour))
 }
 
-// weekFromTx reads the hour author_week counts from; lock is "" or, on
+// weekHours are the hours author_week counts: from since to before until.
+type weekHours struct{ since, until time.Time }
+
+// weekFromTx reads the hours author_week counts; lock is "" or, on
 // PostgreSQL, the row lock to take ("SHARE" while adding to the week,
-// "UPDATE" while advancing it).
-func (s *Store) weekFromTx(tx *gorm.DB, lock string) (time.Time, error) {
+// "UPDATE" while moving it).
+func (s *Store) weekFromTx(tx *gorm.DB, lock string) (weekHours, error) {
 	q := tx.Model(&authorWeekFromRow{}).Where("id = ?", 1)
 	if lock != "" && s.dialect == DialectPostgres {
 		q = q.Clauses(clause.Locking{Strength: lock})
 	}
 	var r authorWeekFromRow
 	if err := q.Take(&r).Error; err != nil {
-		return time.Time{}, fmt.Errorf("read the week's first hour: %w", err)
+		return weekHours{}, fmt.Errorf("read the week's hours: %w", err)
 	}
-	return dbTime(r.Since), nil
+	return weekHours{dbTime(r.Since), dbTime(r.Until)}, nil
 }
 
 type authorKey struct {
@@ -226,11 +232,11 @@ func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
 	if err := tx.Clauses(upsert).CreateInBatches(rows, rowsPerStatement/4).Error; err != nil {
 		return fmt.Errorf("add author counts: %w", err)
 	}
-	weekFrom, err := s.weekFromTx(tx, "SHARE")
+	week, err := s.weekFromTx(tx, "SHARE")
 	if err != nil {
 		return err
 	}
-	if err := addWeekTx(tx, rows, weekFrom); err != nil {
+	if err := addWeekTx(tx, rows, week); err != nil {
 		return err
 	}
 	var buckets []bucketKey
@@ -283,7 +289,7 @@ func (s *Store) applyVoicesTx(tx *gorm.DB, v *voices) error {
 		}
 		for _, c := range counts {
 			if c.N > int64(compactAuthorsAt) {
-				if err := compactAuthorsTx(tx, bucketKey{c.CrawlerID, dbTime(c.Bucket)}, weekFrom); err != nil {
+				if err := compactAuthorsTx(tx, bucketKey{c.CrawlerID, dbTime(c.Bucket)}, week); err != nil {
 					return err
 				}
 			}
@@ -305,17 +311,18 @@ var weekUpsert = clause.OnConflict{
 	}),
 }
 
-// addWeekTx adds the author counts of the hours from weekFrom on to
-// author_week; rows are in (crawler, hour, key) order, so a later hour's
+// addWeekTx adds to author_week the author counts of hours it has added
+// already (late increments: an increment is usually applied before its
+// hour closes); rows are in (crawler, hour, key) order, so a later hour's
 // name wins.
-func addWeekTx(tx *gorm.DB, rows []authorCountRow, weekFrom time.Time) error {
+func addWeekTx(tx *gorm.DB, rows []authorCountRow, week weekHours) error {
 	type key struct {
 		crawler int64
 		author  string
 	}
 	sums := map[key]*authorWeekRow{}
 	for _, r := range rows {
-		if r.Bucket.Before(weekFrom) {
+		if r.Bucket.Before(week.since) || !r.Bucket.Before(week.until) {
 			continue
 		}
 		k := key{r.CrawlerID, r.AuthorKey}
@@ -350,42 +357,68 @@ func addWeekTx(tx *gorm.DB, rows []authorCountRow, weekFrom time.Time) error {
 	return nil
 }
 
-// AdvanceAuthorWeek moves author_week on to count from the hour to: the
-// author counts of the hours before it are subtracted, and the authors
-// left with none removed. A week already at or past to is left alone.
-func (s *Store) AdvanceAuthorWeek(ctx context.Context, to time.Time) error {
-	to = dbTime(to.Truncate(time.Hour))
+// MoveAuthorWeek makes author_week count the hours from since to before
+// until: the hours before since leave it (their counts subtracted, the
+// authors left with none removed) and the closed hours before until are
+// added, each in one statement. A week that already counts them is left
+// alone; a week that would keep no hour starts again empty.
+func (s *Store) MoveAuthorWeek(ctx context.Context, since, until time.Time) error {
+	since, until = dbTime(since.Truncate(time.Hour)), dbTime(until.Truncate(time.Hour))
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		from, err := s.weekFromTx(tx, "UPDATE")
+		week, err := s.weekFromTx(tx, "UPDATE")
 		if err != nil {
 			return err
 		}
-		if !from.Before(to) {
+		if !week.since.Before(since) && !week.until.Before(until) {
 			return nil
 		}
-		err = tx.Exec(`UPDATE author_week SET comments = author_week.comments - d.comments, reposts = author_week.reposts - d.reposts,
-			likes = author_week.likes - d.likes
-			FROM (SELECT crawler_id, author_key, SUM(comments) AS comments, SUM(reposts) AS reposts, SUM(likes) AS likes
-				FROM author_counts WHERE bucket >= ? AND bucket < ? GROUP BY crawler_id, author_key) AS d
-			WHERE author_week.crawler_id = d.crawler_id AND author_week.author_key = d.author_key`, from, to).Error
-		if err != nil {
-			return fmt.Errorf("subtract the hours that left the week: %w", err)
+		switch {
+		case !week.until.After(since):
+			// Nothing it counts stays: start again.
+			if err := tx.Where("1 = 1").Delete(&authorWeekRow{}).Error; err != nil {
+				return fmt.Errorf("empty the week's authors: %w", err)
+			}
+			week = weekHours{since, since}
+		case week.since.Before(since):
+			err = tx.Exec(`UPDATE author_week SET comments = author_week.comments - d.comments, reposts = author_week.reposts - d.reposts,
+				likes = author_week.likes - d.likes
+				FROM (SELECT crawler_id, author_key, SUM(comments) AS comments, SUM(reposts) AS reposts, SUM(likes) AS likes
+					FROM author_counts WHERE bucket >= ? AND bucket < ? GROUP BY crawler_id, author_key) AS d
+				WHERE author_week.crawler_id = d.crawler_id AND author_week.author_key = d.author_key`, week.since, since).Error
+			if err != nil {
+				return fmt.Errorf("subtract the hours that left the week: %w", err)
+			}
+			if err := tx.Where("comments <= 0").Delete(&authorWeekRow{}).Error; err != nil {
+				return fmt.Errorf("remove the authors who left the week: %w", err)
+			}
+			week.since = since
 		}
-		if err := tx.Where("comments <= 0").Delete(&authorWeekRow{}).Error; err != nil {
-			return fmt.Errorf("remove the authors who left the week: %w", err)
+		if week.until.Before(until) {
+			err = tx.Exec(`INSERT INTO author_week (crawler_id, author_key, author, author_id, comments, reposts, likes)
+				SELECT crawler_id, author_key, MAX(author), MAX(author_id), SUM(comments), SUM(reposts), SUM(likes)
+				FROM author_counts WHERE bucket >= ? AND bucket < ? GROUP BY crawler_id, author_key
+				ON CONFLICT (crawler_id, author_key) DO UPDATE SET comments = author_week.comments + excluded.comments,
+					reposts = author_week.reposts + excluded.reposts, likes = author_week.likes + excluded.likes,
+					author = CASE WHEN excluded.author <> '' THEN excluded.author ELSE author_week.author END,
+					author_id = CASE WHEN excluded.author_id <> '' THEN excluded.author_id ELSE author_week.author_id END`,
+				week.until, until).Error
+			if err != nil {
+				return fmt.Errorf("add the hours that closed to the week: %w", err)
+			}
+			week.until = until
 		}
-		return tx.Model(&authorWeekFromRow{}).Where("id = ?", 1).Update("since", to).Error
+		return tx.Model(&authorWeekFromRow{}).Where("id = ?", 1).Updates(map[string]any{"since": week.since, "until": week.until}).Error
 	})
 	if err != nil {
-		return fmt.Errorf("sqlstore: unable to advance the week's authors to %s: %w", to.Format(time.RFC3339), err)
+		return fmt.Errorf("sqlstore: unable to move the week's authors to %s–%s: %w", since.Format(time.RFC3339), until.Format(time.RFC3339), err)
 	}
 	return nil
 }
 
 // compactAuthorsTx keeps a crawler hour's maxAuthorsPerHour authors with
 // the most comments (ties: the smaller key) and folds the others into its
-// tail row, in author_week too when the hour is one of the week's.
-func compactAuthorsTx(tx *gorm.DB, b bucketKey, weekFrom time.Time) error {
+// tail row, in author_week too when the week has added the hour.
+func compactAuthorsTx(tx *gorm.DB, b bucketKey, week weekHours) error {
 	var keep []string
 	err := tx.Model(&authorCountRow{}).Where("crawler_id = ? AND bucket = ? AND author_key <> ?", b.crawler, b.at, tailAuthor).
 		Order("comments DESC, author_key").Limit(maxAuthorsPerHour).Pluck("author_key", &keep).Error
@@ -411,7 +444,7 @@ func compactAuthorsTx(tx *gorm.DB, b bucketKey, weekFrom time.Time) error {
 	if sum.Comments == 0 {
 		return nil
 	}
-	if !b.at.Before(weekFrom) {
+	if !b.at.Before(week.since) && b.at.Before(week.until) {
 		err := tx.Exec(`UPDATE author_week SET comments = author_week.comments - f.comments, reposts = author_week.reposts - f.reposts,
 			likes = author_week.likes - f.likes
 			FROM (SELECT author_key, comments, reposts, likes FROM author_counts
@@ -487,13 +520,17 @@ func authorCounts(rows []authorRow) []api.AuthorCount {
 	return out
 }
 
-// weekAuthors reads the top authors from author_week when since's window
-// is the week it counts (ok), moving the week on first when it lags. A
-// week that moved on while it was read (at an hour's turn) is not used:
-// the caller sums the hours instead.
+// weekAuthors reads the top authors of a 7-day window (ok) from
+// author_week, moving the week on first when it lags, and merges in the
+// authors of the open hours it has not added yet. Exact: an author outside
+// the week's top n (and its ties) and without a comment in the open hours
+// has at most the n-th count of the week, which each of the top n reach
+// already. A week that moved while it was read (at an hour's turn) is not
+// used: the caller sums the hours instead.
 func (s *Store) weekAuthors(ctx context.Context, where string, arg any, since time.Time, n int, group bool) ([]api.AuthorCount, int64, bool, error) {
 	from := dbTime(since.Truncate(time.Hour))
-	if from.After(weekStart(now())) || from.Before(weekStart(now()).Add(-time.Hour)) {
+	t := now()
+	if from.After(weekStart(t)) || from.Before(weekStart(t).Add(-time.Hour)) {
 		return nil, 0, false, nil // not a 7-day window
 	}
 	db := s.db.WithContext(ctx)
@@ -501,38 +538,116 @@ func (s *Store) weekAuthors(ctx context.Context, where string, arg any, since ti
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("sqlstore: %w", err)
 	}
-	if week.Before(from) {
-		if err := s.AdvanceAuthorWeek(ctx, from); err != nil {
+	open := dbTime(t.Truncate(time.Hour))
+	if !week.since.Equal(from) || week.until.Before(open) {
+		if err := s.MoveAuthorWeek(ctx, from, open); err != nil {
 			return nil, 0, false, err
 		}
 		if week, err = s.weekFromTx(db, ""); err != nil {
 			return nil, 0, false, fmt.Errorf("sqlstore: %w", err)
 		}
 	}
-	if !week.Equal(from) {
+	if !week.since.Equal(from) {
 		return nil, 0, false, nil
 	}
-	var rows []authorRow
-	q := db.Model(&authorWeekRow{}).Where(where, arg).Where("author_key <> ?", tailAuthor)
-	if group {
-		q = q.Select("author_key, MAX(author) AS author, MAX(author_id) AS author_id, SUM(comments) AS comments, SUM(reposts) AS reposts, SUM(likes) AS likes").
-			Group("author_key")
-	} else {
-		q = q.Select("author_key, author, author_id, comments, reposts, likes")
+	sums := "author_key, MAX(author) AS author, MAX(author_id) AS author_id, SUM(comments) AS comments, SUM(reposts) AS reposts, SUM(likes) AS likes"
+	// The open hours: every author of them.
+	var recent []authorRow
+	err = db.Model(&authorCountRow{}).Select(sums).Where(where, arg).Where("bucket >= ?", week.until).Group("author_key").Scan(&recent).Error
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("sqlstore: unable to read the open hours' authors: %w", err)
 	}
-	if err := q.Order("comments DESC, author_key").Limit(n).Scan(&rows).Error; err != nil {
+	// The week's top n, and any tied with the n-th.
+	top := func(q *gorm.DB) *gorm.DB {
+		q = q.Where(where, arg).Where("author_key <> ?", tailAuthor)
+		if group {
+			return q.Select(sums).Group("author_key")
+		}
+		return q.Select("author_key, author, author_id, comments, reposts, likes")
+	}
+	var best []authorRow
+	if err := top(db.Model(&authorWeekRow{})).Order("comments DESC, author_key").Limit(n).Scan(&best).Error; err != nil {
 		return nil, 0, false, fmt.Errorf("sqlstore: unable to read the week's top authors: %w", err)
 	}
+	if len(best) == n {
+		var ties []authorRow
+		nth := best[n-1].Comments
+		q := top(db.Model(&authorWeekRow{}))
+		if group {
+			q = q.Having("SUM(comments) = ?", nth)
+		} else {
+			q = q.Where("comments = ?", nth)
+		}
+		if err := q.Scan(&ties).Error; err != nil {
+			return nil, 0, false, fmt.Errorf("sqlstore: unable to read the week's top authors: %w", err)
+		}
+		best = append(best, ties...)
+	}
+	merged := map[string]*authorRow{}
+	for i := range best {
+		merged[best[i].AuthorKey] = &best[i]
+	}
+	// The week's counts of the open hours' authors it did not list.
+	var missing []string
+	for _, r := range recent {
+		if _, ok := merged[r.AuthorKey]; !ok && r.AuthorKey != tailAuthor {
+			missing = append(missing, r.AuthorKey)
+		}
+	}
+	for chunk := range slices.Chunk(missing, maxIDsPerQuery) {
+		var rows []authorRow
+		q := db.Model(&authorWeekRow{}).Where(where, arg).Where("author_key IN ?", chunk)
+		if group {
+			q = q.Select(sums).Group("author_key")
+		} else {
+			q = q.Select("author_key, author, author_id, comments, reposts, likes")
+		}
+		if err := q.Scan(&rows).Error; err != nil {
+			return nil, 0, false, fmt.Errorf("sqlstore: unable to read the week's authors: %w", err)
+		}
+		for i := range rows {
+			merged[rows[i].AuthorKey] = &rows[i]
+		}
+	}
 	var folded int64
-	err = db.Model(&authorWeekRow{}).Select("COALESCE(SUM(comments), 0)").Where(where, arg).Where("author_key = ?", tailAuthor).Scan(&folded).Error
+	for _, r := range recent {
+		if r.AuthorKey == tailAuthor {
+			folded += r.Comments
+			continue
+		}
+		m := merged[r.AuthorKey]
+		if m == nil {
+			c := r
+			merged[r.AuthorKey] = &c
+			continue
+		}
+		m.Comments += r.Comments
+		m.Reposts += r.Reposts
+		m.Likes += r.Likes
+		if r.Author != "" {
+			m.Author = r.Author
+		}
+		if r.AuthorID != "" {
+			m.AuthorID = r.AuthorID
+		}
+	}
+	var weekFolded int64
+	err = db.Model(&authorWeekRow{}).Select("COALESCE(SUM(comments), 0)").Where(where, arg).Where("author_key = ?", tailAuthor).Scan(&weekFolded).Error
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("sqlstore: unable to read the week's top authors: %w", err)
 	}
 	again, err := s.weekFromTx(db, "")
-	if err != nil || !again.Equal(week) {
+	if err != nil || again != week {
 		return nil, 0, false, err
 	}
-	return authorCounts(rows), folded, true, nil
+	rows := make([]authorRow, 0, len(merged))
+	for _, r := range merged {
+		rows = append(rows, *r)
+	}
+	slices.SortFunc(rows, func(a, b authorRow) int {
+		return cmp.Or(cmp.Compare(b.Comments, a.Comments), cmp.Compare(a.AuthorKey, b.AuthorKey))
+	})
+	return authorCounts(rows[:min(n, len(rows))]), folded + weekFolded, true, nil
 }
 
 func (s *Store) topAuthors(ctx context.Context, where string, arg any, since time.Time, n int) ([]api.AuthorCount, int64, error) {

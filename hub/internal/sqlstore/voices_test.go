@@ -153,17 +153,21 @@ func TestStore_TopAuthorsExactAndAppliedOnce(t *testing.T) {
 			t.Fatalf("7d top authors of user %d:\n got %+v\nwant %+v", u.ID, got, want)
 		}
 		var from authorWeekFromRow
-		if err := s.db.Take(&from).Error; err != nil || !from.Since.Equal(weekStart(week.Add(7*24*time.Hour))) {
-			t.Fatalf("the week counts from %v (%v), want %v", from.Since, err, weekStart(week.Add(7*24*time.Hour)))
+		if err := s.db.Take(&from).Error; err != nil || !from.Since.Equal(weekStart(week.Add(7*24*time.Hour))) ||
+			!from.Until.Equal(now.Truncate(time.Hour)) {
+			t.Fatalf("the week counts %v to %v (%v), want %v to %v", from.Since, from.Until, err, weekStart(week.Add(7*24*time.Hour)), now.Truncate(time.Hour))
 		}
 		// The week's sums equal the hours' for every author: a later
 		// increment and a repeated advance change nothing else.
-		late := []voiceComment{{crawler: c1.ID, at: now, author: "newcomer", lang: "en", likes: 3}}
+		// One in the open hour, and one late for an hour the week has
+		// added already.
+		late := []voiceComment{{crawler: c1.ID, at: now, author: "newcomer", lang: "en", likes: 3},
+			{crawler: c1.ID, at: now.Add(-2 * time.Hour), author: "handle1", id: "did:plc:1", lang: "en", likes: 1}}
 		all = append(all, late...)
 		if _, err := s.ApplyIncrements(ctx, []api.Increment{voiceInc(1000, u.ID, late)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AdvanceAuthorWeek(ctx, weekStart(now)); err != nil {
+		if err := s.MoveAuthorWeek(ctx, weekStart(now), now); err != nil {
 			t.Fatal(err)
 		}
 		got, _, err = s.TopAuthors(ctx, c1.ID, week, 500)
