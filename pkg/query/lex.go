@@ -30,8 +30,9 @@ type token struct {
 
 // lexer splits src[start:end] into tokens; positions are offsets into src.
 type lexer struct {
-	src  string
-	toks []token
+	src    string
+	fields []string // Field names (ParseFields)
+	toks   []token
 }
 
 // isSpace is the separator between tokens.
@@ -101,7 +102,7 @@ func (l *lexer) lex(start, end int) error {
 			case "NOT":
 				tok.kind = tokNot
 			default:
-				a, msg := word(raw)
+				a, msg := l.word(raw)
 				if msg != "" {
 					return errAt(l.src, i, msg)
 				}
@@ -112,6 +113,21 @@ func (l *lexer) lex(start, end int) error {
 		}
 	}
 	return nil
+}
+
+// word classifies a bare word as word does, and NAME:VALUE as a Field
+// atom for the lexer's field names.
+func (l *lexer) word(raw string) (Atom, string) {
+	lw := strings.ToLower(raw)
+	for _, f := range l.fields {
+		if v, ok := strings.CutPrefix(lw, f+":"); ok {
+			if !validName(v, ".-_") {
+				return Atom{}, "bad " + f + " " + quote(raw) + " (letters, digits, '.', '-' and '_' only)"
+			}
+			return Atom{Kind: Field, Value: f + ":" + v}, ""
+		}
+	}
+	return word(raw)
 }
 
 // word classifies a bare word: #tag, @user, from:user, lang:code or a

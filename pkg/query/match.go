@@ -1,9 +1,13 @@
 package query
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Doc is what a query is evaluated against: a comment's text, its author's
-// handle and account id (from: matches either) and its language tag.
+// handle and account id (from: matches either), its language tag and the
+// fields of its source kind.
 type Doc struct {
 	Text   string
 	Author string // the author's handle; a leading '@' and case are ignored
@@ -11,6 +15,17 @@ type Doc struct {
 	// source has one.
 	AuthorID string
 	Lang     string // a language tag ("en", "pt-BR"); case is ignored
+	// Fields are the item's fields a Field atom tests, by name
+	// (subreddit → golang); case is ignored.
+	Fields map[string]string
+}
+
+// FieldMatches reports whether a Field atom's value ("name:value")
+// names one of fields, case ignored.
+func FieldMatches(fields map[string]string, atom string) bool {
+	name, want, _ := strings.Cut(atom, ":")
+	v, ok := fields[name]
+	return ok && Fold(v) == want
 }
 
 // Match reports whether d matches q, and the positive terms of q that
@@ -28,6 +43,8 @@ func (q *Query) Match(d Doc) ([]string, bool) {
 			return author == a.Value || authorID != "" && authorID == a.Value
 		case Lang:
 			return LangMatches(lang, a.Value)
+		case Field:
+			return FieldMatches(d.Fields, a.Value)
 		}
 		return ContainsWord(lower, a.Text())
 	}
@@ -78,4 +95,47 @@ func (q *Query) Positive() []Atom {
 // lang:pt-br only "pt-br" and its own subtags.
 func LangMatches(lang, code string) bool {
 	return lang == code || len(lang) > len(code) && lang[len(code)] == '-' && lang[:len(code)] == code
+}
+
+// FieldValues lists, sorted and without repeats, the values of the
+// positive Field atoms of name in q (subreddit:golang → golang): where a
+// source kind reads from.
+func (q *Query) FieldValues(name string) []string {
+	var out []string
+	for _, a := range q.Positive() {
+		if a.Kind != Field {
+			continue
+		}
+		if v, ok := strings.CutPrefix(a.Value, name+":"); ok {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// RequiresField reports whether q can match only an item whose field name
+// one of its positive Field atoms names: every OR branch needs one (a
+// Reddit query must say which subreddits it reads, in every branch).
+func (q *Query) RequiresField(name string) bool {
+	var need func(n *Node, neg bool) bool
+	need = func(n *Node, neg bool) bool {
+		switch n.Op {
+		case OpAtom:
+			return !neg && n.Atom.Kind == Field && strings.HasPrefix(n.Atom.Value, name+":")
+		case OpNot:
+			return need(n.Kids[0], !neg)
+		case OpAnd, OpOr:
+			// Under a negation AND and OR swap (De Morgan).
+			all := (n.Op == OpOr) != neg
+			for _, k := range n.Kids {
+				if need(k, neg) != all {
+					return !all
+				}
+			}
+			return all
+		}
+		return false
+	}
+	return need(q.Root(), false)
 }

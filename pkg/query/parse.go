@@ -38,6 +38,12 @@ const (
 	Mention                 // @golang: the text token "@golang"
 	From                    // from:golang: the item's author
 	Lang                    // lang:en: the item's language
+	// Field is a field atom of the source kind the query is for
+	// (subreddit:golang): Value is "name:value", and it tests the item's
+	// field of that name. Only ParseFields reads one, for the names the
+	// kind declares (api.SourceInfo.QueryFields); elsewhere the same
+	// characters are a word.
+	Field
 )
 
 // Atom is a leaf of a query. Value is lowercased and carries no prefix:
@@ -63,12 +69,14 @@ func (a Atom) String() string {
 		return "from:" + a.Value
 	case Lang:
 		return "lang:" + a.Value
+	case Field:
+		return a.Value
 	}
 	return "?" + a.Value
 }
 
 // Text is what the atom finds in an item's text, lowercased, or "" for the
-// atoms that test a field (From, Lang). A word or phrase matches where it
+// atoms that test a field (From, Lang, Field). A word or phrase matches where it
 // occurs bounded by non-word bytes (ContainsWord); so does "#tag" and
 // "@user", which is why the word go matches "#go" but the tag #go does not
 // match a bare "go".
@@ -150,12 +158,18 @@ func Parse(s string) (*Query, error) {
 // language, commas inside a term separate terms too, and the query is the
 // OR of them all. Columns in errors count in the terms joined by commas, as
 // typed on the command line.
-func ParseList(terms []string) (*Query, error) {
+func ParseList(terms []string) (*Query, error) { return ParseFields(terms, nil) }
+
+// ParseFields is ParseList for a source kind whose items carry fields of
+// their own (api.SourceInfo.QueryFields): NAME:VALUE for one of the
+// names is a Field atom (subreddit:golang), which may match by itself as
+// from: does.
+func ParseFields(terms []string, fields []string) (*Query, error) {
 	src := strings.Join(terms, ",")
 	if len(src) > MaxQueryLength {
 		return nil, errf("longer than %d bytes", MaxQueryLength)
 	}
-	p := &parser{src: src}
+	p := &parser{src: src, fields: fields}
 	off := 0
 	for _, t := range terms {
 		if err := p.terms(off, off+len(t)); err != nil {
@@ -168,12 +182,13 @@ func ParseList(terms []string) (*Query, error) {
 
 // parser is the recursive-descent parser of one query.
 type parser struct {
-	src   string
-	toks  []token
-	i     int
-	depth int
-	atoms int
-	ors   []*Node // one per comma-separated term
+	src    string
+	fields []string // the Field names this query may use (ParseFields)
+	toks   []token
+	i      int
+	depth  int
+	atoms  int
+	ors    []*Node // one per comma-separated term
 }
 
 // terms parses src[start:end], split at commas outside quotes.
@@ -195,7 +210,7 @@ func (p *parser) terms(start, end int) error {
 
 // term parses one comma-free term; a blank one is skipped.
 func (p *parser) term(start, end int) error {
-	l := lexer{src: p.src}
+	l := lexer{src: p.src, fields: p.fields}
 	if err := l.lex(start, end); err != nil {
 		return err
 	}

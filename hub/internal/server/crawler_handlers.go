@@ -43,9 +43,12 @@ func (s *Server) canonical(c *sqlstore.Crawler, source string, q, keywords []str
 		if len(nonEmpty(keywords)) > 0 {
 			return fmt.Errorf("%w: keywords filter only crawlers that read URLs (feeds); put the terms in the %s query", query.ErrInvalid, source)
 		}
-		parsed, err := query.ParseList(q)
+		parsed, err := query.ParseFields(q, info.QueryFields)
 		if err != nil {
 			return err
+		}
+		if f := info.RequiredField; f != "" && !parsed.RequiresField(f) {
+			return fmt.Errorf("%w: a %s query must name its %s in every branch (%s:NAME), as in %s", query.ErrInvalid, source, f, f, info.QueryHint)
 		}
 		c.Source, c.Query, c.Keywords = source, []string{parsed.String()}, nil
 		c.QueryUUID = parsed.UUID(source).String()

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/hub/internal/sqlstore"
 )
 
 // TestListCrawlers_Pages reads the crawler list a page at a time and gets
@@ -47,6 +50,40 @@ func TestListCrawlers_Pages(t *testing.T) {
 		resp, body := ts.get(t, path, testAdminToken)
 		if resp.StatusCode != http.StatusBadRequest || !regexp.MustCompile(`limit 1 to 10000`).MatchString(body) {
 			t.Errorf("GET %s: %d %s, want 400", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestCanonical_AKindsDeclarationShapesItsQueries checks that the hub asks
+// a source kind's declaration, naming no kind itself: a kind a spawn
+// brought (learned at registration) with a field its queries must name in
+// every branch, and a kind nobody declared.
+func TestCanonical_AKindsDeclarationShapesItsQueries(t *testing.T) {
+	ts := newTestServer(t, 0)
+	forum := api.SourceInfo{Name: "forum", Title: "A forum", Query: api.QueryLanguage, QueryHint: "board:golang generics",
+		QueryFields: []string{"board"}, RequiredField: "board", TombstoneLifetime: api.Duration(time.Hour), Scope: api.ScopeNode}
+	if _, err := ts.Hub.Sources().Learn([]api.SourceInfo{forum}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		source, query, canonical, refused string
+	}{
+		{"forum", "board:GoLang generics", "board:golang generics", ""},
+		{"forum", "(board:golang OR board:rust) release", "(board:golang OR board:rust) release", ""},
+		{"forum", "generics", "", "must name its board in every branch"},
+		{"forum", "board:golang generics OR async", "", "must name its board in every branch"},
+		{"forum", "generics -board:golang", "", "must name its board in every branch"},
+		{"myspace", "golang", "", `unknown source "myspace"`},
+	} {
+		var row sqlstore.Crawler
+		err := ts.Server.canonical(&row, tc.source, []string{tc.query}, nil)
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s %q: %v", tc.source, tc.query, err)
+		case tc.refused == "" && row.CanonicalQuery() != tc.canonical:
+			t.Errorf("%s %q: canonical %q, want %q", tc.source, tc.query, row.CanonicalQuery(), tc.canonical)
+		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+			t.Errorf("%s %q: %v, want an error saying %q", tc.source, tc.query, err, tc.refused)
 		}
 	}
 }

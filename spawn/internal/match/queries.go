@@ -16,7 +16,14 @@ type Item struct {
 	// source has one; from: matches it as it matches Author.
 	AuthorID string
 	Lang     string // a language tag ("en", "pt-BR"); case is ignored
+	// Fields are the item's fields its source kind declares, by name
+	// (subreddit → golang); Field atoms test them, case ignored.
+	Fields map[string]string
 }
+
+// fieldKey is the name a field atom's "name:value" has in the table of
+// from: names, which it shares: no author name starts with a NUL byte.
+func fieldKey(value string) string { return "\x00" + value }
 
 // QueryHit is one subscriber whose query an item matched.
 type QueryHit struct {
@@ -170,10 +177,14 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 	for _, id := range ids {
 		for _, a := range subs[id].Atoms() {
 			switch a.Kind {
-			case query.From:
-				if _, ok := authorIDs[a.Value]; !ok {
-					authorIDs[a.Value] = int32(len(authors))
-					authors = append(authors, a.Value)
+			case query.From, query.Field:
+				key := a.Value
+				if a.Kind == query.Field {
+					key = fieldKey(a.Value)
+				}
+				if _, ok := authorIDs[key]; !ok {
+					authorIDs[key] = int32(len(authors))
+					authors = append(authors, key)
 				}
 			case query.Lang:
 				if _, ok := langIDs[a.Value]; !ok {
@@ -198,6 +209,8 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 		switch a.Kind {
 		case query.From:
 			return ix.authorBase + authorIDs[a.Value]
+		case query.Field:
+			return ix.authorBase + authorIDs[fieldKey(a.Value)]
 		case query.Lang:
 			return ix.langBase + langIDs[a.Value]
 		}

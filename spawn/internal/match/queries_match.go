@@ -120,7 +120,7 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 	}
 	// Stamp what occurred: the patterns, then the author, then (when a
 	// query asks) the language's codes.
-	s.begin(len(s.occur) + 3 + len(it.Lang))
+	s.begin(len(s.occur) + 3 + len(it.Lang) + len(it.Fields))
 	s.found = s.found[:0]
 	for _, p := range s.occur {
 		if s.stamp[p] <= s.base {
@@ -132,6 +132,15 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 		if a >= 0 {
 			s.mark(ix.authorBase + a)
 			s.found = append(s.found, ix.authorBase+a)
+		}
+	}
+	if len(it.Fields) > 0 && len(ix.authors.names) > 0 {
+		// Field atoms share the table of from: names (fieldKey).
+		for name, v := range it.Fields {
+			if f := ix.authors.lookup(s.normalName(fieldKey(name + ":" + v))); f >= 0 && s.stamp[ix.authorBase+f] <= s.base {
+				s.mark(ix.authorBase + f)
+				s.found = append(s.found, ix.authorBase+f)
+			}
 		}
 	}
 	s.lang, s.langsDone = it.Lang, false

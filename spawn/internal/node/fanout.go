@@ -325,7 +325,7 @@ func behindCursor(it source.Item, key string, c *api.Cursor) bool {
 
 // matchItem is what a query is evaluated on.
 func matchItem(it source.Item) match.Item {
-	return match.Item{Text: it.Text, Author: it.Author, AuthorID: it.AuthorID, Lang: it.Lang}
+	return match.Item{Text: it.Text, Author: it.Author, AuthorID: it.AuthorID, Lang: it.Lang, Fields: it.Fields}
 }
 
 // matchFilter reports the query terms an item contains, and whether it

@@ -223,7 +223,7 @@ func filterOf(spec api.SubscriberSpec, info api.SourceInfo) (*query.Query, error
 			return nil, nil
 		}
 	}
-	q, err := query.ParseList(terms)
+	q, err := query.ParseFields(terms, info.QueryFields)
 	if err != nil {
 		return nil, fmt.Errorf("crawler %d: %w", spec.CrawlerID, err)
 	}

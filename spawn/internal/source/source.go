@@ -58,6 +58,10 @@ type Item struct {
 	// Lang is the item's language (BCP 47, lowercased, e.g. "en") when the
 	// source says it; empty when unknown.
 	Lang string
+	// Fields are the item's fields its kind declares
+	// (api.SourceInfo.QueryFields), by name: a Reddit item's subreddit.
+	// The query's Field atoms (subreddit:golang) test them.
+	Fields map[string]string
 	// ReplyTo and ThreadID link a reply to its parent and to the first
 	// item of its conversation, in the id space of ID; empty for an item
 	// that starts a conversation or a source without threads.

@@ -66,7 +66,8 @@ const WaitTimeout = 10 * time.Second
 // with its query uuid.
 func Spec(kind string, id int64, keywords []string, terms ...string) api.SubscriberSpec {
 	s := api.SubscriberSpec{CrawlerID: id, UserID: 1, Version: 1, Source: kind}
-	if info, ok := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(kind); ok && info.Query == api.QueryURLs {
+	info, _ := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(kind)
+	if info.Query == api.QueryURLs {
 		canon, err := query.URLs(terms)
 		if err != nil {
 			panic(err)
@@ -81,7 +82,7 @@ func Spec(kind string, id int64, keywords []string, terms ...string) api.Subscri
 		}
 		return s
 	}
-	q, err := query.ParseList(terms)
+	q, err := query.ParseFields(terms, info.QueryFields)
 	if err != nil {
 		panic(err)
 	}
@@ -250,12 +251,13 @@ func Run(t *testing.T, ds source.DataSource, emit source.Emit) {
 func Sub(tb testing.TB, spec api.SubscriberSpec) source.Sub {
 	tb.Helper()
 	terms := spec.Query
-	if info, ok := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(spec.Source); ok && info.Query == api.QueryURLs {
+	info, _ := api.NewSourceRegistry(api.BuiltinSources()...).Lookup(spec.Source)
+	if info.Query == api.QueryURLs {
 		if terms = spec.Keywords; len(terms) == 0 {
 			return source.Sub{Spec: spec}
 		}
 	}
-	q, err := query.ParseList(terms)
+	q, err := query.ParseFields(terms, info.QueryFields)
 	if err != nil {
 		return source.Sub{Spec: spec}
 	}
