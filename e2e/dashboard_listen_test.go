@@ -169,7 +169,19 @@ func TestDashboard_ListenWorkspace(t *testing.T) {
 	b.click(`#term-cloud button[data-term="#weather"]`)
 	b.waitDOM("the term's curve in minutes", `!document.getElementById('term-curve').hidden && document.getElementById('term-curve').dataset.step === 'minute' &&
 		document.getElementById('term-curve').dataset.total === '1' && document.querySelectorAll('#term-curve-chart rect').length >= 60`)
+	// Over 7 days, the curve steps as the volume chart does: 6 hours, on
+	// the same starts, the mention still counted once.
+	b.click(`button[data-window="7d"]`)
+	b.waitDOM("the term's curve in the chart's 6-hour steps", `(() => {
+		const fig = document.getElementById('term-curve');
+		const at = (sel) => Array.from(document.querySelectorAll(sel), (r) => Date.parse(r.dataset.at));
+		const curve = at('#term-curve-chart rect'), volume = at('#volume-chart rect[data-at]');
+		return fig.dataset.step === '6 hours' && fig.dataset.total === '1' && curve.length >= 28 && curve.length <= 29 &&
+			curve[1] - curve[0] === 6 * 3600000 && volume.length > 0 && curve[curve.length - 1] === volume[volume.length - 1];
+	})()`)
 	b.click(`button[data-window="24h"]`)
+	b.waitDOM("the term's curve in hours", `document.getElementById('term-curve').dataset.step === 'hour' &&
+		document.querySelectorAll('#term-curve-chart rect').length >= 24 && document.getElementById('term-curve').dataset.total === '1'`)
 
 	// A search in the query language: newest first, the matched words
 	// highlighted (whole words: "golangs" is no match), the total said.
@@ -271,16 +283,36 @@ func TestDashboard_OperateShowsClearStates(t *testing.T) {
 	good := c.rssCrawler(u.ID, []string{c.FeedURL("news")}, nil, 0)
 	c.rename(good.ID, "Newsroom")
 	dead := c.rssCrawler(u.ID, []string{"http://" + closedPort(t) + "/feed.xml"}, nil, 0)
+	// A name that cannot resolve (.invalid never does, RFC 6761), and a
+	// server that answers 404 for one feed and 503 for another.
+	unnamed := c.rssCrawler(u.ID, []string{"http://feed.invalid/feed.xml"}, nil, 0)
+	answers := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "gone") {
+			http.NotFound(w, r)
+			return
+		}
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(answers.Close)
+	gone := c.rssCrawler(u.ID, []string{answers.URL + "/gone.xml"}, nil, 0)
+	down := c.rssCrawler(u.ID, []string{answers.URL + "/down.xml"}, nil, 0)
 	publishStories(c, "news", [][3]string{{"n1", "alice", "hello"}})
-	testkit.WaitFor(t, clustertest.WaitTimeout, "the refused feed's error reported", func() bool {
-		return strings.Contains(c.crawler(dead.ID).Error, "refused")
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the sources' errors reported", func() bool {
+		return strings.Contains(c.crawler(dead.ID).Error, "refused") && strings.Contains(c.crawler(unnamed.ID).Error, "no such host") &&
+			strings.Contains(c.crawler(gone.ID).Error, "404") && strings.Contains(c.crawler(down.ID).Error, "503")
 	})
 	b.signIn(c.Hub.URL())
 	b.operate()
-	b.waitDOM("the refused source said in the list", fmt.Sprintf(`(() => {
+	for id, want := range map[int64]string{dead.ID: "source unreachable: refused", unnamed.ID: "source unreachable: DNS",
+		gone.ID: "source answered 404", down.ID: "source answered 503"} {
+		b.waitDOM("the source's trouble said in the list: "+want, fmt.Sprintf(`(() => {
 		const row = document.querySelector('#crawlers tr[data-crawler-id="%d"]');
-		return !!row && row.querySelector('.state-cell').textContent.includes('source unreachable: refused');
-	})()`, dead.ID))
+		return !!row && row.querySelector('.state-cell .trouble').textContent === %s;
+	})()`, id, jsQuote(want)))
+	}
+	if c.crawler(good.ID).Error != "" || evalJS[bool](b, fmt.Sprintf(`!!document.querySelector('#crawlers tr[data-crawler-id="%d"] .trouble')`, good.ID)) {
+		t.Fatal("a crawler whose source answers is said to be in trouble")
+	}
 	errText := c.crawler(dead.ID).Error
 	if shown := evalJS[string](b, fmt.Sprintf(`document.querySelector('#crawlers tr[data-crawler-id="%d"] .cell-error').textContent`, dead.ID)); !strings.Contains(shown, "refused") {
 		t.Fatalf("the error shown, %q, lost its cause (the hub's: %q)", shown, errText)

@@ -24,6 +24,8 @@
   // mentions, CURVE_PAGE a request.
   const CURVE_PAGE = 1000;
   const CURVE_MAX_MATCHES = 5000;
+  // SIX_HOURS_MS is the step of the 7-day window.
+  const SIX_HOURS_MS = 6 * 3600 * 1000;
   const CHART_WIDTH = 640;
   const CHART_HEIGHT = 150;
   const CHART_AXIS = 18; // room under the bars for the time labels
@@ -271,7 +273,7 @@
         ? await minuteCurve(sel.id, term)
         : await api(`/v1/crawlers/${encodeURIComponent(sel.id)}/terms/${encodeURIComponent(term)}/activity?window=${win}&merge=${state.merge}`);
       if (seq !== state.curveSeq) return;
-      const steps = a.steps || [];
+      const steps = win === '7d' ? foldSteps(a.steps || [], SIX_HOURS_MS) : a.steps || [];
       const total = steps.reduce((n, s) => n + (s.count || 0), 0);
       fig.hidden = false;
       fig.dataset.term = a.term;
@@ -307,6 +309,21 @@
       $('term-curve-empty').textContent = `Curve unavailable: ${e instanceof bw.APIError ? e.reason : e.message}`;
       $('term-curve-empty').hidden = false;
     }
+  }
+
+  // foldSteps sums a term's hourly steps into steps of stepMs, aligned on
+  // UTC as the hub aligns the volume chart's, so that over 7 days the
+  // curve has the steps of the chart above it.
+  function foldSteps(hours, stepMs) {
+    const out = [];
+    for (const h of hours) {
+      const at = Math.floor(Date.parse(h.at) / stepMs) * stepMs;
+      if (Number.isNaN(at)) continue;
+      const last = out[out.length - 1];
+      if (last && last.ms === at) last.count += h.count || 0;
+      else out.push({ ms: at, at: new Date(at).toISOString(), count: h.count || 0 });
+    }
+    return out.map(({ at, count }) => ({ at, count }));
   }
 
   // minuteCurve is a term's mentions per minute over the last hour: the
