@@ -109,7 +109,8 @@ func closedPort(t *testing.T) string {
 // volume chart and a term's curve go to minutes); searches with the query
 // language and sees the matched words highlighted and the total; opens a
 // thread; compares three searches (counts, shares, sentiment); exports;
-// renames a search from the page; and a shared link opens the same view.
+// renames a search from the page; narrows the search to a time range; and
+// a shared link opens the same view, as a link to Operate opens Operate.
 func TestDashboard_ListenWorkspace(t *testing.T) {
 	b := newChromeTab(t)
 	c := newCluster(t, clusterOpts{spawns: 1})
@@ -254,8 +255,22 @@ func TestDashboard_ListenWorkspace(t *testing.T) {
 		t.Fatalf("the hub holds the name %q", got)
 	}
 
-	// A shared link opens the same view: the search, the window, the query
-	// and the comparison.
+	// A time range: from a minute and a half after the older match, only
+	// the newer one is left, and the address holds the range.
+	b.fill("search-since", evalJS[string](b, `(() => {
+		const d = new Date(Date.parse(document.querySelector('#comments li[data-comment-id="a1"] time').getAttribute('datetime')) + 90000);
+		const p = (n) => String(n).padStart(2, '0');
+		return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
+	})()`))
+	b.click("#search-go")
+	b.waitShown("the match in the range", []string{"a4"})
+	b.waitText("the total in the range", "search-total", "1 mention matches")
+	if !strings.Contains(evalJS[string](b, `location.hash`), "since=") {
+		t.Fatalf("the address does not hold the range: %s", evalJS[string](b, `location.hash`))
+	}
+
+	// A shared link opens the same view: the search, its range, the
+	// window, the query and the comparison.
 	b.click(`button[data-window="7d"]`)
 	link := evalJS[string](b, `location.href`)
 	b2 := newChromeTab(t) // a colleague's browser: the link, then the token
@@ -269,7 +284,20 @@ func TestDashboard_ListenWorkspace(t *testing.T) {
 		document.getElementById('search-q').value === 'golang -rust' &&
 		document.querySelectorAll('#cmp-table tbody tr').length === 3 &&
 		document.querySelector('#searches li.picked button').dataset.listenCrawler === '%d'`, acme.ID))
-	b2.waitShown("the shared search's matches", []string{"a4", "a1"})
+	b2.waitShown("the shared search's matches", []string{"a4"})
+	if got, want := evalJS[string](b2, `document.getElementById('search-since').value`), evalJS[string](b, `document.getElementById('search-since').value`); got != want {
+		t.Fatalf("the shared range starts at %q, want %q", got, want)
+	}
+
+	// A link to the Operate view opens it.
+	b3 := newChromeTab(t)
+	b3.do("open a link to Operate", chromedp.Navigate(c.Hub.URL()+"/#view=operate"))
+	b3.waitDOM("the token prompt", `!document.getElementById('login').hidden`)
+	b3.do("enter the admin token",
+		chromedp.SendKeys(chromedp.CSS(`#token`), clustertest.AdminToken),
+		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)))
+	b3.waitDOM("the Operate view from its link", `!document.getElementById('view-operate').hidden && document.getElementById('view-listen').hidden &&
+		document.getElementById('tab-operate').getAttribute('aria-current') === 'page'`)
 }
 
 // TestDashboard_OperateShowsClearStates opens the Operate view: crawlers
