@@ -35,10 +35,11 @@ func TestCluster_CrawlersRouteToSpawnsOfferingTheirSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		// Every spawn offers rss and bluesky (neither needs credentials).
-		want := []string{api.SourceRSS, api.SourceBluesky}
+		// Every spawn offers rss, bluesky and hackernews (none needs
+		// credentials).
+		want := []string{api.SourceRSS, api.SourceBluesky, "hackernews"}
 		if n.ID == streaming.ID() {
-			want = []string{api.SourceRSS, api.SourceStream, api.SourceBluesky}
+			want = []string{api.SourceRSS, api.SourceStream, api.SourceBluesky, "hackernews"}
 		}
 		if !slices.Equal(n.Sources, want) {
 			t.Fatalf("node %s offers %v, want %v", n.ID, n.Sources, want)

@@ -276,7 +276,7 @@ func TestRun_NodesReloadCommentsStatus(t *testing.T) {
 	out := bwctl(t, hub, "node", "list").ok(t).stdout
 	want := `^ID\s+URL\s+STATE\s+SUBSCRIBERS\s+FAILURES\s+LAST POLL\s+STORE\s+SOURCES\n`
 	for _, s := range spawns {
-		want += regexp.QuoteMeta(s.ID()) + `\s+` + regexp.QuoteMeta(s.URL()) + `\s+ok\s+` + strconv.Itoa(subscribers(s)) + `\s+0\s+\S+ ago\s+ok\s+rss,bluesky\n`
+		want += regexp.QuoteMeta(s.ID()) + `\s+` + regexp.QuoteMeta(s.URL()) + `\s+ok\s+` + strconv.Itoa(subscribers(s)) + `\s+0\s+\S+ ago\s+ok\s+rss,bluesky,hackernews\n`
 	}
 	if !regexp.MustCompile(want + `$`).MatchString(out) {
 		t.Fatalf("node list table:\n%s", out)
@@ -348,7 +348,7 @@ func TestRun_NilEnv(t *testing.T) {
 func TestRun_Help(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"crawler", "add", "--help"}, {"help", "crawler"}} {
 		r := bwctlEnv(t, nil, args...).ok(t)
-		if !strings.Contains(r.stdout, "bwctl crawler add --user ID --source rss|twitter|stream|bluesky|mastodon --query Q") ||
+		if !strings.Contains(r.stdout, "bwctl crawler add --user ID --source rss|twitter|stream|bluesky|mastodon|hackernews|reddit --query Q") ||
 			!strings.Contains(r.stdout, "--hub URL") {
 			t.Fatalf("bwctl %v printed:\n%s", args, r.stdout)
 		}
@@ -395,7 +395,7 @@ func TestRun_Failures(t *testing.T) {
 		{"flag without value", env, []string{"user", "add", "x", "--limit"}, 2, `^flag --limit needs a value$`},
 		{"bad switch value", env, []string{"user", "list", "--json=maybe"}, 2, `^flag --json is a switch`},
 		{"crawler add without query", env, []string{"crawler", "add", "--user", "1", "--source", "rss"}, 2, `^crawler add needs --query$`},
-		{"crawler add bad source", env, []string{"crawler", "add", "--user", "1", "--source", "ftp", "--query", "x"}, 2, `^--source must be one of rss, twitter, stream, bluesky, mastodon, got "ftp"$`},
+		{"crawler add bad source", env, []string{"crawler", "add", "--user", "1", "--source", "ftp", "--query", "x"}, 2, `^--source must be one of rss, twitter, stream, bluesky, mastodon, hackernews, reddit, got "ftp"$`},
 		{"crawler add empty query", env, []string{"crawler", "add", "--user", "1", "--source", "rss", "--query", " , "}, 2, `^--query is empty$`},
 		{"update nothing", env, []string{"crawler", "update", "1"}, 2, `^nothing to update`},
 		{"reload neither", env, []string{"reload"}, 2, `^reload needs exactly one of --hard or --soft$`},

@@ -62,6 +62,8 @@ var verbRuns = map[string][]verbRun{
 		{args: "--user {user} --source stream --query golang,rust --retention 36h"},
 		{args: "--user {user} --source bluesky --query #golang --disabled"}, // disabled: the spawn would dial the public Jetstream
 		{args: "--user {user} --source mastodon --query #golang --disabled"},
+		{args: "--user {user} --source hackernews --query golang --disabled"}, // disabled: the spawn would walk the public Hacker News
+		{args: "--user {user} --source reddit --query subreddit:golang"},
 	},
 	"crawler show":    {{args: "{rss}"}},
 	"crawler list":    {{}},
@@ -89,6 +91,8 @@ var verbRuns = map[string][]verbRun{
 		{args: "--source stream --author someone"},
 		{args: "--source bluesky --author did:plc:nobody"},
 		{args: "--source mastodon --author https://mastodon.example/users/nobody"},
+		{args: "--source hackernews --author pg"},
+		{args: "--source reddit --author t2_nobody"},
 	},
 	"terms": {
 		{args: "{rss} --window 1h --n 5"},

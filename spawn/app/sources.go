@@ -6,7 +6,9 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/hackernews"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/mastodon"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/reddit"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/rss"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/stream"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/twitter"
@@ -17,11 +19,13 @@ import (
 // (source.Driver). Adding a source kind is adding its line here; nothing
 // else outside its package names it.
 type Sources struct {
-	RSS      rss.Settings
-	Twitter  twitter.Settings
-	Stream   stream.Settings
-	Bluesky  bluesky.Settings
-	Mastodon mastodon.Settings
+	RSS        rss.Settings
+	Twitter    twitter.Settings
+	Stream     stream.Settings
+	Bluesky    bluesky.Settings
+	Mastodon   mastodon.Settings
+	HackerNews hackernews.Settings
+	Reddit     reddit.Settings
 }
 
 // drivers lists the fields of s as their drivers, in declaration order.
