@@ -301,9 +301,10 @@ func TestDashboard_ListenWorkspace(t *testing.T) {
 }
 
 // TestDashboard_OperateShowsClearStates opens the Operate view: crawlers
-// by name, a crawler whose source refuses connections says so in the list
-// with its whole error, and a crawler without a limit of its own shows its
-// user's.
+// by name (isolated, a bidi override shown), a crawler whose source cannot
+// be reached (a name that does not resolve, a refused connection, 404,
+// 503) says so in the list with its whole error, and a crawler without a
+// limit of its own shows its user's.
 func TestDashboard_OperateShowsClearStates(t *testing.T) {
 	b := newChromeTab(t)
 	c := newCluster(t, clusterOpts{spawns: 1})
@@ -347,6 +348,14 @@ func TestDashboard_OperateShowsClearStates(t *testing.T) {
 	}
 	b.waitDOM("the user's limit on a crawler without one", fmt.Sprintf(`document.querySelector('#crawlers tr[data-crawler-id="%d"] .usage-text').textContent.includes("user's limit 5,000")`, good.ID))
 	b.waitDOM("the name column", fmt.Sprintf(`document.querySelector('#crawlers tr[data-crawler-id="%d"] .name-cell').textContent === 'Newsroom'`, good.ID))
+	// A name in a right-to-left script keeps to itself, and a bidi
+	// override in it is shown, not obeyed.
+	c.rename(dead.ID, "حملة‮gnp.exe")
+	b.waitDOM("the name isolated, its override shown", fmt.Sprintf(`(() => {
+		const cell = document.querySelector('#crawlers tr[data-crawler-id="%d"] .name-cell bdi');
+		const pick = document.querySelector('#searches button[data-listen-crawler="%d"] .pick-name bdi');
+		return !!cell && !!pick && cell.textContent === 'حملة[U+202E]gnp.exe' && pick.textContent === cell.textContent;
+	})()`, dead.ID, dead.ID))
 	b.screenshot("dashboard-operate.png")
 
 	// A crawler opened from Operate shows in Listen.
