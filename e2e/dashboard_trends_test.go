@@ -201,7 +201,8 @@ func TestDashboard_TrendsCloudAndVolume(t *testing.T) {
 	cr := c.rssCrawler(u.ID, []string{c.FeedURL("trend")}, nil, 0)
 	quiet := c.rssCrawler(u.ID, []string{c.FeedURL("quiet")}, nil, 0)
 	item := func(guid, text string) {
-		c.Feeds.Publish("trend", feedserver.Item{GUID: guid, Title: text, Published: time.Now()})
+		// The author is the guid without its number: go0…go5 are "go"'s.
+		c.Feeds.Publish("trend", feedserver.Item{GUID: guid, Title: text, Author: strings.TrimRight(guid, "0123456789"), Published: time.Now()})
 	}
 	for i := range 6 {
 		item(fmt.Sprintf("go%d", i), "#golang 1.24 release notes")
@@ -325,6 +326,20 @@ func TestDashboard_TrendsCloudAndVolume(t *testing.T) {
 	}
 	b.waitDOM("the user's comments", fmt.Sprintf(`document.getElementById('comments-for').textContent.endsWith('(user %d)') &&
 		document.querySelectorAll('#comments li').length > 0`, u.ID))
+	// Its top authors, exact, as the hub counts them over all its crawlers.
+	ua, err := c.Client.UserAuthors(c.Ctx, u.ID, api.Window7d, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantAuthors [][2]string
+	for _, a := range ua.Authors {
+		wantAuthors = append(wantAuthors, [2]string{a.Author, strconv.FormatInt(a.Comments, 10)})
+	}
+	if len(wantAuthors) == 0 {
+		t.Fatal("the hub counts no author of the user")
+	}
+	b.waitDOM("the user's top authors", `JSON.stringify(Array.from(document.querySelectorAll('#authors-table tbody tr'), (tr) => [tr.dataset.author, tr.dataset.comments])) === `+
+		jsQuote(jsonText(t, wantAuthors)))
 
 	// Back on the crawler, over a day, for the picture.
 	b.pick(cr.ID)
