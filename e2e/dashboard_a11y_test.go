@@ -117,6 +117,15 @@ func TestDashboard_PassesAccessibilityChecks(t *testing.T) {
 	}
 	b.do("close it by keyboard", chromedp.KeyEvent(kb.Escape))
 	b.waitDOM("the conversation closed", `!document.getElementById('thread-dialog').open`)
+	// Renaming a search, by keyboard: Enter on Rename puts the focus in
+	// the name; Escape closes the dialog.
+	b.do("open the rename dialog by keyboard", chromedp.Focus(chromedp.CSS(`#ws-rename`)), chromedp.KeyEvent(kb.Enter))
+	b.waitDOM("the rename dialog, focus in its field", `document.getElementById('rename-dialog').open && document.activeElement.id === 'rn-name'`)
+	if v := b.axeViolations(axe, "the rename dialog"); len(v) > 0 {
+		t.Errorf("the rename dialog has %d accessibility violations:\n%s", len(v), strings.Join(v, "\n"))
+	}
+	b.do("close it by keyboard", chromedp.KeyEvent(kb.Escape))
+	b.waitDOM("the rename dialog closed", `!document.getElementById('rename-dialog').open`)
 	b.operate()
 	b.waitDOM("the crawlers listed", `document.querySelectorAll('#crawlers tbody tr').length === 3 && document.querySelectorAll('#nodes tbody tr').length === 2`)
 	if v := b.axeViolations(axe, "the Operate view"); len(v) > 0 {
