@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,46 @@ func TestQuery_LangFilterHolds(t *testing.T) {
 	testkit.WaitFor(t, clustertest.WaitTimeout, "the English comment", func() bool { return len(c.storedComments(en.ID)) == 1 })
 	if cm := c.storedComments(en.ID)[0]; cm.Lang != "en-gb" || !strings.Contains(cm.Text, "english") {
 		t.Fatalf("lang:en stored %+v", cm)
+	}
+}
+
+// TestQuery_ProximityAndPrefixFiltersHold runs rss crawlers on one feed
+// whose filters use NEAR and a prefix: the spawn's shared index stores for
+// each only the items its filter matches.
+func TestQuery_ProximityAndPrefixFiltersHold(t *testing.T) {
+	c := newCluster(t, clusterOpts{spawns: 1})
+	for _, title := range []string{
+		"Logitech solar keyboard review",
+		"the keyboard by Logitech",
+		"Logitech mouse, and far from it a keyboard",
+		"Kubernetes 1.30 is out",
+	} {
+		c.Feeds.Publish("tech", feedserver.Item{Title: title})
+	}
+	u := c.user(0)
+	feed := []string{c.FeedURL("tech")}
+	all := c.rssCrawler(u.ID, feed, nil, 0)
+	ordered := c.rssCrawler(u.ID, feed, []string{"logitech NEAR/2f keyboard"}, 0)
+	either := c.rssCrawler(u.ID, feed, []string{"keyboard NEAR/2 logitech"}, 0)
+	prefix := c.rssCrawler(u.ID, feed, []string{"kube* OR logitech NEAR/0f keyboard*"}, 0)
+	testkit.WaitFor(t, clustertest.WaitTimeout, "the feed read", func() bool { return len(c.storedComments(all.ID)) == 4 })
+	for _, tc := range []struct {
+		crawler api.Crawler
+		want    []string
+	}{
+		{ordered, []string{"Logitech solar keyboard review"}},
+		{either, []string{"Logitech solar keyboard review", "the keyboard by Logitech"}},
+		{prefix, []string{"Kubernetes 1.30 is out"}},
+	} {
+		testkit.WaitFor(t, clustertest.WaitTimeout, "the filter's comments", func() bool { return len(c.storedComments(tc.crawler.ID)) >= len(tc.want) })
+		var got []string
+		for _, cm := range c.storedComments(tc.crawler.ID) {
+			got = append(got, cm.Text)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("filter %q stored %q, want %q", tc.crawler.Keywords, got, tc.want)
+		}
 	}
 }
 

@@ -58,8 +58,9 @@ func searchAll(t *testing.T, c *cluster, read func(api.SearchQuery) (api.SearchP
 }
 
 // TestSearch_QueryLanguageOverStoredComments searches a crawler's stored
-// comments through the hub with a query using OR, NOT, a phrase and from:,
-// page by page, and a user's comments across two crawlers.
+// comments through the hub with a query using OR, NOT, a phrase, from:,
+// NEAR and a prefix, page by page, and a user's comments across two
+// crawlers.
 func TestSearch_QueryLanguageOverStoredComments(t *testing.T) {
 	c := newCluster(t, clusterOpts{spawns: 2})
 	u := c.user(0)
@@ -83,6 +84,10 @@ func TestSearch_QueryLanguageOverStoredComments(t *testing.T) {
 		{"AND by juxtaposition", "golang rust", []string{"s3"}},
 		{"NOT in words", "golang NOT rust", []string{"s5", "s1"}},
 		{"whole words only", "go", nil},
+		{"NEAR either way round", "golang NEAR/1 release", []string{"s5", "s1"}},
+		{"NEAR in order", "golang NEAR/1f release", []string{"s1"}},
+		{"NEAR/0 with a phrase", `"new release" NEAR/0f (is OR of)`, []string{"s5", "s2"}},
+		{"a prefix", "weath* OR rel*", []string{"s5", "s4", "s2", "s1"}},
 		{"empty: every comment", "", []string{"s6", "s5", "s4", "s3", "s2", "s1"}},
 	}
 	for _, tt := range tests {

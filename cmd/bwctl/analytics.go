@@ -157,10 +157,12 @@ func crawlerExpand(c *cli, in *input) error {
 }
 
 // expandQuery is (canonical) OR (t1) OR (t2) …, each term as the query
-// language writes it: a word, a "phrase", a #tag, an @user, from:, or any
-// query in its syntax; a term with a space and no quotes or parentheses
-// is a phrase, as the shell hands over black widow typed in quotes. A term
-// the language does not read is refused here, saying why.
+// language writes it: a word, a "phrase", a #tag, an @user, from:, a
+// prefix (kube*), or any query in its syntax; a term with a space and no
+// quotes, parentheses, operator (OR, AND, NOT, NEAR/n) or prefix is a
+// phrase, as the shell hands over black widow typed in quotes, while
+// "logitech NEAR/2 keyboard" stays the query it is. A term the language
+// does not read is refused here, saying why.
 func expandQuery(canonical string, terms []string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "(%s)", canonical)
@@ -169,7 +171,7 @@ func expandQuery(canonical string, terms []string) (string, error) {
 		if t == "" {
 			return "", usagef("an empty term cannot be added: give a word, a \"phrase\", a #tag or an @user")
 		}
-		if strings.ContainsAny(t, " \t") && !strings.ContainsAny(t, `"()`) {
+		if strings.ContainsAny(t, " \t") && !strings.ContainsAny(t, `"()`) && !hasOperator(t) {
 			t = `"` + strings.Join(strings.Fields(t), " ") + `"`
 		}
 		q, err := query.Parse(t)
@@ -179,6 +181,18 @@ func expandQuery(canonical string, terms []string) (string, error) {
 		fmt.Fprintf(&b, " OR (%s)", q)
 	}
 	return b.String(), nil
+}
+
+// hasOperator reports whether a term of several words uses the query
+// language's operators (OR, AND, NOT, NEAR/n, a prefix's "*"), which make
+// it a query rather than a phrase.
+func hasOperator(t string) bool {
+	for _, f := range strings.Fields(t) {
+		if f == "OR" || f == "AND" || f == "NOT" || f == "NEAR" || strings.HasPrefix(f, "NEAR/") || strings.HasSuffix(f, "*") {
+			return true
+		}
+	}
+	return false
 }
 
 // commentsThread prints a comment's conversation, oldest first.

@@ -51,37 +51,53 @@ func (q *Query) Root() *Node { return q.root }
 func (q *Query) Atoms() []Atom { return q.atoms }
 
 // Eval evaluates the query, hit telling whether an atom occurs in the item
-// at hand. It is the reference semantics; the shared index in the spawn
-// computes the same answer for many queries at once.
+// at hand, each NEAR read as the AND of its operands (Relaxed): exact for a
+// query without NEAR, and for one with NEAR a necessary condition that Match
+// completes with the words' positions. The shared index in the spawn
+// computes the answers of Match for many queries at once.
 func (q *Query) Eval(hit func(Atom) bool) bool { return q.root.Eval(hit) }
 
 // Eval evaluates the subtree at n; see Query.Eval.
-func (n *Node) Eval(hit func(Atom) bool) bool {
+func (n *Node) Eval(hit func(Atom) bool) bool { return n.EvalNear(hit, nil) }
+
+// EvalNear evaluates the subtree at n, hit telling whether an atom occurs
+// and near deciding a NEAR node whose operands occur (Node.Near); a nil
+// near reads every NEAR as the AND of its operands.
+func (n *Node) EvalNear(hit func(Atom) bool, near func(*Node) bool) bool {
 	switch n.Op {
 	case OpAtom:
 		return hit(n.Atom)
 	case OpNot:
-		return !n.Kids[0].Eval(hit)
+		return !n.Kids[0].EvalNear(hit, near)
 	case OpAnd:
 		for _, k := range n.Kids {
-			if !k.Eval(hit) {
+			if !k.EvalNear(hit, near) {
 				return false
 			}
 		}
 		return true
 	case OpOr:
 		for _, k := range n.Kids {
-			if k.Eval(hit) {
+			if k.EvalNear(hit, near) {
 				return true
 			}
 		}
+	case OpNear:
+		for _, k := range n.Kids {
+			if !k.EvalNear(hit, nil) {
+				return false
+			}
+		}
+		return near == nil || near(n)
 	}
 	return false
 }
 
 // String writes the subtree at n in the language; for a normalized tree it
 // is the canonical form. An OR inside an AND or a negation gets
-// parentheses; AND binds tighter than OR, so an AND inside an OR needs none.
+// parentheses; AND binds tighter than OR, so an AND inside an OR needs none,
+// and NEAR tighter than AND, so a NEAR needs them only as the operand of
+// a NEAR or a negation.
 func (n *Node) String() string {
 	var b strings.Builder
 	n.write(&b, false)
@@ -95,6 +111,21 @@ func (n *Node) write(b *strings.Builder, grouped bool) {
 	case OpNot:
 		b.WriteByte('-')
 		n.Kids[0].write(b, true)
+	case OpNear:
+		if grouped {
+			b.WriteByte('(')
+		}
+		// NEARs group from the left: only an OR needs parentheses there.
+		n.Kids[0].write(b, n.Kids[0].Op == OpOr)
+		fmt.Fprintf(b, " NEAR/%d", n.Slop)
+		if n.Ordered {
+			b.WriteByte('f')
+		}
+		b.WriteByte(' ')
+		n.Kids[1].write(b, n.Kids[1].Op != OpAtom)
+		if grouped {
+			b.WriteByte(')')
+		}
 	case OpAnd, OpOr:
 		sep := " "
 		if n.Op == OpOr {
@@ -108,8 +139,9 @@ func (n *Node) write(b *strings.Builder, grouped bool) {
 				b.WriteString(sep)
 			}
 			// Kids of an AND group ORs and negated ANDs alike; a kid of
-			// an OR is an AND or simpler and needs no parentheses.
-			k.write(b, n.Op == OpAnd && k.Op != OpAtom)
+			// an OR is an AND or simpler and needs no parentheses, and
+			// a NEAR binds tighter than both.
+			k.write(b, n.Op == OpAnd && k.Op != OpAtom && k.Op != OpNear)
 		}
 		if grouped {
 			b.WriteByte(')')
@@ -119,8 +151,11 @@ func (n *Node) write(b *strings.Builder, grouped bool) {
 
 // normalize returns the canonical tree of n: kids normalized first, then
 // nested ANDs in an AND (ORs in an OR) merged, kids sorted by their
-// canonical text and de-duplicated, a group of one kid replaced by it, and
-// a double negation by what it negates.
+// canonical text and de-duplicated, a group of one kid replaced by it, a
+// double negation by what it negates, and the two operands of a NEAR
+// without order sorted, a NEAR before an OR group before a term (a NEAR/2
+// b is b NEAR/2 a; a NEAR/2f b keeps its order), so that a chain of NEARs
+// prints without parentheses.
 func normalize(n *Node) *Node {
 	switch n.Op {
 	case OpAtom:
@@ -131,6 +166,12 @@ func normalize(n *Node) *Node {
 			return k.Kids[0]
 		}
 		return &Node{Op: OpNot, Kids: []*Node{k}}
+	case OpNear:
+		l, r := normalize(n.Kids[0]), normalize(n.Kids[1])
+		if !n.Ordered && (nearRank(l) > nearRank(r) || nearRank(l) == nearRank(r) && l.String() > r.String()) {
+			l, r = r, l
+		}
+		return &Node{Op: OpNear, Kids: []*Node{l, r}, Slop: n.Slop, Ordered: n.Ordered}
 	}
 	type keyed struct {
 		key string
@@ -160,6 +201,18 @@ func normalize(n *Node) *Node {
 		out.Kids[i] = k.n
 	}
 	return out
+}
+
+// nearRank orders the operands of a NEAR without order: a NEAR first
+// (it needs no parentheses there), then an OR group, then a term.
+func nearRank(n *Node) int {
+	switch n.Op {
+	case OpNear:
+		return 0
+	case OpAtom:
+		return 2
+	}
+	return 1
 }
 
 // UUID is the query uuid of q for a source kind: UUIDOf(source,

@@ -6,13 +6,17 @@
 //
 //	query  := or
 //	or     := and ( "OR" and )*
-//	and    := unary ( ["AND"] unary )*          juxtaposition is AND
+//	and    := near ( ["AND"] near )*           juxtaposition is AND
+//	near   := unary ( ("NEAR/" N | "NEAR/" N "f") unary )*
 //	unary  := ( "-" | "NOT" ) unary | atom
-//	atom   := WORD | "\"" PHRASE "\"" | "#" TAG | "@" USER | "from:" USER
-//	        | "lang:" CODE | "(" query ")"
+//	atom   := WORD | PREFIX "*" | "\"" PHRASE "\"" | "#" TAG | "@" USER
+//	        | "from:" USER | "lang:" CODE | "(" query ")"
 //
-// NOT binds tighter than AND, AND tighter than OR; OR, AND and NOT are
-// operators only in capitals, and a "-" binds to the term right after it.
+// NOT binds tighter than NEAR, NEAR tighter than AND, AND tighter than
+// OR; OR, AND, NOT and NEAR/n are operators only in capitals, and a "-"
+// binds to the term right after it. A NEAR's operands are words, prefixes,
+// phrases, #tags, @users, OR groups of them and NEARs, which it weighs as
+// Lucene's span-near queries do (near.go).
 // A comma outside quotes separates terms of the old list form, ORed
 // (ParseList). The README's "The query language" shows what each form
 // matches; why a canonical form, which queries are refused and how the old

@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,52 @@ func TestMatch_FieldAtoms(t *testing.T) {
 	}
 	if _, ok := q.Match(Doc{Text: "generics at last"}); ok {
 		t.Error("an item without the field matched")
+	}
+}
+
+func TestParseFields_WithProximityAndPrefixes(t *testing.T) {
+	fields := []string{"subreddit"}
+	q, err := ParseFields([]string{"subreddit:golang (generics OR kube*)"}, fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := q.String(), "(generics OR kube*) subreddit:golang"; got != want {
+		t.Errorf("canonical %q, want %q", got, want)
+	}
+	if !q.RequiresField("subreddit") {
+		t.Error("the field is in the only branch")
+	}
+	in := Doc{Text: "Kubernetes operators", Fields: map[string]string{"subreddit": "golang"}}
+	if terms, ok := q.Match(in); !ok || !slices.Equal(terms, []string{"kube*", "subreddit:golang"}) {
+		t.Errorf("a prefix in the subreddit: %v %v", terms, ok)
+	}
+	q, err = ParseFields([]string{"subreddit:golang generics NEAR/1f here"}, fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := q.Match(Doc{Text: "generics are here", Fields: map[string]string{"subreddit": "golang"}}); !ok {
+		t.Error("a NEAR next to a field did not match")
+	}
+	if _, ok := q.Match(Doc{Text: "here are generics", Fields: map[string]string{"subreddit": "golang"}}); ok {
+		t.Error("an ordered NEAR matched in reverse next to a field")
+	}
+
+	// A field is no word of the text: a NEAR over one is refused where it
+	// stands, and a field value has no wildcard.
+	refused := []struct {
+		query  string
+		column int
+	}{
+		{"subreddit:golang NEAR/2 generics", 1},
+		{"generics NEAR/2f subreddit:golang", 18},
+		{"go (x OR subreddit:rust) NEAR/1 y", 10},
+		{"subreddit:gol*", 1},
+	}
+	for _, tc := range refused {
+		_, err := ParseFields([]string{tc.query}, fields)
+		var se *SyntaxError
+		if !errors.As(err, &se) || se.Column != tc.column || strings.Contains(se.Msg, "NEAR") && !strings.Contains(se.Msg, "its terms are words") {
+			t.Errorf("%q: %v, want an error at column %d", tc.query, err, tc.column)
+		}
 	}
 }

@@ -17,15 +17,18 @@ const (
 	tokNot                       // - or NOT
 	tokAnd                       // AND
 	tokOr                        // OR
+	tokNear                      // NEAR/n or NEAR/nf
 )
 
 // token is one lexical token; pos is its byte offset in the whole input,
 // so errors can name its column.
 type token struct {
-	kind tokKind
-	atom Atom
-	pos  int
-	raw  string
+	kind    tokKind
+	atom    Atom
+	pos     int
+	raw     string
+	slop    int  // tokNear: n
+	ordered bool // tokNear: f
 }
 
 // lexer splits src[start:end] into tokens; positions are offsets into src.
@@ -68,7 +71,7 @@ func (l *lexer) lex(start, end int) error {
 		case r == '"':
 			j := strings.IndexByte(l.src[i+1:end], '"')
 			if j < 0 {
-				return errAt(l.src, i, "unclosed quote")
+				return errAt(l.src, end, fmt.Sprintf(`unclosed quote at column %d: '"' missing`, column(l.src, i)))
 			}
 			words := strings.Fields(strings.ToLower(l.src[i+1 : i+1+j]))
 			if len(words) == 0 {
@@ -102,9 +105,17 @@ func (l *lexer) lex(start, end int) error {
 			case "NOT":
 				tok.kind = tokNot
 			default:
-				a, msg := l.word(raw)
+				if raw == "NEAR" || strings.HasPrefix(raw, "NEAR/") {
+					slop, ordered, msg := nearOp(raw)
+					if msg != "" {
+						return errAt(l.src, i, msg)
+					}
+					tok.kind, tok.slop, tok.ordered = tokNear, slop, ordered
+					break
+				}
+				a, msg, at := l.word(raw)
 				if msg != "" {
-					return errAt(l.src, i, msg)
+					return errAt(l.src, i+at, msg)
 				}
 				tok.atom = a
 			}
@@ -115,19 +126,24 @@ func (l *lexer) lex(start, end int) error {
 	return nil
 }
 
-// word classifies a bare word as word does, and NAME:VALUE as a Field
-// atom for the lexer's field names.
-func (l *lexer) word(raw string) (Atom, string) {
+// word classifies a bare word: NAME:VALUE as a Field atom for the
+// lexer's field names, a prefix wildcard as wildcard does, the rest as
+// word does. A non-empty msg says what is wrong, at byte offset at of raw.
+func (l *lexer) word(raw string) (a Atom, msg string, at int) {
 	lw := strings.ToLower(raw)
 	for _, f := range l.fields {
 		if v, ok := strings.CutPrefix(lw, f+":"); ok {
 			if !validName(v, ".-_") {
-				return Atom{}, "bad " + f + " " + quote(raw) + " (letters, digits, '.', '-' and '_' only)"
+				return Atom{}, "bad " + f + " " + quote(raw) + " (letters, digits, '.', '-' and '_' only)", 0
 			}
-			return Atom{Kind: Field, Value: f + ":" + v}, ""
+			return Atom{Kind: Field, Value: f + ":" + v}, "", 0
 		}
 	}
-	return word(raw)
+	if a, msg, at = wildcard(raw); msg != "" || a.Kind != 0 {
+		return a, msg, at
+	}
+	a, msg = word(raw)
+	return a, msg, 0
 }
 
 // word classifies a bare word: #tag, @user, from:user, lang:code or a
@@ -163,6 +179,68 @@ func word(raw string) (Atom, string) {
 	return Atom{Kind: Word, Value: lw}, ""
 }
 
+// nearOp reads the proximity operator NEAR/n or NEAR/nf: the distance
+// and whether its order counts. A non-empty msg says what is wrong.
+func nearOp(raw string) (slop int, ordered bool, msg string) {
+	const form = " (write NEAR/3, or NEAR/3f for the left term first)"
+	d, ok := strings.CutPrefix(raw, "NEAR/")
+	if !ok {
+		return 0, false, quote(raw) + " needs a distance" + form
+	}
+	d, ordered = strings.CutSuffix(d, "f")
+	if d == "" || len(d) > 4 || strings.Trim(d, "0123456789") != "" {
+		return 0, false, "bad distance " + quote(raw) + form
+	}
+	for _, c := range d {
+		slop = slop*10 + int(c-'0')
+	}
+	if slop > MaxNear {
+		return 0, false, fmt.Sprintf("distance of %s too large: at most NEAR/%d", quote(raw), MaxNear)
+	}
+	return slop, ordered, ""
+}
+
+// wildcard reads a bare word that holds a '*': a prefix wildcard (kube*),
+// one word of at least MinPrefix letters followed by one '*'. A word
+// without '*', and a #tag, @user, from: or lang: (which word refuses
+// whole), is left to word: Kind is 0 and msg empty. A non-empty msg says
+// what is wrong, at byte offset at of raw.
+func wildcard(raw string) (a Atom, msg string, at int) {
+	star := strings.IndexByte(raw, '*')
+	if star < 0 || raw[0] == '#' || raw[0] == '@' {
+		return Atom{}, "", 0
+	}
+	lw := strings.ToLower(raw)
+	if strings.HasPrefix(lw, "from:") || strings.HasPrefix(lw, "lang:") {
+		return Atom{}, "", 0
+	}
+	if star != len(raw)-1 {
+		return Atom{}, `a wildcard "*" stands only at the end of a word, as in kube*`, star
+	}
+	v := lw[:star]
+	if v == "" {
+		return Atom{}, `a wildcard "*" stands only at the end of a word, as in kube*`, star
+	}
+	for _, r := range v {
+		if Unspaced(r) {
+			return Atom{}, "a prefix wildcard needs a script written with spaces: each character of " + quote(raw[:star]) + " is a word of its own", 0
+		}
+	}
+	if s, e := NextWord(v, 0); s != 0 || e != len(v) || !IsWord(v) {
+		return Atom{}, "a prefix wildcard is one word of letters and digits: " + quote(raw), 0
+	}
+	letters := 0
+	for _, r := range v {
+		if classOf(r) != mark {
+			letters++
+		}
+	}
+	if letters < MinPrefix {
+		return Atom{}, fmt.Sprintf("prefix %s is shorter than %d letters", quote(raw), MinPrefix), 0
+	}
+	return Atom{Kind: Prefix, Value: v}, "", 0
+}
+
 // bareWord reports whether a lowercased word prints as itself: it lexes
 // back as one plain word.
 func bareWord(v string) bool {
@@ -171,7 +249,7 @@ func bareWord(v string) bool {
 		return false
 	}
 	for _, r := range v {
-		if r == '(' || r == ')' || r == '"' || r == ',' || isSpace(r) {
+		if r == '(' || r == ')' || r == '"' || r == ',' || r == '*' || isSpace(r) {
 			return false
 		}
 	}

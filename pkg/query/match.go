@@ -29,26 +29,39 @@ func FieldMatches(fields map[string]string, atom string) bool {
 }
 
 // Match reports whether d matches q, and the positive terms of q that
-// occur in it (words, phrases, #tags, @users and from:, in canonical
-// spelling and in the order of the canonical form). It evaluates q
+// occur in it (words, phrases, #tags, @users, prefixes and from:, in
+// canonical spelling and in the order of the canonical form; a NEAR's
+// terms are reported wherever they occur once the query matches). It evaluates q
 // directly, one query against one document: the spawns' query index
 // gives the same answers for many queries at once, and the hub's match
 // alerts use this.
 func (q *Query) Match(d Doc) ([]string, bool) {
 	lower := Fold(d.Text)
 	author, authorID, lang := Fold(strings.TrimPrefix(d.Author, "@")), Fold(d.AuthorID), strings.ToLower(d.Lang)
+	var words *textWords // cut when a prefix or a NEAR needs them
 	occurs := func(a Atom) bool {
 		switch a.Kind {
 		case From:
 			return author == a.Value || authorID != "" && authorID == a.Value
 		case Lang:
 			return LangMatches(lang, a.Value)
+		case Prefix:
+			if words == nil {
+				words = newTextWords(lower)
+			}
+			return len(words.positions(a)) > 0
 		case Field:
 			return FieldMatches(d.Fields, a.Value)
 		}
 		return ContainsWord(lower, a.Text())
 	}
-	if !q.Eval(occurs) {
+	near := func(n *Node) bool {
+		if words == nil {
+			words = newTextWords(lower)
+		}
+		return n.Near(words.positions)
+	}
+	if !q.root.EvalNear(occurs, near) {
 		return nil, false
 	}
 	var terms []string

@@ -31,6 +31,13 @@ func nnf(n *Node) *Node {
 			return n
 		case OpNot:
 			return push(n.Kids[0], !neg)
+		case OpNear:
+			// A NEAR has no De Morgan: its negation stays whole (its
+			// operands hold no negation).
+			if neg {
+				return &Node{Op: OpNot, Kids: []*Node{n}}
+			}
+			return n
 		}
 		op := n.Op
 		if neg {
@@ -43,4 +50,54 @@ func nnf(n *Node) *Node {
 		return out
 	}
 	return normalize(push(n, false))
+}
+
+// Relaxed is the negation normal form (NNF) with every NEAR read as the
+// AND of its operands and every negated NEAR dropped: a tree without NEAR
+// that matches every item the query matches, and more. It is what a
+// service without proximity is given (the spawn then evaluates the whole
+// query on what comes back). Nil means that nothing narrower than every
+// item covers the query, which the language's rules leave only to queries
+// whose every branch needs a negated NEAR, none of which parse.
+func (q *Query) Relaxed() *Node {
+	n := relax(q.NNF())
+	if n == nil {
+		return nil
+	}
+	return normalize(n)
+}
+
+// relax is n (in negation normal form) with each NEAR an AND and each
+// negated NEAR true, returned as nil; a nil kid of an OR makes it true,
+// a nil kid of an AND is left out.
+func relax(n *Node) *Node {
+	switch n.Op {
+	case OpAtom:
+		return n
+	case OpNot:
+		if n.Kids[0].Op == OpNear {
+			return nil
+		}
+		return n
+	case OpNear:
+		return &Node{Op: OpAnd, Kids: []*Node{relax(n.Kids[0]), relax(n.Kids[1])}}
+	}
+	kids := make([]*Node, 0, len(n.Kids))
+	for _, k := range n.Kids {
+		r := relax(k)
+		if r == nil {
+			if n.Op == OpOr {
+				return nil
+			}
+			continue
+		}
+		kids = append(kids, r)
+	}
+	switch len(kids) {
+	case 0:
+		return nil
+	case 1:
+		return kids[0]
+	}
+	return &Node{Op: n.Op, Kids: kids}
 }

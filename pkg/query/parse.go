@@ -24,6 +24,12 @@ const (
 	maxUserBytes = 253
 	// maxLangBytes caps a language code (lang:zh-hant-tw fits).
 	maxLangBytes = 16
+	// MaxNear caps the distance of NEAR/n: a hundred words is a long
+	// paragraph, and the distance bounds the work of deciding one.
+	MaxNear = 100
+	// MinPrefix is the fewest letters a prefix wildcard may have: shorter
+	// prefixes match too many words to mean anything.
+	MinPrefix = 3
 )
 
 // Kind is the kind of an atom.
@@ -38,6 +44,7 @@ const (
 	Mention                 // @golang: the text token "@golang"
 	From                    // from:golang: the item's author
 	Lang                    // lang:en: the item's language
+	Prefix                  // kube*: any word that starts with the letters
 	// Field is a field atom of the source kind the query is for
 	// (subreddit:golang): Value is "name:value", and it tests the item's
 	// field of that name. Only ParseFields reads one, for the names the
@@ -47,8 +54,8 @@ const (
 )
 
 // Atom is a leaf of a query. Value is lowercased and carries no prefix:
-// the Tag of "#Go" has Value "go"; a phrase's words are separated by single
-// spaces.
+// the Tag of "#Go" has Value "go", the Prefix of "Kube*" has Value "kube";
+// a phrase's words are separated by single spaces.
 type Atom struct {
 	Kind  Kind
 	Value string
@@ -69,6 +76,8 @@ func (a Atom) String() string {
 		return "from:" + a.Value
 	case Lang:
 		return "lang:" + a.Value
+	case Prefix:
+		return a.Value + "*"
 	case Field:
 		return a.Value
 	}
@@ -76,7 +85,9 @@ func (a Atom) String() string {
 }
 
 // Text is what the atom finds in an item's text, lowercased, or "" for the
-// atoms that test a field (From, Lang, Field). A word or phrase matches where it
+// atoms that test a field (From, Lang, Field) and for a Prefix, which finds
+// no one text but any word that starts with its Value (HasPrefixWord). A
+// word or phrase matches where it
 // occurs bounded by non-word bytes (ContainsWord); so does "#tag" and
 // "@user", which is why the word go matches "#go" but the tag #go does not
 // match a bare "go".
@@ -101,6 +112,7 @@ const (
 	OpAnd                // every kid
 	OpOr                 // some kid
 	OpNot                // not the one kid
+	OpNear               // the two kids within Slop words of each other
 )
 
 // Node is a node of a query's tree. The tree of a parsed Query is
@@ -108,7 +120,13 @@ const (
 type Node struct {
 	Op   Op
 	Atom Atom    // OpAtom
-	Kids []*Node // OpAnd, OpOr (two or more), OpNot (one)
+	Kids []*Node // OpAnd, OpOr (two or more), OpNot (one), OpNear (two)
+	// Slop is an OpNear's distance: at most Slop words between its kids'
+	// spans (Lucene's span-near slop).
+	Slop int
+	// Ordered makes an OpNear's first kid come before its second
+	// (NEAR/nf).
+	Ordered bool
 }
 
 // SyntaxError is an invalid query. It wraps ErrInvalid; Column is the
@@ -130,7 +148,12 @@ func (e *SyntaxError) Unwrap() error { return ErrInvalid }
 
 // errAt is an error at byte offset pos of src.
 func errAt(src string, pos int, msg string) error {
-	return &SyntaxError{Column: utf8.RuneCountInString(src[:pos]) + 1, Msg: msg}
+	return &SyntaxError{Column: column(src, pos), Msg: msg}
+}
+
+// column is the 1-based column, in characters, of byte offset pos of src.
+func column(src string, pos int) int {
+	return utf8.RuneCountInString(src[:pos]) + 1
 }
 
 func errf(format string, args ...any) error {
@@ -188,7 +211,9 @@ type parser struct {
 	i      int
 	depth  int
 	atoms  int
-	ors    []*Node // one per comma-separated term
+	ors    []*Node       // one per comma-separated term
+	at     map[*Node]int // where each node of the tree starts, for errors
+	again  bool          // parsing a canonical form, to check it parses
 }
 
 // terms parses src[start:end], split at commas outside quotes.
@@ -249,7 +274,16 @@ func (p *parser) finish() (*Query, error) {
 	if contradiction(root) {
 		return nil, errf("%s never matches: it requires a term and its negation", quote(p.src))
 	}
-	return newQuery(root), nil
+	q := newQuery(root)
+	if !p.again {
+		// Sorting a NEAR's operands can move parentheses: the canonical
+		// form must parse again, within the limits.
+		again := &parser{src: q.text, fields: p.fields, again: true}
+		if err := again.terms(0, len(q.text)); err != nil {
+			return nil, errf("canonical form nested deeper than %d", MaxDepth)
+		}
+	}
+	return q, nil
 }
 
 func (p *parser) peek() (token, bool) {
@@ -294,12 +328,12 @@ func (p *parser) or() (*Node, error) {
 	if len(kids) == 1 {
 		return kids[0], nil
 	}
-	return &Node{Op: OpOr, Kids: kids}, nil
+	return p.node(&Node{Op: OpOr, Kids: kids}, p.at[kids[0]]), nil
 }
 
-// and := unary ( ["AND"] unary )*
+// and := near ( ["AND"] near )*
 func (p *parser) and() (*Node, error) {
-	n, err := p.unary()
+	n, err := p.near()
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +349,7 @@ func (p *parser) and() (*Node, error) {
 				return nil, errAt(p.src, t.pos, `"AND" needs a term after it`)
 			}
 		}
-		n, err := p.unary()
+		n, err := p.near()
 		if err != nil {
 			return nil, err
 		}
@@ -324,11 +358,79 @@ func (p *parser) and() (*Node, error) {
 	if len(kids) == 1 {
 		return kids[0], nil
 	}
-	return &Node{Op: OpAnd, Kids: kids}, nil
+	return p.node(&Node{Op: OpAnd, Kids: kids}, p.at[kids[0]]), nil
+}
+
+// near := unary ( NEAR/n unary )*, grouped from the left: a NEAR/1 b
+// NEAR/2 c is (a NEAR/1 b) NEAR/2 c.
+func (p *parser) near() (*Node, error) {
+	n, err := p.unary()
+	if err != nil {
+		return nil, err
+	}
+	// A chain of NEARs is a loop, not a recursion: MaxAtoms bounds it.
+	for {
+		t, ok := p.peek()
+		if !ok || t.kind != tokNear {
+			return n, nil
+		}
+		p.i++
+		if _, ok := p.peek(); !ok {
+			return nil, errAt(p.src, t.pos, quote(t.raw)+" needs a term after it")
+		}
+		if err := p.nearOperand(t, n); err != nil {
+			return nil, err
+		}
+		r, err := p.unary()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.nearOperand(t, r); err != nil {
+			return nil, err
+		}
+		n = p.node(&Node{Op: OpNear, Kids: []*Node{n, r}, Slop: t.slop, Ordered: t.ordered}, p.at[n])
+	}
+}
+
+// nearOperand refuses what a NEAR cannot weigh, naming its column: a
+// negation, an AND, from:, lang: and field atoms (no words of the text)
+// and a term without a word to count ("++"). Words, phrases, #tags,
+// @users, prefixes, OR groups of them and NEARs have spans of words.
+func (p *parser) nearOperand(op token, n *Node) error {
+	const what = ": its terms are words, phrases, #tags, @users, prefixes (kube*) and OR groups of them"
+	switch n.Op {
+	case OpNot:
+		return errAt(p.src, p.at[n], quote(op.raw)+" over a negation: negate the whole instead, as in -(a "+op.raw+" b)")
+	case OpAnd:
+		return errAt(p.src, p.at[n], quote(op.raw)+" over an AND"+what)
+	case OpOr:
+		for _, k := range n.Kids {
+			if err := p.nearOperand(op, k); err != nil {
+				return err
+			}
+		}
+	case OpAtom:
+		switch {
+		case n.Atom.Kind == From || n.Atom.Kind == Lang || n.Atom.Kind == Field:
+			return errAt(p.src, p.at[n], quote(op.raw)+" over "+quote(n.Atom.String())+what)
+		case n.Atom.Words() == 0:
+			return errAt(p.src, p.at[n], quote(op.raw)+" over "+quote(n.Atom.String())+", which has no word to count")
+		}
+	}
+	return nil
+}
+
+// node records where n starts in the source, for errors about it.
+func (p *parser) node(n *Node, pos int) *Node {
+	if p.at == nil {
+		p.at = map[*Node]int{}
+	}
+	p.at[n] = pos
+	return n
 }
 
 // unary := ( "-" | "NOT" ) unary | atom
-// atom  := WORD | PHRASE | #TAG | @USER | from:USER | lang:CODE | "(" query ")"
+// atom  := WORD | PREFIX | PHRASE | #TAG | @USER | from:USER | lang:CODE | "(" query ")"
 func (p *parser) unary() (*Node, error) {
 	t, ok := p.peek()
 	if !ok {
@@ -348,7 +450,7 @@ func (p *parser) unary() (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Node{Op: OpNot, Kids: []*Node{n}}, nil
+		return p.node(&Node{Op: OpNot, Kids: []*Node{n}}, t.pos), nil
 	case tokLParen:
 		p.i++
 		if err := p.deeper(t); err != nil {
@@ -358,7 +460,7 @@ func (p *parser) unary() (*Node, error) {
 			return nil, errAt(p.src, t.pos, "empty parentheses")
 		}
 		if _, ok := p.peek(); !ok {
-			return nil, errAt(p.src, t.pos, `unclosed "("`)
+			return nil, p.unclosed(t)
 		}
 		n, err := p.or()
 		p.depth--
@@ -366,7 +468,7 @@ func (p *parser) unary() (*Node, error) {
 			return nil, err
 		}
 		if c, ok := p.peek(); !ok || c.kind != tokRParen {
-			return nil, errAt(p.src, t.pos, `unclosed "("`)
+			return nil, p.unclosed(t)
 		}
 		p.i++
 		return n, nil
@@ -375,9 +477,17 @@ func (p *parser) unary() (*Node, error) {
 		if p.atoms++; p.atoms > MaxAtoms {
 			return nil, errAt(p.src, t.pos, fmt.Sprintf("more than %d terms", MaxAtoms))
 		}
-		return &Node{Op: OpAtom, Atom: t.atom}, nil
+		return p.node(&Node{Op: OpAtom, Atom: t.atom}, t.pos), nil
+	case tokNear:
+		return nil, errAt(p.src, t.pos, quote(t.raw)+" needs a term before it")
 	}
 	return nil, p.unexpected(t)
+}
+
+// unclosed is the error of a "(" without its ")": it names the column of
+// the "(" and the place where the ")" is missing, the end of the term.
+func (p *parser) unclosed(open token) error {
+	return errAt(p.src, p.end(), fmt.Sprintf(`unclosed "(" at column %d: ")" missing`, column(p.src, open.pos)))
 }
 
 func (p *parser) deeper(t token) error {

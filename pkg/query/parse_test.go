@@ -93,13 +93,13 @@ func TestParse_Errors(t *testing.T) {
 	}{
 		{"empty", "  ", "query: empty"},
 		{"only commas", " , ,", "query: empty"},
-		{"unclosed paren", "golang (rust OR go", `query: unclosed "(" at column 8`},
-		{"unclosed nested paren", "golang ((a) b", `query: unclosed "(" at column 8`},
+		{"unclosed paren", "golang (rust OR go", `query: unclosed "(" at column 8: ")" missing at column 19`},
+		{"unclosed nested paren", "golang ((a) b", `query: unclosed "(" at column 8: ")" missing at column 14`},
 		{"unexpected close", "a b) c", `query: unexpected ")" at column 4`},
 		{"close first", ")", `query: unexpected ")" at column 1`},
 		{"empty phrase", `a "" b`, "query: empty phrase at column 3"},
 		{"blank phrase", `a "   "`, "query: empty phrase at column 3"},
-		{"unclosed quote", `a "new york`, "query: unclosed quote at column 3"},
+		{"unclosed quote", `a "new york`, `query: unclosed quote at column 3: '"' missing at column 12`},
 		{"empty parentheses", "a ()", "query: empty parentheses at column 3"},
 		{"or first", "OR a", `query: unexpected "OR" at column 1`},
 		{"or twice", "a OR OR b", `query: unexpected "OR" at column 6`},
@@ -113,8 +113,8 @@ func TestParse_Errors(t *testing.T) {
 		{"empty user", "a @", `query: bad user "@" at column 3`},
 		{"empty from", "a from:", `query: bad user "from:" at column 3`},
 		{"bad language", "a lang:e_n", `query: bad language code "lang:e_n" (like lang:en or lang:pt-br) at column 3`},
-		{"columns count characters", "café (x", `query: unclosed "(" at column 6`},
-		{"columns span legacy terms", "golang,(rust", `query: unclosed "(" at column 8`},
+		{"columns count characters", "café (x", `query: unclosed "(" at column 6: ")" missing at column 8`},
+		{"columns span legacy terms", "golang,(rust", `query: unclosed "(" at column 8: ")" missing at column 13`},
 		{"negation only", "-java", `query: "-java" cannot match by itself: every OR branch needs a word, phrase, #tag, @user or from: that must occur (negations and lang: only filter)`},
 		{"negation in one branch", "NOT a OR -b", `query: "NOT a OR -b" cannot match by itself: every OR branch needs a word, phrase, #tag, @user or from: that must occur (negations and lang: only filter)`},
 		{"branch of negations", "golang OR -java", `query: "golang OR -java" cannot match by itself: every OR branch needs a word, phrase, #tag, @user or from: that must occur (negations and lang: only filter)`},
@@ -142,6 +142,29 @@ func TestParse_Errors(t *testing.T) {
 	}
 }
 
+// TestParse_ErrorsNameWhereTheProblemIs: an unclosed "(" or quote is
+// missing its close at the end of the term, and the error's column says
+// so, naming where the open one stands too.
+func TestParse_ErrorsNameWhereTheProblemIs(t *testing.T) {
+	tests := []struct {
+		in     string
+		column int
+		msg    string
+	}{
+		{"(golang", 8, `query: unclosed "(" at column 1: ")" missing at column 8`},
+		{"(golang OR rust   ", 16, `query: unclosed "(" at column 1: ")" missing at column 16`},
+		{`"golang`, 8, `query: unclosed quote at column 1: '"' missing at column 8`},
+		{"rust,(golang,go", 13, `query: unclosed "(" at column 6: ")" missing at column 13`},
+	}
+	for _, tc := range tests {
+		_, err := Parse(tc.in)
+		var se *SyntaxError
+		if !errors.As(err, &se) || se.Column != tc.column || err.Error() != tc.msg {
+			t.Errorf("Parse(%q) = %v, want column %d: %s", tc.in, err, tc.column, tc.msg)
+		}
+	}
+}
+
 func TestParse_NegationsNeedAPositiveTerm(t *testing.T) {
 	for _, ok := range []string{"golang -java", "golang -java lang:en", "from:alice", "from:alice -lang:en", "a OR (b -c)", "-(-a) x", "-(a OR -b)", "(a OR -b) b"} {
 		if _, err := Parse(ok); err != nil {
@@ -159,7 +182,7 @@ func TestParseList_IsTheOrOfItsTerms(t *testing.T) {
 		t.Fatalf("got %q, want %q", q, want)
 	}
 	_, err = ParseList([]string{"golang", "(rust"})
-	if want := `query: unclosed "(" at column 8`; err == nil || err.Error() != want {
+	if want := `query: unclosed "(" at column 8: ")" missing at column 13`; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}
 }

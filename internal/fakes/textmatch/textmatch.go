@@ -14,6 +14,7 @@
 package textmatch
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -75,7 +76,7 @@ func ContainsPhrase(text, phrase string) bool {
 	}
 	rs, ps := []rune(text), []rune(phrase)
 	for i := 0; i+len(ps) <= len(rs); i++ {
-		if string(rs[i:i+len(ps)]) != string(ps) {
+		if !slices.Equal(rs[i:i+len(ps)], ps) {
 			continue
 		}
 		if leftBounded(rs, i) && rightBounded(rs, ps, i+len(ps)) {
@@ -122,4 +123,53 @@ func rightBounded(rs, ps []rune, end int) bool {
 		return last == classAlone
 	}
 	return false
+}
+
+// Words returns the words of text (folded) as ranges of rune indexes
+// [start, end): a run of letters with the marks after them, or one
+// letter of an unspaced script with its marks.
+func Words(text string) [][2]int {
+	rs := []rune(text)
+	var out [][2]int
+	for i := 0; i < len(rs); {
+		c := classOf(rs[i])
+		if c == classSep || c == classMark {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(rs) && (classOf(rs[j]) == classMark || c == classLetter && classOf(rs[j]) == classLetter) {
+			j++
+		}
+		out = append(out, [2]int{i, j})
+		i = j
+	}
+	return out
+}
+
+// Occurrences returns the rune index of every place phrase occurs in text
+// as whole words (ContainsPhrase), overlapping ones included.
+func Occurrences(text, phrase string) []int {
+	if phrase == "" {
+		return nil
+	}
+	rs, ps := []rune(text), []rune(phrase)
+	var out []int
+	for i := 0; i+len(ps) <= len(rs); i++ {
+		if slices.Equal(rs[i:i+len(ps)], ps) && leftBounded(rs, i) && rightBounded(rs, ps, i+len(ps)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// HasPrefix reports whether word starts with prefix and the character
+// after the prefix, if any, is no combining mark (which would belong to
+// the prefix's last letter).
+func HasPrefix(word, prefix string) bool {
+	ws, ps := []rune(word), []rune(prefix)
+	if len(ps) > len(ws) || string(ws[:len(ps)]) != prefix {
+		return false
+	}
+	return len(ps) == len(ws) || classOf(ws[len(ps)]) != classMark
 }

@@ -320,3 +320,16 @@ func (n *node) matches(p post) bool {
 	}
 	return false
 }
+
+// RuleSelects reports whether a filtered-stream rule, read as this server
+// reads X's syntax, selects a post of the given text, author user name and
+// language, and refuses a rule X would refuse. Tests of the product's rule
+// compiler check with it that a compiled rule selects what its query
+// matches.
+func RuleSelects(rule, text, username, lang string) (bool, error) {
+	n, err := parseRule(rule)
+	if err != nil {
+		return false, err
+	}
+	return n.matches(post{text: textmatch.Fold(text), username: strings.ToLower(username), lang: strings.ToLower(lang)}), nil
+}

@@ -184,7 +184,7 @@ func (ix *Index) AppendMatch(dst []Hit, text string) []Hit {
 	defer ix.scratch.Put(s)
 	s.next()
 	s.lower(text)
-	s.occur = ix.auto.find(s.occur[:0], &s.tokenizer)
+	s.occur = ix.auto.find(s.occur[:0], &s.tokenizer, nil)
 	for _, p := range s.occur {
 		if s.patStamp[p] == s.gen || len(ix.postings[p]) == 0 {
 			continue

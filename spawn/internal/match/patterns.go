@@ -307,18 +307,26 @@ func hashToken(buf []byte, start, end int) uint64 {
 }
 
 // find appends to found the id of every pattern that occurs whole-word in
-// tz's text, once per occurrence at most: the caller removes repeats.
-func (ps *patternSet) find(found []int32, tz *tokenizer) []int32 {
+// tz's text, once per occurrence at most: the caller removes repeats. When
+// at is not nil it appends to *at, for each, the position of the token
+// its first word is, or -1 for a pattern without a word.
+func (ps *patternSet) find(found []int32, tz *tokenizer, at *[]int32) []int32 {
 	if len(ps.entries) > 0 {
 		for i, t := range tz.toks {
 			sl := ps.lookup(t.hash)
 			if sl == nil {
 				continue
 			}
+			n := len(found)
 			found = ps.check(found, tz.text, int(t.start), sl)
 			if sl.info&slotPairs != 0 && i+1 < len(tz.toks) {
 				if sl := ps.lookup(pairKey(t.hash, tz.toks[i+1].hash)); sl != nil {
 					found = ps.check(found, tz.text, int(t.start), sl)
+				}
+			}
+			if at != nil {
+				for range len(found) - n {
+					*at = append(*at, int32(i))
 				}
 			}
 		}
@@ -328,6 +336,9 @@ func (ps *patternSet) find(found []int32, tz *tokenizer) []int32 {
 		for m := scan.Next(); m != nil; m = scan.Next() {
 			if query.Bounded(tz.text, m.Start(), m.End()) {
 				found = append(found, ps.restIDs[m.Pattern()])
+				if at != nil {
+					*at = append(*at, -1)
+				}
 			}
 		}
 	}

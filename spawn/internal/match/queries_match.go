@@ -3,6 +3,7 @@ package match
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
@@ -30,6 +31,15 @@ type queryScratch struct {
 	name       []byte  // the item's author or language, lowercased
 	lang       string  // the item's language
 	langsDone  bool    // the item's language stamped its lang: codes
+	// occurAt is the token of each of occur, -1 for none, kept when the
+	// index has NEARs. When a NEAR first asks in the call, posAt holds
+	// each found atom's tokens, ascending, from posOff[atom] (valid for
+	// the atoms stamped in the call), posLen[atom] of them.
+	near           query.NearScratch
+	occurAt        []int32
+	posDone        bool
+	posAt          []int32
+	posOff, posLen []int32
 }
 
 func (ix *QueryIndex) getScratch() *queryScratch {
@@ -80,7 +90,7 @@ func (s *queryScratch) stampLangs(ix *QueryIndex) {
 
 // Match returns every indexed subscriber whose query the item matches,
 // each with the positive terms that occur. Hits come in the order in which
-// their first positive term was found (from: after the text). A hit's
+// their first trigger (queries.go) was found (from: after the text). A hit's
 // Terms may share memory with the index and must not be modified.
 func (ix *QueryIndex) Match(it Item) []QueryHit {
 	return ix.AppendMatch(nil, it)
@@ -100,10 +110,18 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 
 // appendMatch is AppendMatch with the working memory s.
 func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []QueryHit {
-	s.occur = s.occur[:0]
-	if len(ix.auto.patterns) > 0 {
+	s.occur, s.occurAt, s.posDone = s.occur[:0], s.occurAt[:0], false
+	if len(ix.auto.patterns) > 0 || ix.prefixes != nil {
 		s.lower(it.Text)
-		s.occur = ix.auto.find(s.occur, &s.tokenizer)
+		// Where each occurs is kept only for the NEARs.
+		var at *[]int32
+		if len(ix.nearSteps) > 0 {
+			at = &s.occurAt
+		}
+		s.occur = ix.auto.find(s.occur, &s.tokenizer, at)
+		if ix.prefixes != nil {
+			s.occur = ix.prefixes.find(s.occur, &s.tokenizer, ix.prefixBase, at)
+		}
 	}
 	author, authorID := int32(-1), int32(-1)
 	if len(ix.authors.names) > 0 {
@@ -150,6 +168,9 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 	s.multi = s.multi[:0]
 	stamp, since := s.stamp, uint64(s.base)
 	for _, a := range s.found {
+		if ix.posted[a>>6]&(1<<(a&63)) == 0 {
+			continue // an atom no query is triggered by
+		}
 		own := uint64(stamp[a])
 		for i := ix.postOff[a]; i < ix.postOff[a+1]; i++ {
 			po := &ix.posts[i]
@@ -169,8 +190,12 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 				occurred := (since-v0)>>63 | (since-v1)>>63<<1 | (since-v2)>>63<<2
 				before := occurred & ((v0-own)>>63 | (v1-own)>>63<<1 | (v2-own)>>63<<2)
 				positive := uint64(po.dec&decPositive) >> decPositiveShift
-				if before&positive != 0 || po.dec>>occurred&1 == 0 {
-					continue // decided on an earlier term, or no match
+				trigger := uint64(po.dec&decTrigger) >> decTriggerShift
+				if before&trigger != 0 || po.dec>>occurred&1 == 0 {
+					continue // decided on an earlier trigger, or no match
+				}
+				if po.dec&decNear != 0 && !ix.decideNear(s, ix.roots[po.sub]) {
+					continue // its NEAR does not hold
 				}
 				n += bits.OnesCount64(occurred & positive)
 			}
@@ -211,13 +236,13 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 
 // decideTree decides a query too large for its postings on the posting
 // of an atom stamped own: it returns how many of the query's positive
-// terms occurred, or 0 when an earlier one decides it or it does not
+// terms occurred, or 0 when an earlier trigger decides it or it does not
 // match.
 func (ix *QueryIndex) decideTree(s *queryScratch, po *qposting, own uint32) int {
 	n := 0
 	for _, t := range ix.positive[ix.posOff[po.sub]:ix.posOff[po.sub+1]] {
 		if v := s.stamp[t.atom]; v > s.base {
-			if v < own {
+			if t.trigger && v < own {
 				return 0
 			}
 			n++
@@ -253,8 +278,88 @@ func (ix *QueryIndex) eval(s *queryScratch, i int32) bool {
 				return true
 			}
 		}
+	case opNear:
+		steps := ix.nearSteps[in.arg:]
+		return ix.relaxed(s, steps) && ix.near(s, steps)
 	}
 	return false
+}
+
+// decideNear decides, with the words' positions, a query with a NEAR
+// whose truth table said it may hold: root is its QueryIndex.roots entry.
+func (ix *QueryIndex) decideNear(s *queryScratch, root int32) bool {
+	if root < -1 {
+		return ix.near(s, ix.nearSteps[-2-root:])
+	}
+	return ix.eval(s, root)
+}
+
+// relaxed reads the NEAR whose steps start at steps[0], and what is under
+// it, as the AND of its operands: what must hold for it to hold, from the
+// stamps alone.
+func (ix *QueryIndex) relaxed(s *queryScratch, steps []query.NearStep) bool {
+	switch st := &steps[0]; st.Op {
+	case query.OpAtom:
+		return s.stamp[st.Leaf] > s.base
+	case query.OpOr:
+		for k := int32(1); k < st.End; k += steps[k].End {
+			if ix.relaxed(s, steps[k:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return ix.relaxed(s, steps[1:]) && ix.relaxed(s, steps[1+steps[1].End:])
+}
+
+// near decides the NEAR whose steps start at steps[0] on the item of
+// this call, from the positions of its atoms.
+func (ix *QueryIndex) near(s *queryScratch, steps []query.NearStep) bool {
+	if !s.posDone {
+		s.positions()
+	}
+	return s.near.Decide(steps, s.positionsOf)
+}
+
+// positions groups the tokens where each found atom occurs by atom, for
+// the NEARs of the call. A pattern's occurrences come token by token, and
+// so do a prefix's: each atom's tokens stay ascending.
+func (s *queryScratch) positions() {
+	s.posDone = true
+	if len(s.posOff) < len(s.stamp) {
+		s.posOff, s.posLen = make([]int32, len(s.stamp)), make([]int32, len(s.stamp))
+	}
+	for _, a := range s.found {
+		s.posLen[a] = 0
+	}
+	for k, a := range s.occur {
+		if s.occurAt[k] >= 0 {
+			s.posLen[a]++
+		}
+	}
+	off := int32(0)
+	for _, a := range s.found {
+		s.posOff[a] = off
+		off += s.posLen[a]
+		s.posLen[a] = 0
+	}
+	s.posAt = slices.Grow(s.posAt[:0], int(off))[:off]
+	for k, a := range s.occur {
+		if at := s.occurAt[k]; at >= 0 {
+			s.posAt[s.posOff[a]+s.posLen[a]] = at
+			s.posLen[a]++
+		}
+	}
+}
+
+// positionsOf returns the tokens at which an atom occurs, ascending.
+func (s *queryScratch) positionsOf(atom int32) []int32 {
+	if s.stamp[atom] <= s.base {
+		return nil
+	}
+	start := s.posOff[atom]
+	end := start + s.posLen[atom]
+	return s.posAt[start:end:end]
 }
 
 // normalAuthor is an author as from: compares it: lowercased, without a

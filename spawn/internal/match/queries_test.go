@@ -1,6 +1,7 @@
 package match
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -118,6 +119,36 @@ func TestQueryIndex_Match(t *testing.T) {
 			want: map[int64][]string{1: {"a"}, 2: {"a"}},
 		},
 		{
+			name: "near either order, near in order",
+			subs: map[int64]string{1: "logitech NEAR/2 keyboard", 2: "logitech NEAR/2f keyboard", 3: "keyboard NEAR/2f logitech", 4: "logitech NEAR/0 keyboard"},
+			item: Item{Text: "The keyboard, by Logitech"},
+			want: map[int64][]string{1: {"keyboard", "logitech"}, 3: {"keyboard", "logitech"}},
+		},
+		{
+			name: "near with phrases, tags and groups",
+			subs: map[int64]string{1: `"new york" NEAR/1 pizza`, 2: `(#ny OR "new york") NEAR/0f style`, 3: "(pizza OR bagel) NEAR/0 #ny", 4: `pizza NEAR/0f "new york"`},
+			item: Item{Text: "New York style pizza #NY"},
+			want: map[int64][]string{1: {`"new york"`, "pizza"}, 2: {`"new york"`, "#ny", "style"}, 3: {"pizza", "#ny"}},
+		},
+		{
+			name: "near inside near and beside other terms",
+			subs: map[int64]string{1: "(christmas NEAR/2 gift) NEAR/2 wife", 2: "(christmas NEAR/0 gift) wife", 3: "gift -(christmas NEAR/1 gift)", 4: "wife OR (christmas NEAR/0f gift) OR from:bob"},
+			item: Item{Text: "a christmas gift for my wife", Author: "bob"},
+			want: map[int64][]string{1: {"christmas", "gift", "wife"}, 2: {"christmas", "gift", "wife"}, 4: {"christmas", "gift", "from:bob", "wife"}},
+		},
+		{
+			name: "prefixes",
+			subs: map[int64]string{1: "kube*", 2: "kube* -mini*", 3: "kubernetes OR dock*", 4: "kub* NEAR/0f deploy*", 5: "cafe*"},
+			item: Item{Text: "Kubectl deployments on minikube, café"},
+			want: map[int64][]string{1: {"kube*"}, 4: {"kub*", "deploy*"}},
+		},
+		{
+			name: "near beyond ASCII",
+			subs: map[int64]string{1: "学习 NEAR/1 golang", 2: "学习 NEAR/0 golang", 3: "café NEAR/1 crème", 4: "москв* NEAR/0f новости"},
+			item: Item{Text: "我学习了golang, crème au café, Москва новости"},
+			want: map[int64][]string{1: {"golang", "学习"}, 3: {"café", "crème"}, 4: {"москв*", "новости"}},
+		},
+		{
 			name: "nil queries are left out",
 			subs: map[int64]string{1: "golang"},
 			item: Item{Text: "golang"},
@@ -171,9 +202,12 @@ func TestQueryIndex_UpdateReusesThePatternSet(t *testing.T) {
 
 // naiveEval is the reference semantics, written independently of the
 // index: a recursive walk that looks each atom up in the item with
-// naiveContains.
+// naiveContains, and decides a NEAR by weighing every pair of its
+// operands' spans (naiveNear).
 func naiveEval(n *query.Node, it Item) bool {
 	switch n.Op {
+	case query.OpNear:
+		return naiveNear(n, memoFold(it.Text))
 	case query.OpNot:
 		return !naiveEval(n.Kids[0], it)
 	case query.OpAnd:
@@ -199,20 +233,70 @@ func naiveEval(n *query.Node, it Item) bool {
 		lang := strings.ToLower(it.Lang)
 		return lang == a.Value || strings.HasPrefix(lang, a.Value+"-")
 	case query.Tag:
-		return naiveContains(naiveFold(it.Text), "#"+a.Value)
+		return memoContains(it.Text, "#"+a.Value)
 	case query.Mention:
-		return naiveContains(naiveFold(it.Text), "@"+a.Value)
+		return memoContains(it.Text, "@"+a.Value)
+	case query.Prefix:
+		return len(naivePositions(a, memoFold(it.Text))) > 0
+	case query.Field:
+		name, value, _ := strings.Cut(a.Value, ":")
+		v, ok := it.Fields[name]
+		return ok && strings.EqualFold(v, value)
 	}
-	return naiveContains(naiveFold(it.Text), a.Value)
+	return memoContains(it.Text, a.Value)
 }
 
+// propFields are the field names random queries may use (subreddit:golang).
+var propFields = []string{"subreddit"}
+
 // propVocab is small, so that random queries and texts share atoms.
-var propVocab = []string{"go", "golang", "rust", "new", "york", "café", "c++", "x", "学习", "学", "ไทย", "java’s"}
+var propVocab = []string{"go", "golang", "rust", "new", "york", "café", "c++", "x", "学习", "学", "ไทย", "java’s", "gopher", "rustacean", "cafe\u0301"}
+
+// propPrefixes start words of propVocab, and some of none.
+var propPrefixes = []string{"gol", "gop", "rus", "rust", "caf", "café", "yor", "new", "xyz", "jav"}
+
+// randomNearOperand writes an operand of a NEAR: a word, phrase, #tag,
+// @user or prefix, an OR group of them, or a NEAR.
+func randomNearOperand(r *rand.Rand, depth int) string {
+	if depth > 0 {
+		switch r.IntN(4) {
+		case 0:
+			return "(" + randomNearOperand(r, depth-1) + " OR " + randomNearOperand(r, depth-1) + ")"
+		case 1:
+			return "(" + randomNear(r, depth-1) + ")"
+		}
+	}
+	w := propVocab[r.IntN(len(propVocab))]
+	switch r.IntN(7) {
+	case 0:
+		return "#" + strings.TrimSuffix(w, "++")
+	case 1:
+		return "@" + strings.TrimSuffix(w, "++")
+	case 2:
+		return `"` + w + " " + propVocab[r.IntN(len(propVocab))] + `"`
+	case 3:
+		return propPrefixes[r.IntN(len(propPrefixes))] + "*"
+	}
+	return w
+}
+
+// randomNear writes a NEAR of small distance, in order or not.
+func randomNear(r *rand.Rand, depth int) string {
+	op := fmt.Sprintf(" NEAR/%d", r.IntN(4))
+	if r.IntN(2) == 0 {
+		op += "f"
+	}
+	return randomNearOperand(r, depth) + op + " " + randomNearOperand(r, depth)
+}
 
 func randomQuery(r *rand.Rand, depth int) string {
 	if depth == 0 || r.IntN(3) == 0 {
 		w := propVocab[r.IntN(len(propVocab))]
-		switch r.IntN(10) {
+		switch r.IntN(13) {
+		case 10, 11:
+			return "(" + randomNear(r, min(depth, 2)) + ")"
+		case 12:
+			return propPrefixes[r.IntN(len(propPrefixes))] + "*"
 		case 0:
 			return "#" + strings.TrimSuffix(w, "++")
 		case 1:
@@ -223,6 +307,8 @@ func randomQuery(r *rand.Rand, depth int) string {
 			return "from:" + []string{"alice", "bob"}[r.IntN(2)]
 		case 4:
 			return "lang:" + []string{"en", "fr", "en-gb"}[r.IntN(3)]
+		case 5:
+			return "subreddit:" + []string{"golang", "rust"}[r.IntN(2)]
 		}
 		return w
 	}
@@ -252,6 +338,7 @@ func randomItem(r *rand.Rand) Item {
 		Text:   b.String(),
 		Author: []string{"", "alice", "@Bob", "carol"}[r.IntN(4)],
 		Lang:   []string{"", "en", "EN-GB", "fr"}[r.IntN(4)],
+		Fields: []map[string]string{nil, {"subreddit": "GoLang"}, {"subreddit": "rust"}, {"flair": "golang"}}[r.IntN(4)],
 	}
 }
 
@@ -260,11 +347,11 @@ func randomItem(r *rand.Rand) Item {
 // the naive evaluator says match, with the positive terms that occur.
 func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	matched := 0
+	matched, nearMatched, placed := 0, 0, 0
 	for round := range 40 {
 		qs := map[int64]*query.Query{}
 		for id := int64(0); len(qs) < 50; id++ {
-			if q, err := query.Parse(randomQuery(r, 1+round%5)); err == nil {
+			if q, err := query.ParseFields([]string{randomQuery(r, 1+round%5)}, propFields); err == nil {
 				qs[id] = q
 			}
 		}
@@ -283,7 +370,20 @@ func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
 				if ok != want {
 					t.Fatalf("query %q on %+v: index %v, naive %v", q, it, ok, want)
 				}
+				if hasNear(q.Root()) {
+					// Where the words' places decided: the query with
+					// each NEAR read as AND says otherwise.
+					if q.Eval(func(a query.Atom) bool { return naiveEval(&query.Node{Op: query.OpAtom, Atom: a}, it) }) != want {
+						placed++
+					}
+					if want {
+						nearMatched++
+					}
+				}
 				if !ok {
+					if _, one := MatchQuery(q, it); one {
+						t.Fatalf("MatchQuery(%q, %+v) matches; the index and the naive evaluator do not", q, it)
+					}
 					continue
 				}
 				matched++
@@ -302,9 +402,10 @@ func TestQueryIndex_AgreesWithNaiveEvaluation(t *testing.T) {
 			}
 		}
 	}
-	if matched < 1000 {
-		t.Fatalf("only %d matches checked: the random workload is too sparse", matched)
+	if matched < 1000 || nearMatched < 300 || placed < 300 {
+		t.Fatalf("only %d matches checked, %d of queries with NEAR, %d decided by the words' places: the random workload is too sparse", matched, nearMatched, placed)
 	}
+	t.Logf("%d matches checked, %d of queries with NEAR; the places of words decided %d times", matched, nearMatched, placed)
 }
 
 // FuzzQueryIndex checks the index against the naive evaluator on queries
@@ -313,14 +414,17 @@ func FuzzQueryIndex(f *testing.F) {
 	f.Add("Golang and #Rust, @alice", "golang -rust|#rust OR x|@alice lang:en|from:bob")
 	f.Add("new york café", `"new york" -café|café|"york café" OR c++`)
 	f.Add("#go go #Go", `#go "#go"|"#go" -go|a OR b OR c OR d OR #go`)
+	f.Add("Logitech solar keyboard, keyboard by logitech", "logitech NEAR/1f keyboard|keyboard NEAR/0 logitech|(logitech OR mouse) NEAR/2 (#keyboard OR keyboard*)")
+	f.Add("new york style pizza in new york", `"new york" NEAR/1 pizza|("new york" OR york) NEAR/0f style|(new NEAR/0 york) NEAR/2f pizza`)
+	f.Add("Kubernetes kubectl minikube 学习golang café crème", "kube* -mini*|kube* NEAR/0f kubectl|学习 NEAR/0 golang|caf* NEAR/1 crème")
 	f.Fuzz(func(t *testing.T, text, queries string) {
 		qs := map[int64]*query.Query{}
 		for i, s := range strings.Split(queries, "|") {
-			if q, err := query.Parse(s); err == nil {
+			if q, err := query.ParseFields([]string{s}, propFields); err == nil {
 				qs[int64(i)] = q
 			}
 		}
-		it := Item{Text: text, Author: "bob", Lang: "en"}
+		it := Item{Text: text, Author: "bob", Lang: "en", Fields: map[string]string{"subreddit": "GoLang"}}
 		got := queryHitMap(NewQueries(qs).Match(it))
 		for id, q := range qs {
 			if _, ok := got[id]; ok != naiveEval(q.Root(), it) {

@@ -238,6 +238,13 @@ func TestNeeds_HashtagStreamsOnlyWhenEveryBranchNeedsATag(t *testing.T) {
 		{[]string{"from:gopher"}, nil, true},
 		{[]string{`"new release"`}, nil, true},
 		{[]string{"#2024"}, nil, true},
+		// A NEAR needs both operands, as an AND: a tag on either side
+		// is enough; a negated NEAR or a prefix carries no tag.
+		{[]string{"#golang NEAR/3 release"}, []string{"golang"}, false},
+		{[]string{"(#go OR #golang) NEAR/1f (#rust OR x)"}, []string{"go", "golang"}, false},
+		{[]string{"#golang -(#golang NEAR/1 spam)"}, []string{"golang"}, false},
+		{[]string{"kube* NEAR/2 deploy"}, nil, true},
+		{[]string{"#k8s OR kube*"}, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.query, ","), func(t *testing.T) {

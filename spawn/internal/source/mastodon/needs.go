@@ -37,8 +37,8 @@ func needs(q *query.Query) (tags []string, public bool, err error) {
 // tagCover returns tags such that every status n (negated if neg) matches
 // carries one of them, when there are such tags among n's positive #tag
 // atoms: a tag covers itself; an OR needs a cover of every branch (their
-// union); an AND needs one of its kids' (the smallest). Negation swaps AND
-// and OR (De Morgan) and a negated atom covers nothing. Tags that are not
+// union); an AND or a NEAR needs one of its kids' (the smallest).
+// Negation swaps AND and OR (De Morgan) and a negated atom covers nothing. Tags that are not
 // Mastodon hashtags (#2024, digits only) cover nothing either: no hashtag
 // stream carries them.
 func tagCover(n *query.Node, neg bool) (map[string]bool, bool) {
@@ -54,6 +54,7 @@ func tagCover(n *query.Node, neg bool) (map[string]bool, bool) {
 		}
 		return tagCover(n.Kids[0], !neg)
 	}
+	// A NEAR needs both its operands, as an AND does.
 	all := (n.Op == query.OpOr) != neg // every kid must be covered
 	var best map[string]bool
 	found := false

@@ -15,10 +15,17 @@ const csdlTarget = "interaction.content"
 // in the subset its multi-stream API and the local stream server accept:
 // `interaction.content contains "…"` conditions joined by `or`. Like
 // twitterv1's track terms it covers q — each condition is one positive text atom, the
-// longest of its AND — and the caller evaluates q on what arrives. A query
-// with a branch that needs only from: wraps query.ErrUnsupported.
+// longest of its AND — and the caller evaluates q on what arrives. The
+// subset has neither proximity nor wildcards: a NEAR counts as the AND of
+// its operands (query.Query.Relaxed), and a prefix (kube*) as no term,
+// like from:. A query with a branch that needs only from: or a prefix
+// wraps query.ErrUnsupported.
 func compileCSDL(q *query.Query) (string, error) {
-	atoms, ok := coverOne(q.NNF())
+	var atoms []query.Atom
+	ok := false
+	if root := q.Relaxed(); root != nil {
+		atoms, ok = coverOne(root)
+	}
 	if !ok {
 		return "", fmt.Errorf("%w: %s has a branch without a word, phrase, #tag or @user for CSDL", query.ErrUnsupported, query.Quote(q.String()))
 	}

@@ -29,6 +29,11 @@ func TestCompileCSDL(t *testing.T) {
 		{`go "new york" -nyc`, `interaction.content contains "new york"`},
 		{`#go OR @alice`, `interaction.content contains "#go" or interaction.content contains "@alice"`},
 		{`back\slash`, `interaction.content contains "back\\slash"`},
+		// The subset has no proximity: a NEAR is the AND of its
+		// operands; nor wildcards: a prefix is no term.
+		{"logitech NEAR/2f keyboard", `interaction.content contains "keyboard"`},
+		{"(apple OR orange) NEAR/3 smartphone", `interaction.content contains "smartphone"`},
+		{"kube* NEAR/1 deploy", `interaction.content contains "deploy"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -45,8 +50,10 @@ func TestCompileCSDL(t *testing.T) {
 			}
 		})
 	}
-	if _, err := compileCSDL(mustParse(t, "from:alice OR go")); !errors.Is(err, query.ErrUnsupported) {
-		t.Fatalf("from: alone: got %v, want query.ErrUnsupported", err)
+	for _, in := range []string{"from:alice OR go", "kube* OR go"} {
+		if _, err := compileCSDL(mustParse(t, in)); !errors.Is(err, query.ErrUnsupported) {
+			t.Fatalf("%s: got %v, want query.ErrUnsupported", in, err)
+		}
 	}
 }
 

@@ -22,11 +22,17 @@ const (
 // all of q's matches and the caller evaluates q locally on what arrives.
 // Each phrase is the AND of every positive text atom of one branch of q's
 // disjunctive form, as narrow as track can state, widened only to fit
-// track's limits; phrases implied by a wider one are dropped. A query with
-// a branch that needs only from: (or whose phrases exceed the limits)
-// wraps query.ErrUnsupported.
+// track's limits; phrases implied by a wider one are dropped. Track has
+// neither proximity nor wildcards: a NEAR counts as the AND of its
+// operands (query.Query.Relaxed), and a prefix (kube*) as no term, like
+// from:. A query with a branch that needs only from: or a prefix (or
+// whose phrases exceed the limits) wraps query.ErrUnsupported.
 func compileTrack(q *query.Query) ([]string, error) {
-	conjs, ok := coverConj(q.NNF())
+	var conjs [][]query.Atom
+	ok := false
+	if root := q.Relaxed(); root != nil {
+		conjs, ok = coverConj(root)
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: %s has a branch without a word, phrase, #tag or @user for track", query.ErrUnsupported, query.Quote(q.String()))
 	}

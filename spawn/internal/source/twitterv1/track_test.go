@@ -33,6 +33,14 @@ func TestCompileTrack(t *testing.T) {
 		{"a OR a b", []string{"a"}},
 		{"go from:alice", []string{"go"}},
 		{`"hello, world"`, []string{"hello world"}},
+		// Track has no proximity: a NEAR is the AND of its operands, and
+		// a negated one is left out.
+		{"logitech NEAR/2f keyboard", []string{"keyboard logitech"}},
+		{"(apple OR orange) NEAR/3 phone", []string{"apple phone", "orange phone"}},
+		{"golang -(java NEAR/1 script)", []string{"golang"}},
+		// Nor wildcards: a prefix is no term.
+		{"kube* deploy", []string{"deploy"}},
+		{"(kube* NEAR/1 deploy) OR docker", []string{"deploy", "docker"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -45,7 +53,7 @@ func TestCompileTrack(t *testing.T) {
 			}
 		})
 	}
-	for _, in := range []string{"from:alice", "golang OR from:alice", strings.Repeat("x", 61)} {
+	for _, in := range []string{"from:alice", "golang OR from:alice", strings.Repeat("x", 61), "kube*", "kube* OR docker", "kube* NEAR/2 k8s*"} {
 		if got, err := compileTrack(mustParse(t, in)); !errors.Is(err, query.ErrUnsupported) {
 			t.Errorf("compileTrack(%q) = %q, %v, want query.ErrUnsupported", in, got, err)
 		}
