@@ -168,6 +168,11 @@ type Comment struct {
 	// comment was fetched; nil when the source gives none (rss, stream,
 	// bluesky), which is not the same as a post nobody shared.
 	Engagement *Engagement `json:"engagement,omitempty"`
+	// UnreadableDate is the publication date the source gave when the
+	// spawn could not read it (a feed's date in no form it knows):
+	// PublishedAt is then when the spawn first fetched the item. Left out
+	// otherwise.
+	UnreadableDate string `json:"unreadable_date,omitempty"`
 	// EditedAt is when the post was last edited at its source (Bluesky
 	// update commits, Mastodon status.update): Text and Links are then the
 	// edited ones. Zero (and left out) when it never was.

@@ -23,7 +23,9 @@ const (
 	PathDrain = "/v1/nodes/drain"
 )
 
-// Source kinds a crawler can read from.
+// Names of some built-in sources, for clients and tests that pick one. The
+// product itself never names a source: each declares itself (SourceInfo),
+// and GET /v1/sources lists what the fleet offers.
 const (
 	SourceRSS      = "rss"
 	SourceTwitter  = "twitter"
@@ -32,13 +34,11 @@ const (
 	SourceMastodon = "mastodon"
 )
 
-// Sources lists every supported source kind.
-var Sources = []string{SourceRSS, SourceTwitter, SourceStream, SourceBluesky, SourceMastodon}
-
 // Subscriber states as reported by a spawn and shown by the hub.
 const (
 	StatePending      = "pending"       // assigned but not yet confirmed running
 	StateRunning      = "running"       // consuming comments
+	StateDegraded     = "degraded"      // running, but a source cannot reach its service: error says why
 	StateQuotaWait    = "quota_wait"    // paused: no live lease left
 	StateLimitReached = "limit_reached" // the crawler or its user used up the limit
 	StateDisabled     = "disabled"      // switched off by an operator

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -130,17 +131,25 @@ type RetractResponse struct {
 
 // ParseRetention reads a retention: a number of days ("30d"), or a Go
 // duration ("36h"); "" and "0" mean none (0). It refuses negative and
-// sub-hour values: a store drops comments by the day or the hour.
+// sub-hour values (a store drops comments by the day or the hour) and
+// anything past MaxRetention, however many digits it has: a count of days
+// is compared before it becomes a time.Duration, which would wrap.
 func ParseRetention(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "0" {
 		return 0, nil
 	}
+	tooLong := fmt.Errorf("retention %q: must be at most %s", s, FormatRetention(MaxRetention))
 	var d time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseInt(days, 10, 32)
-		if err != nil || n <= 0 {
+		n, err := strconv.ParseUint(days, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return 0, tooLong
+		case err != nil || n == 0:
 			return 0, fmt.Errorf("retention %q: want a positive number of days like 30d", s)
+		case n > uint64(MaxRetention/(24*time.Hour)):
+			return 0, tooLong
 		}
 		d = time.Duration(n) * 24 * time.Hour
 	} else {
@@ -154,7 +163,7 @@ func ParseRetention(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("retention %q: must be at least an hour", s)
 	}
 	if d > MaxRetention {
-		return 0, fmt.Errorf("retention %q: must be at most %s", s, FormatRetention(MaxRetention))
+		return 0, tooLong
 	}
 	return d, nil
 }

@@ -39,9 +39,9 @@ func TestDashboard_CrawlerTableFitsALongErrorAndQuery(t *testing.T) {
 	for _, width := range layoutWidths {
 		t.Run(fmt.Sprintf("%d px", width), func(t *testing.T) {
 			b.do("resize", chromedp.EmulateViewport(width, 900))
-			b.waitDOM("both crawlers, the error shown", fmt.Sprintf(`(() => {
+			b.waitDOM("both crawlers, the unreachable one degraded, its error shown", fmt.Sprintf(`(() => {
 				const row = document.querySelector('#crawlers tr[data-crawler-id="%d"]');
-				return !!row && !!document.querySelector('#crawlers tr[data-crawler-id="%d"]') && Array.from(row.querySelectorAll('[title]')).some((e) => e.title.includes('connection refused'));
+				return !!row && !!document.querySelector('#crawlers tr[data-crawler-id="%d"]') && row.querySelector('.badge').textContent === 'degraded' && Array.from(row.querySelectorAll('[title]')).some((e) => e.title.includes('connection refused'));
 			})()`, bad.ID, ok.ID))
 			got := evalJS[string](b, fmt.Sprintf(`(() => {
 				const table = document.getElementById('crawlers');

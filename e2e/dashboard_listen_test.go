@@ -339,6 +339,7 @@ func TestDashboard_OperateShowsClearStates(t *testing.T) {
 		return !!row && row.querySelector('.state-cell .trouble').textContent === %s;
 	})()`, id, jsQuote(want)))
 	}
+	b.waitDOM("the refused source's crawler degraded", fmt.Sprintf(`document.querySelector('#crawlers tr[data-crawler-id="%d"] .state-cell .badge').textContent === 'degraded'`, dead.ID))
 	if c.crawler(good.ID).Error != "" || evalJS[bool](b, fmt.Sprintf(`!!document.querySelector('#crawlers tr[data-crawler-id="%d"] .trouble')`, good.ID)) {
 		t.Fatal("a crawler whose source answers is said to be in trouble")
 	}

@@ -1204,6 +1204,23 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 		})
 	}
 
+	// A body that is not JSON (a form, as an HTML form or a curl -d posts
+	// it) is refused with 415 on either server, as the document says.
+	for _, target := range []string{hub + "/v1/users", spawn + api.PathPoll} {
+		req, err := http.NewRequest(http.MethodPost, target, strings.NewReader("name=acme"))
+		must(err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+clustertest.AdminToken)
+		resp, _, err := v.exchange(req, http.DefaultTransport)
+		must(err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e api.Error
+		if resp.StatusCode != http.StatusUnsupportedMediaType || json.Unmarshal(body, &e) != nil || !strings.Contains(e.Error, "Content-Type: application/json") {
+			t.Errorf("form-encoded POST %s: %d %s, want 415 naming the content type", target, resp.StatusCode, body)
+		}
+	}
+
 	// Draining: an operator drains the second spawn, then the spawn
 	// drains itself as on SIGTERM, telling the hub it drains and is done.
 	_, err = client.DrainNode(ctx, spawns[1].ID())

@@ -161,7 +161,7 @@ func TestRun_CrawlerCommands(t *testing.T) {
 		}
 	}
 	out = bwctl(t, hub, "crawler", "list").ok(t).stdout
-	if !regexp.MustCompile(`^ID\s+USER\s+NAME\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\n1\s+1\s+Acme feeds\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\n2\s+1\s+-\s+twitter\s+disabled\s+-\s+0\s+0 \(none\)\s+golang\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^ID\s+USER\s+NAME\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\s+ERROR\n1\s+1\s+Acme feeds\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\s+no spawn node is registered\n2\s+1\s+-\s+twitter\s+disabled\s+-\s+0\s+0 \(none\)\s+golang\s+-\n$`).MatchString(out) {
 		t.Fatalf("crawler list table:\n%s", out)
 	}
 	lines := strings.Split(out, "\n")
@@ -398,6 +398,9 @@ func TestRun_Failures(t *testing.T) {
 		{"crawler add bad source", env, []string{"crawler", "add", "--user", "1", "--source", "ftp", "--query", "x"}, 2, `^--source must be one of rss, twitter, stream, bluesky, mastodon, hackernews, reddit, got "ftp"$`},
 		{"crawler add empty query", env, []string{"crawler", "add", "--user", "1", "--source", "rss", "--query", " , "}, 2, `^--query is empty$`},
 		{"update nothing", env, []string{"crawler", "update", "1"}, 2, `^nothing to update`},
+		{"alert query refused once", env, []string{"alert", "add", "--crawler", "1", "--kind", "match", "--query", "(golang", "--webhook", "https://hooks.example.com/x"}, 1, `^query: unclosed "\(" at column 1[^(]*\(400\)$`},
+		{"retention too long", env, []string{"crawler", "update", "1", "--retention", "213505d"}, 2, `^retention "213505d": must be at most 7300d$`},
+		{"user retention too long", env, []string{"user", "set-retention", "1", "213505d"}, 2, `^retention "213505d": must be at most 7300d$`},
 		{"reload neither", env, []string{"reload"}, 2, `^reload needs exactly one of --hard or --soft$`},
 		{"reload both", env, []string{"reload", "--hard", "--soft"}, 2, `^reload needs exactly one`},
 		{"bad n", env, []string{"comments", "recent", "1", "--n", "0"}, 2, `^--n must be a positive integer`},

@@ -308,9 +308,10 @@ func crawlerList(c *cli, _ *input) error {
 		rows = append(rows, []string{
 			itoa(cr.ID), itoa(cr.UserID), orDash(truncate(cr.Name, maxTextColumn)), cr.Source, cr.State, orDash(cr.Node),
 			itoa(cr.Usage), limitText(cr.CommentLimit), truncate(strings.Join(cr.Query, ","), maxQueryColumn),
+			orDash(truncate(cr.Error, maxErrorColumn)),
 		})
 	}
-	return printTable(c.out, []string{"ID", "USER", "NAME", "SOURCE", "STATE", "NODE", "USAGE", "LIMIT", "QUERY"}, rows)
+	return printTable(c.out, []string{"ID", "USER", "NAME", "SOURCE", "STATE", "NODE", "USAGE", "LIMIT", "QUERY", "ERROR"}, rows)
 }
 
 func crawlerUpdate(c *cli, in *input) error {
@@ -540,7 +541,7 @@ func printComments(w io.Writer, comments []api.Comment) error {
 
 // stateOrder is how status lists crawler states: the lifecycle first.
 var stateOrder = []string{
-	api.StatePending, api.StateRunning, api.StateQuotaWait, api.StateLimitReached,
+	api.StatePending, api.StateRunning, api.StateDegraded, api.StateQuotaWait, api.StateLimitReached,
 	api.StateDisabled, api.StateFailed, api.StateMissing,
 }
 

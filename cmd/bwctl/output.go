@@ -18,6 +18,7 @@ const (
 	maxTextColumn   = 80
 	maxAuthorColumn = 24
 	maxIDColumn     = 24
+	maxErrorColumn  = 60
 	// maxCellColumn caps every table cell, so one long value (a user name
 	// is up to 200 characters) cannot push the other columns off the screen.
 	maxCellColumn = 80

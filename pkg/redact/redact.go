@@ -21,12 +21,12 @@ var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s,"'<>]+`)
 
 // URL returns raw without userinfo and with its query string and fragment
 // replaced by Mark. Scheme, host and path stay: they say which target it
-// is. A string that does not parse as a URL is reduced to its scheme.
+// is. A string that does not parse as a URL is redacted by its shape: what
+// stands before an '@' of its authority, and all after a '?' or a '#'.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		scheme, _, _ := strings.Cut(raw, "://")
-		return scheme + "://" + Mark
+		return unparsed(raw)
 	}
 	if u.User != nil {
 		u.User = url.User(Mark)
@@ -40,12 +40,63 @@ func URL(raw string) string {
 	return u.String()
 }
 
-// Text redacts every URL in s.
+// unparsed redacts a URL that does not parse, keeping its scheme, host and
+// path.
+func unparsed(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return Mark
+	}
+	var tail string
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		if rest[i] == '?' {
+			tail = "?" + Mark
+		}
+		if strings.Contains(rest[i:], "#") {
+			tail += "#" + Mark
+		}
+		rest = rest[:i]
+	}
+	authority, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = Mark + "@" + authority[i+1:]
+	}
+	return scheme + "://" + authority + path + tail
+}
+
+// Text redacts every URL in s. Punctuation that ends a clause after a URL
+// ("register with http://hub:8700: refused", "(see https://a.example/x).")
+// is not part of it.
 func Text(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	return urlPattern.ReplaceAllStringFunc(s, URL)
+	return urlPattern.ReplaceAllStringFunc(s, func(m string) string {
+		u, trail := splitTrail(m)
+		return URL(u) + trail
+	})
+}
+
+// splitTrail splits the punctuation that ends a clause off a URL found in
+// text: '.', ',', ':', ';', '!' and '?', and a closing bracket the URL
+// does not open.
+func splitTrail(m string) (string, string) {
+	end := len(m)
+	for end > 0 {
+		c := m[end-1]
+		switch {
+		case strings.IndexByte(".,:;!?", c) >= 0:
+		case c == ')' && strings.Count(m[:end], "(") < strings.Count(m[:end], ")"):
+		case c == ']' && strings.Count(m[:end], "[") < strings.Count(m[:end], "]"):
+		default:
+			return m[:end], m[end:]
+		}
+		end--
+	}
+	return m[:end], m[end:]
 }
 
 // Handler wraps a slog.Handler so that the message and every string or

@@ -16,7 +16,7 @@ func TestURL(t *testing.T) {
 		{"https://example.com/feed#token=SECRET", "https://example.com/feed#REDACTED"},
 		{"https://example.com/feed", "https://example.com/feed"},
 		{"postgres://bw:secret@127.0.0.1:5432/bw?sslmode=disable", "postgres://REDACTED@127.0.0.1:5432/bw?REDACTED"},
-		{"http://[::1/feed?k=SECRET", "http://REDACTED"},
+		{"http://[::1/feed?k=SECRET", "http://[::1/feed?REDACTED"},
 	}
 	for _, tc := range cases {
 		if got := URL(tc.in); got != tc.want {
@@ -36,6 +36,26 @@ func TestText(t *testing.T) {
 	}
 	if plain := "no urls here: a?b=c"; Text(plain) != plain {
 		t.Fatalf("Text changed %q", plain)
+	}
+}
+
+// TestText_KeepsTheHostOfAURLBeforePunctuation redacts URLs that end a
+// clause ("with http://hub:8700: dial tcp …") or that do not parse: the
+// credentials, query and fragment go, the scheme, host and path stay, so
+// an operator still sees which server failed.
+func TestText_KeepsTheHostOfAURLBeforePunctuation(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`node: unable to register with http://127.0.0.1:8700: Post "http://127.0.0.1:8700/v1/nodes/register": dial tcp 127.0.0.1:8700: connect: connection refused`,
+			`node: unable to register with http://127.0.0.1:8700: Post "http://127.0.0.1:8700/v1/nodes/register": dial tcp 127.0.0.1:8700: connect: connection refused`},
+		{`unable to register with https://spawn:s3cret@hub.example:8700: refused`, `unable to register with https://REDACTED@hub.example:8700: refused`},
+		{`fetch https://feeds.example/p?key=SECRET: 403`, `fetch https://feeds.example/p?REDACTED: 403`},
+		{`see https://feeds.example/a.`, `see https://feeds.example/a.`},
+		{`(mirror https://u:pw@m.example/x?k=SECRET).`, `(mirror https://REDACTED@m.example/x?REDACTED).`},
+		{`bad http://u:pw@[::1/feed?k=SECRET here`, `bad http://REDACTED@[::1/feed?REDACTED here`},
+	} {
+		if got := Text(tc.in); got != tc.want {
+			t.Errorf("Text(%q)\n got  %q\n want %q", tc.in, got, tc.want)
+		}
 	}
 }
 

@@ -62,7 +62,9 @@ func (s *Service) NewRule(ctx context.Context, in api.AlertRuleCreate) (sqlstore
 		}
 		q, err := query.Parse(in.Query)
 		if err != nil {
-			return r, fmt.Errorf("%w: query: %v", ErrInvalid, unprefixed(err))
+			// The query package's message names the query already:
+			// "query: unclosed "(" at column 1".
+			return r, fmt.Errorf("%w: %v", ErrInvalid, unprefixed(err))
 		}
 		r.Query = q.String()
 	}

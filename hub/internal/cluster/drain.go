@@ -207,10 +207,11 @@ func (h *Hub) takeLeavingStatusLocked(n *node, c *crawler, st api.SubscriberStat
 }
 
 // runningElsewhereLocked releases a crawler from the node it leaves once
-// its new node reports it running there (or waiting for quota) with its
-// data sources live.
+// its new node reports it running there (or waiting for quota, or degraded:
+// running, its source unable to reach a service the draining node reaches
+// no better) with its data sources live.
 func (h *Hub) runningElsewhereLocked(c *crawler, state string, live bool) {
-	if c.leaving == nil || !live || (state != api.StateRunning && state != api.StateQuotaWait) {
+	if c.leaving == nil || !live || (state != api.StateRunning && state != api.StateDegraded && state != api.StateQuotaWait) {
 		return
 	}
 	from := c.leaving

@@ -287,7 +287,7 @@ func (s heardStatus) status(crawlerID int64) api.SubscriberStatus {
 // knownState returns the constant equal to a state read off the wire, so a
 // million crawlers do not each keep their own copy of "running".
 func knownState(s string) string {
-	for _, k := range [...]string{api.StateRunning, api.StateQuotaWait, api.StateFailed, api.StatePending,
+	for _, k := range [...]string{api.StateRunning, api.StateDegraded, api.StateQuotaWait, api.StateFailed, api.StatePending,
 		api.StateLimitReached, api.StateDisabled, api.StateMissing} {
 		if s == k {
 			return k

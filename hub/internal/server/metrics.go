@@ -27,7 +27,7 @@ var (
 // crawlerStates are always exported, at zero when no crawler is in them, so
 // a series does not vanish when its last crawler changes state.
 var crawlerStates = []string{
-	api.StatePending, api.StateRunning, api.StateQuotaWait, api.StateLimitReached,
+	api.StatePending, api.StateRunning, api.StateDegraded, api.StateQuotaWait, api.StateLimitReached,
 	api.StateDisabled, api.StateFailed,
 }
 

@@ -13,8 +13,8 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
-// send sends an authorised request with a JSON body.
-func (ts *testServer) send(t *testing.T, method, path string, body any) (*http.Response, string) {
+// sendJSON sends an authorised request with body as JSON.
+func (ts *testServer) sendJSON(t *testing.T, method, path string, body any) (*http.Response, string) {
 	t.Helper()
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -114,7 +114,7 @@ func TestCrawlerName_SetRenamedRefused(t *testing.T) {
 	if _, err := ts.Store.CreateUser(context.Background(), "acme", 0); err != nil {
 		t.Fatal(err)
 	}
-	resp, body := ts.send(t, http.MethodPost, "/v1/crawlers", map[string]any{"user_id": 1, "source": "twitter", "query": []string{"golang"}, "name": "Acme launch"})
+	resp, body := ts.sendJSON(t, http.MethodPost, "/v1/crawlers", map[string]any{"user_id": 1, "source": "twitter", "query": []string{"golang"}, "name": "Acme launch"})
 	if resp.StatusCode != http.StatusCreated || !strings.Contains(body, `"name": "Acme launch"`) {
 		t.Fatalf("create with a name: %d %s", resp.StatusCode, body)
 	}
@@ -128,7 +128,7 @@ func TestCrawlerName_SetRenamedRefused(t *testing.T) {
 		{"tab\there", "Acme relaunch", http.StatusBadRequest},
 		{"", "", http.StatusOK},
 	} {
-		resp, body := ts.send(t, http.MethodPatch, "/v1/crawlers/1", map[string]any{"name": tc.name})
+		resp, body := ts.sendJSON(t, http.MethodPatch, "/v1/crawlers/1", map[string]any{"name": tc.name})
 		if resp.StatusCode != tc.status {
 			t.Fatalf("rename to %q: %d %s, want %d", tc.name, resp.StatusCode, body, tc.status)
 		}

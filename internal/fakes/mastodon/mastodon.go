@@ -30,7 +30,10 @@
 //   - REST: the instance documents, verify_credentials (the token's
 //     account and role), tags (show, follow, unfollow), followed_tags
 //     (paginated with a Link header), a status's context (ancestors and
-//     descendants).
+//     descendants), the timelines. Every call counts against the token's
+//     rate limit (300 in 5 minutes unless told otherwise) and its answer
+//     says what is left (X-RateLimit-Limit, -Remaining, -Reset); a call
+//     past it gets 429 (ratelimit.go).
 //
 // Tests post statuses with Post (built from a Status) or PostJSON (a
 // recorded Status entity, delivered verbatim), edit and delete them, and
@@ -149,6 +152,11 @@ type Options struct {
 	// ConnBuffer bounds the frames queued per connection; 0 means
 	// DefaultConnBuffer.
 	ConnBuffer int
+	// RateLimit and RatePeriod are how many REST calls the token may make
+	// in a period; 0 means DefaultRateLimit and DefaultRatePeriod,
+	// Mastodon's own.
+	RateLimit  int
+	RatePeriod time.Duration
 	// Logger receives a line per connection at debug level; nil discards.
 	Logger *slog.Logger
 }
@@ -203,7 +211,9 @@ type Server struct {
 	tagFollows  map[string]int64   // followed tag → follow sequence (newest highest)
 	followSeq   int64
 	tagEvents   []TagEvent
-	restCalls   map[string]int // "METHOD path pattern" → count
+	restCalls   map[string]int        // "METHOD path pattern" → count
+	rate        map[string]rateWindow // the REST calls of the current period: of the token, of the address
+	throttled   int                   // REST calls refused with 429
 }
 
 // New returns a server; serve its Handler, or use Start.
@@ -222,6 +232,12 @@ func New(opts Options) *Server {
 	}
 	if opts.Account == "" {
 		opts.Account = DefaultAccount
+	}
+	if opts.RateLimit <= 0 {
+		opts.RateLimit = DefaultRateLimit
+	}
+	if opts.RatePeriod <= 0 {
+		opts.RatePeriod = DefaultRatePeriod
 	}
 	if opts.Scopes == nil {
 		opts.Scopes = []string{"read", "write"}
@@ -242,7 +258,7 @@ func New(opts Options) *Server {
 	first := firstLocalID + servers.Add(1)<<localIDsPerServer
 	s := &Server{opts: opts, token: opts.Token, conns: map[*conn]bool{}, nextID: first,
 		statuses: map[string]*record{}, accounts: map[string]string{}, following: map[string]bool{},
-		tagFollows: map[string]int64{}, restCalls: map[string]int{}, nextAccount: 100}
+		tagFollows: map[string]int64{}, restCalls: map[string]int{}, rate: map[string]rateWindow{}, nextAccount: 100}
 	s.accounts[strings.ToLower(opts.Account)] = selfAccountID
 	return s
 }

@@ -48,7 +48,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 			s.mu.Lock()
 			s.restCalls[pattern]++
 			s.mu.Unlock()
-			h(w, r)
+			if s.throttle(w, r) {
+				h(w, r)
+			}
 		})
 	}
 	handle("GET /api/v1/instance", s.handleInstanceV1)

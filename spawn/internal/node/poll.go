@@ -112,7 +112,7 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 		st.State = api.StateQuotaWait
 	}
 	var errs []string
-	failing := 0
+	failing, unreachable := 0, 0
 	st.Live = true
 	for _, k := range s.keys {
 		ds, ok := n.table.sources[k]
@@ -123,17 +123,33 @@ func (n *Node) statusLocked(s *subscriber, clock int64, now time.Time) api.Subsc
 		if r, ok := ds.ds.(source.Readiness); ok && !r.Ready(s.spec) {
 			st.Live = false
 		}
-		if err := subscriberErr(ds.ds, s.spec); err != nil {
-			errs = append(errs, err.Error())
-			if !errors.Is(err, source.ErrDegraded) {
-				failing++
-			}
+		err := subscriberErr(ds.ds, s.spec)
+		if err == nil {
+			continue
+		}
+		// A source that cannot reach its service shows why first (DNS,
+		// refused, TLS, an HTTP error), however long it has failed: the
+		// service may come back, and the subscriber with it.
+		if reason := source.Unreachable(err); reason != "" {
+			unreachable++
+			errs = append(errs, reason+": "+err.Error())
+			continue
+		}
+		errs = append(errs, err.Error())
+		if !errors.Is(err, source.ErrDegraded) {
+			failing++
 		}
 	}
-	// Failed only when every data source of the subscriber is failing
-	// for good; a passing error shows without changing its state.
-	if failing > 0 && failing == len(s.keys) {
+	switch {
+	case failing > 0 && failing == len(s.keys):
+		// Failed only when every data source of the subscriber is
+		// failing for good.
 		st.State = api.StateFailed
+	case unreachable > 0 && st.State == api.StateRunning:
+		// Degraded while one of its sources cannot reach its service
+		// (one waiting for quota says so first); any other passing
+		// error shows without changing its state.
+		st.State = api.StateDegraded
 	}
 	if err := n.writer.errFor(s.spec.CrawlerID); err != nil {
 		// Its comments are held and retried, so the error is a passing

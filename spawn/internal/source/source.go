@@ -72,6 +72,14 @@ type Item struct {
 	// RepostOf is the id (in the space of ID) of the post a repost
 	// shares.
 	RepostOf string
+	// UnreadableDate is the publication date the source gave, when it could
+	// not be read (a feed's date in no form the spawn knows): PublishedAt
+	// is then when the item was first fetched. Empty otherwise.
+	UnreadableDate string
+	// EditedAt is when the item was last edited at its source, for an
+	// item that arrives already edited (its Text and Links are the edited
+	// ones); zero when it never was.
+	EditedAt time.Time
 	// Engagement is the item's reposts and likes when its source reports
 	// them; nil when it does not.
 	Engagement *api.Engagement

@@ -34,12 +34,15 @@ type Seen struct {
 	ThreadID    string    `json:"thread_id,omitempty"`
 	Links       []string  `json:"links,omitempty"`
 	RepostOf    string    `json:"repost_of,omitempty"`
+	// EditedAt is when the post was last edited, as the service said when
+	// it arrived (a post may arrive already edited); zero when never.
+	EditedAt time.Time `json:"edited_at,omitzero"`
 }
 
 // SeenOf is the part of c a user sees.
 func SeenOf(c api.Comment) Seen {
 	return Seen{ID: c.ID, Author: c.Author, AuthorID: c.AuthorID, Text: c.Text, URL: c.URL, Lang: c.Lang,
-		PublishedAt: c.PublishedAt.UTC(), ReplyTo: c.ReplyTo, ThreadID: c.ThreadID, Links: c.Links, RepostOf: c.RepostOf}
+		PublishedAt: c.PublishedAt.UTC(), ReplyTo: c.ReplyTo, ThreadID: c.ThreadID, Links: c.Links, RepostOf: c.RepostOf, EditedAt: c.EditedAt.UTC()}
 }
 
 // FileNode is a real spawn node storing into a real file store (the
@@ -163,6 +166,9 @@ func diffSeen(got, want Seen) []string {
 	field("thread_id", got.ThreadID, want.ThreadID)
 	field("links", strings.Join(got.Links, " "), strings.Join(want.Links, " "))
 	field("repost_of", got.RepostOf, want.RepostOf)
+	if !got.EditedAt.Equal(want.EditedAt) {
+		field("edited_at", got.EditedAt.Format(time.RFC3339Nano), want.EditedAt.Format(time.RFC3339Nano))
+	}
 	return out
 }
 

@@ -216,7 +216,7 @@
   // liveRate is a crawler's comments per minute as its spawn last reported
   // it; a crawler that runs nowhere has none.
   function liveRate(c) {
-    return c.state === 'running' || c.state === 'quota_wait' ? (c.rate_per_sec || 0) * 60 : 0;
+    return c.state === 'running' || c.state === 'degraded' || c.state === 'quota_wait' ? (c.rate_per_sec || 0) * 60 : 0;
   }
 
   // safeURL returns an http(s) URL to link to, or null.

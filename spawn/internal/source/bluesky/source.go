@@ -373,7 +373,7 @@ func (s *Source) dialError(err error) error {
 	if t := strings.TrimSpace(string(he.Body)); t != "" && source.ItemID(t) == t {
 		detail = ": " + clip(t)
 	}
-	return fmt.Errorf("%w: %s answered %s%s", ErrStatus, s.opts.JetstreamURL, he.Status, detail)
+	return fmt.Errorf("%w: %s answered %w%s", ErrStatus, s.opts.JetstreamURL, source.StatusError{Code: he.StatusCode, Status: he.Status}, detail)
 }
 
 // read handles the service's events until the connection fails: posts go

@@ -176,9 +176,9 @@ func TestSource_CutResumesWithoutGapsOrRepeats(t *testing.T) {
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(published) }
 	testkit.WaitFor(t, waitTimeout, "posts before the cut", func() bool { return count() >= 20 && len(rec.All()) >= 10 })
 	js.Cut(2 * time.Second)
-	testkit.WaitFor(t, waitTimeout, "the refusal to show", func() bool {
+	testkit.WaitFor(t, waitTimeout, "the refusal to show, the answer's status its reason", func() bool {
 		err := src.Err()
-		return errors.Is(err, ErrStatus) && errors.Is(err, source.ErrDegraded)
+		return errors.Is(err, ErrStatus) && errors.Is(err, source.ErrDegraded) && source.Unreachable(err) == "HTTP 503 Service Unavailable"
 	})
 	testkit.WaitFor(t, waitTimeout, "the reconnect", func() bool { return len(js.Accepted()) >= 2 })
 	n := count()

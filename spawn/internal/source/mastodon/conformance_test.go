@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	fake "github.com/blackwidow-crawl/blackwidow/internal/fakes/mastodon"
@@ -16,8 +18,8 @@ import (
 
 // seenFields is how many fields of a stored comment CompareSeen checks:
 // id, author, author_id, text, url, lang, published_at, reply_to,
-// thread_id, links and repost_of.
-const seenFields = 11
+// thread_id, links, repost_of and edited_at.
+const seenFields = 12
 
 // sample is one recorded Status entity of testdata/conformance and what a
 // user must see of it, read off the payload (testdata/SOURCES.md).
@@ -108,7 +110,7 @@ func conformanceOptions(t *testing.T, url string) Options {
 func TestConformance_RecordedStatusesThroughTheSpawn(t *testing.T) {
 	groups := []struct {
 		name, domain string
-	}{{"documentation", "mastodon.social"}, {"mastodonpy", "localhost:3000"}}
+	}{{"documentation", "mastodon.social"}, {"mastodonpy", "localhost:3000"}, {"publictimeline", "mastodon.social"}}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			samples := readSamples(t, g.name)
@@ -191,4 +193,72 @@ func run(t *testing.T, srv *fake.Server, domain string, samples []sample, want m
 		compared += len(got)
 	}
 	return compared
+}
+
+// TestConformance_WhatRecordedStatusesCarryIsKept reads every recorded
+// Status the way the stream hands it over and counts what a reader of the
+// stored comment must still find: the edit time of a status that arrives
+// already edited, the paragraphs and line breaks of its content, every
+// media attachment's description and the preview card's title (kept in the
+// text after the status's own words, as the bluesky source keeps alt text
+// and link card titles).
+func TestConformance_WhatRecordedStatusesCarryIsKept(t *testing.T) {
+	type tally struct{ seen, lost int }
+	var edited, breaks, descriptions, titles tally
+	count := func(c *tally, kept bool) {
+		c.seen++
+		if !kept {
+			c.lost++
+		}
+	}
+	statuses := 0
+	for _, group := range []string{"documentation", "mastodonpy", "publictimeline"} {
+		for _, s := range readSamples(t, group) {
+			var st status
+			if err := json.Unmarshal(s.entity, &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Reblog != nil {
+				continue // the stream hands over the reblogged status, a sample of its own
+			}
+			statuses++
+			it, err := statusItem(&st, "mastodon.example", nil, time.Now())
+			if err != nil {
+				t.Fatalf("%s %s: %v", group, st.ID, err)
+			}
+			if st.EditedAt != nil {
+				at, _ := time.Parse(time.RFC3339Nano, *st.EditedAt)
+				count(&edited, !at.IsZero() && it.EditedAt.Equal(at))
+			}
+			if strings.Count(st.Content, "</p>") > 1 || strings.Contains(st.Content, "<br") {
+				count(&breaks, strings.Contains(it.Text, "\n") && it.Text == s.seen.Text)
+			}
+			for _, m := range st.Media {
+				if m.Description != nil && strings.TrimSpace(*m.Description) != "" {
+					count(&descriptions, strings.Contains(it.Text, strings.TrimSpace(*m.Description)))
+				}
+			}
+			if st.Card != nil && strings.TrimSpace(st.Card.Title) != "" {
+				count(&titles, strings.Contains(it.Text, strings.TrimSpace(st.Card.Title)))
+			}
+		}
+	}
+	for _, c := range []struct {
+		what string
+		tally
+	}{
+		{"statuses arriving edited lost edited_at", edited},
+		{"statuses with paragraphs or line breaks lost them", breaks},
+		{"media descriptions lost", descriptions},
+		{"preview card titles lost", titles},
+	} {
+		if c.seen == 0 {
+			t.Errorf("%s: the recordings hold no case", c.what)
+		}
+		if c.lost > 0 {
+			t.Errorf("%s: %d of %d", c.what, c.lost, c.seen)
+		}
+		t.Logf("%s: %d of %d", c.what, c.lost, c.seen)
+	}
+	t.Logf("%d recorded statuses read", statuses)
 }

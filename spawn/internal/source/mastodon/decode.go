@@ -55,6 +55,7 @@ type status struct {
 	Tags        []tagJSON     `json:"tags"`
 	Mentions    []mentionJSON `json:"mentions"`
 	Card        *cardJSON     `json:"card"`
+	Media       []mediaJSON   `json:"media_attachments"`
 	// Reblogs and favourites so far: a status streamed as it is written
 	// has none yet; a reblog carries the counts of the status it shares.
 	ReblogsCount    source.Count `json:"reblogs_count"`
@@ -80,7 +81,14 @@ type mentionJSON struct {
 }
 
 type cardJSON struct {
-	URL string `json:"url"`
+	URL   string `json:"url"`
+	Title string `json:"title"`
+}
+
+// mediaJSON is a media attachment; its description is the alt text its
+// author wrote for readers who cannot see it.
+type mediaJSON struct {
+	Description *string `json:"description"`
 }
 
 // frame is one decoded message.
@@ -240,6 +248,14 @@ func statusItem(st *status, domain string, parent *link, now time.Time) (source.
 	it.Links = statusLinks(st)
 	claimed, _ := time.Parse(time.RFC3339Nano, st.CreatedAt)
 	it.PublishedAt = source.PublishedAt(claimed, now)
+	if st.EditedAt != nil {
+		// A status may arrive already edited (a timeline read, a status
+		// edited before the stream carried it): its edit time is kept as
+		// the instance says it.
+		if at, err := time.Parse(time.RFC3339Nano, *st.EditedAt); err == nil {
+			it.EditedAt = at.UTC()
+		}
+	}
 	if st.Language != nil {
 		it.Lang = lang(*st.Language)
 	}
@@ -315,10 +331,36 @@ func statusLinks(st *status) []string {
 }
 
 // statusText is the readable text of a status: its content warning, if
-// any, then its content.
+// any, then its content with its paragraphs and line breaks, then — after
+// a blank line, each on a line of its own — its preview card's title, the
+// card's URL unless the words already hold it, and every media
+// attachment's description. The bluesky source keeps a link card's title
+// and images' alt text the same way, so queries match them on both.
 func statusText(st *status) string {
-	text := htmltext.Text(st.Content)
-	spoiler := strings.TrimSpace(htmltext.Text(st.SpoilerText))
+	text := htmltext.Lines(st.Content)
+	var extra []string
+	if c := st.Card; c != nil {
+		extra = appendLine(extra, c.Title)
+		if u := source.WebURL(c.URL); u != "" && !strings.Contains(text, u) {
+			extra = appendLine(extra, u)
+		}
+	}
+	for _, m := range st.Media {
+		if m.Description != nil {
+			extra = appendLine(extra, *m.Description)
+		}
+	}
+	if len(extra) > maxExtraLines {
+		extra = extra[:maxExtraLines]
+	}
+	if tail := strings.Join(extra, "\n"); tail != "" {
+		if strings.TrimSpace(text) == "" {
+			text = tail
+		} else {
+			text += "\n\n" + tail
+		}
+	}
+	spoiler := strings.TrimSpace(htmltext.Lines(st.SpoilerText))
 	switch {
 	case spoiler == "":
 		return text
@@ -326,6 +368,14 @@ func statusText(st *status) string {
 		return spoiler
 	}
 	return spoiler + "\n\n" + text
+}
+
+// appendLine adds s, trimmed, to lines unless it is empty or not UTF-8.
+func appendLine(lines []string, s string) []string {
+	if s = strings.TrimSpace(s); s != "" && utf8.ValidString(s) {
+		lines = append(lines, s)
+	}
+	return lines
 }
 
 // author is an account's acct, qualified with the instance's domain when

@@ -108,8 +108,25 @@ func TestStatusItem(t *testing.T) {
 					`<a href="https://c.example/tag/go" rel="tag">#go</a> <a href="javascript:alert(1)">x</a> <a href="https://go.dev/blog/go1.24">again</a></p>`,
 				Mentions: []mentionJSON{{URL: "https://b.example/@bob"}}, Card: &cardJSON{URL: "https://go.dev/doc/go1.24"}},
 			want: source.Item{ID: "https://a.example/s/3", URL: "https://a.example/s/3", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
-				Text:  "@bob see https://go.dev/blog/go1.24 #go x again",
+				Text:  "@bob see https://go.dev/blog/go1.24 #go x again\n\nhttps://go.dev/doc/go1.24",
 				Links: []string{"https://go.dev/blog/go1.24", "https://go.dev/doc/go1.24"}},
+		},
+		{
+			name: "paragraphs and line breaks are kept; the card's title and the media descriptions follow the words",
+			st: status{ID: "9", URI: "https://a.example/s/9", CreatedAt: "2024-06-01T10:00:00Z",
+				Content: `<p>Release day!</p><p>Read it:<br /><a href="https://go.dev/blog/go1.24"><span class="invisible">https://</span><span class="">go.dev/blog/go1.24</span><span class="invisible"></span></a></p>`,
+				Card:    &cardJSON{URL: "https://go.dev/blog/go1.24", Title: " Go 1.24 is released "},
+				Media:   []mediaJSON{{Description: str("A gopher\nwith a cake")}, {}, {Description: str("  ")}, {Description: str("The release notes")}}},
+			want: source.Item{ID: "https://a.example/s/9", URL: "https://a.example/s/9", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
+				Text:  "Release day!\n\nRead it:\nhttps://go.dev/blog/go1.24\n\nGo 1.24 is released\nA gopher\nwith a cake\nThe release notes",
+				Links: []string{"https://go.dev/blog/go1.24"}},
+		},
+		{
+			name: "a status that arrives edited keeps its edit time; media alone make its text",
+			st: status{ID: "10", URI: "https://a.example/s/10", CreatedAt: "2024-06-01T10:00:00Z", EditedAt: str("2024-06-01T10:05:00.123Z"),
+				SpoilerText: "cw", Media: []mediaJSON{{Description: str("a cat")}}},
+			want: source.Item{ID: "https://a.example/s/10", URL: "https://a.example/s/10", PublishedAt: time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC),
+				EditedAt: time.Date(2024, 6, 1, 10, 5, 0, 123e6, time.UTC), Text: "cw\n\na cat"},
 		},
 		{
 			name: "future date and unsafe url are bounded",
@@ -154,7 +171,7 @@ func TestStatusItem(t *testing.T) {
 			if got.ID != tc.want.ID || got.URL != tc.want.URL || got.Author != tc.want.Author || got.AuthorID != tc.want.AuthorID ||
 				got.Text != tc.want.Text || !got.PublishedAt.Equal(tc.want.PublishedAt) || got.Lang != tc.want.Lang ||
 				got.ReplyTo != tc.want.ReplyTo || got.ThreadID != tc.want.ThreadID || !slices.Equal(got.Links, tc.want.Links) ||
-				!got.FetchedAt.Equal(now) {
+				!got.FetchedAt.Equal(now) || !got.EditedAt.Equal(tc.want.EditedAt) {
 				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})

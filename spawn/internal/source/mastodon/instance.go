@@ -42,6 +42,7 @@ type Stats struct {
 	Refollows  int64 // tags followed again after the account stopped following them
 	Resolved   int64 // replies whose parent was looked up on the instance
 	Unresolved int64 // replies whose parent stayed unknown (no reply_to)
+	Held       int64 // statuses that waited for a reply's parent (thread.go)
 	// GapsFilled counts the gaps filled from the REST timelines, GapItems
 	// the statuses they found that the stream had not delivered,
 	// GapSeconds the gaps' length.
@@ -60,7 +61,7 @@ type counters struct {
 	connects, reconnects, items, duplicates, ignored, filtered atomic.Int64
 	malformed, truncated, tooLarge, stalls, refused            atomic.Int64
 	serverErrs, subscribes, unsubscribes                       atomic.Int64
-	follows, unfollows, refollows, resolved, unresolved        atomic.Int64
+	follows, unfollows, refollows, resolved, unresolved, held  atomic.Int64
 	gapsFilled, gapItems, gapMillis, retractions, unmapped     atomic.Int64
 }
 
@@ -71,7 +72,7 @@ func (c *counters) snapshot() Stats {
 		Malformed: c.malformed.Load(), Truncated: c.truncated.Load(), TooLarge: c.tooLarge.Load(),
 		Stalls: c.stalls.Load(), Refused: c.refused.Load(), ServerErrs: c.serverErrs.Load(),
 		Follows: c.follows.Load(), Unfollows: c.unfollows.Load(), Refollows: c.refollows.Load(),
-		Resolved: c.resolved.Load(), Unresolved: c.unresolved.Load(),
+		Resolved: c.resolved.Load(), Unresolved: c.unresolved.Load(), Held: c.held.Load(),
 		GapsFilled: c.gapsFilled.Load(), GapItems: c.gapItems.Load(), GapSeconds: float64(c.gapMillis.Load()) / 1000,
 		Retractions: c.retractions.Load(), Unmapped: c.unmapped.Load(),
 	}
@@ -134,15 +135,26 @@ type instance struct {
 	lastID  string
 	cursors map[int64]bool
 	errs    source.ErrorSet
+	// budget is what the instance's last answer said of the token's REST
+	// calls (thread.go).
+	budget budget
 	// handling serialises handing statuses over between the stream's
-	// reader and a gap's filling: the status cache is theirs.
+	// reader, a gap's filling and the release of the statuses waiting for
+	// a reply's parent: the status cache and the fields below it are
+	// theirs.
 	handling sync.Mutex
+	recent   *statusCache
+	resolve  *bucket
+	// held are the statuses waiting, in arrival order, behind a reply
+	// whose parent cannot be named yet; heldWake tells their releaser one
+	// was added; lookupRetryAt pauses the look-ups after a failed one.
+	held          []heldFrame
+	heldWake      chan struct{}
+	lookupRetryAt time.Time
 
 	// Owned by Run's reader goroutine.
 	domain        string // the domain of the instance's accounts
-	recent        *statusCache
-	resolve       *bucket
-	publicDeletes int // delete events in a row on the public stream
+	publicDeletes int    // delete events in a row on the public stream
 }
 
 func newInstance(opts Options, base *url.URL, stats *counters, follows *tagFollows) *instance {
@@ -176,6 +188,7 @@ func newInstance(opts Options, base *url.URL, stats *counters, follows *tagFollo
 		followWant:    map[string]bool{},
 		recent:        newStatusCache(opts.StatusCacheSize),
 		resolve:       newBucket(opts.ResolveRate, opts.ResolveBurst),
+		heldWake:      make(chan struct{}, 1),
 	}
 }
 
@@ -426,7 +439,7 @@ func (i *instance) dialError(err error) error {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return fmt.Errorf("%w: %s answered %s%s; check the spawn's Mastodon access token (a user token with read:statuses)", ErrTokenRefused, i.base.Host, he.Status, detail)
 	}
-	return fmt.Errorf("%w: %s answered %s%s", ErrStatus, i.base.Host, he.Status, detail)
+	return fmt.Errorf("%w: %s answered %w%s", ErrStatus, i.base.Host, source.StatusError{Code: he.StatusCode, Status: he.Status}, detail)
 }
 
 // Report gives the instance's counters to the spawn's metrics.
@@ -442,5 +455,6 @@ func (i *instance) Report() []source.Stat {
 		source.Stat{Name: "bw_spawn_mastodon_tag_follows_total", Help: "Tags a spawn followed on a Mastodon instance whose feeds are closed.", Value: float64(st.Follows)},
 		source.Stat{Name: "bw_spawn_mastodon_tag_unfollows_total", Help: "Tags a spawn unfollowed on a Mastodon instance.", Value: float64(st.Unfollows)},
 		source.Stat{Name: "bw_spawn_mastodon_unresolved_replies_total", Help: "Replies whose parent a spawn could not name (no reply_to).", Value: float64(st.Unresolved)},
+		source.Stat{Name: "bw_spawn_mastodon_held_statuses_total", Help: "Statuses that waited for a Mastodon reply's parent to be named (a look-up the rate limit allowed, or the parent's arrival).", Value: float64(st.Held)},
 	)
 }

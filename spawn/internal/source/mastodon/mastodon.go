@@ -73,6 +73,15 @@ const (
 	// in 5 minutes); DefaultResolveBurst how many at once.
 	DefaultResolveRate  = 1.0
 	DefaultResolveBurst = 10
+	// DefaultReplyWait is how long a reply whose parent is unknown may
+	// wait for a look-up the instance's rate limit allows (or for its
+	// parent to arrive) before it is handed over without reply_to; the
+	// statuses that arrived after it wait behind it, so their order, and
+	// the crawlers' cursors, stay the instance's.
+	DefaultReplyWait = 30 * time.Second
+	// DefaultReplyQueue bounds the statuses waiting so: past it the
+	// oldest goes without reply_to.
+	DefaultReplyQueue = 1000
 )
 
 // Bounds on what a status carries into an item.
@@ -88,6 +97,10 @@ const (
 	maxLangBytes = 16
 	// maxLinks caps the links of one item.
 	maxLinks = 64
+	// maxExtraLines bounds the lines a status's card and media add to its
+	// text (a card's title and URL, four images on Mastodon, more from
+	// other servers), as the bluesky source bounds an embed's.
+	maxExtraLines = 16
 	// maxContextBytes caps a status context answer.
 	maxContextBytes = 8 << 20
 	// maxInstanceDocBytes caps an /api/v*/instance answer.
@@ -173,6 +186,8 @@ type Options struct {
 	UnfollowTimeout     time.Duration
 	ResolveRate         float64
 	ResolveBurst        int
+	ReplyWait           time.Duration
+	ReplyQueue          int
 	// MaxBackfillPages bounds the timeline pages one gap reads; it
 	// defaults to DefaultMaxBackfillPages.
 	MaxBackfillPages int
@@ -199,6 +214,8 @@ func (o Options) withDefaults() Options {
 	source.SetDefault(&o.FollowCheckInterval, DefaultFollowCheckInterval)
 	source.SetDefault(&o.UnfollowTimeout, DefaultUnfollowTimeout)
 	source.SetDefault(&o.ResolveBurst, DefaultResolveBurst)
+	source.SetDefault(&o.ReplyWait, DefaultReplyWait)
+	source.SetDefault(&o.ReplyQueue, DefaultReplyQueue)
 	source.SetDefault(&o.MaxBackfillPages, DefaultMaxBackfillPages)
 	if o.ResolveRate <= 0 {
 		o.ResolveRate = DefaultResolveRate

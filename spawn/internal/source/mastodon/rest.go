@@ -28,6 +28,10 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("%s %s answered %s: %s", e.method, e.path, e.status, e.message)
 }
 
+// HTTPStatus is the code the instance answered: the node shows a crawler
+// whose instance answers errors as degraded.
+func (e *apiError) HTTPStatus() int { return e.code }
+
 // refused reports whether an error is the instance refusing the token or
 // its scopes (401, 403).
 func refused(err error) bool {
@@ -59,6 +63,7 @@ func (i *instance) api(ctx context.Context, method, path string, limit int64, ou
 		return nil, err
 	}
 	defer resp.Body.Close()
+	i.noteBudget(resp.Header, resp.StatusCode)
 	if resp.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAPIErrorBytes))
 		var doc struct {

@@ -53,7 +53,15 @@ func (s *session) deleted(f frame) {
 		s.stats.ignored.Add(1)
 		return
 	}
+	s.handling.Lock()
+	defer s.handling.Unlock()
 	l, ok := s.recent.get(f.deleted)
+	if s.dropHeld(f.deleted) {
+		// Deleted while it waited for its parent: it is never handed
+		// over, nor taken again from another stream.
+		s.recent.put(f.deleted, link{uri: l.uri, deleted: true})
+		return
+	}
 	switch {
 	case !ok || l.uri == "":
 		s.stats.unmapped.Add(1)

@@ -61,6 +61,9 @@ func (s *session) serve(ctx context.Context, emit source.Emit) error {
 		wg.Wait()
 		return err
 	}
+	// Statuses waiting for their parents go on beside the reader
+	// (thread.go).
+	wg.Go(func() { s.runRelease(sctx, emit) })
 	// Gaps are filled beside the reader, once the streams they cover
 	// are subscribed (backfill.go).
 	fillWake := make(chan struct{}, 1)
@@ -271,39 +274,49 @@ func (s *session) serverError(f frame) error {
 	return nil
 }
 
-// handle hands a status over unless it was handed over already (status),
-// and reports whether it was.
+// handle hands a status over unless it was handed over already, or holds
+// it until its parent can be named (status), and reports whether it was
+// new.
 func (s *session) handle(ctx context.Context, f frame, emit source.Emit) (bool, error) {
 	s.handling.Lock()
 	defer s.handling.Unlock()
-	before := s.stats.items.Load()
+	before, held := s.stats.items.Load(), s.stats.held.Load()
 	if err := s.status(ctx, f, emit); err != nil {
 		return false, err
 	}
-	if s.stats.items.Load() == before {
-		return false, nil
-	}
-	s.noteStatus(f.status.ID)
-	return true, nil
+	return s.stats.items.Load() != before || s.stats.held.Load() != held, nil
 }
 
-// status hands a status over unless this source has handed it over
+// duplicate reports whether this source has handed a status over
 // already: an update seen before came through another stream (a status
 // with two subscribed tags, or two followed tags on the home timeline), a
-// timeline read to fill a gap, or is a reblog of a status already read; an
-// edit is new when its edited_at is.
-func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
-	st := f.status
-	edited := ""
-	if st.EditedAt != nil {
-		edited = *st.EditedAt
+// timeline read to fill a gap, or is a reblog of a status already read;
+// an edit is new when its edited_at is. A status deleted before it was
+// handed over is not handed over either.
+func (s *session) duplicate(f frame) bool {
+	l, known := s.recent.get(f.status.ID)
+	return known && (l.deleted || l.emitted && (f.event == eventUpdate || l.edited == editedAt(f.status)))
+}
+
+// editedAt is a status's edited_at as the instance wrote it, "" when it
+// was never edited.
+func editedAt(st *status) string {
+	if st.EditedAt == nil {
+		return ""
 	}
+	return *st.EditedAt
+}
+
+// hand hands a status over as a reply to parent (nil: none, or unknown)
+// unless it is a duplicate; the caller holds handling.
+func (s *session) hand(ctx context.Context, f frame, parent *link, emit source.Emit) error {
+	st := f.status
+	edited := editedAt(st)
 	l, known := s.recent.get(st.ID)
-	if known && l.emitted && (f.event == eventUpdate || l.edited == edited) {
+	if s.duplicate(f) {
 		s.stats.duplicates.Add(1)
 		return nil
 	}
-	parent := s.parentOf(ctx, st)
 	it, err := statusItem(st, s.domain, parent, time.Now())
 	if err != nil {
 		s.skip(err, 0)
@@ -335,6 +348,7 @@ func (s *session) status(ctx context.Context, f frame, emit source.Emit) error {
 	if s.refusedByEvent.Swap(false) {
 		s.setErr(source.PartConnection, nil)
 	}
+	s.noteStatus(st.ID)
 	return nil
 }
 

@@ -417,3 +417,17 @@ func TestSource_ReadyOnceItsStreamsAreSubscribed(t *testing.T) {
 	testkit.WaitFor(t, waitDeadline, "not ready while disconnected", func() bool { return !ds.Ready(g) })
 	testkit.WaitFor(t, waitDeadline, "ready after the reconnect", func() bool { return ds.Ready(g) })
 }
+
+// TestSource_RefusedHandshakeSaysItsStatus: while the streaming server
+// answers its handshakes with 503, the source's error carries the status,
+// the reason the node shows its crawlers degraded with.
+func TestSource_RefusedHandshakeSaysItsStatus(t *testing.T) {
+	srv := startServer(t, fake.Options{})
+	ds, _ := start(t, testOptions(t, srv.URL()), spec(1, "#golang"))
+	subscribed(t, srv, "hashtag:golang")
+	srv.Cut(time.Minute)
+	testkit.WaitFor(t, waitDeadline, "the refusal, its status the reason", func() bool {
+		err := ds.Err()
+		return errors.Is(err, ErrStatus) && source.Unreachable(err) == "HTTP 503 Service Unavailable"
+	})
+}

@@ -92,8 +92,8 @@ type expectedItem struct {
 
 // seenFields is how many fields of a comment CompareSeen checks: id,
 // author, author_id, text, url, lang, published_at, reply_to, thread_id,
-// links, repost_of.
-const seenFields = 11
+// links, repost_of, edited_at.
+const seenFields = 12
 
 // TestCorpus_EveryRecordedFeedStoredAsItsPublisherWroteIt serves every
 // recorded feed from the local feed server under each of its Content-Type

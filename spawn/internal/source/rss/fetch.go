@@ -13,6 +13,8 @@ import (
 
 	"github.com/mmcdole/gofeed"
 	gofeedrss "github.com/mmcdole/gofeed/rss"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
 // errHeaderTimeout is the cause a fetch's context is cancelled with when the
@@ -77,9 +79,9 @@ func (f *feed) fetch(ctx context.Context) (fetchResult, error) {
 		return res, nil
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), res.at)
-		return res, fmt.Errorf("rss: unable to fetch %s: %w: %s", f.url, ErrStatus, resp.Status)
+		return res, fmt.Errorf("rss: unable to fetch %s: %w: %w", f.url, ErrStatus, source.StatusError{Code: resp.StatusCode, Status: resp.Status})
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return res, fmt.Errorf("rss: unable to fetch %s: %w: %s", f.url, ErrStatus, resp.Status)
+		return res, fmt.Errorf("rss: unable to fetch %s: %w: %w", f.url, ErrStatus, source.StatusError{Code: resp.StatusCode, Status: resp.Status})
 	}
 	limit := f.opts.MaxBodyBytes
 	if resp.ContentLength > limit {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mmcdole/gofeed"
@@ -31,16 +32,52 @@ func newest(items []*gofeed.Item, n int) ([]*gofeed.Item, int) {
 		return items, 0
 	}
 	claimed := func(gi *gofeed.Item) time.Time {
-		switch {
-		case gi.PublishedParsed != nil:
-			return *gi.PublishedParsed
-		case gi.UpdatedParsed != nil:
-			return *gi.UpdatedParsed
-		}
-		return time.Time{}
+		t, _ := claimedDate(gi)
+		return t
 	}
 	slices.SortStableFunc(items, func(a, b *gofeed.Item) int { return claimed(b).Compare(claimed(a)) })
 	return items[:n:n], len(items) - n
+}
+
+// maxUnreadableDateBytes caps the unreadable date an item keeps.
+const maxUnreadableDateBytes = 64
+
+// claimedDate is when an item says it was published: its published date,
+// else its updated one, as the feed parser read them, else as readDate
+// reads what the feed wrote (localized names, a 12-hour clock, no zone).
+// Zero when it says nothing; unreadable is then the date it wrote that
+// could not be read, if any.
+func claimedDate(gi *gofeed.Item) (t time.Time, unreadable string) {
+	switch {
+	case gi.PublishedParsed != nil && !gi.PublishedParsed.IsZero():
+		return *gi.PublishedParsed, ""
+	case gi.UpdatedParsed != nil && !gi.UpdatedParsed.IsZero():
+		return *gi.UpdatedParsed, ""
+	}
+	for _, raw := range []string{gi.Published, gi.Updated} {
+		if raw = strings.TrimSpace(raw); raw == "" {
+			continue
+		}
+		if t, ok := readDate(raw); ok {
+			return t, ""
+		}
+		if unreadable == "" {
+			unreadable = printableDate(raw)
+		}
+	}
+	return time.Time{}, unreadable
+}
+
+// printableDate is an unreadable date as a comment keeps it: one line of
+// printable text, at most maxUnreadableDateBytes.
+func printableDate(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return truncate(strings.Join(strings.Fields(s), " "), maxUnreadableDateBytes)
 }
 
 // skip counts the items a fetch left out, skipped of the listed ones.
@@ -79,13 +116,7 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 			f.known[id] = e
 		}
 		e.lastPoll = f.polls
-		var claimed time.Time
-		switch {
-		case gi.PublishedParsed != nil && !gi.PublishedParsed.IsZero():
-			claimed = *gi.PublishedParsed
-		case gi.UpdatedParsed != nil && !gi.UpdatedParsed.IsZero():
-			claimed = *gi.UpdatedParsed
-		}
+		claimed, unreadable := claimedDate(gi)
 		d := originalOf(gi)
 		author := d.author
 		if author == "" {
@@ -104,14 +135,15 @@ func (f *feed) items(parsed *gofeed.Feed, now time.Time) []source.Item {
 		}
 		page := source.WebURL(f.resolve(d.url))
 		out = append(out, source.Item{
-			ID:          id,
-			Author:      author,
-			Text:        truncate(text, maxTextBytes),
-			URL:         page,
-			Links:       f.webLinks(d.links, d.url, page),
-			Lang:        itemLang,
-			PublishedAt: source.PublishedAt(claimed, e.firstSeen),
-			FetchedAt:   now.UTC(),
+			ID:             id,
+			Author:         author,
+			Text:           truncate(text, maxTextBytes),
+			URL:            page,
+			Links:          f.webLinks(d.links, d.url, page),
+			Lang:           itemLang,
+			PublishedAt:    source.PublishedAt(claimed, e.firstSeen),
+			UnreadableDate: unreadable,
+			FetchedAt:      now.UTC(),
 		})
 	}
 	// Feeds list newest first; reversing before the stable sort keeps

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 )
 
 func TestFeed_ConditionalGet(t *testing.T) {
@@ -52,12 +53,16 @@ func TestFeed_ErrorsAreReportedAndPollingContinues(t *testing.T) {
 		want    string
 		wantIs  error
 		maxTime time.Duration
+		// unreachable is how the error starts as the crawler's degraded
+		// reason; "" when the feed was reached.
+		unreachable string
 	}{
 		{name: "malformed", setup: func(fs *feedServer) { fs.body = "this is not a feed" }, want: "rss: unable to parse "},
 		{name: "truncated", setup: func(fs *feedServer) { fs.body = rssDoc[:len(rssDoc)/2] }, want: "rss: unable to parse "},
 		{name: "oversize", setup: func(fs *feedServer) { fs.body = big }, opts: func(o *Options) { o.MaxBodyBytes = 1024 }, want: "rss: unable to fetch ", wantIs: ErrTooLarge},
-		{name: "server error", setup: func(fs *feedServer) { fs.status = http.StatusInternalServerError }, want: "500", wantIs: ErrStatus},
-		{name: "never answers", setup: func(fs *feedServer) { fs.hang = true }, opts: func(o *Options) { o.FetchTimeout = 50 * time.Millisecond }, want: "no complete answer within 50ms", wantIs: ErrTimeout},
+		{name: "server error", setup: func(fs *feedServer) { fs.status = http.StatusInternalServerError }, want: "500", wantIs: ErrStatus, unreachable: "HTTP 500 Internal Server Error"},
+		{name: "gone", setup: func(fs *feedServer) { fs.status = http.StatusNotFound }, want: "404", wantIs: ErrStatus, unreachable: "HTTP 404 Not Found"},
+		{name: "never answers", setup: func(fs *feedServer) { fs.hang = true }, opts: func(o *Options) { o.FetchTimeout = 50 * time.Millisecond }, want: "no complete answer within 50ms", wantIs: ErrTimeout, unreachable: "timed out"},
 		{name: "private target refused by default", opts: func(o *Options) { o.Client = nil }, want: "rss: unable to fetch ", wantIs: netguard.ErrForbiddenTarget},
 	}
 	for _, tt := range tests {
@@ -78,6 +83,9 @@ func TestFeed_ErrorsAreReportedAndPollingContinues(t *testing.T) {
 			}
 			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
 				t.Fatalf("Err() = %v, want errors.Is %v", err, tt.wantIs)
+			}
+			if got := source.Unreachable(err); got != tt.unreachable {
+				t.Fatalf("Unreachable(%q) = %q, want %q", err, got, tt.unreachable)
 			}
 			if rec.batchCount() != 0 {
 				t.Fatalf("emitted %d batches from a failing feed", rec.batchCount())

@@ -86,7 +86,7 @@ var nativeSamples = []nativeSample{
 }
 
 // seenFields is how many fields of a comment WaitSeen checks.
-const seenFields = 11
+const seenFields = 12
 
 // TestConformance_DocumentedTweetsAsAUserSeesThem serves every tweet of
 // X's native payload examples through the local Twitter and the real

@@ -13,7 +13,7 @@ import (
 // thread, the same in comments and comments_by_thread, in the order
 // bodyArgs binds them and body.dest scans them. One list, so a field added
 // to api.Comment is added to every write and read at once.
-const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at`
+const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at, unreadable_date`
 
 // bodyColumnsAdded are the body columns added to the tables after their
 // first release, with their types: ALTER TABLE … ADD IF NOT EXISTS brings
@@ -27,6 +27,7 @@ var bodyColumnsAdded = [][2]string{
 	{"links", "frozen<list<text>>"},
 	{"repost_of", "text"},
 	{"edited_at", "timestamp"},
+	{"unreadable_date", "text"},
 }
 
 // addColumns is the CQL that adds bodyColumnsAdded to table where missing.
@@ -47,7 +48,7 @@ func placeholders(cols string) string {
 func bodyArgs(c *api.Comment) []any {
 	reposts, likes := engagementArgs(c.Engagement)
 	return []any{c.Source, c.Author, c.AuthorID, c.Text, c.URL, ms(c.FetchedAt), frozenList(c.Matched),
-		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf, editedArg(c.EditedAt)}
+		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf, editedArg(c.EditedAt), textArg(c.UnreadableDate)}
 }
 
 // editedArg binds edited_at: unset for a comment never edited, so no cell
@@ -57,6 +58,15 @@ func editedArg(t time.Time) any {
 		return gocql.UnsetValue
 	}
 	return ms(t)
+}
+
+// textArg binds an optional text column: unset when empty, so no cell is
+// written.
+func textArg(s string) any {
+	if s == "" {
+		return gocql.UnsetValue
+	}
+	return s
 }
 
 // frozenList binds a frozen list: empty rather than null, since a null
@@ -73,13 +83,14 @@ type body struct {
 	c              *api.Comment
 	reposts, likes *int64
 	edited         *time.Time
+	unreadable     *string
 }
 
 // dest lists the scan destinations of bodyCols.
 func (b *body) dest() []any {
 	c := b.c
 	return []any{&c.Source, &c.Author, &c.AuthorID, &c.Text, &c.URL, &c.FetchedAt, &c.Matched,
-		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited}
+		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited, &b.unreadable}
 }
 
 // finish normalises what was scanned: UTC times, nil for empty lists,
@@ -90,6 +101,9 @@ func (b *body) finish() {
 	c.PublishedAt, c.FetchedAt = c.PublishedAt.UTC(), c.FetchedAt.UTC()
 	if b.edited != nil && !b.edited.IsZero() {
 		c.EditedAt = b.edited.UTC()
+	}
+	if b.unreadable != nil {
+		c.UnreadableDate = *b.unreadable
 	}
 	if len(c.Matched) == 0 {
 		c.Matched = nil

@@ -10,8 +10,9 @@ import (
 )
 
 // TestFidelityFieldsRoundTrip opens a keyspace of an earlier release (the
-// store adds author_id, links and repost_of) and reads a comment's account
-// id, links and repost reference back unchanged through Recent, Export and
+// store adds author_id, links, repost_of and unreadable_date) and reads a
+// comment's account id, links, repost reference and unreadable date back
+// unchanged through Recent, Export and
 // Thread; a comment without them reads back without them.
 func TestFidelityFieldsRoundTrip(t *testing.T) {
 	addr := testAddr(t)
@@ -26,6 +27,7 @@ func TestFidelityFieldsRoundTrip(t *testing.T) {
 	pub := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	full := mkComment(6, "tw:2", pub)
 	full.AuthorID, full.Links, full.RepostOf = "2244994945", []string{"https://go.dev/blog/", "https://example.com/a?b=c"}, "tw:1"
+	full.UnreadableDate = "Seg, 99 Xyz 2018"
 	bare := mkComment(6, "tw:3", pub.Add(time.Second))
 	bare.ReplyTo, bare.ThreadID = "tw:2", "tw:2"
 	if err := s.Write(ctx, []api.Comment{full, bare}); err != nil {
@@ -41,9 +43,9 @@ func TestFidelityFieldsRoundTrip(t *testing.T) {
 			if c.ID == full.ID {
 				want = full
 			}
-			if c.AuthorID != want.AuthorID || !slices.Equal(c.Links, want.Links) || c.RepostOf != want.RepostOf {
-				t.Errorf("%s: %s read back author_id %q links %q repost_of %q, want %q %q %q",
-					how, c.ID, c.AuthorID, c.Links, c.RepostOf, want.AuthorID, want.Links, want.RepostOf)
+			if c.AuthorID != want.AuthorID || !slices.Equal(c.Links, want.Links) || c.RepostOf != want.RepostOf || c.UnreadableDate != want.UnreadableDate {
+				t.Errorf("%s: %s read back author_id %q links %q repost_of %q unreadable_date %q, want %q %q %q %q",
+					how, c.ID, c.AuthorID, c.Links, c.RepostOf, c.UnreadableDate, want.AuthorID, want.Links, want.RepostOf, want.UnreadableDate)
 			}
 			if want.Links == nil && c.Links != nil {
 				t.Errorf("%s: %s links %#v, want nil", how, c.ID, c.Links)
