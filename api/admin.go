@@ -150,8 +150,17 @@ type Comment struct {
 	PublishedAt time.Time `json:"published_at"`
 	FetchedAt   time.Time `json:"fetched_at"`
 	Matched     []string  `json:"matched,omitempty"`
-	// Lang is the comment's language when its source says it ("en").
+	// Lang is the comment's language: the one its source says ("en"), or
+	// the one the spawn detected in its text when the source says none
+	// (LangDetected); empty when neither is known.
 	Lang string `json:"lang,omitempty"`
+	// LangDetected says Lang was detected from the text, not given by the
+	// source.
+	LangDetected bool `json:"lang_detected,omitempty"`
+	// Sentiment is what the comment's words say of the author's mood,
+	// scored on the spawn; nil when its language is not one the product
+	// scores.
+	Sentiment *Sentiment `json:"sentiment,omitempty"`
 	// ReplyTo and ThreadID link a reply to its parent and to the first
 	// comment of its conversation (comment ids of the same source).
 	ReplyTo  string `json:"reply_to,omitempty"`
@@ -191,6 +200,30 @@ type Comment struct {
 	// can be recovered from the store.
 	NodeID string `json:"node_id,omitempty"`
 	IncSeq uint64 `json:"inc_seq,omitempty"`
+}
+
+// Sentiment labels a comment positive, neutral or negative, with a score
+// from -1 (most negative) to 1 (most positive).
+type Sentiment struct {
+	Label string  `json:"label"`
+	Score float64 `json:"score"`
+}
+
+// Sentiment labels, also the values of the query language's sentiment:
+// atom.
+const (
+	SentimentPositive = "positive"
+	SentimentNeutral  = "neutral"
+	SentimentNegative = "negative"
+)
+
+// SentimentLabel is the label of s, "" for nil: a comment without a
+// sentiment.
+func SentimentLabel(s *Sentiment) string {
+	if s == nil {
+		return ""
+	}
+	return s.Label
 }
 
 // Engagement is how often a post had been shared and liked when it was

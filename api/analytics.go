@@ -50,6 +50,12 @@ type ActivityStep struct {
 	At       time.Time `json:"at"`
 	Comments int64     `json:"comments"`
 	Authors  int64     `json:"authors"`
+	// Positive, Neutral and Negative split Comments by sentiment label;
+	// they sum to Comments: a comment in a language the product does not
+	// score counts as neutral.
+	Positive int64 `json:"positive"`
+	Neutral  int64 `json:"neutral"`
+	Negative int64 `json:"negative"`
 }
 
 // Activity is the answer of GET /v1/crawlers/{id}/activity, oldest step
@@ -110,6 +116,11 @@ type MinuteActivity struct {
 	// Authors is a HyperLogLog sketch (github.com/axiomhq/hyperloglog
 	// binary form) of the comments' authors.
 	Authors []byte `json:"authors,omitempty"`
+	// Positive and Negative count the comments of each sentiment label;
+	// the rest of Comments (neutral, and those without a sentiment) are
+	// neutral.
+	Positive int64 `json:"positive,omitempty"`
+	Negative int64 `json:"negative,omitempty"`
 }
 
 // HourTerms is the term counts of one hour: the top terms and, in Other,

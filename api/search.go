@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Paths of comment search.
@@ -47,6 +48,10 @@ type SearchPage struct {
 	Comments   []Comment `json:"comments"`
 	NextCursor string    `json:"next_cursor"`
 	Scanned    int64     `json:"scanned"`
+	// Frontier, with a next cursor, bounds what the search has left to
+	// read: nothing published after it. A merge of several crawlers'
+	// searches by time emits nothing older than it before reading on.
+	Frontier *time.Time `json:"frontier,omitempty"`
 }
 
 // ParseSearchQuery reads q, since, until, cursor and limit as the hub and

@@ -75,9 +75,9 @@ func (h *hookReceiver) requests() []hookRequest {
 	return append([]hookRequest(nil), h.reqs...)
 }
 
-// backdate makes a crawler look created hours ago, so the leader replays
-// hours of its (quiet) minutes into the spike detector instead of
-// waiting out the detector's warm-up.
+// backdate makes a crawler look created a day ago, so the leader seeds and
+// replays a day of its (quiet) hours and minutes into the spike detector
+// instead of waiting out the detector's day of warm-up.
 func backdate(t *testing.T, dsn string, crawlerID int64) {
 	t.Helper()
 	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: gormlogger.Discard})
@@ -89,7 +89,7 @@ func backdate(t *testing.T, dsn string, crawlerID int64) {
 			sqlDB.Close()
 		}
 	}()
-	if err := db.Exec("UPDATE crawlers SET created_at = created_at - interval '3 hours' WHERE id = ?", crawlerID).Error; err != nil {
+	if err := db.Exec("UPDATE crawlers SET created_at = created_at - interval '26 hours' WHERE id = ?", crawlerID).Error; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Measures the Cassandra store's write path against a baseline (a minimal,
-# concurrent, prepared gocql insert loop writing the same rows) with
-# BenchmarkWrite in spawn/internal/store/cassandra, and prints comments/s for
-# both and their ratio (target: store >= 0.9 x baseline).
+# concurrent, prepared gocql insert loop writing one bare row a comment, the
+# same columns into a table without the store's indexes) with BenchmarkWrite
+# in spawn/internal/store/cassandra, and prints comments/s for both and their
+# ratio (target: store >= 0.9 x baseline). A second pair writes "rich"
+# comments (posts of 20 words from a Zipf vocabulary by 10,000 authors, a
+# third of them replies) to show what a text's many search terms cost.
 #
 # Needs a Cassandra: BW_TEST_CASSANDRA=host:port, or the one that
 # scripts/cassandra.sh runs (scripts/services.sh up starts it).
@@ -37,6 +40,16 @@ if [ -z "${BW_TEST_CASSANDRA:-}" ]; then
 	fi
 fi
 export BW_TEST_CASSANDRA
+# The node's processor time per comment, when this machine runs it and the
+# script knows its pid (scripts/cassandra.sh's pid file for the same port).
+if [ -z "${BW_BENCH_CASSANDRA_PID:-}" ]; then
+	state=${BW_STATE_DIR:-$HOME/.cache/blackwidow}/cassandra
+	if [ -f "$state/cassandra.pid" ] && [ -f "$state/cassandra.ports" ] &&
+		[ "$(cut -d' ' -f1 "$state/cassandra.ports")" = "${BW_TEST_CASSANDRA##*:}" ]; then
+		BW_BENCH_CASSANDRA_PID=$(cat "$state/cassandra.pid")
+		export BW_BENCH_CASSANDRA_PID
+	fi
+fi
 if [ "$CLUSTER" = 1 ] && [ -z "${BW_TEST_CASSANDRA_CLUSTER:-}" ]; then
 	if scripts/cassandra-cluster.sh status >/dev/null 2>&1; then
 		eval "$(scripts/cassandra-cluster.sh env)"
@@ -98,6 +111,8 @@ echo "$results" | awk -v rounds="$ROUNDS" '
 /^BenchmarkWrite\// {
 	name = $1; sub(/^BenchmarkWrite\//, "", name); sub(/-[0-9]+$/, "", name)
 	for (i = 2; i < NF; i++) if ($(i+1) == "comments/s") v[name, ++n[name]] = $i
+	for (i = 2; i < NF; i++) if ($(i+1) == "client-cpu-µs/comment") cl[name] = cl[name] (cl[name] == "" ? "" : ", ") $i
+	for (i = 2; i < NF; i++) if ($(i+1) == "node-cpu-µs/comment") nd[name] = nd[name] (nd[name] == "" ? "" : ", ") $i
 }
 function median(name,   k, j, t, a, m) {
 	m = n[name]
@@ -116,6 +131,20 @@ END {
 	printf "store Write:                 %8.0f comments/s  (rounds: %s)\n", s, all("store")
 	if (n["store-alt"]) printf "store, other write mode:     %8.0f comments/s  (rounds: %s)\n", median("store-alt"), all("store-alt")
 	if (n["counted"]) printf "counted (intents + new only):%8.0f comments/s  (rounds: %s)\n", median("counted"), all("counted")
+	if (n["baseline-rich"]) printf "baseline, rich comments:     %8.0f comments/s  (rounds: %s)\n", median("baseline-rich"), all("baseline-rich")
+	if (n["store-rich"]) printf "store Write, rich comments:  %8.0f comments/s  (rounds: %s)\n", median("store-rich"), all("store-rich")
 	printf "ratio store/baseline:        %8.2f  (target >= 0.90)\n", s / b
 	if (n["counted"]) printf "ratio counted/baseline:      %8.2f  (target >= 0.90)\n", median("counted") / b
+	if (n["store-rich"] && n["baseline-rich"]) printf "ratio rich store/baseline:   %8.2f\n", median("store-rich") / median("baseline-rich")
+	split("baseline store store-alt counted baseline-rich store-rich", paths, " ")
+	for (k = 1; k <= 6; k++) if (paths[k] in cl)
+		printf "CPU µs a comment, %-14s client %s; node %s\n", paths[k] ":", cl[paths[k]], (nd[paths[k]] == "" ? "not measured" : nd[paths[k]])
+	# Each round ran every path once, one after the other: the ratios of
+	# each round show how much of the spread the machine made.
+	for (k = 1; k <= n["store"] && k <= n["baseline"]; k++) {
+		line = sprintf("round %d: store/baseline %.2f", k, v["store", k] / v["baseline", k])
+		if (n["counted"] >= k) line = line sprintf(", counted/baseline %.2f", v["counted", k] / v["baseline", k])
+		if (n["store-rich"] >= k && n["baseline-rich"] >= k) line = line sprintf(", rich %.2f", v["store-rich", k] / v["baseline-rich", k])
+		print line
+	}
 }'

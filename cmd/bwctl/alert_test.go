@@ -12,16 +12,17 @@ import (
 	"time"
 )
 
-// backtestCSV writes a series: 90 minutes at 2 comments, 60 at minute 70
-// (2025-03-03 10:10), in NAB's timestamp form.
+// backtestCSV writes a series: a day and 90 minutes at 2 comments (a day
+// is the detector's warm-up), 60 at 2025-03-03 10:10, in NAB's timestamp
+// form.
 func backtestCSV(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("timestamp,value\n")
-	start := time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)
-	for i := range 90 {
+	start := time.Date(2025, 3, 2, 9, 0, 0, 0, time.UTC)
+	for i := range 24*60 + 90 {
 		v := 2
-		if i == 70 {
+		if i == 24*60+70 {
 			v = 60
 		}
 		fmt.Fprintf(&b, "%s,%d\n", start.Add(time.Duration(i)*time.Minute).Format("2006-01-02 15:04:05"), v)
@@ -53,7 +54,7 @@ func TestAlertBacktest_PrintsTheAlertsOfTheHubsDetector(t *testing.T) {
 	// Low sensitivity's minimum volume is 20: still one; a table without --json.
 	out.Reset()
 	if code := run(context.Background(), []string{"alert", "backtest", "--csv", backtestCSV(t), "--sensitivity", "low"}, &out, &errb, nil); code != exitOK ||
-		!strings.Contains(out.String(), "90 rows, 1 alerts at sensitivity low") {
+		!strings.Contains(out.String(), "1530 rows, 1 alerts at sensitivity low") {
 		t.Fatalf("exit %d: %q %q", code, out.String(), errb.String())
 	}
 }

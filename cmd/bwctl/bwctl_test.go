@@ -304,9 +304,9 @@ func TestRun_NodesReloadCommentsStatus(t *testing.T) {
 	// and as stored in JSON.
 	out = bwctl(t, hub, "comments", "recent", "1", "--n", "5").ok(t).stdout
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 6 || !regexp.MustCompile(`^PUBLISHED\s+ID\s+AUTHOR\s+TEXT$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^`+regexp.QuoteMeta(newest.Format(time.RFC3339))+` +bidi +mallory +golang evil news line one$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^`+regexp.QuoteMeta(published.Add(5*time.Minute).Format(time.RFC3339))+` +story-5 +alice +story number 5$`).MatchString(lines[2]) ||
+	if len(lines) != 6 || !regexp.MustCompile(`^PUBLISHED\s+ID\s+AUTHOR\s+LANG\s+SENTIMENT\s+TEXT$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^`+regexp.QuoteMeta(newest.Format(time.RFC3339))+` +bidi +mallory +\S+ +\S+ +golang evil news line one$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^`+regexp.QuoteMeta(published.Add(5*time.Minute).Format(time.RFC3339))+` +story-5 +alice +\S+ +\S+ +story number 5$`).MatchString(lines[2]) ||
 		strings.ContainsAny(out, "\t\u202e") {
 		t.Fatalf("comments recent --n 5 printed:\n%s", out)
 	}

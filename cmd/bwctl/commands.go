@@ -530,14 +530,25 @@ func commentsForget(c *cli, in *input) error {
 }
 
 // printComments prints comments as a table, one line each: their text and
-// authors come from crawled sources and are cleaned for the terminal.
+// authors come from crawled sources and are cleaned for the terminal. A
+// language the spawn detected is marked with '*'; a comment without a
+// sentiment (a language the product does not score) shows '-'.
 func printComments(w io.Writer, comments []api.Comment) error {
 	rows := make([][]string, 0, len(comments))
 	for _, cm := range comments {
-		rows = append(rows, []string{timeText(cm.PublishedAt), truncate(cm.ID, maxIDColumn), truncate(orDash(cm.Author), maxAuthorColumn), truncate(cm.Text, maxTextColumn)})
+		lang := truncate(orDash(cm.Lang), maxLangColumn)
+		if cm.LangDetected {
+			lang += "*"
+		}
+		rows = append(rows, []string{timeText(cm.PublishedAt), truncate(cm.ID, maxIDColumn), truncate(orDash(cm.Author), maxAuthorColumn),
+			lang, orDash(api.SentimentLabel(cm.Sentiment)), truncate(cm.Text, maxTextColumn)})
 	}
-	return printTable(w, []string{"PUBLISHED", "ID", "AUTHOR", "TEXT"}, rows)
+	return printTable(w, []string{"PUBLISHED", "ID", "AUTHOR", "LANG", "SENTIMENT", "TEXT"}, rows)
 }
+
+// maxLangColumn bounds the language column (a source's tag may be long:
+// zh-hant-tw).
+const maxLangColumn = 10
 
 // stateOrder is how status lists crawler states: the lifecycle first.
 var stateOrder = []string{

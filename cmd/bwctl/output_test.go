@@ -60,13 +60,16 @@ func TestPrintComments_CleansSourceText(t *testing.T) {
 	}{
 		{"escape sequence, tab, newline and bidi override",
 			api.Comment{ID: "c1", Author: "mallory\x1b[2J", Text: "line one\nline two\twith tab \u202eevil", PublishedAt: published},
-			"2024-06-01T10:00:00Z  c1  mallory [2J  line one line two with tab evil"},
+			"2024-06-01T10:00:00Z  c1  mallory [2J  -     -          line one line two with tab evil"},
 		{"bidi isolates and carriage return",
 			api.Comment{ID: "c2", Author: "\u2067eve\u2069", Text: "ok\r\u2066hidden\u2069 done", PublishedAt: published},
-			"2024-06-01T10:00:00Z  c2  eve     ok hidden done"},
+			"2024-06-01T10:00:00Z  c2  eve     -     -          ok hidden done"},
 		{"no author, long text cut",
 			api.Comment{ID: "c3", Text: strings.Repeat("x", maxTextColumn+10), PublishedAt: published},
-			"2024-06-01T10:00:00Z  c3  -       " + strings.Repeat("x", maxTextColumn-1) + "…"},
+			"2024-06-01T10:00:00Z  c3  -       -     -          " + strings.Repeat("x", maxTextColumn-1) + "…"},
+		{"detected language and sentiment",
+			api.Comment{ID: "c4", Author: "bob", Lang: "en", LangDetected: true, Sentiment: &api.Sentiment{Label: api.SentimentNegative, Score: -0.8}, Text: "awful", PublishedAt: published},
+			"2024-06-01T10:00:00Z  c4  bob     en*   negative   awful"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,7 +40,8 @@ var ContentTypes = map[string]string{
 // Header names the CSV columns. Columns added later go at the end, so a
 // reader that counts columns keeps working.
 var Header = []string{"id", "crawler_id", "source", "author", "published_at", "fetched_at", "url", "lang",
-	"reply_to", "thread_id", "matched", "text", "reposts", "likes", "author_id", "links", "repost_of"}
+	"reply_to", "thread_id", "matched", "text", "reposts", "likes", "author_id", "links", "repost_of",
+	"lang_detected", "sentiment", "sentiment_score"}
 
 // Writer writes pages of comments in one format. Each Write ends with the
 // page flushed to the underlying writer.
@@ -112,6 +113,16 @@ func (c *CSVWriter) Write(comments []api.Comment) error {
 		for i, v := range c.rec {
 			c.rec[i] = Neutralise(v)
 		}
+		// Written by the product, not the source: a negative score
+		// stays a number.
+		detected, label, score := "", "", ""
+		if cm.LangDetected {
+			detected = "true"
+		}
+		if s := cm.Sentiment; s != nil {
+			label, score = s.Label, strconv.FormatFloat(s.Score, 'f', -1, 64)
+		}
+		c.rec = append(c.rec, detected, label, score)
 		if err := c.w.Write(c.rec); err != nil {
 			return fmt.Errorf("commentexport: unable to write comment %s: %w", cm.ID, err)
 		}

@@ -111,3 +111,26 @@ func TestCSVWriter_Engagement(t *testing.T) {
 		}
 	}
 }
+
+func TestCSV_SentimentColumns(t *testing.T) {
+	var b strings.Builder
+	w := NewCSV(&b)
+	err := w.Write([]api.Comment{
+		{ID: "a", Lang: "en", LangDetected: true, Sentiment: &api.Sentiment{Label: api.SentimentNegative, Score: -0.75}},
+		{ID: "b", Lang: "de"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(Header)
+	if got := records[1][n-3:]; !slices.Equal(got, []string{"true", "negative", "-0.75"}) {
+		t.Fatalf("scored comment: %q", got)
+	}
+	if got := records[2][n-3:]; !slices.Equal(got, []string{"", "", ""}) {
+		t.Fatalf("unscored comment: %q", got)
+	}
+}

@@ -175,6 +175,12 @@ func word(raw string) (Atom, string) {
 			return Atom{}, "bad language code " + quote(raw) + " (like lang:en or lang:pt-br)"
 		}
 		return Atom{Kind: Lang, Value: v}, ""
+	case strings.HasPrefix(lw, "sentiment:"):
+		v := lw[len("sentiment:"):]
+		if v != "positive" && v != "neutral" && v != "negative" {
+			return Atom{}, "bad sentiment " + quote(raw) + " (sentiment:positive, sentiment:neutral or sentiment:negative)"
+		}
+		return Atom{Kind: Sentiment, Value: v}, ""
 	}
 	return Atom{Kind: Word, Value: lw}, ""
 }

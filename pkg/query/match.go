@@ -18,6 +18,9 @@ type Doc struct {
 	// Fields are the item's fields a Field atom tests, by name
 	// (subreddit → golang); case is ignored.
 	Fields map[string]string
+	// Sentiment is the label of the item's sentiment ("negative"), ""
+	// when it has none; a sentiment: atom tests it.
+	Sentiment string
 }
 
 // FieldMatches reports whether a Field atom's value ("name:value")
@@ -52,6 +55,8 @@ func (q *Query) Match(d Doc) ([]string, bool) {
 			return len(words.positions(a)) > 0
 		case Field:
 			return FieldMatches(d.Fields, a.Value)
+		case Sentiment:
+			return d.Sentiment == a.Value
 		}
 		return ContainsWord(lower, a.Text())
 	}
@@ -73,16 +78,16 @@ func (q *Query) Match(d Doc) ([]string, bool) {
 	return terms, true
 }
 
-// Positive lists the atoms of q not under a negation, lang: codes
-// excepted, in the order of the canonical form: the terms whose
-// occurrence can make q match.
+// Positive lists the atoms of q not under a negation, lang: codes and
+// sentiment: labels excepted, in the order of the canonical form: the
+// terms whose occurrence can make q match.
 func (q *Query) Positive() []Atom {
 	positive := map[Atom]bool{}
 	var walk func(n *Node, neg bool)
 	walk = func(n *Node, neg bool) {
 		switch n.Op {
 		case OpAtom:
-			if !neg && n.Atom.Kind != Lang {
+			if !neg && n.Atom.Kind != Lang && n.Atom.Kind != Sentiment {
 				positive[n.Atom] = true
 			}
 		case OpNot:

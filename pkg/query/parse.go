@@ -51,6 +51,11 @@ const (
 	// kind declares (api.SourceInfo.QueryFields); elsewhere the same
 	// characters are a word.
 	Field
+	// Sentiment is sentiment:negative: the label of the sentiment the
+	// spawn scored the item with (positive, neutral or negative); an item
+	// without a sentiment (a language the product does not score) has
+	// none of them.
+	Sentiment
 )
 
 // Atom is a leaf of a query. Value is lowercased and carries no prefix:
@@ -80,6 +85,8 @@ func (a Atom) String() string {
 		return a.Value + "*"
 	case Field:
 		return a.Value
+	case Sentiment:
+		return "sentiment:" + a.Value
 	}
 	return "?" + a.Value
 }
@@ -411,7 +418,7 @@ func (p *parser) nearOperand(op token, n *Node) error {
 		}
 	case OpAtom:
 		switch {
-		case n.Atom.Kind == From || n.Atom.Kind == Lang || n.Atom.Kind == Field:
+		case n.Atom.Kind == From || n.Atom.Kind == Lang || n.Atom.Kind == Field || n.Atom.Kind == Sentiment:
 			return errAt(p.src, p.at[n], quote(op.raw)+" over "+quote(n.Atom.String())+what)
 		case n.Atom.Words() == 0:
 			return errAt(p.src, p.at[n], quote(op.raw)+" over "+quote(n.Atom.String())+", which has no word to count")
@@ -507,7 +514,7 @@ func (p *parser) deeper(t token) error {
 func required(n *Node, neg bool) bool {
 	switch n.Op {
 	case OpAtom:
-		return !neg && n.Atom.Kind != Lang
+		return !neg && n.Atom.Kind != Lang && n.Atom.Kind != Sentiment
 	case OpNot:
 		return required(n.Kids[0], !neg)
 	}

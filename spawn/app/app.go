@@ -19,6 +19,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/pkg/httpx"
 	"github.com/blackwidow-crawl/blackwidow/pkg/netguard"
 	"github.com/blackwidow-crawl/blackwidow/pkg/service"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/langid"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/node"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/queue"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/server"
@@ -65,6 +66,10 @@ type Settings struct {
 	// RetentionSweep is how often a file store drops the day files past
 	// their crawlers' retention (Cassandra expires rows by itself).
 	RetentionSweep time.Duration `flag:"retention-sweep" usage:"how often a file store drops day files past their crawlers' retention"`
+
+	// NoSentiment turns off language detection and sentiment scoring
+	// (docs/sentiment.md).
+	NoSentiment bool `flag:"no-sentiment" usage:"neither detect comments' languages nor score their sentiment (saves the detector's memory)"`
 }
 
 // DefaultSettings are the spawn's defaults, which a config file, the
@@ -134,6 +139,13 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger, opts ...Optio
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
 	cfg.NodeToken = tokens[0]
+	// The language detector's models load while the rest starts, and the
+	// spawn takes no crawler before they are in: a comment's language is
+	// detected from the first item on.
+	var langs *langid.Detector
+	if !cfg.NoSentiment {
+		langs = langid.Default()
+	}
 	hubs, err := hubURLs(cfg.Hub)
 	if err != nil {
 		return nil, err
@@ -225,10 +237,21 @@ func Start(ctx context.Context, cfg Settings, logger *slog.Logger, opts ...Optio
 	if hubTLS != nil {
 		client = &http.Client{Timeout: hubCallTimeout, Transport: &http.Transport{TLSClientConfig: hubTLS, Proxy: http.ProxyFromEnvironment}}
 	}
+	if langs != nil {
+		began := time.Now()
+		select {
+		case <-langs.Ready():
+			logger.Info("language models loaded", "took", time.Since(began).Round(time.Millisecond))
+		case <-ctx.Done():
+			ln.Close()
+			st.Close()
+			return nil, fmt.Errorf("spawn: stopped while the language models loaded: %w", ctx.Err())
+		}
+	}
 	n, err := node.New(node.Config{
 		HubURL: strings.Join(hubs, ","), AdvertiseURL: advertise, NodeToken: cfg.NodeToken, Sources: sources, Store: fenced, Logger: logger,
 		OrphanAfter: cfg.OrphanAfter, DetachAfter: cfg.DetachAfter, Metrics: metrics, HTTPClient: client,
-		Declared: declared, RetentionSweep: cfg.RetentionSweep,
+		Declared: declared, RetentionSweep: cfg.RetentionSweep, NoSentiment: cfg.NoSentiment,
 	})
 	if err != nil {
 		ln.Close()

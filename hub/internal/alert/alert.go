@@ -48,16 +48,18 @@ const (
 
 // Limits.
 const (
-	// attemptTimeout bounds one delivery attempt: connect, send, answer.
-	attemptTimeout = 10 * time.Second
-	// claimMargin is added to attemptTimeout when a delivery is claimed:
+	// DefaultAttemptTimeout bounds one delivery attempt: connect, send,
+	// answer.
+	DefaultAttemptTimeout = 10 * time.Second
+	// claimMargin is added to the attempt timeout when a delivery is claimed:
 	// a hub that dies during its attempt leaves the delivery to the next
 	// leader this long after the attempt began.
 	claimMargin = 5 * time.Second
 	// maxAnswerBytes is how much of a receiver's answer is read.
 	maxAnswerBytes = 64 << 10
-	// deliverConcurrency bounds attempts in flight at once.
-	deliverConcurrency = 16
+	// deliverConcurrency bounds attempts in flight at once, to all
+	// receivers; perDestination bounds them to one.
+	deliverConcurrency = 128
 	// dueBatch is how many due deliveries one pass takes.
 	dueBatch = 64
 	// deliveryPoll is how often the sender looks for due deliveries when
@@ -126,6 +128,9 @@ type Config struct {
 	SMTP  SMTP
 	// RetryMin, RetryMax and RetryFor shape the retries of a delivery.
 	RetryMin, RetryMax, RetryFor time.Duration
+	// AttemptTimeout bounds one delivery attempt (default
+	// DefaultAttemptTimeout).
+	AttemptTimeout time.Duration
 	// Settle is how long after its end a minute is evaluated.
 	Settle time.Duration
 	// MatchEvery is how often match rules read new comments.
@@ -181,6 +186,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.RetryFor <= 0 {
 		cfg.RetryFor = DefaultRetryFor
 	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = DefaultAttemptTimeout
+	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = DefaultSettle
 	}
@@ -197,7 +205,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.NodeHTTPClient = &http.Client{}
 	}
 	s := &Service{cfg: cfg, logger: cfg.Logger.With("component", "alert"), store: cfg.Store,
-		client:  netguard.NewClient(netguard.Options{Allow: cfg.Allow, Timeout: attemptTimeout, MaxRedirects: -1}),
+		client:  netguard.NewClient(netguard.Options{Allow: cfg.Allow, Timeout: cfg.AttemptTimeout, MaxRedirects: -1}),
 		metrics: newMetrics(), wake: make(chan struct{}, 1)}
 	if cfg.SMTP.Addr != "" {
 		tlsCfg, err := smtpTLSConfig(cfg.SMTP)

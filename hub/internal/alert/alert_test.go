@@ -104,12 +104,16 @@ func (rc *receiver) count() int {
 	return len(rc.requests)
 }
 
-// flatThenSpike is two hours at base comments a minute before spikeAt and
-// peak at spikeAt.
+// spikeAfter is how long after the crawler's creation the tests' spikes
+// come: a day and more of history, the detector's warm-up.
+const spikeAfter = 26 * time.Hour
+
+// flatThenSpike is base comments a minute from the whole hour a day and
+// an hour before spikeAt, and peak at spikeAt.
 func flatThenSpike(spikeAt time.Time, base, peak int64) map[time.Time]int64 {
 	out := map[time.Time]int64{spikeAt: peak}
-	for m := 1; m <= 120; m++ {
-		out[spikeAt.Add(-time.Duration(m)*time.Minute)] = base
+	for m := spikeAt.Add(-25 * time.Hour).Truncate(time.Hour); m.Before(spikeAt); m = m.Add(time.Minute) {
+		out[m] = base
 	}
 	return out
 }
@@ -129,7 +133,7 @@ func TestService_SpikeIsOneAlertDeliveredOnceUnderOneIDAcrossRetriesAndLeaders(t
 		t.Fatal(err)
 	}
 	// Minutes after the crawler's creation: a detector replays none before.
-	spikeAt := time.Now().UTC().Truncate(time.Minute).Add(3 * time.Hour)
+	spikeAt := time.Now().UTC().Truncate(time.Minute).Add(spikeAfter)
 	f.activity(t, flatThenSpike(spikeAt, 4, 80))
 	f.activity(t, map[time.Time]int64{spikeAt.Add(time.Minute): 85})
 
@@ -217,7 +221,7 @@ func TestService_DeliveryFailsForGoodAfterItsRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spikeAt := time.Now().UTC().Truncate(time.Minute).Add(3 * time.Hour)
+	spikeAt := time.Now().UTC().Truncate(time.Minute).Add(spikeAfter)
 	f.activity(t, flatThenSpike(spikeAt, 2, 60))
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -334,7 +338,7 @@ func TestService_UserRuleSumsTheUsersCrawlers(t *testing.T) {
 	}
 	// Each crawler alone stays under the minimum volume (10) at the
 	// minute; together they are 18 where 2 a minute was usual.
-	spikeAt := time.Now().UTC().Truncate(time.Minute).Add(3 * time.Hour)
+	spikeAt := time.Now().UTC().Truncate(time.Minute).Add(spikeAfter)
 	f.activity(t, flatThenSpike(spikeAt, 1, 9))
 	f.crawler = second
 	f.activity(t, flatThenSpike(spikeAt, 1, 9))

@@ -30,20 +30,27 @@ const userAgent = "blackwidow-hub (alerts)"
 
 // sendLoop attempts due deliveries until ctx ends: at once when an alert
 // is recorded, and every deliveryPoll for retries and for deliveries a
-// previous leader left.
+// previous leader left. A receiver gets at most perDestination attempts
+// at once, and one that stops answering is left alone for a while, so
+// whatever one receiver does, the others are served in their normal time.
 func (s *Service) sendLoop(ctx context.Context, term uint64) {
 	sem := make(chan struct{}, deliverConcurrency)
+	dests := newDestinations()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		n, err := s.sendDue(ctx, term, sem, &wg)
+		full, busy, err := s.sendDue(ctx, term, sem, dests, &wg)
 		if err != nil && ctx.Err() == nil {
 			s.logger.Warn("alert delivery pass failed", "err", err)
 		}
-		if n == dueBatch {
+		if full && err == nil {
 			continue
 		}
-		t := time.NewTimer(deliveryPoll)
+		wait := deliveryPoll
+		if busy {
+			wait = busyDefer // deliveries a busy receiver made wait fall due
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -55,42 +62,88 @@ func (s *Service) sendLoop(ctx context.Context, term uint64) {
 	}
 }
 
-// sendDue claims and starts the due deliveries of one pass; it returns how
-// many it found.
-func (s *Service) sendDue(ctx context.Context, term uint64, sem chan struct{}, wg *sync.WaitGroup) (int, error) {
+// sendDue starts or defers the due deliveries of one pass; it reports
+// whether the pass took a full batch, so more may be due at once, and
+// whether a busy receiver made deliveries wait.
+func (s *Service) sendDue(ctx context.Context, term uint64, sem chan struct{}, dests *destinations, wg *sync.WaitGroup) (full, waiting bool, err error) {
 	now := s.cfg.Now()
 	due, err := s.store.DueDeliveries(ctx, now, dueBatch)
 	if err != nil {
-		return 0, err
+		return false, false, err
 	}
+	busy := map[string]int{} // deliveries of a pass a busy receiver made wait
 	for _, d := range due {
-		ok, err := s.store.ClaimDelivery(ctx, term, d.ID, d.Attempts, now, now.Add(attemptTimeout+claimMargin))
-		if err != nil {
-			return len(due), err
-		}
+		key := s.destinationOf(d)
+		ok, until := dests.acquire(key, now)
 		if !ok {
+			if !until.After(now.Add(busyDefer)) {
+				waiting = true
+				if len(due) < dueBatch {
+					// The receiver is busy, not failing: the next pass,
+					// when one of its attempts ends, takes the delivery.
+					continue
+				}
+				// A batch full of them would hide the rest: they wait
+				// in SQL, a burst to one receiver spread over the next
+				// seconds so its deliveries are not rewritten every pass.
+				until = now.Add(busyDefer * time.Duration(1+busy[key]/perDestination))
+				busy[key]++
+			}
+			// Its receiver is busy or failing: the delivery waits in SQL,
+			// holding no slot, and never past its last attempt.
+			if until.After(d.GiveUpAt) {
+				until = d.GiveUpAt
+			}
+			if _, err := s.store.DeferDelivery(ctx, term, d.ID, d.Attempts, now, until); err != nil {
+				return false, waiting, err
+			}
 			continue
 		}
 		select {
 		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return len(due), ctx.Err()
+		default:
+			// Every slot is taken: the rest waits for the next pass.
+			dests.release(key, notAttempted, now)
+			return false, waiting, nil
+		}
+		claimed, err := s.store.ClaimDelivery(ctx, term, d.ID, d.Attempts, now, now.Add(s.cfg.AttemptTimeout+claimMargin))
+		if err != nil || !claimed {
+			<-sem
+			dests.release(key, notAttempted, now)
+			if err != nil {
+				return false, waiting, err
+			}
+			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			s.attempt(ctx, d, d.Attempts+1)
+			// The receiver's slot is free once it has answered (or not),
+			// before the outcome is written.
+			s.attempt(ctx, d, d.Attempts+1, func(status int, err error) {
+				result := answered
+				if err != nil && status == 0 {
+					result = noAnswer
+				}
+				if opened, until := dests.release(key, result, s.cfg.Now()); opened {
+					s.logger.Warn("alert destination does not answer: its deliveries wait", "destination", displayTarget(d.Channel, key),
+						"until", until.Round(time.Second))
+				}
+				s.notify()
+			})
 		}()
 	}
-	return len(due), nil
+	return len(due) == dueBatch, waiting, nil
 }
 
-// attempt makes attempt number n of a claimed delivery and records what it
-// found. The outcome is recorded even when the leadership ended meanwhile:
-// what the receiver answered is true whoever leads.
-func (s *Service) attempt(ctx context.Context, d sqlstore.DueDelivery, n int) sqlstore.DeliveryOutcome {
+// attempt makes attempt number n of a claimed delivery, tells sent what
+// the receiver answered, and records it. The outcome is recorded even when
+// the leadership ended meanwhile: what the receiver answered is true
+// whoever leads.
+func (s *Service) attempt(ctx context.Context, d sqlstore.DueDelivery, n int, sent func(status int, err error)) sqlstore.DeliveryOutcome {
 	status, err := s.send(ctx, d)
+	sent(status, err)
 	now := s.cfg.Now()
 	o := sqlstore.DeliveryOutcome{Status: status, At: now}
 	switch {
@@ -114,7 +167,7 @@ func (s *Service) attempt(ctx context.Context, d sqlstore.DueDelivery, n int) sq
 				"attempts", n, "status", status, "err", o.Error)
 		}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AttemptTimeout)
 	defer cancel()
 	if err := s.store.FinishDelivery(wctx, d.ID, n, o); err != nil {
 		s.logger.Warn("unable to record an alert delivery attempt", "delivery", d.ID, "err", err)
@@ -148,7 +201,7 @@ func (s *Service) send(ctx context.Context, d sqlstore.DueDelivery) (int, error)
 
 // post sends a webhook or Slack delivery: any 2xx answer delivers it.
 func (s *Service) post(ctx context.Context, d sqlstore.DueDelivery) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
 	defer cancel()
 	body := []byte(d.Body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Target, bytes.NewReader(body))

@@ -89,7 +89,7 @@ func (s *Service) Test(ctx context.Context, r sqlstore.AlertRule) (api.AlertEven
 	}
 	s.metrics.fired.WithLabelValues(r.Kind).Inc()
 	s.notify()
-	wait, cancel := context.WithTimeout(ctx, attemptTimeout+claimMargin+time.Second)
+	wait, cancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout+claimMargin+time.Second)
 	defer cancel()
 	for {
 		rows, err := s.store.AlertEvents(wait, r.ID, 20)
@@ -102,7 +102,7 @@ func (s *Service) Test(ctx context.Context, r sqlstore.AlertRule) (api.AlertEven
 			}
 		}
 		if !sleepUntil(wait, time.Now().Add(testWaitPoll), time.Now()) {
-			return api.AlertEvent{}, fmt.Errorf("alert: test of rule %d: no outcome within %s", r.ID, attemptTimeout+claimMargin)
+			return api.AlertEvent{}, fmt.Errorf("alert: test of rule %d: no outcome within %s", r.ID, s.cfg.AttemptTimeout+claimMargin)
 		}
 	}
 }

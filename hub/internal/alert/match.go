@@ -135,7 +135,7 @@ func (s *Service) evaluateMatch(ctx context.Context, term uint64, r sqlstore.Ale
 				if !c.FetchedAt.After(from) || c.FetchedAt.After(upto) {
 					continue
 				}
-				if _, ok := q.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang}); ok {
+				if _, ok := q.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang, Sentiment: api.SentimentLabel(c.Sentiment)}); ok {
 					count++
 					matched = append(matched, c)
 				}

@@ -143,13 +143,16 @@ func cut(s string, n int) string {
 	return s
 }
 
-// slackEscape escapes the three characters Slack's mrkdwn reserves.
+// slackEscape escapes the three characters Slack's mrkdwn reserves. Every
+// text of a Slack message goes through it, the top-level one too: Slack
+// reads mentions (<!channel>) and links there as well, so a query, a term
+// or a comment never pings a channel.
 func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// slackBody is an incoming-webhook message: a plain-text "text" (what
-// notifications show) and Block Kit sections with the numbers, the top
+// slackBody is an incoming-webhook message: a "text" (what notifications
+// show) and Block Kit sections with the numbers, the top
 // terms and links to the sample comments.
 func slackBody(c content) []byte {
 	type text struct {
@@ -177,7 +180,7 @@ func slackBody(c content) []byte {
 				line = "*" + slackEscape(cut(sm.Author, 64)) + "*: " + line
 			}
 			if u := safeLink(sm.URL); u != "" {
-				line += " <" + u + "|open>"
+				line += " <" + slackEscape(u) + "|open>"
 			}
 			if b.Len()+len(line)+3 > slackTextChars {
 				break
@@ -189,7 +192,7 @@ func slackBody(c content) []byte {
 	out, _ := json.Marshal(struct {
 		Text   string  `json:"text"`
 		Blocks []block `json:"blocks"`
-	}{Text: c.subject(), Blocks: blocks})
+	}{Text: slackEscape(c.subject()), Blocks: blocks})
 	return out
 }
 

@@ -15,14 +15,20 @@ import (
 // Spike rules read the comments per minute the hub already keeps in SQL
 // (activity_minutes, 25 hours, and activity_hours, 8 days: see
 // sqlstore/analytics.go), so they need no table of their own: a leader
-// seeds each rule's detector with a week of hours and replays the last
-// hours minute by minute, then feeds it each minute as it completes.
+// seeds each rule's detector with a week of hours, restores what the
+// hours cannot give (the detector's records, saved in the rule's row every
+// hour) and replays the last hours minute by minute, then feeds it each
+// minute as it completes.
 const (
 	// seedDays is how many days of hours seed a detector.
 	seedDays = spike.DefaultDays + 1
-	// replay is how far back a detector is replayed minute by minute: at
-	// least its recent window.
-	replay = 2 * time.Hour
+	// replay is how far back a detector with a saved state is replayed
+	// minute by minute: its longest span and its level's hour, and more
+	// than the hour between two saves.
+	replay = 7 * time.Hour
+	// coldReplay is how far back a detector without one is replayed: the
+	// day of minutes the hub keeps, which gives its first records.
+	coldReplay = 24 * time.Hour
 	// maxCatchUp is how many minutes a detector catches up on before it is
 	// rebuilt instead (a pass that was late, a clock that jumped).
 	maxCatchUp = 60
@@ -162,7 +168,7 @@ func (s *Service) EvaluateSpikes(ctx context.Context, term uint64, st *spikeStat
 		}
 		live[r.ID] = true
 		sr := st.rules[r.ID]
-		if sr == nil || minute.Sub(sr.last) > maxCatchUp*time.Minute {
+		if sr == nil || minute.Sub(sr.last) > maxCatchUp*time.Minute || sr.rule.Sensitivity != r.Sensitivity {
 			det, err := spike.New(spike.Config{Sensitivity: r.Sensitivity})
 			if err != nil {
 				s.logger.Warn("alert rule has a bad sensitivity", "rule_id", r.ID, "err", err)
@@ -212,17 +218,18 @@ func (s *Service) EvaluateSpikes(ctx context.Context, term uint64, st *spikeStat
 		ids, _ := owners.targets(sr.rule)
 		for m := sr.last.Add(time.Minute); !m.After(minute); m = m.Add(time.Minute) {
 			v := sum(counts, ids, m)
-			before := sr.det.QuietFor()
+			before := sr.det.QuietUntil()
 			a, fired := sr.det.Observe(m, v)
 			sr.last = m
-			quiet := sr.det.QuietFor()
-			quietUntil := m.Add(time.Duration(quiet+1) * time.Minute)
+			quietUntil := sr.det.QuietUntil()
 			switch {
 			case fired:
 				if err := s.fireSpike(ctx, term, sr.rule, ids, owners, a, quietUntil, counts); err != nil {
 					return err
 				}
-			case quiet > 0 && quiet > before-1:
+			case quietUntil.After(before):
+				// The event goes on: its cooldown is extended in SQL, so a
+				// new leader stays quiet as this one does.
 				if err := s.store.SetRuleQuietUntil(ctx, term, sr.rule.ID, quietUntil); err != nil {
 					return err
 				}
@@ -232,14 +239,30 @@ func (s *Service) EvaluateSpikes(ctx context.Context, term uint64, st *spikeStat
 	return nil
 }
 
-// warm seeds and replays the detectors of rules new to this leader, up to
-// the minute before minute, with two reads for all of them.
+// warm seeds, restores and replays the detectors of rules new to this
+// leader, up to the minute before minute, with three reads for all of
+// them. A detector with a saved state replays the last replay of minutes
+// (its records are maxima, so minutes the state already holds change
+// nothing), one without the whole day the hub keeps.
 func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners *owners, minute time.Time) error {
 	if len(cold) == 0 {
 		return nil
 	}
-	replayFrom := minute.Add(-replay).Truncate(time.Hour)
+	coldIDs := make([]int64, len(cold))
+	for i, sr := range cold {
+		coldIDs[i] = sr.rule.ID
+	}
+	states, err := s.store.RuleStates(ctx, coldIDs)
+	if err != nil {
+		return err
+	}
 	seedFrom := minute.Add(-seedDays * 24 * time.Hour).Truncate(time.Hour)
+	replayFrom := func(id int64) time.Time {
+		if len(states[id]) > 0 {
+			return minute.Add(-replay).Truncate(time.Hour)
+		}
+		return minute.Add(-coldReplay).Truncate(time.Hour)
+	}
 	var all []int64
 	seen := map[int64]bool{}
 	for _, sr := range cold {
@@ -253,21 +276,12 @@ func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners *owners, m
 	}
 	var hours, minutes map[int64]map[time.Time]int64
 	if len(all) > 0 {
-		var err error
-		if hours, err = s.store.HourCounts(ctx, all, seedFrom, replayFrom); err != nil {
+		if hours, err = s.store.HourCounts(ctx, all, seedFrom, minute.Add(-replay).Truncate(time.Hour)); err != nil {
 			return err
 		}
-		if minutes, err = s.store.MinuteCounts(ctx, all, replayFrom, minute); err != nil {
+		if minutes, err = s.store.MinuteCounts(ctx, all, minute.Add(-coldReplay).Truncate(time.Hour), minute); err != nil {
 			return err
 		}
-	}
-	coldIDs := make([]int64, len(cold))
-	for i, sr := range cold {
-		coldIDs[i] = sr.rule.ID
-	}
-	states, err := s.store.RuleStates(ctx, coldIDs)
-	if err != nil {
-		return err
 	}
 	for _, sr := range cold {
 		ids, created := owners.targets(sr.rule)
@@ -276,15 +290,16 @@ func (s *Service) warm(ctx context.Context, cold []*spikeRule, owners *owners, m
 			continue
 		}
 		created = created.UTC()
-		for h := later(seedFrom, created.Truncate(time.Hour)); h.Before(replayFrom); h = h.Add(time.Hour) {
+		from := replayFrom(sr.rule.ID)
+		for h := later(seedFrom, created.Truncate(time.Hour)); h.Before(from); h = h.Add(time.Hour) {
 			sr.det.SeedHour(h, sum(hours, ids, h), 60)
 		}
-		for m := later(replayFrom, created.Truncate(time.Minute)); m.Before(minute); m = m.Add(time.Minute) {
+		sr.det.SetState(states[sr.rule.ID])
+		for m := later(from, created.Truncate(time.Minute)); m.Before(minute); m = m.Add(time.Minute) {
 			sr.det.Warm(m, sum(minutes, ids, m))
 		}
-		sr.det.SetState(states[sr.rule.ID])
-		if q := sr.rule.QuietUntil; q != nil && q.After(minute) {
-			sr.det.SetQuietFor(int(q.Sub(minute) / time.Minute))
+		if q := sr.rule.QuietUntil; q != nil {
+			sr.det.SetQuietUntil(*q)
 		}
 	}
 	return nil

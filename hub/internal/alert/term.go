@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -75,6 +76,11 @@ func (s *Service) EvaluateTerms(ctx context.Context, term uint64) error {
 	return nil
 }
 
+// termRatio is how many times its baseline a rising term must reach, by
+// sensitivity: a term's count over an hour or two is judged once, not
+// against records as a spike's minutes are.
+var termRatio = map[string]float64{spike.Low: 3, spike.Medium: 2, spike.High: 1.5}
+
 func (s *Service) evaluateTerm(ctx context.Context, term uint64, r sqlstore.AlertRule, owners *owners, now time.Time) error {
 	ids, created := owners.targets(r)
 	th, err := spike.ThresholdsOf(r.Sensitivity)
@@ -116,7 +122,7 @@ func (s *Service) evaluateTerm(ctx context.Context, term uint64, r sqlstore.Aler
 		expected := float64(baseCount[t.Term]) * float64(window) / float64(history)
 		observed := float64(t.Count)
 		p := spike.PoissonUpperTail(observed, max(expected, 0.5))
-		if observed < th.MinVolume || observed < th.Ratio*max(expected, 1) || p >= th.PValue {
+		if observed < th.MinVolume || observed < termRatio[cmp.Or(r.Sensitivity, spike.DefaultSensitivity)]*max(expected, 1) || p >= th.PValue {
 			continue
 		}
 		c := content{RuleID: r.ID, Kind: api.AlertTerm, CrawlerID: r.CrawlerID, UserID: r.UserID, At: now, Observed: observed,

@@ -189,6 +189,9 @@ func (s *Server) userActivity(ctx context.Context, userID int64, since, until ti
 		}
 		for i := range min(len(sum), len(a)) {
 			sum[i].Comments += a[i].Comments
+			sum[i].Positive += a[i].Positive
+			sum[i].Neutral += a[i].Neutral
+			sum[i].Negative += a[i].Negative
 		}
 	}
 	if sum == nil {
@@ -221,7 +224,7 @@ func shares(series []api.CompareSeries, steps [][]api.ActivityStep) []api.Compar
 	for k := range series {
 		out := make([]api.CompareStep, len(steps[k]))
 		for i, st := range steps[k] {
-			out[i] = api.CompareStep{At: st.At, Comments: st.Comments}
+			out[i] = api.CompareStep{At: st.At, Comments: st.Comments, Positive: st.Positive, Neutral: st.Neutral, Negative: st.Negative}
 			if perStep[i] > 0 {
 				out[i].Share = float64(st.Comments) / float64(perStep[i])
 			}

@@ -2,12 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
@@ -20,10 +17,6 @@ const (
 	// searchPageTimeout bounds one search page read through a spawn; the
 	// spawn itself stops at its scan bound and time budget well before.
 	searchPageTimeout = 30 * time.Second
-	// userSearchCrawlers is how many crawlers one page of a user's search
-	// reads at most: a page across many crawlers with few matches answers
-	// with what it has and a cursor, rather than reading them all at once.
-	userSearchCrawlers = 8
 )
 
 // errSearchNoNode is returned when no spawn is live to search the store.
@@ -53,30 +46,9 @@ func (s *Server) handleSearchComments(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, page)
 }
 
-// userCursor is where a search over a user's crawlers goes on: the
-// crawler, and the cursor within it.
-type userCursor struct {
-	Crawler int64  `json:"c"`
-	Inner   string `json:"k,omitempty"`
-}
-
-func (c userCursor) encode() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeUserCursor(s string) (userCursor, error) {
-	var c userCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.Crawler <= 0 {
-		return userCursor{}, fmt.Errorf("cursor %q is not one this search gave", s)
-	}
-	return c, nil
-}
-
 // handleSearchUserComments serves GET /v1/users/{id}/comments: one page of
-// a search over the comments of every crawler of a user, crawler by
-// crawler (in id order), newest first within each.
+// a search over the comments of every crawler of a user, newest first
+// across them all.
 func (s *Server) handleSearchUserComments(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r)
 	if !ok {
@@ -94,54 +66,28 @@ func (s *Server) handleSearchUserComments(w http.ResponseWriter, r *http.Request
 	httpx.WriteJSON(w, http.StatusOK, page)
 }
 
-// userSearchPage reads one page of a search over a user's crawlers.
+// userSearchPage reads one page of a search over a user's crawlers,
+// merged by time (search_merge.go).
 func (s *Server) userSearchPage(ctx context.Context, userID int64, sq api.SearchQuery) (api.SearchPage, error) {
-	at := userCursor{}
-	if sq.Cursor != "" {
-		var err error
-		if at, err = decodeUserCursor(sq.Cursor); err != nil {
-			return api.SearchPage{}, fmt.Errorf("%w: %w", httpx.ErrBadRequest, err)
-		}
-	}
 	crawlers, err := s.Store.UserCrawlerIDs(ctx, userID)
 	if err != nil {
 		return api.SearchPage{}, err
 	}
-	out := api.SearchPage{Comments: []api.Comment{}}
-	start, _ := slices.BinarySearch(crawlers, at.Crawler)
-	limit := sq.Limit
-	for i, read := start, 0; i < len(crawlers) && read < userSearchCrawlers; i, read = i+1, read+1 {
-		cid := crawlers[i]
-		inner := sq
-		inner.Limit = limit - len(out.Comments)
-		inner.Cursor = ""
-		if cid == at.Crawler {
-			inner.Cursor = at.Inner
+	var at *mergeCursor
+	if sq.Cursor != "" {
+		c, err := decodeMergeCursor(sq.Cursor, crawlers)
+		if err != nil {
+			return api.SearchPage{}, fmt.Errorf("%w: %w", httpx.ErrBadRequest, err)
 		}
+		at = &c
+	}
+	return mergeSearch(ctx, crawlers, at, sq, func(ctx context.Context, cid int64, q api.SearchQuery) (api.SearchPage, error) {
 		node := ""
 		if c, err := s.Store.GetCrawler(ctx, cid); err == nil {
 			node = s.Hub.CrawlerView(c).Node
 		}
-		page, err := s.searchPage(ctx, node, cid, inner)
-		if err != nil {
-			return api.SearchPage{}, err
-		}
-		out.Comments = append(out.Comments, page.Comments...)
-		out.Scanned += page.Scanned
-		if page.NextCursor != "" {
-			out.NextCursor = userCursor{Crawler: cid, Inner: page.NextCursor}.encode()
-			break
-		}
-		out.NextCursor = ""
-		if i+1 < len(crawlers) {
-			// This crawler is done; the next page starts at the next one.
-			out.NextCursor = userCursor{Crawler: crawlers[i+1]}.encode()
-		}
-		if len(out.Comments) >= limit {
-			break
-		}
-	}
-	return out, nil
+		return s.searchPage(ctx, node, cid, q)
+	})
 }
 
 // writePageError answers a failed search or export: the store's and the

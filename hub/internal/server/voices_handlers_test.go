@@ -147,3 +147,59 @@ func TestCrawlerName_SetRenamedRefused(t *testing.T) {
 		t.Fatalf("a 201-byte match: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestSentimentSplit_ActivityAndCompare applies increments whose minutes
+// count positive and negative comments and reads the split back from a
+// crawler's activity, from the comparison of two crawlers, and from the
+// comparison of a user (its crawlers summed): each step's positive,
+// neutral and negative sum to its comments.
+func TestSentimentSplit_ActivityAndCompare(t *testing.T) {
+	ts := newTestServer(t, 0)
+	seedCrawlers(t, ts, 2, 0, 0)
+	ctx := context.Background()
+	at := time.Now().UTC().Add(-time.Minute).Truncate(time.Minute)
+	inc := func(seq uint64, crawler, comments, positive, negative int64) api.Increment {
+		return api.Increment{NodeID: "n", Seq: seq, CrawlerID: crawler, UserID: 1, Count: comments, Analytics: &api.IncrementAnalytics{
+			Minutes: []api.MinuteActivity{{At: at, Comments: comments, Positive: positive, Negative: negative}},
+		}}
+	}
+	if _, err := ts.Store.ApplyIncrements(ctx, []api.Increment{inc(1, 1, 5, 2, 1), inc(2, 2, 4, 0, 3), inc(3, 1, 1, 1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	type split struct{ comments, positive, neutral, negative int64 }
+	sum := func(steps []api.ActivityStep) (s split) {
+		for _, st := range steps {
+			s.comments += st.Comments
+			s.positive += st.Positive
+			s.neutral += st.Neutral
+			s.negative += st.Negative
+		}
+		return s
+	}
+	var a api.Activity
+	ts.getJSON(t, "/v1/crawlers/1/activity?window=1h&step=1m", &a)
+	if got := sum(a.Steps); got != (split{6, 3, 2, 1}) {
+		t.Fatalf("crawler 1's activity: %+v, want 6 comments: 3 positive, 2 neutral, 1 negative", got)
+	}
+	sumCmp := func(steps []api.CompareStep) (s split) {
+		for _, st := range steps {
+			if st.Positive+st.Neutral+st.Negative != st.Comments {
+				t.Fatalf("compared step %+v: the split does not sum to its comments", st)
+			}
+			s.comments += st.Comments
+			s.positive += st.Positive
+			s.neutral += st.Neutral
+			s.negative += st.Negative
+		}
+		return s
+	}
+	var cmp api.Comparison
+	ts.getJSON(t, "/v1/compare?crawlers=1,2&window=1h&step=1m", &cmp)
+	if len(cmp.Series) != 2 || sumCmp(cmp.Series[0].Steps) != (split{6, 3, 2, 1}) || sumCmp(cmp.Series[1].Steps) != (split{4, 0, 1, 3}) {
+		t.Fatalf("the comparison of crawlers 1 and 2: %+v", cmp.Series)
+	}
+	ts.getJSON(t, "/v1/compare?users=1&window=24h&step=1h", &cmp)
+	if len(cmp.Series) != 1 || sumCmp(cmp.Series[0].Steps) != (split{10, 3, 3, 4}) {
+		t.Fatalf("user 1's comparison, its crawlers summed: %+v", cmp.Series)
+	}
+}

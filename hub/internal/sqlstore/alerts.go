@@ -365,6 +365,19 @@ func (s *Store) ClaimDelivery(ctx context.Context, term uint64, id string, attem
 	return res.RowsAffected == 1, nil
 }
 
+// DeferDelivery puts a due delivery off to until without attempting it
+// (its destination is busy or failing), fenced by term; its attempts are
+// not counted. It reports false when the delivery is no longer due as read.
+func (s *Store) DeferDelivery(ctx context.Context, term uint64, id string, attempts int, at, until time.Time) (bool, error) {
+	res := s.db.WithContext(ctx).Exec("UPDATE alert_deliveries SET next_attempt_at = ? "+
+		"WHERE id = ? AND state = ? AND attempts = ? AND next_attempt_at <= ? AND "+fenceSQL,
+		dbTime(until), id, DeliveryPending, attempts, dbTime(at), term)
+	if res.Error != nil {
+		return false, fmt.Errorf("sqlstore: unable to defer delivery %s: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 // DeliveryOutcome is what an attempt found.
 type DeliveryOutcome struct {
 	State  string // DeliveryDelivered, DeliveryFailed, or DeliveryPending to retry

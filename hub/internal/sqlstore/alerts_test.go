@@ -108,6 +108,23 @@ func TestStore_AlertsAreRecordedOnceAndFencedByTheTerm(t *testing.T) {
 			t.Fatalf("DueDeliveries = %+v, %v; want the one delivery", due, err)
 		}
 		d := due[0]
+		// A delivery put off (its receiver busy or failing) is not due
+		// until then and keeps its attempts; a deposed term cannot.
+		if ok, err := s.DeferDelivery(ctx, lead.Term, d.ID, 0, time.Now(), time.Now().Add(time.Hour)); err != nil || ok {
+			t.Fatalf("defer by a deposed term = %v, %v; want refused", ok, err)
+		}
+		if ok, err := s.DeferDelivery(ctx, next.Term, d.ID, 0, time.Now(), time.Now().Add(time.Hour)); err != nil || !ok {
+			t.Fatalf("defer = %v, %v", ok, err)
+		}
+		if due, _ := s.DueDeliveries(ctx, time.Now(), 10); len(due) != 0 {
+			t.Fatalf("a deferred delivery is due at once: %+v", due)
+		}
+		if due, _ := s.DueDeliveries(ctx, time.Now().Add(2*time.Hour), 10); len(due) != 1 || due[0].Attempts != 0 {
+			t.Fatalf("after its deferral: %+v, want the delivery with no attempt counted", due)
+		}
+		if ok, err := s.DeferDelivery(ctx, next.Term, d.ID, 0, time.Now().Add(2*time.Hour), time.Now()); err != nil || !ok {
+			t.Fatalf("defer back to now = %v, %v", ok, err)
+		}
 		retry := time.Now().Add(time.Minute)
 		if ok, err := s.ClaimDelivery(ctx, lead.Term, d.ID, 0, time.Now(), retry); err != nil || ok {
 			t.Fatalf("claim by a deposed term = %v, %v; want refused", ok, err)

@@ -68,6 +68,10 @@ type activityRow struct {
 	Bucket    time.Time
 	Comments  int64
 	Authors   []byte
+	// Positive and Negative count the bucket's comments of each
+	// sentiment; the rest are neutral.
+	Positive int64
+	Negative int64
 }
 
 type suggestionRow struct {
@@ -168,6 +172,11 @@ func addActivity(into map[bucketKey]*activityRow, k bucketKey, m api.MinuteActiv
 		into[k] = r
 	}
 	r.Comments += m.Comments
+	// A spawn never counts more of a label than comments; a bad
+	// increment is held to that, so the neutral rest is never negative.
+	pos := min(max(m.Positive, 0), m.Comments)
+	r.Positive += pos
+	r.Negative += min(max(m.Negative, 0), m.Comments-pos)
 	r.Authors = mergeSketch(r.Authors, m.Authors)
 }
 
@@ -355,14 +364,14 @@ func (s *Store) addActivityTx(tx *gorm.DB, table string, buckets map[bucketKey]*
 				continue // selected by the superset only
 			}
 			out = append(out, activityRow{CrawlerID: r.CrawlerID, Bucket: add.Bucket, Comments: r.Comments + add.Comments,
-				Authors: mergeSketch(r.Authors, add.Authors)})
+				Authors: mergeSketch(r.Authors, add.Authors), Positive: r.Positive + add.Positive, Negative: r.Negative + add.Negative})
 		}
 		if len(out) != len(chunk) {
 			return fmt.Errorf("add %s: %d of %d buckets read back", table, len(out), len(chunk))
 		}
 		set := clause.OnConflict{
 			Columns:   []clause.Column{{Name: "crawler_id"}, {Name: "bucket"}},
-			DoUpdates: clause.AssignmentColumns([]string{"comments", "authors"}),
+			DoUpdates: clause.AssignmentColumns([]string{"comments", "authors", "positive", "negative"}),
 		}
 		if err := tx.Table(table).Clauses(set).Create(&out).Error; err != nil {
 			return fmt.Errorf("add %s of %d crawlers: %w", table, len(chunk), err)

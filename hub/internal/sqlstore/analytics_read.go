@@ -80,10 +80,15 @@ func (s *Store) Activity(ctx context.Context, crawlerID int64, since, until time
 			continue
 		}
 		steps[i].Comments += r.Comments
+		steps[i].Positive += r.Positive
+		steps[i].Negative += r.Negative
 		sketches[i] = mergeSketch(sketches[i], r.Authors)
 	}
 	for i := range steps {
 		steps[i].Authors = sketchEstimate(sketches[i])
+		// Neutral is the rest: comments without a sentiment count as
+		// neutral, so the three sum to Comments.
+		steps[i].Neutral = steps[i].Comments - steps[i].Positive - steps[i].Negative
 	}
 	return steps, nil
 }

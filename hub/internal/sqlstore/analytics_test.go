@@ -27,10 +27,12 @@ func sketchOf(t *testing.T, authors ...string) []byte {
 }
 
 // analyticsInc is an increment of n comments at minute at by author
-// "a<seq>", each with the terms given.
+// "a<seq>", each with the terms given; n/2 of them positive, n/4
+// negative.
 func analyticsInc(t *testing.T, crawler, user int64, seq uint64, at time.Time, n int64, terms ...string) api.Increment {
 	a := &api.IncrementAnalytics{
-		Minutes:    []api.MinuteActivity{{At: at.Truncate(time.Minute), Comments: n, Authors: sketchOf(t, fmt.Sprint("a", seq))}},
+		Minutes: []api.MinuteActivity{{At: at.Truncate(time.Minute), Comments: n, Authors: sketchOf(t, fmt.Sprint("a", seq)),
+			Positive: n / 2, Negative: n / 4}},
 		Terms:      []api.HourTerms{{At: at.Truncate(time.Hour), Other: 1}},
 		Candidates: []api.Suggestion{{Term: "#cand", Score: 0.5 * float64(n), Count: n}},
 	}
@@ -99,10 +101,22 @@ func TestStore_AnalyticsAppliedOnceWithUsage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var comments, authors int64
+		var comments, authors, pos, neu, neg, wantPos, wantNeg int64
 		for _, st := range steps {
 			comments += st.Comments
 			authors += st.Authors
+			pos, neu, neg = pos+st.Positive, neu+st.Neutral, neg+st.Negative
+			if st.Positive+st.Neutral+st.Negative != st.Comments || st.Neutral < 0 {
+				t.Fatalf("step %+v: labels do not sum to comments", st)
+			}
+		}
+		for _, inc := range incs {
+			if inc.CrawlerID == c1.ID {
+				wantPos, wantNeg = wantPos+inc.Count/2, wantNeg+inc.Count/4
+			}
+		}
+		if pos != wantPos || neg != wantNeg || neu != want1-wantPos-wantNeg {
+			t.Fatalf("activity %d positive, %d neutral, %d negative; want %d, %d, %d", pos, neu, neg, wantPos, want1-wantPos-wantNeg, wantNeg)
 		}
 		cu, _ := usageOf(t, s, c1.ID, u.ID)
 		if comments != want1 || cu != want1 {

@@ -17,7 +17,7 @@ import (
 // hour, exact. They travel inside usage increments (api.IncrementAnalytics
 // Authors and Langs) and are applied with the rest of an increment's
 // analytics, once. Why per-hour author rows rather than a sketch:
-// docs/decisions/0019-exact-top-authors.md.
+// docs/decisions/0021-exact-top-authors.md.
 //
 // Sizes are bounded: a crawler hour keeps its maxAuthorsPerHour authors
 // with the most comments, the others folded into its tail row (the empty

@@ -19,11 +19,18 @@ type Item struct {
 	// Fields are the item's fields its source kind declares, by name
 	// (subreddit → golang); Field atoms test them, case ignored.
 	Fields map[string]string
+	// Sentiment is the label of the item's sentiment, "" when it has
+	// none; sentiment: atoms test it.
+	Sentiment string
 }
 
 // fieldKey is the name a field atom's "name:value" has in the table of
 // from: names, which it shares: no author name starts with a NUL byte.
 func fieldKey(value string) string { return "\x00" + value }
+
+// sentimentKey is the name a sentiment: atom's label has in the table of
+// lang: codes, which it shares: no language code starts with a NUL byte.
+func sentimentKey(label string) string { return "\x00" + label }
 
 // QueryHit is one subscriber whose query an item matched.
 type QueryHit struct {
@@ -114,8 +121,8 @@ const (
 	// evaluated and its positive terms are read from
 	// QueryIndex.positive.
 	decTree = 1 << (decTriggerShift + inlineOthers)
-	// decLangs: the query has lang: atoms, whose stamps are set the
-	// first time a query needs them in an item.
+	// decLangs: the query has lang: or sentiment: atoms, whose stamps
+	// are set the first time a query needs them in an item.
 	decLangs = decTree << 1
 	// decNear: the query has a NEAR, which its truth table reads as the
 	// AND of its operands: when the table says yes, the query's tree
@@ -216,10 +223,14 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 					authorIDs[key] = int32(len(authors))
 					authors = append(authors, key)
 				}
-			case query.Lang:
-				if _, ok := langIDs[a.Value]; !ok {
-					langIDs[a.Value] = int32(len(langs))
-					langs = append(langs, a.Value)
+			case query.Lang, query.Sentiment:
+				key := a.Value
+				if a.Kind == query.Sentiment {
+					key = sentimentKey(a.Value)
+				}
+				if _, ok := langIDs[key]; !ok {
+					langIDs[key] = int32(len(langs))
+					langs = append(langs, key)
 				}
 			default:
 				ix.patterns[a.Text()] = struct{}{}
@@ -246,6 +257,8 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 			return ix.authorBase + authorIDs[fieldKey(a.Value)]
 		case query.Lang:
 			return ix.langBase + langIDs[a.Value]
+		case query.Sentiment:
+			return ix.langBase + langIDs[sentimentKey(a.Value)]
 		case query.Prefix:
 			return ix.prefixBase + prefixIDs[a.Value]
 		}
@@ -264,7 +277,7 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 		var dec uint32
 		for j, a := range atoms {
 			aids[j] = atomID(a)
-			if a.Kind == query.Lang {
+			if a.Kind == query.Lang || a.Kind == query.Sentiment {
 				dec |= decLangs
 			}
 		}
@@ -501,11 +514,11 @@ func triggerAtoms(q *query.Query) []query.Atom {
 // NEAR needs one of its operands', the one of the fewest atoms, the
 // longest shortest atom breaking ties (longer words are rarer). Negation
 // swaps AND and OR (De Morgan; a negated NEAR has no cover); a negated
-// atom and lang: cover nothing.
+// atom, lang: and sentiment: cover nothing.
 func cover(n *query.Node, neg bool) ([]query.Atom, bool) {
 	switch n.Op {
 	case query.OpAtom:
-		if neg || n.Atom.Kind == query.Lang {
+		if neg || n.Atom.Kind == query.Lang || n.Atom.Kind == query.Sentiment {
 			return nil, false
 		}
 		return []query.Atom{n.Atom}, true

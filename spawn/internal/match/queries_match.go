@@ -30,7 +30,8 @@ type queryScratch struct {
 	multi      []int32 // dense index of each hit with several terms
 	name       []byte  // the item's author or language, lowercased
 	lang       string  // the item's language
-	langsDone  bool    // the item's language stamped its lang: codes
+	sentiment  string  // the item's sentiment label
+	langsDone  bool    // the item's language and sentiment stamped their atoms
 	// occurAt is the token of each of occur, -1 for none, kept when the
 	// index has NEARs. When a NEAR first asks in the call, posAt holds
 	// each found atom's tokens, ascending, from posOff[atom] (valid for
@@ -86,6 +87,11 @@ func (s *queryScratch) stampLangs(ix *QueryIndex) {
 			}
 		}
 	}
+	if s.sentiment != "" {
+		if c := ix.langs.lookup(s.normalName(sentimentKey(s.sentiment))); c >= 0 {
+			s.mark(ix.langBase + c)
+		}
+	}
 }
 
 // Match returns every indexed subscriber whose query the item matches,
@@ -138,7 +144,7 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 	}
 	// Stamp what occurred: the patterns, then the author, then (when a
 	// query asks) the language's codes.
-	s.begin(len(s.occur) + 3 + len(it.Lang) + len(it.Fields))
+	s.begin(len(s.occur) + 4 + len(it.Lang) + len(it.Fields))
 	s.found = s.found[:0]
 	for _, p := range s.occur {
 		if s.stamp[p] <= s.base {
@@ -161,7 +167,7 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 			}
 		}
 	}
-	s.lang, s.langsDone = it.Lang, false
+	s.lang, s.sentiment, s.langsDone = it.Lang, it.Sentiment, false
 	// Decide the subscribers of each found atom; a hit with one term
 	// shares it with the index.
 	base, multi := len(dst), 0

@@ -15,6 +15,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/langid"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/match"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/source/bluesky"
@@ -80,6 +81,9 @@ func bskyDID(a int) string { return fmt.Sprintf("did:plc:bench%019d", a) }
 type bskyPost struct {
 	post        jetstream.Post
 	rich, plain match.Item
+	// detected is the language a spawn detects in a post without one
+	// (the sentiment variant's posts).
+	detected string
 }
 
 // newBskyPost is a post-length text: filler with up to two followed
@@ -210,6 +214,7 @@ type bskyNode struct {
 	index     *match.QueryIndex // the subscribers' queries, to know how many comments a post makes
 	posts     []bskyPost
 	textOnly  bool
+	enriched  bool  // languages detected and sentiment scored (not Config.NoSentiment)
 	published int   // posts published
 	base      int64 // comments the warm-up posts made
 	want      int64 // comments stored, by the end of the last round
@@ -218,19 +223,19 @@ type bskyNode struct {
 
 func newBskyNode(b *testing.B, subs int, posts []bskyPost, noAnalytics, textOnly bool) *bskyNode {
 	b.Helper()
-	return newBskyNodeWith(b, subs, posts, noAnalytics, textOnly, &countStore{}, nil)
+	return newBskyNodeWith(b, subs, posts, noAnalytics, textOnly, &countStore{}, nil, false)
 }
 
 // newBskyNodeOn is newBskyNode, analytics on, storing into st (a store
 // that takes comments back), with the node's retraction pipeline running.
 func newBskyNodeOn(b *testing.B, subs int, posts []bskyPost, st *retractStore) *bskyNode {
 	b.Helper()
-	return newBskyNodeWith(b, subs, posts, false, false, &st.countStore, st)
+	return newBskyNodeWith(b, subs, posts, false, false, &st.countStore, st, false)
 }
 
 // newBskyNodeWith builds the node of newBskyNode on a store: counted by
 // counter, written to through full when it is not nil.
-func newBskyNodeWith(b *testing.B, subs int, posts []bskyPost, noAnalytics, textOnly bool, counter *countStore, full *retractStore) *bskyNode {
+func newBskyNodeWith(b *testing.B, subs int, posts []bskyPost, noAnalytics, textOnly bool, counter *countStore, full *retractStore, noSentiment bool) *bskyNode {
 	b.Helper()
 	js := jetstream.Start(b, jetstream.Options{ConnBuffer: 4 * bskyBatch})
 	av := appview.Start(b)
@@ -246,7 +251,7 @@ func newBskyNodeWith(b *testing.B, subs int, posts []bskyPost, noAnalytics, text
 	if full != nil {
 		written = full
 	}
-	n := attachNode(b, Config{Store: written, Sources: source.Registry{api.SourceBluesky: kind}, NoAnalytics: noAnalytics, StoreLinger: benchLinger})
+	n := attachNode(b, Config{Store: written, Sources: source.Registry{api.SourceBluesky: kind}, NoAnalytics: noAnalytics, StoreLinger: benchLinger, NoSentiment: noSentiment})
 	if full != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -274,7 +279,7 @@ func newBskyNodeWith(b *testing.B, subs int, posts []bskyPost, noAnalytics, text
 	src := n.table.sources[bluesky.Key].ds.(*bluesky.Source)
 	n.mu.Unlock()
 	testkit.WaitFor(b, time.Minute, "the Jetstream connection", func() bool { return js.Conns() == 1 })
-	bn := &bskyNode{n: n, js: js, av: av, src: src, st: st, index: match.NewQueries(byID), posts: posts, textOnly: textOnly}
+	bn := &bskyNode{n: n, js: js, av: av, src: src, st: st, index: match.NewQueries(byID), posts: posts, textOnly: textOnly, enriched: !noSentiment}
 	// Every author posts once before the timing: the source learns the
 	// handles from the AppView (in calls of 25), as a running spawn has,
 	// production's identity events carrying none. Without the lookups
@@ -305,6 +310,9 @@ func (bn *bskyNode) round(b *testing.B) time.Duration {
 		it := p.rich
 		if bn.textOnly {
 			it = p.plain
+		}
+		if bn.enriched && it.Lang == "" {
+			it.Lang = p.detected // the lang: queries test the detected language
 		}
 		bn.want += int64(len(bn.index.Match(it)))
 	}
@@ -410,4 +418,54 @@ func BenchmarkBlueskyPath(b *testing.B) {
 		b.ReportMetric(float64(nodes[1].want-nodes[1].base)/float64(nodes[1].published), "comments/post(off)")
 		b.ReportMetric(float64(nodes[0].av.DIDCalls())/bskyAuthors, "appview-calls/new-did")
 	})
+	// What detecting languages and scoring sentiment costs: two spawns of
+	// 10,000 subscribers, analytics on, one with Config.NoSentiment, on
+	// posts of which one in ten names no language (Jetstream posts whose
+	// app set no langs) and on posts that all name theirs. The
+	// subscribers' lang: queries make the spawn detect the language of a
+	// post that names none before matching; sentiment is scored for the
+	// posts that become comments.
+	for _, every := range []int{10, 0} {
+		name := "sentiment=on-vs-off/one-in-ten-without-lang/interleaved"
+		if every == 0 {
+			name = "sentiment=on-vs-off/all-with-lang/interleaved"
+		}
+		b.Run(name, func(b *testing.B) { benchSentiment(b, posts, every) })
+	}
+}
+
+// benchSentiment runs BenchmarkBlueskyPath's sentiment variant, one post
+// in every (none when 0) naming no language.
+func benchSentiment(b *testing.B, posts []bskyPost, every int) {
+	select {
+	case <-langid.Default().Ready():
+	case <-time.After(2 * time.Minute):
+		b.Fatal("the language models did not load")
+	}
+	mixed := slices.Clone(posts)
+	for i := range mixed {
+		if every > 0 && i%every == 0 {
+			p := &mixed[i]
+			p.post.Langs = nil
+			p.rich.Lang, p.plain.Lang = "", ""
+			p.detected, _ = langid.Default().Detect(p.rich.Text)
+		}
+	}
+	nodes := []*bskyNode{
+		newBskyNodeWith(b, 10000, mixed, false, false, &countStore{}, nil, false),
+		newBskyNodeWith(b, 10000, mixed, false, false, &countStore{}, nil, true),
+	}
+	var took [2]time.Duration
+	rounds := 0
+	for b.Loop() {
+		for k, bn := range nodes {
+			took[k] += bn.round(b)
+		}
+		rounds++
+	}
+	perSec := func(d time.Duration) float64 { return float64(rounds*bskyBatch) / d.Seconds() }
+	b.ReportMetric(perSec(took[0]), "posts/s(on)")
+	b.ReportMetric(perSec(took[1]), "posts/s(off)")
+	b.ReportMetric(perSec(took[0])/perSec(took[1]), "ratio")
+	b.ReportMetric(float64(nodes[0].want-nodes[0].base)/float64(nodes[0].published), "comments/post(on)")
 }

@@ -111,10 +111,11 @@ func (n *Node) emitter(ds *dataSource) source.Emit {
 		for len(items) > 0 {
 			k := min(len(items), emitChunk)
 			var err error
-			if out, err = n.matchChunk(ds, items[:k], out[:0]); err != nil {
+			if out, err = n.matchChunk(ds, n.enrichBeforeMatch(ds, items[:k]), out[:0]); err != nil {
 				return err
 			}
 			items = items[k:]
+			n.enrichComments(out)
 			n.withTerms(out)
 			if k, err := n.writer.enqueueAll(ctx, out); err != nil {
 				// The subscriber is gone and its data source stopped:
@@ -203,6 +204,7 @@ func (n *Node) enqueueReleasedLocked(released []pending) {
 	n.table.wg.Add(1)
 	go func() {
 		defer n.table.wg.Done()
+		n.enrichComments(released)
 		n.withTerms(released)
 		for _, p := range released {
 			if n.writer.enqueue(ctx, p) != nil {
@@ -275,22 +277,24 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, key string, h uint64, m
 	s.rate.add(now, 1)
 	return pending{
 		comment: api.Comment{
-			ID:          it.ID,
-			CrawlerID:   s.spec.CrawlerID,
-			Source:      s.spec.Source,
-			Author:      it.Author,
-			AuthorID:    it.AuthorID,
-			Text:        it.Text,
-			URL:         it.URL,
-			PublishedAt: it.PublishedAt.UTC(),
-			FetchedAt:   it.FetchedAt.UTC(),
-			Matched:     matched,
-			Lang:        it.Lang,
-			ReplyTo:     it.ReplyTo,
-			ThreadID:    it.ThreadID,
-			Links:       it.Links,
-			RepostOf:    it.RepostOf,
-			EditedAt:    it.EditedAt,
+			ID:           it.ID,
+			CrawlerID:    s.spec.CrawlerID,
+			Source:       s.spec.Source,
+			Author:       it.Author,
+			AuthorID:     it.AuthorID,
+			Text:         it.Text,
+			URL:          it.URL,
+			PublishedAt:  it.PublishedAt.UTC(),
+			FetchedAt:    it.FetchedAt.UTC(),
+			Matched:      matched,
+			Lang:         it.Lang,
+			LangDetected: it.LangDetected,
+			Sentiment:    it.Sentiment,
+			ReplyTo:      it.ReplyTo,
+			ThreadID:     it.ThreadID,
+			Links:        it.Links,
+			RepostOf:     it.RepostOf,
+			EditedAt:     it.EditedAt,
 			// Only when the source could not read the item's date.
 			UnreadableDate: it.UnreadableDate,
 			Engagement:     it.Engagement,
@@ -302,6 +306,7 @@ func (s *subscriber) acceptMatchedLocked(it source.Item, key string, h uint64, m
 		leaseSeq: s.leaseSeq,
 		source:   key,
 		sourceID: it.SourceID,
+		enriched: it.Enriched,
 	}, true
 }
 
@@ -328,7 +333,8 @@ func behindCursor(it source.Item, key string, c *api.Cursor) bool {
 
 // matchItem is what a query is evaluated on.
 func matchItem(it source.Item) match.Item {
-	return match.Item{Text: it.Text, Author: it.Author, AuthorID: it.AuthorID, Lang: it.Lang, Fields: it.Fields}
+	return match.Item{Text: it.Text, Author: it.Author, AuthorID: it.AuthorID, Lang: it.Lang, Fields: it.Fields,
+		Sentiment: api.SentimentLabel(it.Sentiment)}
 }
 
 // matchFilter reports the query terms an item contains, and whether it

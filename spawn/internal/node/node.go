@@ -44,6 +44,10 @@ type Config struct {
 	// NoAnalytics turns off term counting, activity and query candidates
 	// (api.IncrementAnalytics); usage is counted either way.
 	NoAnalytics bool
+	// NoSentiment turns off language detection and sentiment scoring:
+	// comments then carry the language their source says and no
+	// sentiment.
+	NoSentiment bool
 	// StoreLinger is how long the store writer waits for a partial batch
 	// to fill before it writes it; zero picks 20 ms.
 	StoreLinger time.Duration
@@ -91,6 +95,9 @@ type Node struct {
 	retracts *retractions
 	// analytics extracts the terms of counted comments (analytics.go).
 	analytics analyticsState
+	// enrich detects languages and scores sentiment (enrich.go); nil
+	// when off.
+	enrich *enricher
 
 	// mu guards the states below and the subscribers' and data sources'
 	// state; a method named …Locked must be called with it held.
@@ -156,6 +163,7 @@ func New(cfg Config) (*Node, error) {
 		analytics: analyticsState{queue: newTermsQueue()},
 	}
 	n.infos = declarations(cfg.Declared)
+	n.enrich = newEnricher(cfg, n.logger)
 	n.names = newAuthorNames(n.logger)
 	n.retracts = newRetractions(n.logger, n.metrics, func(kind string) time.Duration { return n.info(kind).TombstoneFor() })
 	n.writer = newWriter(cfg.Store, n.logger, n.metrics, n.assignIncrements, n.recordWritten)

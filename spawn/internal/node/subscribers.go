@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,6 +93,10 @@ type dataSource struct {
 	stale bool
 	gen   uint64
 	hits  []match.QueryHit // reused by the emitter
+	// enrichFirst says what the subscribers' queries test of an item's
+	// language and sentiment, which are then worked out before matching
+	// (an enrichFirst, enrich.go).
+	enrichFirst atomic.Uint32
 	// deferred is the node's set of sources to tell at the end of the
 	// batch being applied, nil outside a batch.
 	deferred map[*dataSource]bool
@@ -278,9 +283,14 @@ func (d *dataSource) refreshLocked() {
 // marks the keyword index stale.
 func (d *dataSource) tellLocked() {
 	subs := make([]source.Sub, 0, len(d.subs))
+	var first enrichFirst
 	for _, s := range d.subs {
 		subs = append(subs, source.Sub{Spec: s.spec, Query: s.filter})
+		if s.filter != nil {
+			first |= testsEnrichment(s.filter)
+		}
 	}
+	d.enrichFirst.Store(uint32(first))
 	d.stale = true
 	d.gen++
 	d.ds.SetSubscribers(subs)

@@ -53,6 +53,9 @@ type pending struct {
 	// for every subscriber's comment of the same item (withTerms); nil
 	// when analytics are off or not extracted yet.
 	terms *terms.Set
+	// enriched says the comment's language and sentiment were worked out
+	// (enrich.go).
+	enriched bool
 }
 
 // lane is one crawler's comments waiting for the store. A lane whose write

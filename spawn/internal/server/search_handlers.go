@@ -26,7 +26,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	match, err := commentMatcher(sq.Q)
+	parsed, match, err := commentMatcher(sq.Q)
 	if err != nil {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
@@ -36,7 +36,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusNotImplemented, "this spawn's store cannot search comments")
 		return
 	}
-	page, err := searcher.Search(r.Context(), id, store.Search{Match: match, Range: store.Range{Since: sq.Since, Until: sq.Until},
+	page, err := searcher.Search(r.Context(), id, store.Search{Match: match, Query: parsed, Range: store.Range{Since: sq.Since, Until: sq.Until},
 		Cursor: sq.Cursor, Limit: sq.Limit})
 	switch {
 	case errors.Is(err, store.ErrCursor):
@@ -47,22 +47,28 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		if page.Comments == nil {
 			page.Comments = []api.Comment{}
 		}
-		httpx.WriteJSON(w, http.StatusOK, api.SearchPage{Comments: page.Comments, NextCursor: page.Next, Scanned: int64(page.Scanned)})
+		out := api.SearchPage{Comments: page.Comments, NextCursor: page.Next, Scanned: int64(page.Scanned)}
+		if page.Next != "" && !page.Frontier.IsZero() {
+			f := page.Frontier.UTC()
+			out.Frontier = &f
+		}
+		httpx.WriteJSON(w, http.StatusOK, out)
 	}
 }
 
-// commentMatcher parses a search query; an empty one matches every
-// comment (nil).
-func commentMatcher(q string) (func(*api.Comment) bool, error) {
+// commentMatcher parses a search query, once: the store narrows by the
+// parsed query where it has an index, and the matcher checks every
+// comment it reads. An empty query matches every comment (nil, nil).
+func commentMatcher(q string) (*query.Query, func(*api.Comment) bool, error) {
 	if q == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	parsed, err := query.Parse(q)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func(c *api.Comment) bool {
-		_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang})
+	return parsed, func(c *api.Comment) bool {
+		_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang, Sentiment: api.SentimentLabel(c.Sentiment)})
 		return ok
 	}, nil
 }

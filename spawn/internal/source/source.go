@@ -56,8 +56,16 @@ type Item struct {
 	PublishedAt time.Time
 	FetchedAt   time.Time
 	// Lang is the item's language (BCP 47, lowercased, e.g. "en") when the
-	// source says it; empty when unknown.
+	// source says it; empty when unknown. The node may detect it
+	// (LangDetected).
 	Lang string
+	// LangDetected, Sentiment and Enriched are the node's: Lang was
+	// detected from the text, the sentiment it scored (nil for a language
+	// it does not score), and whether it has done both. Sources leave them
+	// unset.
+	LangDetected bool
+	Sentiment    *api.Sentiment
+	Enriched     bool
 	// Fields are the item's fields its kind declares
 	// (api.SourceInfo.QueryFields), by name: a Reddit item's subreddit.
 	// The query's Field atoms (subreddit:golang) test them.

@@ -67,6 +67,9 @@ func StartFileNode(t *testing.T, name string, kind source.Kind) *FileNode {
 	n, err := node.New(node.Config{
 		HubURL: fakehub.Start(t), Store: st, Sources: source.Registry{name: kind},
 		Logger: slog.New(slog.DiscardHandler), OrphanAfter: time.Hour, DetachAfter: time.Hour,
+		// What the source reads, as it reads it: no detected language
+		// or sentiment (the node's own tests cover those).
+		NoSentiment: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -53,7 +53,10 @@ func CheckCoverItems(t *testing.T, compile func(q *query.Query) (selects func(it
 		for range 20 {
 			text := randomText(r)
 			it := CoverItem{Lower: query.Fold(text), Author: []string{"bob", "alice"}[r.IntN(2)], Lang: []string{"en", "fr"}[r.IntN(2)]}
-			if _, ok := q.Match(query.Doc{Text: text, Author: it.Author, Lang: it.Lang}); !ok {
+			// A compiled form cannot test sentiment (the spawn scores it):
+			// it must select an item whatever its sentiment.
+			mood := []string{"positive", "neutral", "negative", ""}[r.IntN(4)]
+			if _, ok := q.Match(query.Doc{Text: text, Author: it.Author, Lang: it.Lang, Sentiment: mood}); !ok {
 				continue
 			}
 			checked++
@@ -75,7 +78,7 @@ func CheckCoverItems(t *testing.T, compile func(q *query.Query) (selects func(it
 // randomQuery writes a random query over a small vocabulary, so that atoms
 // repeat and random texts hit them.
 func randomQuery(r *rand.Rand, depth int) string {
-	vocab := []string{"go", "rust", "new", "york", "#go", "@bob", `"new york"`, "from:bob", "lang:en", "c++", "gol*", "rus*"}
+	vocab := []string{"go", "rust", "new", "york", "#go", "@bob", `"new york"`, "from:bob", "lang:en", "c++", "gol*", "rus*", "sentiment:negative"}
 	if depth == 0 || r.IntN(3) == 0 {
 		return vocab[r.IntN(len(vocab))]
 	}

@@ -166,6 +166,9 @@ func StartNode(t *testing.T, name string, kind source.Kind) (*node.Node, *MemSto
 	n, err := node.New(node.Config{
 		HubURL: fakehub.Start(t), Store: st, Sources: source.Registry{name: kind},
 		Logger: slog.New(slog.DiscardHandler), OrphanAfter: time.Hour, DetachAfter: time.Hour,
+		// What the source reads, as it reads it: no detected language
+		// or sentiment (the node's own tests cover those).
+		NoSentiment: true,
 	})
 	if err != nil {
 		t.Fatal(err)

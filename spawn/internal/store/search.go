@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 
 // Search bounds: what one request may cost a store at most, whatever it
@@ -22,6 +23,11 @@ const (
 type Search struct {
 	// Match tells the comments wanted; nil wants every comment.
 	Match func(*api.Comment) bool
+	// Query, when set, is the query of the language Match evaluates: a
+	// store with a search index reads only the comments the index finds
+	// for it (textindex.PlanOf), which Match then checks. Nil reads every
+	// comment.
+	Query *query.Query
 	// Range bounds the comments by published time.
 	Range Range
 	// Cursor is where the search goes on (empty: the newest comment).
@@ -38,10 +44,14 @@ type Search struct {
 // the cursor of the next page (empty when the search is complete) and how
 // many stored comments this page read. A page may hold fewer than Limit
 // matches, or none, and still have a next page: it stopped at a bound.
+// With a next page, Frontier bounds what is left: no comment the search
+// has yet to read was published after it (a merge of several crawlers'
+// searches by time waits for nothing newer).
 type SearchPage struct {
 	Comments []api.Comment
 	Next     string
 	Scanned  int
+	Frontier time.Time
 }
 
 // Searcher is a Store that searches a crawler's comments, newest day

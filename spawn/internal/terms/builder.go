@@ -76,11 +76,24 @@ type sighting struct {
 	matched []string
 	score   float64
 	set     *Set
+	mood    int8 // the comment's sentiment: 1 positive, -1 negative, 0 otherwise
+}
+
+// moodOf is the mood of a sighting of a comment with sentiment s.
+func moodOf(s *api.Sentiment) int8 {
+	switch api.SentimentLabel(s) {
+	case api.SentimentPositive:
+		return 1
+	case api.SentimentNegative:
+		return -1
+	}
+	return 0
 }
 
 type minute struct {
-	comments int64
-	authors  *hyperloglog.Sketch
+	comments           int64
+	positive, negative int64
+	authors            *hyperloglog.Sketch
 }
 
 // hour is the term counts of one hour: tallies indexed by index, so
@@ -177,7 +190,8 @@ func sightingOf(c *api.Comment, set *Set, now time.Time) sighting {
 	if at.IsZero() {
 		at = now
 	}
-	return sighting{at: at.UTC(), author: c.Author, matched: c.Matched, score: Engagement(c.Engagement.Counts()), set: set}
+	return sighting{at: at.UTC(), author: c.Author, matched: c.Matched, score: Engagement(c.Engagement.Counts()), set: set,
+		mood: moodOf(c.Sentiment)}
 }
 
 // flush counts the comment held in first into the maps.
@@ -227,6 +241,12 @@ func (b *Builder) begin(sg sighting) *hour {
 		b.last, b.lastAt = m, key
 	}
 	m.comments++
+	switch sg.mood {
+	case 1:
+		m.positive++
+	case -1:
+		m.negative++
+	}
 	if sg.author != "" {
 		if m.authors == nil {
 			m.authors, _ = hyperloglog.NewSketch(SketchPrecision, true)
@@ -306,7 +326,7 @@ func (b *Builder) Build() *api.IncrementAnalytics {
 	}
 	out := &api.IncrementAnalytics{}
 	for at, m := range b.minutes {
-		ma := api.MinuteActivity{At: at, Comments: m.comments}
+		ma := api.MinuteActivity{At: at, Comments: m.comments, Positive: m.positive, Negative: m.negative}
 		if m.authors != nil {
 			ma.Authors, _ = m.authors.MarshalBinary()
 		}

@@ -55,6 +55,7 @@ type sortedSet struct {
 	sharedAt    time.Time
 	sharedBy    string
 	sharedScore float64
+	sharedMood  int8
 }
 
 // NewSet returns the set of terms of a text in the language lang, not

@@ -21,14 +21,14 @@ func buildOne(sg sighting) *api.IncrementAnalytics {
 	m := set.sort()
 	at := sg.at.Truncate(time.Minute)
 	m.mu.Lock()
-	if a := m.shared; a != nil && m.sharedAt.Equal(at) && m.sharedBy == sg.author && m.sharedScore == sg.score {
+	if a := m.shared; a != nil && m.sharedAt.Equal(at) && m.sharedBy == sg.author && m.sharedScore == sg.score && m.sharedMood == sg.mood {
 		m.mu.Unlock()
 		return a
 	}
 	m.mu.Unlock()
 	a := makeOne(sg, set.firstCandidates(nil, sg.score))
 	m.mu.Lock()
-	m.shared, m.sharedAt, m.sharedBy, m.sharedScore = a, at, sg.author, sg.score
+	m.shared, m.sharedAt, m.sharedBy, m.sharedScore, m.sharedMood = a, at, sg.author, sg.score, sg.mood
 	m.mu.Unlock()
 	return a
 }
@@ -44,6 +44,12 @@ func makeOne(sg sighting, cands []api.Suggestion) *api.IncrementAnalytics {
 	}{}
 	out := &one.a
 	one.m[0] = api.MinuteActivity{At: sg.at.Truncate(time.Minute), Comments: 1, Authors: set.authors(sg.author)}
+	switch sg.mood {
+	case 1:
+		one.m[0].Positive = 1
+	case -1:
+		one.m[0].Negative = 1
+	}
 	out.Minutes = one.m[:]
 	if terms, other := set.oneTerms(); len(terms) > 0 {
 		one.h[0] = api.HourTerms{At: sg.at.Truncate(time.Hour), Terms: terms, Other: other}

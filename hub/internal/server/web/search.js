@@ -147,7 +147,7 @@
       el('time', { datetime: cm.published_at, title: 'published ' + bw.dateTime(cm.published_at) }, bw.dateTime(cm.published_at)));
     if (view.selected === null && cm.crawler_id) meta.append(el('span', { class: 'dim' }, `crawler ${cm.crawler_id}`));
     if (cm.source) meta.append(el('span', { class: 'dim' }, cm.source));
-    if (cm.lang) meta.append(el('span', { class: 'dim', title: cm.lang_detected ? 'language detected' : 'language given by the source' }, cm.lang + (cm.lang_detected ? '*' : '')));
+    if (cm.lang) meta.append(el('span', { class: 'dim comment-lang', title: cm.lang_detected ? 'language detected from the text' : 'language given by the source' }, cm.lang + (cm.lang_detected ? '*' : '')));
     const sb = sentimentBadge(cm.sentiment);
     if (sb) meta.append(sb);
     if (cm.engagement) {

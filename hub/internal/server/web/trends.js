@@ -113,9 +113,11 @@
     const total = steps.reduce((n, s) => n + (s.comments || 0), 0);
     const busiest = steps.reduce((b, s) => (!b || s.comments > b.comments ? s : b), null);
     const w = WINDOWS[win];
+    const sum = (k) => steps.reduce((n, s) => n + (s[k] || 0), 0);
+    const moods = activity.user ? '' : `; ${bw.fmtNumber(sum('positive'))} positive, ${bw.fmtNumber(sum('neutral'))} neutral, ${bw.fmtNumber(sum('negative'))} negative`;
     $('volume-summary').textContent = !total ? '' : activity.user
       ? `${bw.fmtNumber(total)} comments in ${w.span}; busiest ${w.stepWord} ${bw.fmtNumber(busiest.comments)}`
-      : `${bw.fmtNumber(total)} comments in ${w.span}; busiest ${w.stepWord} ${bw.fmtNumber(busiest.comments)} from about ${bw.fmtNumber(busiest.authors)} authors`;
+      : `${bw.fmtNumber(total)} comments in ${w.span}; busiest ${w.stepWord} ${bw.fmtNumber(busiest.comments)} from about ${bw.fmtNumber(busiest.authors)} authors${moods}`;
     document.querySelector('.vol-key-authors').hidden = !!activity.user;
     empty.textContent = total ? '' : `No comments in ${w.span}.`;
     empty.hidden = total > 0;
@@ -144,7 +146,8 @@
       const bar = svg('rect', { x: (i * slot + gap / 2).toFixed(2), y: y(s.comments || 0).toFixed(2),
         width: Math.max(0.5, slot - gap).toFixed(2), height: Math.max(0, h).toFixed(2),
         'data-at': s.at, 'data-comments': s.comments || 0, 'data-authors': s.authors || 0 });
-      bar.append(svg('title', {}, `${bw.dateTime(s.at)}: ${bw.fmtNumber(s.comments || 0)} comments, about ${bw.fmtNumber(s.authors || 0)} authors`));
+      bar.append(svg('title', {}, `${bw.dateTime(s.at)}: ${bw.fmtNumber(s.comments || 0)} comments, about ${bw.fmtNumber(s.authors || 0)} authors` +
+        (activity.user ? '' : ` (${bw.fmtNumber(s.positive || 0)} positive, ${bw.fmtNumber(s.neutral || 0)} neutral, ${bw.fmtNumber(s.negative || 0)} negative)`)));
       bars.append(bar);
       pts.push(`${((i + 0.5) * slot).toFixed(2)},${y(s.authors || 0).toFixed(2)}`);
     });

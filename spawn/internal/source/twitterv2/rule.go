@@ -23,7 +23,9 @@ const xMaxRuleLength = 512
 // query that X could then only take whole — a branch that needs a prefix
 // alone (kube* OR docker), or is left with no positive standalone term
 // that X requires — wraps query.ErrUnsupported, as does a rule longer than
-// X accepts or a user name X cannot hold.
+// X accepts or a user name X cannot hold. A sentiment: atom, which X
+// cannot state either, is left out as a prefix is (the spawn scores what
+// arrives).
 func compileRule(q *query.Query) (string, error) {
 	root := widenForX(q.Relaxed())
 	if root == nil || !standalone(root) {
@@ -84,15 +86,15 @@ func compileRule(q *query.Query) (string, error) {
 }
 
 // widenForX is n (relaxed: no NEAR, negations on atoms only) without its
-// prefixes, positive or negated: each is read as true, which drops it from
-// an AND and makes an OR true. Nil means true.
+// prefixes and sentiment: atoms, positive or negated: each is read as
+// true, which drops it from an AND and makes an OR true. Nil means true.
 func widenForX(n *query.Node) *query.Node {
 	if n == nil {
 		return nil
 	}
 	switch n.Op {
 	case query.OpAtom:
-		if n.Atom.Kind == query.Prefix {
+		if n.Atom.Kind == query.Prefix || n.Atom.Kind == query.Sentiment {
 			return nil
 		}
 		return n

@@ -32,6 +32,11 @@ func TestCompileRule(t *testing.T) {
 		{"x -(a b)", "(-a OR -b) x"},
 		{"c++ from:alice", `"c++" from:alice`},
 		{"from:alice", "from:alice"},
+		// X has no sentiment: the rule widens, the spawn checks it.
+		{"golang sentiment:negative", "golang"},
+		{"golang -sentiment:positive", "golang"},
+		{"x -(a sentiment:negative)", "x"},
+		{"x (a OR b sentiment:neutral)", "(a OR b) x"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

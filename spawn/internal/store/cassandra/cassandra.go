@@ -1,8 +1,13 @@
 // Package cassandra is the comment store on Apache Cassandra
-// (--store cassandra://host[:port][,host[:port]]/keyspace): comments
+// (--store cassandra://host[:port][,host[:port]...]/keyspace): comments
 // partitioned by crawler and UTC day, newest first, a day index per
-// crawler, and the usage journal, created by Open. Why this schema and
-// these writes: docs/decisions/0010-cassandra-schema.md.
+// crawler, and the usage journal, created by Open. A comment is one row:
+// storage-attached indexes on the row's own columns find it by id, by
+// author and by thread (for deletions, edits and conversations), and its
+// search terms, a set of the words of its text cut by the query language's
+// word rule, find it by what it says. Why this schema and these writes:
+// docs/decisions/0010-cassandra-schema.md and
+// docs/decisions/0020-comments-found-by-their-own-row.md.
 package cassandra
 
 import (
@@ -59,7 +64,7 @@ type Store struct {
 	// the benchmark that shows they read no more than they remove.
 	indexRowsRead atomic.Int64
 
-	insertComment string
+	upsertComment string
 	insertDay     string
 	selectDays    string
 	selectDay     string
@@ -68,6 +73,14 @@ type Store struct {
 	insertIntent  string
 	selectIntents string
 	selectCounted string
+
+	// legacy names the index tables an earlier release wrote (before the
+	// row's own indexes), read and kept in step while they exist.
+	legacy legacyTables
+	// textFrom is the first day whose partitions hold search terms on
+	// every row (zero: every day): comments written before this release
+	// carry none, and their days are searched by reading them.
+	textFrom time.Time
 
 	mu        sync.Mutex
 	knownDays map[partKey]struct{}
@@ -130,8 +143,8 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 		log:      logger,
 		mode:     writeBatches,
 		inFlight: maxInFlight,
-		insertComment: `INSERT INTO ` + ks + `.comments (crawler_id, day, published_at, comment_id, thread_id, node_id, inc_seq,
-			` + bodyCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ` + placeholders(bodyCols) + `) USING TTL ?`,
+		upsertComment: `UPDATE ` + ks + `.comments USING TTL ? SET thread_id = ?, node_id = ?, inc_seq = ?, ` + setList(bodyCols) + `,
+			author_key = ?, terms = terms + ? WHERE crawler_id = ? AND day = ? AND published_at = ? AND comment_id = ?`,
 		insertIntent: `INSERT INTO ` + ks + `.usage_intents (node_id, seq, crawler_id, user_id, instance, lease_seq, days)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		selectIntents: `SELECT seq, crawler_id, user_id, instance, lease_seq, days FROM ` + ks + `.usage_intents
@@ -143,11 +156,15 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 		selectDay: `SELECT comment_id, published_at, thread_id, ` + bodyCols + ` FROM ` + ks + `.comments
 			WHERE crawler_id = ? AND day = ? LIMIT ?`,
 		selectHeld: `SELECT published_at, comment_id FROM ` + ks + `.comments
-			WHERE crawler_id = ? AND day = ? AND published_at IN ?`,
+			WHERE crawler_id = ? AND day = ? AND (published_at, comment_id) IN (`,
 		knownDays: make(map[partKey]struct{}),
 		unsettled: make(map[rowKey]struct{}),
 	}
 	if err := s.createSchema(ctx); err != nil {
+		session.Close()
+		return nil, err
+	}
+	if err := s.waitIndexes(ctx); err != nil {
 		session.Close()
 		return nil, err
 	}
@@ -185,8 +202,15 @@ func createSession(ctx context.Context, cluster *gocql.ClusterConfig) (*gocql.Se
 
 func (s *Store) createSchema(ctx context.Context) error {
 	ks := s.cfg.Keyspace
+	if err := s.session.Query(`CREATE KEYSPACE IF NOT EXISTS ` + ks + ` WITH replication = ` + s.cfg.replicationCQL()).WithContext(ctx).Exec(); err != nil {
+		return fmt.Errorf("cassandra: create keyspace %s: %w", ks, err)
+	}
+	before, err := s.schemaOf(ctx)
+	if err != nil {
+		return err
+	}
+	s.legacy = before.legacy
 	stmts := []string{
-		`CREATE KEYSPACE IF NOT EXISTS ` + ks + ` WITH replication = ` + s.cfg.replicationCQL(),
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.comments (
 			crawler_id bigint,
 			day date,
@@ -224,7 +248,10 @@ func (s *Store) createSchema(ctx context.Context) error {
 		) WITH CLUSTERING ORDER BY (day DESC)`,
 	}
 	stmts = append(stmts, addColumns(ks+".comments")...)
-	stmts = append(stmts, s.threadSchema()...)
+	stmts = append(stmts, s.indexSchema()...)
+	if s.legacy.thread {
+		stmts = append(stmts, addColumns(ks+".comments_by_thread")...)
+	}
 	stmts = append(stmts, s.retractSchema()...)
 	for _, stmt := range stmts {
 		// gocql waits for schema agreement after each change.
@@ -232,7 +259,7 @@ func (s *Store) createSchema(ctx context.Context) error {
 			return fmt.Errorf("cassandra: create schema in keyspace %s: %w", ks, err)
 		}
 	}
-	return nil
+	return s.loadTextFrom(ctx, before)
 }
 
 // Close releases the store's connections. It is safe to call more than once.

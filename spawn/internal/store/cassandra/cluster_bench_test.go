@@ -38,8 +38,8 @@ func BenchmarkWriteCluster(b *testing.B) {
 	singleStore := open(b, "cassandra://"+single+"/"+newKeyspace(b))
 	clusterStore := open(b, "cassandra://"+cluster+"/"+clusterKeyspace(b, cluster)+"?replication=3&consistency=quorum")
 
-	b.Run("single", benchWrites(ctx, singleStore))
-	b.Run("cluster", benchWrites(ctx, clusterStore))
+	b.Run("single", benchWrites(ctx, singleStore, benchComments))
+	b.Run("cluster", benchWrites(ctx, clusterStore, benchComments))
 }
 
 // clusterKeyspace names a fresh keyspace on the cluster at hosts and drops

@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -9,11 +10,12 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 )
 
-// bodyCols are the columns a comment row holds besides its key and its
-// thread, the same in comments and comments_by_thread, in the order
-// bodyArgs binds them and body.dest scans them. One list, so a field added
-// to api.Comment is added to every write and read at once.
-const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at, unreadable_date`
+// bodyCols are the columns a comment row holds besides its key, its
+// thread and its indexes' own columns (author_key, terms), in the order
+// bodyArgs binds them and body.dest scans them (an earlier release's
+// comments_by_thread holds the same). One list, so a field added to
+// api.Comment is added to every write and read at once.
+const bodyCols = `source, author, author_id, text, url, fetched_at, matched, lang, reply_to, reposts, likes, links, repost_of, edited_at, unreadable_date, lang_detected, sentiment_label, sentiment_score`
 
 // bodyColumnsAdded are the body columns added to the tables after their
 // first release, with their types: ALTER TABLE … ADD IF NOT EXISTS brings
@@ -28,6 +30,9 @@ var bodyColumnsAdded = [][2]string{
 	{"repost_of", "text"},
 	{"edited_at", "timestamp"},
 	{"unreadable_date", "text"},
+	{"lang_detected", "boolean"},
+	{"sentiment_label", "text"},
+	{"sentiment_score", "float"},
 }
 
 // addColumns is the CQL that adds bodyColumnsAdded to table where missing.
@@ -39,16 +44,49 @@ func addColumns(table string) []string {
 	return out
 }
 
-// placeholders is one bind marker per column of cols.
-func placeholders(cols string) string {
-	return strings.Repeat("?, ", strings.Count(cols, ",")) + "?"
+// setList is "col = ?, …" for every column of cols.
+func setList(cols string) string {
+	return strings.ReplaceAll(cols, ",", " = ?,") + " = ?"
 }
 
-// bodyArgs binds a comment's body columns (bodyCols).
+// bodyArgs binds a comment's body columns (bodyCols). Empty text and
+// lists bind unset: no cell is written (a null would be a Cassandra
+// tombstone, and an empty cell costs as much as a full one), and reading
+// it back gives the same empty value.
 func bodyArgs(c *api.Comment) []any {
 	reposts, likes := engagementArgs(c.Engagement)
-	return []any{c.Source, c.Author, c.AuthorID, c.Text, c.URL, ms(c.FetchedAt), frozenList(c.Matched),
-		c.Lang, c.ReplyTo, reposts, likes, frozenList(c.Links), c.RepostOf, editedArg(c.EditedAt), textArg(c.UnreadableDate)}
+	args := []any{c.Source, optText(c.Author), optText(c.AuthorID), c.Text, optText(c.URL), ms(c.FetchedAt), optList(c.Matched),
+		optText(c.Lang), optText(c.ReplyTo), reposts, likes, optList(c.Links), optText(c.RepostOf), editedArg(c.EditedAt), optText(c.UnreadableDate)}
+	return append(args, sentimentArgs(c)...)
+}
+
+// optText binds a text column: unset when empty.
+func optText(s string) any {
+	if s == "" {
+		return gocql.UnsetValue
+	}
+	return s
+}
+
+// optList binds a frozen list column: unset when empty.
+func optList(l []string) any {
+	if len(l) == 0 {
+		return gocql.UnsetValue
+	}
+	return l
+}
+
+// sentimentArgs binds lang_detected, sentiment_label and sentiment_score:
+// unset when the comment has none, so no cell is written.
+func sentimentArgs(c *api.Comment) []any {
+	out := []any{gocql.UnsetValue, gocql.UnsetValue, gocql.UnsetValue}
+	if c.LangDetected {
+		out[0] = true
+	}
+	if c.Sentiment != nil {
+		out[1], out[2] = c.Sentiment.Label, float32(c.Sentiment.Score)
+	}
+	return out
 }
 
 // editedArg binds edited_at: unset for a comment never edited, so no cell
@@ -58,15 +96,6 @@ func editedArg(t time.Time) any {
 		return gocql.UnsetValue
 	}
 	return ms(t)
-}
-
-// textArg binds an optional text column: unset when empty, so no cell is
-// written.
-func textArg(s string) any {
-	if s == "" {
-		return gocql.UnsetValue
-	}
-	return s
 }
 
 // frozenList binds a frozen list: empty rather than null, since a null
@@ -84,13 +113,17 @@ type body struct {
 	reposts, likes *int64
 	edited         *time.Time
 	unreadable     *string
+	langDetected   *bool
+	sentiment      *string
+	score          *float32
 }
 
 // dest lists the scan destinations of bodyCols.
 func (b *body) dest() []any {
 	c := b.c
 	return []any{&c.Source, &c.Author, &c.AuthorID, &c.Text, &c.URL, &c.FetchedAt, &c.Matched,
-		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited, &b.unreadable}
+		&c.Lang, &c.ReplyTo, &b.reposts, &b.likes, &c.Links, &c.RepostOf, &b.edited, &b.unreadable,
+		&b.langDetected, &b.sentiment, &b.score}
 }
 
 // finish normalises what was scanned: UTC times, nil for empty lists,
@@ -107,6 +140,14 @@ func (b *body) finish() {
 	}
 	if len(c.Matched) == 0 {
 		c.Matched = nil
+	}
+	c.LangDetected = b.langDetected != nil && *b.langDetected
+	if b.sentiment != nil && *b.sentiment != "" {
+		c.Sentiment = &api.Sentiment{Label: *b.sentiment}
+		if b.score != nil {
+			// float32 in the row: rounded back to the scorer's three places.
+			c.Sentiment.Score = math.Round(float64(*b.score)*1000) / 1000
+		}
 	}
 	if len(c.Links) == 0 {
 		c.Links = nil

@@ -14,24 +14,23 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/textindex"
 )
 
-// Taking comments back (store.Retractor). Two indexes are kept in step
-// with every write and removal, each row with the comment's TTL:
-// comments_by_item finds every crawler's row of a post by its id, and
-// comments_by_author every comment of an author, by author id and by
-// lower-cased handle. A removal reads one of them (one partition) and
-// deletes by primary key; it never scans the comments.
+// Taking comments back (store.Retractor). A removal finds every crawler's
+// row of a post, or every row of an author, through the comment row's own
+// indexes (indexes.go) and deletes by primary key; it never scans the
+// comments.
 //
 // Tombstones live in tombstones, spread over tombBuckets partitions by a
 // hash of their key, with a TTL of their lifetime. The order of the
 // operations makes a removal exact against a concurrent write on another
-// spawn: a write lands its rows and indexes first and then reads the
-// tombstones of what it wrote; a removal writes its tombstones first and
-// then reads the indexes. Whichever reads second sees what the other
-// wrote, at consistencies whose reads and writes overlap (QUORUM, or ONE
-// on one replica): either the write finds the tombstone and deletes its
-// own rows, or the removal finds the rows.
+// spawn: a write lands its rows first and then reads the tombstones of
+// what it wrote; a removal writes its tombstones first and then reads the
+// indexes. Whichever reads second sees what the other wrote, at
+// consistencies whose reads and writes overlap (QUORUM, or ONE on one
+// replica): either the write finds the tombstone and deletes its own rows,
+// or the removal finds the rows.
 const (
 	// tombBuckets spreads the tombstones over partitions: a batch's check
 	// reads at most this many, each for the keys of its bucket.
@@ -47,34 +46,11 @@ const (
 
 var _ store.Retractor = (*Store)(nil)
 
-// retractSchema is the idempotent CQL of the indexes, the tombstones and
-// the store's own facts.
+// retractSchema is the idempotent CQL of the tombstones and the store's
+// own facts.
 func (s *Store) retractSchema() []string {
 	ks := s.cfg.Keyspace
 	return []string{
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.comments_by_item (
-			source text,
-			comment_id text,
-			crawler_id bigint,
-			day date,
-			published_at timestamp,
-			thread_id text,
-			author_id text,
-			author text,
-			PRIMARY KEY ((source, comment_id), crawler_id)
-		)`,
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.comments_by_author (
-			source text,
-			author text,
-			crawler_id bigint,
-			published_at timestamp,
-			comment_id text,
-			day date,
-			thread_id text,
-			author_id text,
-			author_name text,
-			PRIMARY KEY ((source, author), crawler_id, published_at, comment_id)
-		)`,
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.tombstones (
 			bucket int,
 			key text,
@@ -111,7 +87,8 @@ type storedRow struct {
 	author    string
 }
 
-// deleteRows deletes comments' rows from every table, by primary key.
+// deleteRows deletes comments' rows, by primary key, and their rows in an
+// earlier release's index tables while the keyspace holds them.
 func (s *Store) deleteRows(ctx context.Context, rows []storedRow) error {
 	ks := s.cfg.Keyspace
 	g, gctx := errgroup.WithContext(ctx)
@@ -125,20 +102,26 @@ func (s *Store) deleteRows(ctx context.Context, rows []storedRow) error {
 		})
 	}
 	for _, r := range rows {
-		thread := r.thread
-		if thread == "" {
-			thread = r.id
-		}
 		pub := ms(r.published)
 		exec(`DELETE FROM `+ks+`.comments WHERE crawler_id = ? AND day = ? AND published_at = ? AND comment_id = ?`, r.crawler, r.day, pub, r.id)
-		exec(`DELETE FROM `+ks+`.comments_by_thread WHERE crawler_id = ? AND thread_id = ? AND published_at = ? AND comment_id = ?`, r.crawler, thread, pub, r.id)
-		if r.thread != "" && r.thread != r.id {
+		if s.legacy.thread {
+			thread := r.thread
+			if thread == "" {
+				thread = r.id
+			}
+			exec(`DELETE FROM `+ks+`.comments_by_thread WHERE crawler_id = ? AND thread_id = ? AND published_at = ? AND comment_id = ?`, r.crawler, thread, pub, r.id)
+		}
+		if s.legacy.threadOf && r.thread != "" && r.thread != r.id {
 			exec(`DELETE FROM `+ks+`.thread_of_comment WHERE crawler_id = ? AND comment_id = ?`, r.crawler, r.id)
 		}
-		exec(`DELETE FROM `+ks+`.comments_by_item WHERE source = ? AND comment_id = ? AND crawler_id = ?`, r.source, r.id, r.crawler)
-		for _, a := range authorKeys(&api.Comment{Author: r.author, AuthorID: r.authorID}) {
-			exec(`DELETE FROM `+ks+`.comments_by_author WHERE source = ? AND author = ? AND crawler_id = ? AND published_at = ? AND comment_id = ?`,
-				r.source, a, r.crawler, pub, r.id)
+		if s.legacy.item {
+			exec(`DELETE FROM `+ks+`.comments_by_item WHERE source = ? AND comment_id = ? AND crawler_id = ?`, r.source, r.id, r.crawler)
+		}
+		if s.legacy.author {
+			for _, a := range authorKeys(&api.Comment{Author: r.author, AuthorID: r.authorID}) {
+				exec(`DELETE FROM `+ks+`.comments_by_author WHERE source = ? AND author = ? AND crawler_id = ? AND published_at = ? AND comment_id = ?`,
+					r.source, a, r.crawler, pub, r.id)
+			}
 		}
 	}
 	if err := g.Wait(); err != nil {
@@ -168,15 +151,13 @@ func (s *Store) Bury(ctx context.Context, tombstones []store.Tombstone) ([]store
 		case ts.CommentID != "":
 			g.Go(func() error { return s.rowsOfItem(gctx, ts.Source, ts.CommentID, add) })
 		case ts.Author != "":
-			for _, a := range authorTargets(ts.Author) {
-				g.Go(func() error {
-					return s.rowsOfAuthor(gctx, ts.Source, a, func(r storedRow) {
-						if ts.Before.IsZero() || r.published.Before(ts.Before) {
-							add(r)
-						}
-					})
+			g.Go(func() error {
+				return s.rowsOfAuthor(gctx, ts.Source, ts.Author, func(r storedRow) {
+					if (ts.Before.IsZero() || r.published.Before(ts.Before)) && store.SameAuthor(ts.Author, &api.Comment{Author: r.author, AuthorID: r.authorID}) {
+						add(r)
+					}
 				})
-			}
+			})
 		}
 	}
 	if err := g.Wait(); err != nil {
@@ -224,12 +205,12 @@ func (s *Store) settle(ctx context.Context, parts []*part) (map[rowKey]bool, err
 // indexes at once.
 func (s *Store) Sweep(context.Context) ([]store.Removed, error) { return nil, nil }
 
-// Edit finds the edited comments through comments_by_item and changes
-// each row that holds an older version: a compare-and-set on edited_at
-// (IF edited_at = the value read), so neither an older edit nor a removal
-// racing it makes the row hold the wrong text or come back.
+// Edit finds the edited comments through the id index and changes each
+// row that holds an older version: a compare-and-set on edited_at (IF
+// edited_at = the value read), so neither an older edit nor a removal
+// racing it makes the row hold the wrong text or come back. The row's
+// search terms become the new text's, and its cells keep the row's TTL.
 func (s *Store) Edit(ctx context.Context, edits []store.Edit) (int, error) {
-	ks := s.cfg.Keyspace
 	var mu sync.Mutex
 	n := 0
 	g, gctx := errgroup.WithContext(ctx)
@@ -244,7 +225,7 @@ func (s *Store) Edit(ctx context.Context, edits []store.Edit) (int, error) {
 				return err
 			}
 			for _, r := range rows {
-				changed, err := s.editRow(gctx, ks, r, e)
+				changed, err := s.editRow(gctx, r, e)
 				if err != nil {
 					return err
 				}
@@ -263,13 +244,15 @@ func (s *Store) Edit(ctx context.Context, edits []store.Edit) (int, error) {
 	return n, nil
 }
 
-// editRow applies an edit to one crawler's row of a comment and to its
-// row in the thread table.
-func (s *Store) editRow(ctx context.Context, ks string, r storedRow, e store.Edit) (bool, error) {
+// editRow applies an edit to one crawler's row of a comment.
+func (s *Store) editRow(ctx context.Context, r storedRow, e store.Edit) (bool, error) {
+	ks := s.cfg.Keyspace
 	pub := ms(r.published)
 	var current *time.Time
-	err := s.session.Query(`SELECT edited_at FROM `+ks+`.comments WHERE crawler_id = ? AND day = ? AND published_at = ? AND comment_id = ?`,
-		r.crawler, r.day, pub, r.id).WithContext(ctx).Idempotent(true).Scan(&current)
+	var ttl *int
+	var c api.Comment
+	err := s.session.Query(`SELECT edited_at, TTL(source), author, author_id, lang FROM `+ks+`.comments WHERE crawler_id = ? AND day = ? AND published_at = ? AND comment_id = ?`,
+		r.crawler, r.day, pub, r.id).WithContext(ctx).Idempotent(true).Scan(&current, &ttl, &c.Author, &c.AuthorID, &c.Lang)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return false, nil // removed meanwhile
 	}
@@ -283,23 +266,32 @@ func (s *Store) editRow(ctx context.Context, ks string, r storedRow, e store.Edi
 	if current != nil && !current.IsZero() {
 		cond = *current
 	}
-	applied, err := s.session.Query(`UPDATE `+ks+`.comments SET text = ?, links = ?, edited_at = ?
+	keep := 0
+	if ttl != nil {
+		keep = *ttl
+	}
+	c.Text = e.Text
+	q := s.session.Query(`UPDATE `+ks+`.comments USING TTL ? SET text = ?, links = ?, edited_at = ?, terms = ?
 		WHERE crawler_id = ? AND day = ? AND published_at = ? AND comment_id = ? IF edited_at = ?`,
-		e.Text, frozenList(e.Links), ms(e.EditedAt), r.crawler, r.day, pub, r.id, cond).
-		WithContext(ctx).Idempotent(true).MapScanCAS(map[string]any{})
+		keep, e.Text, frozenList(e.Links), ms(e.EditedAt), textindex.Terms(&c), r.crawler, r.day, pub, r.id, cond).
+		WithContext(ctx).Idempotent(true)
+	defer q.Release()
+	applied, err := q.MapScanCAS(map[string]any{})
 	if err != nil || !applied {
 		return false, err
 	}
-	thread := r.thread
-	if thread == "" {
-		thread = r.id
-	}
-	q := s.session.Query(`UPDATE `+ks+`.comments_by_thread SET text = ?, links = ?, edited_at = ?
-		WHERE crawler_id = ? AND thread_id = ? AND published_at = ? AND comment_id = ? IF EXISTS`,
-		e.Text, frozenList(e.Links), ms(e.EditedAt), r.crawler, thread, pub, r.id).WithContext(ctx).Idempotent(true)
-	defer q.Release()
-	if _, err := q.MapScanCAS(map[string]any{}); err != nil {
-		return true, err
+	if s.legacy.thread {
+		thread := r.thread
+		if thread == "" {
+			thread = r.id
+		}
+		lq := s.session.Query(`UPDATE `+ks+`.comments_by_thread USING TTL ? SET text = ?, links = ?, edited_at = ?
+			WHERE crawler_id = ? AND thread_id = ? AND published_at = ? AND comment_id = ? IF EXISTS`,
+			keep, e.Text, frozenList(e.Links), ms(e.EditedAt), r.crawler, thread, pub, r.id).WithContext(ctx).Idempotent(true)
+		defer lq.Release()
+		if _, err := lq.MapScanCAS(map[string]any{}); err != nil {
+			return true, err
+		}
 	}
 	return true, nil
 }

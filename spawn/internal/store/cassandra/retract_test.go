@@ -7,13 +7,13 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest/storetest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/storetest"
 )
 
 func TestStore_Retractor(t *testing.T) {
 	var uri string
-	storetest.Run(t, func(t *testing.T, fresh bool) store.Store {
+	storetest.CheckRetractor(t, func(t *testing.T, fresh bool) store.Store {
 		if fresh {
 			s, u := openTest(t)
 			uri = u
@@ -50,8 +50,8 @@ func TestRetention_RowsExpireWithTheirTTL(t *testing.T) {
 		return err == nil && len(got) == 1 && got[0].ID == "kept"
 	})
 	var n int
-	if err := s.session.Query(`SELECT COUNT(*) FROM `+s.cfg.Keyspace+`.comments_by_item WHERE source = ? AND comment_id = ?`, "rss", "short").Scan(&n); err != nil || n != 0 {
-		t.Errorf("the item index still holds the expired comment: %d rows, %v", n, err)
+	if err := s.session.Query(`SELECT COUNT(*) FROM `+s.cfg.Keyspace+`.comments WHERE comment_id = ?`, "short").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the id index still finds the expired comment: %d rows, %v", n, err)
 	}
 	if _, _, err := s.Thread(ctx, 9, "short"); err == nil {
 		t.Error("the expired comment still has a thread")

@@ -10,3 +10,8 @@ func TestSearch(t *testing.T) {
 	s, _ := openTest(t)
 	storetest.CheckSearch(t, s)
 }
+
+func TestSearch_IndexAnswersAsTheScan(t *testing.T) {
+	s, _ := openTest(t)
+	storetest.CheckQuerySearch(t, s)
+}

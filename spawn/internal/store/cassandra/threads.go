@@ -5,143 +5,78 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
-
-	"github.com/gocql/gocql"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
-// Conversations. Every comment is also written to comments_by_thread, in
-// the partition of its thread (its ThreadID, or its own id when it starts
-// one), clustered by published time; a reply's thread is also recorded in
-// thread_of_comment under its own id, so any comment of a conversation
-// finds the whole of it with two single-partition reads. Both writes are
-// idempotent like the comment's own: a rewrite overwrites itself.
+var _ store.ThreadReader = (*Store)(nil)
 
-// threadSchema is the idempotent CQL of the conversation tables.
-func (s *Store) threadSchema() []string {
-	ks := s.cfg.Keyspace
-	return append([]string{
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.comments_by_thread (
-			crawler_id bigint,
-			thread_id text,
-			published_at timestamp,
-			comment_id text,
-			source text,
-			author text,
-			text text,
-			url text,
-			fetched_at timestamp,
-			matched frozen<list<text>>,
-			lang text,
-			reply_to text,
-			reposts bigint,
-			likes bigint,
-			PRIMARY KEY ((crawler_id, thread_id), published_at, comment_id)
-		) WITH CLUSTERING ORDER BY (published_at ASC, comment_id ASC)`,
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.thread_of_comment (
-			crawler_id bigint,
-			comment_id text,
-			thread_id text,
-			PRIMARY KEY ((crawler_id, comment_id))
-		)`,
-	}, addColumns(ks+".comments_by_thread")...)
-}
+// Conversations. A reply's row holds its thread (thread_id, the thread's
+// first comment) and the thread index finds every reply of a thread; the
+// id index finds the comment asked for and the thread's first comment.
+// Both are the comment row's own indexes: a conversation costs the write
+// nothing but the thread_id cell of a reply.
 
-type threadKey struct {
-	crawler int64
-	thread  string
-}
-
-// writeThreads writes the parts' comments into their threads: one unlogged
-// single-partition batch per thread, and one row per reply into
-// thread_of_comment.
-func (s *Store) writeThreads(ctx context.Context, parts []*part) error {
-	ks := s.cfg.Keyspace
-	insertThread := `INSERT INTO ` + ks + `.comments_by_thread (crawler_id, thread_id, published_at, comment_id,
-		` + bodyCols + `) VALUES (?, ?, ?, ?, ` + placeholders(bodyCols) + `) USING TTL ?`
-	insertOf := `INSERT INTO ` + ks + `.thread_of_comment (crawler_id, comment_id, thread_id) VALUES (?, ?, ?) USING TTL ?`
-	now := time.Now()
-	threads := map[threadKey][]*api.Comment{}
-	var order []threadKey
-	for _, p := range parts {
-		for _, c := range p.rows {
-			k := threadKey{c.CrawlerID, store.ThreadOf(c)}
-			if _, ok := threads[k]; !ok {
-				order = append(order, k)
-			}
-			threads[k] = append(threads[k], c)
-		}
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.inFlight)
-	for _, k := range order {
-		rows := threads[k]
-		g.Go(func() error {
-			b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
-			for _, c := range rows {
-				b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: insertThread, Idempotent: true,
-					Args: append(append([]any{c.CrawlerID, k.thread, ms(c.PublishedAt), c.ID}, bodyArgs(c)...), ttlSeconds(c, now))})
-			}
-			return s.session.ExecuteBatch(b)
-		})
-		for _, c := range rows {
-			if c.ThreadID == "" || c.ThreadID == c.ID {
-				continue
-			}
-			g.Go(func() error {
-				q := s.session.Query(insertOf, c.CrawlerID, c.ID, c.ThreadID, ttlSeconds(c, now)).WithContext(gctx).Idempotent(true)
-				err := q.Exec()
-				q.Release()
-				return err
-			})
-		}
-	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("threads: %w", err)
-	}
-	return nil
-}
-
-// Thread reads a comment's conversation: its thread id from
-// thread_of_comment (none: the comment starts its thread), then the
-// thread's partition.
+// Thread reads a comment's conversation: the comment (for its thread
+// id: none, it starts its thread), then the thread's first comment and
+// replies, by published time (then id), at most store.MaxThread.
 func (s *Store) Thread(ctx context.Context, crawlerID int64, commentID string) (string, []api.Comment, error) {
 	ks := s.cfg.Keyspace
-	threadID := commentID
-	var tid string
-	err := s.session.Query(`SELECT thread_id FROM `+ks+`.thread_of_comment WHERE crawler_id = ? AND comment_id = ?`, crawlerID, commentID).
-		WithContext(ctx).Idempotent(true).Scan(&tid)
-	switch {
-	case err == nil:
-		threadID = tid
-	case err != gocql.ErrNotFound:
-		return "", nil, fmt.Errorf("cassandra: thread of comment %q: %w", commentID, err)
+	const cols = `SELECT comment_id, published_at, thread_id, ` + bodyCols + ` FROM `
+	var self []api.Comment
+	if err := s.threadRows(ctx, crawlerID, cols+ks+`.comments WHERE comment_id = ? AND crawler_id = ? ALLOW FILTERING`, commentID, &self); err != nil {
+		return "", nil, fmt.Errorf("cassandra: comment %q of crawler %d: %w", commentID, crawlerID, err)
 	}
-	it := s.session.Query(`SELECT comment_id, published_at, `+bodyCols+` FROM `+ks+`.comments_by_thread WHERE crawler_id = ? AND thread_id = ? LIMIT ?`, crawlerID, threadID, store.MaxThread).
-		WithContext(ctx).Idempotent(true).PageSize(500).Iter()
+	if len(self) == 0 {
+		return "", nil, fmt.Errorf("cassandra: comment %q of crawler %d: %w", commentID, crawlerID, store.ErrNotFound)
+	}
+	threadID := store.ThreadOf(&self[0])
 	var out []api.Comment
-	for {
-		c := api.Comment{CrawlerID: crawlerID}
-		if !scanComment(it, &c, false) {
-			break
-		}
-		if c.ID != threadID {
-			c.ThreadID = threadID
-		}
-		out = append(out, c)
-	}
-	if err := it.Close(); err != nil {
+	if threadID == commentID {
+		out = self
+	} else if err := s.threadRows(ctx, crawlerID, cols+ks+`.comments WHERE comment_id = ? AND crawler_id = ? ALLOW FILTERING`, threadID, &out); err != nil {
 		return "", nil, fmt.Errorf("cassandra: thread %q of crawler %d: %w", threadID, crawlerID, err)
 	}
-	if !slices.ContainsFunc(out, func(c api.Comment) bool { return c.ID == commentID }) {
-		return "", nil, fmt.Errorf("cassandra: comment %q of crawler %d: %w", commentID, crawlerID, store.ErrNotFound)
+	if err := s.threadRows(ctx, crawlerID, cols+ks+`.comments WHERE thread_id = ? AND crawler_id = ? ALLOW FILTERING`, threadID, &out); err != nil {
+		return "", nil, fmt.Errorf("cassandra: thread %q of crawler %d: %w", threadID, crawlerID, err)
 	}
 	slices.SortStableFunc(out, func(a, b api.Comment) int {
 		return cmp.Or(a.PublishedAt.Compare(b.PublishedAt), cmp.Compare(a.ID, b.ID))
 	})
+	out = slices.CompactFunc(out, func(a, b api.Comment) bool { return a.ID == b.ID && a.PublishedAt.Equal(b.PublishedAt) })
+	if len(out) > store.MaxThread {
+		out = out[:store.MaxThread]
+	}
+	for i := range out {
+		if out[i].ID == threadID {
+			out[i].ThreadID = ""
+		} else {
+			out[i].ThreadID = threadID
+		}
+	}
 	return threadID, out, nil
+}
+
+// threadRows appends the crawler's rows stmt finds (bound to id and the
+// crawler) to out; when out grows past twice store.MaxThread it keeps the
+// earliest store.MaxThread, so a long thread is read in bounded memory.
+func (s *Store) threadRows(ctx context.Context, crawlerID int64, stmt, id string, out *[]api.Comment) error {
+	q := s.session.Query(stmt, id, crawlerID).WithContext(ctx).Idempotent(true).PageSize(500)
+	defer q.Release()
+	it := q.Iter()
+	for {
+		c := api.Comment{CrawlerID: crawlerID}
+		if !scanComment(it, &c, true) {
+			break
+		}
+		*out = append(*out, c)
+		if len(*out) > 2*store.MaxThread {
+			slices.SortFunc(*out, func(a, b api.Comment) int {
+				return cmp.Or(a.PublishedAt.Compare(b.PublishedAt), cmp.Compare(a.ID, b.ID))
+			})
+			*out = (*out)[:store.MaxThread]
+		}
+	}
+	return it.Close()
 }

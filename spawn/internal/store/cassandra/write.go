@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/textindex"
 )
 
 // Write stores every comment, or returns an error after which the caller
@@ -54,12 +56,6 @@ func (s *Store) writeParts(ctx context.Context, parts []*part, n int) error {
 		err = s.writeSingles(ctx, parts)
 	default:
 		err = s.writeBatches(ctx, parts)
-	}
-	if err == nil {
-		err = s.writeThreads(ctx, parts) // comments_by_thread, see threads.go
-	}
-	if err == nil {
-		err = s.writeIndexes(ctx, parts, time.Now()) // see indexes.go
 	}
 	if err != nil {
 		return fmt.Errorf("cassandra: write %d comments: %w", n, err)
@@ -219,32 +215,46 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 	return fresh, nil
 }
 
-// held reads which of the parts' rows are already stored.
+// heldChunk bounds the keys one read of held asks for; a chunk's count
+// is rounded up to a power of two (the last key repeated), so a few
+// prepared statements serve every batch.
+const heldChunk = 128
+
+// held reads which of the parts' rows are already stored: each key asked
+// by name (published time and id), a point lookup in the partition.
 func (s *Store) held(ctx context.Context, parts []*part) (map[rowKey]bool, error) {
 	var mu sync.Mutex
 	out := map[rowKey]bool{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.inFlight)
 	for _, p := range parts {
-		g.Go(func() error {
-			pubs := make([]time.Time, 0, len(p.rows))
-			seen := map[int64]bool{}
-			for _, c := range p.rows {
-				if m := c.PublishedAt.UnixMilli(); !seen[m] {
-					seen[m] = true
-					pubs = append(pubs, ms(c.PublishedAt))
+		for start := 0; start < len(p.rows); start += heldChunk {
+			rows := p.rows[start:min(start+heldChunk, len(p.rows))]
+			g.Go(func() error {
+				n := 1
+				for n < len(rows) {
+					n *= 2
 				}
-			}
-			iter := s.session.Query(s.selectHeld, p.key.crawler, p.day, pubs).WithContext(gctx).Idempotent(true).Iter()
-			var pub time.Time
-			var id string
-			for iter.Scan(&pub, &id) {
-				mu.Lock()
-				out[rowKey{p.key, pub.UnixMilli(), id}] = true
-				mu.Unlock()
-			}
-			return iter.Close()
-		})
+				args := make([]any, 0, 2+2*n)
+				args = append(args, p.key.crawler, p.day)
+				for i := range n {
+					c := rows[min(i, len(rows)-1)]
+					args = append(args, ms(c.PublishedAt), c.ID)
+				}
+				q := s.session.Query(s.selectHeld+strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ")+`)`, args...).
+					WithContext(gctx).Idempotent(true)
+				defer q.Release()
+				iter := q.Iter()
+				var pub time.Time
+				var id string
+				for iter.Scan(&pub, &id) {
+					mu.Lock()
+					out[rowKey{p.key, pub.UnixMilli(), id}] = true
+					mu.Unlock()
+				}
+				return iter.Close()
+			})
+		}
 	}
 	return out, g.Wait()
 }
@@ -338,14 +348,19 @@ func (s *Store) writeDays(ctx context.Context, parts []*part) error {
 	return nil
 }
 
-func (s *Store) commentArgs(c *api.Comment, day time.Time) []any {
-	var node *string
-	var seq *int64
+// commentArgs binds upsertComment for c in its day partition: its TTL,
+// its thread and increment, its body, its author's key and its search
+// terms (added to the set, so that a rewrite writes no collection
+// tombstone), then its key.
+func (s *Store) commentArgs(c *api.Comment, day time.Time, now time.Time) []any {
+	var node, seq any = gocql.UnsetValue, gocql.UnsetValue
 	if c.NodeID != "" {
-		n, q := c.NodeID, int64(c.IncSeq)
-		node, seq = &n, &q
+		node, seq = c.NodeID, int64(c.IncSeq)
 	}
-	return append(append([]any{c.CrawlerID, day, ms(c.PublishedAt), c.ID, c.ThreadID, node, seq}, bodyArgs(c)...), ttlSeconds(c, time.Now()))
+	args := make([]any, 0, 24)
+	args = append(args, ttlSeconds(c, now), optText(c.ThreadID), node, seq)
+	args = append(args, bodyArgs(c)...)
+	return append(args, authorKeyOf(c), textindex.Terms(c), c.CrawlerID, day, ms(c.PublishedAt), c.ID)
 }
 
 // engagementArgs binds a comment's reposts and likes: unset when its
@@ -383,11 +398,12 @@ func (s *Store) writeBatches(ctx context.Context, parts []*part) error {
 			rows := p.rows[start:end]
 			start = end
 			g.Go(func() error {
+				now := time.Now()
 				b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
 				b.Entries = make([]gocql.BatchEntry, 0, len(rows))
 				for _, c := range rows {
 					b.Entries = append(b.Entries, gocql.BatchEntry{
-						Stmt: s.insertComment, Args: s.commentArgs(c, p.day), Idempotent: true,
+						Stmt: s.upsertComment, Args: s.commentArgs(c, p.day, now), Idempotent: true,
 					})
 				}
 				return s.session.ExecuteBatch(b)
@@ -397,8 +413,10 @@ func (s *Store) writeBatches(ctx context.Context, parts []*part) error {
 	return g.Wait()
 }
 
+// rowSize is about what a comment's row takes in a batch: its columns,
+// and its search terms (each word of its text once, at most).
 func rowSize(c *api.Comment) int {
-	n := 64 + len(c.ID) + len(c.Source) + len(c.Author) + len(c.Text) + len(c.URL)
+	n := 64 + len(c.ID) + len(c.Source) + 2*len(c.Author) + 2*len(c.Text) + len(c.URL)
 	for _, m := range c.Matched {
 		n += 4 + len(m)
 	}
@@ -412,7 +430,7 @@ func (s *Store) writeSingles(ctx context.Context, parts []*part) error {
 	for _, p := range parts {
 		for _, c := range p.rows {
 			g.Go(func() error {
-				q := s.session.Query(s.insertComment, s.commentArgs(c, p.day)...).
+				q := s.session.Query(s.upsertComment, s.commentArgs(c, p.day, time.Now())...).
 					WithContext(gctx).Idempotent(true)
 				err := q.Exec()
 				q.Release()

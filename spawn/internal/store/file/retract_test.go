@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/spawn/internal/spawntest/storetest"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store/storetest"
 )
 
 func TestStore_Retractor(t *testing.T) {
 	var dir string
-	storetest.Run(t, func(t *testing.T, fresh bool) store.Store {
+	storetest.CheckRetractor(t, func(t *testing.T, fresh bool) store.Store {
 		if fresh {
 			dir = t.TempDir()
 		}

@@ -81,11 +81,24 @@ func (s *Store) Search(ctx context.Context, crawlerID int64, q store.Search) (st
 	}
 	slices.Reverse(names)
 	page := store.SearchPage{Comments: make([]api.Comment, 0, min(limit, 1024))}
+	searched := false
 	for _, name := range names {
 		day := strings.TrimSuffix(name, fileExt)
 		if at.Day != "" && day > at.Day || !dayInRange(day, q.Range) {
 			continue
 		}
+		if searched {
+			// Between files too: a crawler of many small day files is
+			// bound by the budget and the request as one large file is.
+			if err := ctx.Err(); err != nil {
+				return store.SearchPage{}, err
+			}
+			if time.Now().After(deadline) {
+				page.Next, page.Frontier = searchCursor{Day: day, End: -1}.encode(), dayEnd(day)
+				return page, nil
+			}
+		}
+		searched = true
 		end := int64(-1)
 		if day == at.Day {
 			end = at.End
@@ -96,17 +109,25 @@ func (s *Store) Search(ctx context.Context, crawlerID int64, q store.Search) (st
 		}
 		if stopped {
 			if next > 0 {
-				page.Next = searchCursor{Day: day, End: next}.encode()
+				page.Next, page.Frontier = searchCursor{Day: day, End: next}.encode(), dayEnd(day)
 				return page, nil
 			}
 			// The file is done: go on at the day before, if any.
 			if prev := previousDay(names, day, q.Range); prev != "" {
-				page.Next = searchCursor{Day: prev, End: -1}.encode()
+				page.Next, page.Frontier = searchCursor{Day: prev, End: -1}.encode(), dayEnd(prev)
 			}
 			return page, nil
 		}
 	}
 	return page, nil
+}
+
+// dayEnd is the last instant of a day file's day: a search stopped in it
+// (or before it) has read nothing published after it that it has not
+// read, the order of a day's lines being the order they were written in.
+func dayEnd(day string) time.Time {
+	d, _ := time.Parse(dayLayout, day)
+	return d.Add(24*time.Hour - time.Nanosecond)
 }
 
 // previousDay is the day file before day (names newest first) that can
@@ -135,15 +156,28 @@ func (s *Store) searchFile(ctx context.Context, path string, end int64, q store.
 		return 0, false, fmt.Errorf("file: unable to open %s: %w", path, err)
 	}
 	defer f.Close()
-	if end < 0 {
-		st, err := f.Stat()
-		if err != nil {
-			return 0, false, fmt.Errorf("file: unable to stat %s: %w", path, err)
-		}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, fmt.Errorf("file: unable to stat %s: %w", path, err)
+	}
+	// A cursor's offset past the end of the file (the file was rewritten
+	// shorter since, or the cursor is forged) reads the file from its end:
+	// there is nothing to read beyond it.
+	if end < 0 || end > st.Size() {
 		end = st.Size()
 	}
 	pos := end
-	err = scanBackward(f, path, end, func(line []byte, start int64) error {
+	stop := func(unread int64) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			pos = unread
+			return errSearchStop
+		}
+		return nil
+	}
+	err = scanBackward(f, path, end, stop, func(line []byte, start int64) error {
 		pos = start
 		page.Scanned++
 		var c api.Comment
@@ -176,11 +210,16 @@ func (s *Store) searchFile(ctx context.Context, path string, end int64, q store.
 // end, last line first (trimmed), and the offset the line starts at, until
 // fn returns an error. A final line without its newline is a write in
 // progress and is not read; an end inside a line (a file rewritten since
-// the cursor was made) skips that part line.
-func scanBackward(f *os.File, path string, end int64, fn func(line []byte, start int64) error) error {
+// the cursor was made) skips that part line. Before reading each chunk
+// after the first it asks check whether to go on, telling it the offset
+// the part not yet looked at ends at (everything after it was handed to
+// fn, or was blank); check's error ends the scan, so no file, however
+// large or blank, holds a scan past its caller's bounds.
+func scanBackward(f *os.File, path string, end int64, check func(unread int64) error, fn func(line []byte, start int64) error) error {
 	pos := end      // data holds the bytes [pos, pos+len(data))
 	var data []byte // a tail of the region not yet handed to fn
 	trimmed := false
+	chunks := 0
 	for {
 		if !trimmed {
 			// Drop what follows the last newline: a part line.
@@ -210,6 +249,12 @@ func scanBackward(f *os.File, path string, end int64, fn func(line []byte, start
 		if pos == 0 {
 			return nil
 		}
+		if chunks > 0 && check != nil {
+			if err := check(pos + int64(len(data))); err != nil {
+				return err
+			}
+		}
+		chunks++
 		n := min(int64(tailChunk), pos)
 		chunk := make([]byte, int(n)+len(data))
 		if _, err := f.ReadAt(chunk[:n], pos-n); err != nil && !errors.Is(err, io.EOF) {

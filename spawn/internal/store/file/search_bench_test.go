@@ -24,5 +24,5 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	storetest.BenchSearch(b, s)
+	storetest.BenchSearch(b, s, false)
 }

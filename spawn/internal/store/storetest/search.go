@@ -1,6 +1,8 @@
 // Package storetest holds the checks every comment store passes, run by
 // each store's own tests against a real instance (a directory, a Cassandra
-// keyspace).
+// keyspace): searching (CheckSearch), taking comments back
+// (CheckRetractor), and the search benchmarks both stores share
+// (BenchSearch).
 package storetest
 
 import (
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
@@ -157,4 +160,76 @@ func CheckSearch(t *testing.T, s SearchStore) {
 			t.Fatalf("%v, want %v", got, all)
 		}
 	})
+}
+
+// queryCorpus is what CheckQuerySearch writes: texts in several scripts
+// with words, phrases, tags and mentions, by authors known by handle and
+// account id, in several languages.
+var queryCorpus = []struct {
+	text, author, authorID, lang string
+}{
+	{"Golang 1.23 is out: range over func! #golang", "gopher", "did:plc:gopher", "en"},
+	{"I don't like Java’s generics, golang’s are fine", "Alice", "did:plc:alice", "en-GB"},
+	{"new york, new york — so good they named it twice", "bob.bsky.social", "did:plc:bob", "en"},
+	{"東京タワーに行った。学習golangも", "tanaka", "did:plc:tanaka", "ja"},
+	{"Olá! golang e rust em São Paulo @gopher.bsky.social", "maria", "did:plc:maria", "pt-BR"},
+	{"nothing to see here", "alice", "did:plc:alice2", ""},
+	{"café—bar «golang» meetup", "Ålice", "", "fr"},
+	{"e-mail me about c++ rocks", "@Gopher", "did:plc:gopher", "en"},
+	{"GOLANG!!! new release", "carol", "12345", "en-US"},
+	{"rust is not golang", "dave", "did:plc:dave", "en"},
+}
+
+// QuerySearchQueries are the queries CheckQuerySearch asks, each of which
+// a store with an index may answer from it.
+var QuerySearchQueries = []string{
+	"golang", "GOLANG", `"new york"`, "#golang", "@gopher", "from:alice", "from:did:plc:gopher", "golang lang:en", "são lang:pt",
+	"golang -rust", "golang OR java", "(golang OR rust) lang:en", `"named it" twice`, "東京", "学習", "são", "c", "mail",
+	"from:ålice golang", "haystack", "golang lang:ja", `golang -"new release"`,
+}
+
+// CheckQuerySearch writes the corpus into crawlers 7 and 8 (which must
+// hold none) over five days, then asks every query of
+// QuerySearchQueries of crawler 7 twice: with the parsed query (which a
+// store with a search index reads through it) and with the matcher alone
+// (every comment read). Both answers must be the same comments in the
+// same order, at every page size and through a range.
+func CheckQuerySearch(t *testing.T, s SearchStore) {
+	ctx := context.Background()
+	base := time.Date(2024, 5, 1, 9, 0, 0, 0, time.UTC)
+	var batch []api.Comment
+	for day := range 5 {
+		for i, c := range queryCorpus {
+			for _, crawler := range []int64{7, 8} {
+				batch = append(batch, api.Comment{ID: fmt.Sprintf("q%d-%d", day, i), CrawlerID: crawler, Source: api.SourceBluesky,
+					Author: c.author, AuthorID: c.authorID, Lang: c.lang, Text: c.text, URL: "https://example.com/q",
+					PublishedAt: base.AddDate(0, 0, day).Add(time.Duration(i*37) * time.Minute), FetchedAt: base})
+			}
+		}
+	}
+	if err := s.Write(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range QuerySearchQueries {
+		parsed, err := query.Parse(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		match := func(c *api.Comment) bool {
+			_, ok := parsed.Match(query.Doc{Text: c.Text, Author: c.Author, AuthorID: c.AuthorID, Lang: c.Lang, Sentiment: api.SentimentLabel(c.Sentiment)})
+			return ok
+		}
+		for _, r := range []store.Range{{}, {Since: base.AddDate(0, 0, 1).Add(time.Hour), Until: base.AddDate(0, 0, 3).Add(3 * time.Hour)}} {
+			want, _ := SearchAll(t, s, 7, store.Search{Match: match, Limit: 1000, Range: r})
+			for _, limit := range []int{1, 3, 100} {
+				got, _ := SearchAll(t, s, 7, store.Search{Match: match, Query: parsed, Limit: limit, Range: r})
+				if !slices.Equal(IDs(got), IDs(want)) {
+					t.Errorf("%s (range %v, limit %d): %v, want %v", text, r, limit, IDs(got), IDs(want))
+				}
+			}
+			if text == "haystack" && len(want) != 0 || text == "golang" && len(want) == 0 {
+				t.Errorf("%s: %d matches: the corpus does not test what it should", text, len(want))
+			}
+		}
+	}
 }

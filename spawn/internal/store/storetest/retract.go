@@ -1,9 +1,3 @@
-// Package storetest holds the tests every comment store that takes
-// comments back (store.Retractor) must pass, run by each store's own tests
-// against the real thing (a directory, a Cassandra keyspace): deletes
-// before and after the write, twice, through another spawn sharing the
-// store, of a post two crawlers stored; account takedowns and their lift;
-// edits; forgets; and a race of writes against removals.
 package storetest
 
 import (
@@ -39,8 +33,12 @@ func Comment(crawler int64, id, did, handle string, n int) api.Comment {
 	}
 }
 
-// Run runs the suite.
-func Run(t *testing.T, open Opener) {
+// CheckRetractor runs the checks every store that takes comments back
+// (store.Retractor) passes: deletes before and after the write, twice,
+// through another spawn sharing the store, of a post two crawlers stored;
+// account takedowns and their lift; edits; forgets; and a race of writes
+// against removals.
+func CheckRetractor(t *testing.T, open Opener) {
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T, open Opener)

@@ -1,0 +1,199 @@
+package langid
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// loaded returns the default detector once its models are loaded.
+func loaded(t testing.TB) *Detector {
+	t.Helper()
+	d := Default()
+	select {
+	case <-d.Ready():
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the models did not load")
+	}
+	return d
+}
+
+func TestDetect(t *testing.T) {
+	d := loaded(t)
+	tests := []struct{ text, want string }{
+		{"The weather is lovely today and we are going to the beach.", "en"},
+		{"Hoy hace muy buen tiempo y vamos a ir a la playa con mis amigos.", "es"},
+		{"Hoje o tempo está ótimo e nós vamos à praia com os amigos.", "pt"},
+		{"Aujourd'hui il fait très beau et nous allons à la plage.", "fr"},
+		{"Heute ist das Wetter schön und wir gehen an den Strand.", "de"},
+		{"Oggi il tempo è bellissimo e andiamo al mare con gli amici.", "it"},
+		{"Vandaag is het mooi weer en we gaan naar het strand.", "nl"},
+		{"Dzisiaj jest piękna pogoda i idziemy na plażę.", "pl"},
+		{"Bugün hava çok güzel ve arkadaşlarla plaja gidiyoruz.", "tr"},
+		{"Сегодня прекрасная погода, и мы идём на пляж.", "ru"},
+		{"今日はとても良い天気なので、友達と海に行きます。", "ja"},
+		{"今天天气很好，我们和朋友一起去海边。", "zh"},
+		{"오늘은 날씨가 좋아서 친구들과 해변에 갑니다.", "ko"},
+		{"اليوم الطقس جميل ونحن ذاهبون إلى الشاطئ.", "ar"},
+		{"आज मौसम बहुत अच्छा है और हम समुद्र तट पर जा रहे हैं।", "hi"},
+		{"Σήμερα ο καιρός είναι υπέροχος και πάμε στην παραλία.", "el"},
+		{"Hôm nay trời rất đẹp và chúng tôi đi biển.", "vi"},
+		{"วันนี้อากาศดีมากและเราจะไปทะเล", "th"},
+	}
+	for _, tc := range tests {
+		if got, ok := d.Detect(tc.text); !ok || got != tc.want {
+			t.Errorf("%q: got %q %v, want %q", tc.text, got, ok, tc.want)
+		}
+	}
+}
+
+func TestDetect_UnsureUntilLoaded(t *testing.T) {
+	d := &Detector{ready: make(chan struct{})}
+	if got, ok := d.Detect("The weather is lovely today and we are going to the beach."); ok {
+		t.Fatalf("detected %q before loading", got)
+	}
+}
+
+// TestDetect_UnsureIsUnknown: what says too little to tell is left
+// unknown, never guessed.
+func TestDetect_UnsureIsUnknown(t *testing.T) {
+	d := loaded(t)
+	for _, text := range []string{"", "ok", "lol 😂😂", "https://example.com/a/b/c @someone #golang", "12345 678 !!!", "pizza"} {
+		if got, ok := d.Detect(text); ok {
+			t.Errorf("%q: detected %q", text, got)
+		}
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	got := prepare("Check this out https://example.com/x @bob #news it is great")
+	if got != "Check this out it is great" {
+		t.Fatalf("got %q", got)
+	}
+	long := strings.Repeat("é", maxDetectBytes)
+	if p := prepare(long); len(p) > maxDetectBytes || !utf8.ValidString(p) {
+		t.Fatalf("prepared %d bytes, valid %v", len(p), utf8.ValidString(p))
+	}
+}
+
+// TestAccuracyReport prints the detector's accuracy on Lingua's test
+// data (cmd/language-testdata of a checkout of
+// github.com/pemistahl/lingua-go, named by BW_LANGID_TESTDATA) for the
+// languages it detects: paragraphs of three sentences, sentences, and
+// short posts (sentences of at most 60 characters and word pairs). It is
+// a measurement, run by hand; see docs/sentiment.md.
+func TestAccuracyReport(t *testing.T) {
+	dir := os.Getenv("BW_LANGID_TESTDATA")
+	if dir == "" {
+		t.Skip("BW_LANGID_TESTDATA names no Lingua test data")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	d := New()
+	<-d.Ready()
+	loadTook := time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	fmt.Printf("models loaded in %v, %.0f MB of heap\n", loadTook.Round(time.Millisecond), float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
+	read := func(kind, code string) []string {
+		f, err := os.Open(filepath.Join(dir, kind, code+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var out []string
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if s := strings.TrimSpace(sc.Text()); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	type tally struct{ right, wrong, unsure, n int }
+	var para, sent, short tally
+	var took time.Duration
+	var bytes int
+	count := func(tl *tally, code, text string) {
+		start := time.Now()
+		got, ok := d.Detect(text)
+		took += time.Since(start)
+		bytes += len(text)
+		tl.n++
+		switch {
+		case !ok:
+			tl.unsure++
+		case got == code:
+			tl.right++
+		default:
+			tl.wrong++
+		}
+	}
+	for _, l := range Languages {
+		c := code(l)
+		s := read("sentences", c)
+		for i := 0; i+2 < len(s); i += 3 {
+			count(&para, c, s[i]+" "+s[i+1]+" "+s[i+2])
+		}
+		for _, x := range s {
+			count(&sent, c, x)
+			if utf8.RuneCountInString(x) <= 60 {
+				count(&short, c, x)
+			}
+		}
+		for _, x := range read("word-pairs", c) {
+			count(&short, c, x)
+		}
+	}
+	for _, r := range []struct {
+		name string
+		t    tally
+	}{{"paragraphs", para}, {"sentences", sent}, {"short posts (<= 60 chars)", short}} {
+		fmt.Printf("%-26s %6d texts: right %.3f, wrong %.3f, unsure %.3f\n", r.name, r.t.n,
+			float64(r.t.right)/float64(r.t.n), float64(r.t.wrong)/float64(r.t.n), float64(r.t.unsure)/float64(r.t.n))
+	}
+	fmt.Printf("%.1f µs a text, %.2f MB/s\n", float64(took.Microseconds())/float64(para.n+sent.n+short.n), float64(bytes)/took.Seconds()/1e6)
+}
+
+func BenchmarkDetect(b *testing.B) {
+	d := loaded(b)
+	post := "just watched the new episode and honestly the ending was great, can't wait for next week!! who else is watching"
+	d.Detect(post)
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		d.Detect(post)
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is the processor time the process has used, so that a
+// benchmark on a busy machine reports its own cost, not its wait.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func TestTooShort(t *testing.T) {
+	for text, want := range map[string]bool{
+		"news":                    true,
+		"ok @someone #golangnews": true,
+		"日本語":                     true,
+		"日本語です":                   false,
+		"the weather is lovely":   false,
+	} {
+		if got := tooShort(prepare(text)); got != want {
+			t.Errorf("tooShort(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
