@@ -1,18 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -364,117 +360,115 @@ func TestDashboard_OperateShowsClearStates(t *testing.T) {
 	b.waitDOM("Listen on the crawler", `!document.getElementById('view-listen').hidden && document.getElementById('ws-title').textContent === 'Newsroom'`)
 }
 
-// sentimentProxy stands between the browser and a hub whose comments carry
-// no sentiment yet, and gives them one in the fields the contract names:
-// activity and comparison steps get "positive", "neutral" and "negative"
-// counts that sum to their comments (a third of each step negative, a
-// third neutral, rounded down, the rest positive), and every comment a
-// "sentiment" by its text. The page must draw what these say.
-func sentimentProxy(t *testing.T, hub string) string {
-	t.Helper()
-	target, err := url.Parse(hub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	split := func(step map[string]any) {
-		n, _ := step["comments"].(float64)
-		neg, neu := math.Floor(n/3), math.Floor(n/3)
-		step["negative"], step["neutral"], step["positive"] = neg, neu, n-neg-neu
-	}
-	p := httputil.NewSingleHostReverseProxy(target)
-	p.ModifyResponse = func(resp *http.Response) error {
-		path := resp.Request.URL.Path
-		activity := strings.HasSuffix(path, "/activity") && !strings.Contains(path, "/terms/")
-		compare := path == api.PathCompare
-		comments := strings.HasSuffix(path, "/comments")
-		if resp.StatusCode != http.StatusOK || !(activity || compare || comments) {
-			return nil
-		}
-		var doc map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-			return err
-		}
-		resp.Body.Close()
-		steps := func(v any) {
-			list, _ := v.([]any)
-			for _, s := range list {
-				if m, ok := s.(map[string]any); ok {
-					split(m)
-				}
-			}
-		}
-		switch {
-		case activity:
-			steps(doc["steps"])
-		case compare:
-			for _, s := range doc["series"].([]any) {
-				steps(s.(map[string]any)["steps"])
-			}
-		case comments:
-			for _, c := range doc["comments"].([]any) {
-				m := c.(map[string]any)
-				label, score := "neutral", 0.0
-				switch text, _ := m["text"].(string); {
-				case strings.Contains(text, "love"):
-					label, score = "positive", 0.8
-				case strings.Contains(text, "hate"):
-					label, score = "negative", -0.7
-				}
-				m["sentiment"] = map[string]any{"label": label, "score": score}
-			}
-		}
-		body, err := json.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		return nil
-	}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
+// sentimentSplit is a count of comments by sentiment label.
+type sentimentSplit struct{ Positive, Neutral, Negative int64 }
 
-// TestDashboard_SentimentDrawnFromTheContractFields shows the Listen view
-// comments whose sentiment the hub reports as the contract names it: the
-// stacked chart, the net sentiment card, each compared search's sentiment
-// and each mention's badge follow the counts and labels the API gives.
-func TestDashboard_SentimentDrawnFromTheContractFields(t *testing.T) {
+// TestDashboard_SentimentFromTheHub shows the Listen view of comments the
+// spawn scores: the stacked chart's counts are the hub's activity steps',
+// the net sentiment card follows them, each mention's badge is its stored
+// sentiment, each compared search's sentiment sums its steps, and a
+// customer's chart sums its searches'.
+func TestDashboard_SentimentFromTheHub(t *testing.T) {
 	b := newChromeTab(t)
 	c := newCluster(t, clusterOpts{spawns: 1})
 	u := c.user(0)
+	c.Feeds.SetLanguage("one", "en")
+	c.Feeds.SetLanguage("two", "en")
 	one := c.rssCrawler(u.ID, []string{c.FeedURL("one")}, nil, 0)
 	two := c.rssCrawler(u.ID, []string{c.FeedURL("two")}, nil, 0)
-	publishStories(c, "one", [][3]string{{"p1", "ann", "I love it"}, {"p2", "bo", "I hate it"}, {"p3", "cy", "it is a thing"},
-		{"p4", "di", "love again"}, {"p5", "ed", "more things"}, {"p6", "fi", "hate again"}})
-	publishStories(c, "two", [][3]string{{"q1", "gu", "love"}, {"q2", "ha", "so so"}, {"q3", "io", "fine"}})
+	publishStories(c, "one", [][3]string{
+		{"p1", "ann", "golang 1.30 is wonderful, I love the new release and the great tooling"},
+		{"p2", "bo", "golang builds broke again today, the errors are awful and I hate this mess"},
+		{"p3", "cy", "The meeting about the release is on Tuesday in room 4"},
+		{"p4", "di", "What a fantastic, delightful conference, thank you all, I loved every talk"},
+		{"p5", "ed", "This update is terrible, slow and buggy; a horrible, disappointing waste of time"},
+		{"p6", "fi", "Release notes for version 2 are published on the website"}})
+	publishStories(c, "two", [][3]string{
+		{"q1", "gu", "Best support team ever, amazing and kind, I am so happy"},
+		{"q2", "ha", "The office opens at nine"},
+		{"q3", "io", "Worst service ever, rude and useless, I am furious"}})
 	testkit.WaitFor(t, clustertest.WaitTimeout, "usage counted", func() bool {
 		return c.crawler(one.ID).Usage == 6 && c.crawler(two.ID).Usage == 3
 	})
-	b.signIn(sentimentProxy(t, c.Hub.URL()))
+
+	// What the hub says: each step's split, which sums to its comments.
+	hub := func(id int64) (sentimentSplit, [][2]any) {
+		a, err := c.Client.CrawlerActivity(c.Ctx, id, api.Window24h, "1h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total sentimentSplit
+		var steps [][2]any
+		for _, st := range a.Steps {
+			if st.Positive+st.Neutral+st.Negative != st.Comments {
+				t.Fatalf("crawler %d, step %s: %d positive, %d neutral, %d negative of %d comments", id, st.At, st.Positive, st.Neutral, st.Negative, st.Comments)
+			}
+			total.Positive += st.Positive
+			total.Neutral += st.Neutral
+			total.Negative += st.Negative
+			if st.Comments > 0 {
+				steps = append(steps, [2]any{st.At.UTC().Format(time.RFC3339), []int64{st.Positive, st.Neutral, st.Negative}})
+			}
+		}
+		return total, steps
+	}
+	oneTotal, oneSteps := hub(one.ID)
+	twoTotal, _ := hub(two.ID)
+	if oneTotal.Positive == 0 || oneTotal.Negative == 0 || twoTotal.Positive+twoTotal.Neutral+twoTotal.Negative != 3 {
+		t.Fatalf("the hub's split: %+v and %+v; want positive and negative comments among the first six", oneTotal, twoTotal)
+	}
+
+	b.signIn(c.Hub.URL())
 	b.pick(one.ID)
-	// The chart stacks each step's counts; they sum to the step's
-	// mentions, as the proxy split them.
-	b.waitDOM("the stacked sentiment chart", `(() => {
-		const sum = (k) => Array.from(document.querySelectorAll('#sentiment-chart rect.sent-' + k), (r) => Number(r.dataset.count)).reduce((a, b) => a + b, 0);
-		return document.getElementById('sentiment-empty').hidden && sum('positive') + sum('neutral') + sum('negative') === 6;
-	})()`)
-	want := evalJS[string](b, `(() => {
-		const sum = (k) => Array.from(document.querySelectorAll('#sentiment-chart rect.sent-' + k), (r) => Number(r.dataset.count)).reduce((a, b) => a + b, 0);
-		const net = Math.round((sum('positive') - sum('negative')) / 6 * 100);
-		return (net > 0 ? '+' : '') + net;
-	})()`)
-	b.waitText("the net sentiment card", "ws-sentiment", want)
-	b.waitDOM("each mention's sentiment", `JSON.stringify(Array.from(document.querySelectorAll('#comments li'), (li) => li.querySelector('.sent-badge').textContent.split(' ')[0])) ===
-		'["negative","neutral","positive","neutral","negative","positive"]'`)
+	chartSteps := `(() => {
+		const out = {};
+		for (const r of document.querySelectorAll('#sentiment-chart rect[data-sentiment]')) {
+			const at = new Date(Date.parse(r.dataset.at)).toISOString().replace('.000Z', 'Z');
+			out[at] = out[at] || [0, 0, 0];
+			out[at][['positive', 'neutral', 'negative'].indexOf(r.dataset.sentiment)] += Number(r.dataset.count);
+		}
+		return JSON.stringify(Object.keys(out).sort().map((k) => [k, out[k]]));
+	})()`
+	b.waitDOM("the stacked chart, the hub's steps", chartSteps+` === `+jsQuote(jsonText(t, oneSteps)))
+	all := oneTotal.Positive + oneTotal.Neutral + oneTotal.Negative
+	net := int(math.Round(float64(oneTotal.Positive-oneTotal.Negative) / float64(all) * 100))
+	want := strconv.Itoa(net)
+	if net > 0 {
+		want = "+" + want
+	}
+	b.waitDOM("the net sentiment card", `document.getElementById('ws-sentiment').textContent === `+jsQuote(want))
+
+	// Each mention's badge is its stored sentiment.
+	stored := map[string]string{}
+	for _, cm := range c.storedComments(one.ID) {
+		stored[cm.ID] = api.SentimentLabel(cm.Sentiment)
+	}
+	b.waitShown("the mentions", []string{"p6", "p5", "p4", "p3", "p2", "p1"})
+	var badges [][2]string
+	if err := json.Unmarshal([]byte(evalJS[string](b, `JSON.stringify(Array.from(document.querySelectorAll('#comments li'), (li) => {
+		const b = li.querySelector('.sent-badge');
+		return [li.dataset.commentId, b ? b.textContent.split(' ')[0] : ''];
+	}))`)), &badges); err != nil {
+		t.Fatal(err)
+	}
+	for _, bd := range badges {
+		if want, ok := stored[bd[0]]; !ok || bd[1] != want {
+			t.Errorf("mention %s shows sentiment %q; stored: %q", bd[0], bd[1], want)
+		}
+	}
+
+	// Two searches compared: each one's sentiment is its steps'.
 	for _, id := range []int64{one.ID, two.ID} {
 		b.click(fmt.Sprintf(`#searches input[data-compare="crawler"][data-id="%d"]`, id))
 	}
-	b.waitDOM("each compared search's sentiment", `(() => {
-		const cells = Array.from(document.querySelectorAll('#cmp-table tbody tr .sent-cell'));
-		const total = (c) => Number(c.dataset.positive) + Number(c.dataset.neutral) + Number(c.dataset.negative);
-		return cells.length === 2 && total(cells[0]) === 6 && total(cells[1]) === 3;
-	})()`)
+	cells := `JSON.stringify(Array.from(document.querySelectorAll('#cmp-table tbody tr .sent-cell'), (c) => [Number(c.dataset.positive), Number(c.dataset.neutral), Number(c.dataset.negative)]))`
+	b.waitDOM("each compared search's sentiment", cells+` === `+jsQuote(jsonText(t, [][3]int64{
+		{oneTotal.Positive, oneTotal.Neutral, oneTotal.Negative}, {twoTotal.Positive, twoTotal.Neutral, twoTotal.Negative}})))
+
+	// A customer: its searches' sentiment summed.
+	b.click(fmt.Sprintf(`#listen-users button[data-listen-user="%d"]`, u.ID))
+	b.waitDOM("the customer's sentiment", fmt.Sprintf(`(() => {
+		const sum = (k) => Array.from(document.querySelectorAll('#sentiment-chart rect.sent-' + k), (r) => Number(r.dataset.count)).reduce((a, b) => a + b, 0);
+		return sum('positive') === %d && sum('neutral') === %d && sum('negative') === %d;
+	})()`, oneTotal.Positive+twoTotal.Positive, oneTotal.Neutral+twoTotal.Neutral, oneTotal.Negative+twoTotal.Negative))
 }
