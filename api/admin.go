@@ -41,10 +41,16 @@ type UserUpdate struct {
 	Retention *string `json:"retention,omitempty"`
 }
 
+// MaxCrawlerName is the longest crawler name, in characters.
+const MaxCrawlerName = 100
+
 // Crawler is a crawler as the admin API shows it, with its live state.
 type Crawler struct {
-	ID       int64    `json:"id"`
-	UserID   int64    `json:"user_id"`
+	ID     int64 `json:"id"`
+	UserID int64 `json:"user_id"`
+	// Name is what people call the crawler ("Acme launch"); empty when it
+	// was given none.
+	Name     string   `json:"name"`
 	Source   string   `json:"source"`
 	Query    []string `json:"query"`
 	Keywords []string `json:"keywords"`
@@ -71,7 +77,9 @@ type Crawler struct {
 
 // CrawlerCreate is the body of POST /v1/crawlers.
 type CrawlerCreate struct {
-	UserID       int64    `json:"user_id"`
+	UserID int64 `json:"user_id"`
+	// Name is optional, at most MaxCrawlerName characters.
+	Name         string   `json:"name,omitempty"`
 	Source       string   `json:"source"`
 	Query        []string `json:"query"`
 	Keywords     []string `json:"keywords,omitempty"`
@@ -87,6 +95,8 @@ type CrawlerCreate struct {
 // CrawlerUpdate is the body of PATCH /v1/crawlers/{id}; absent fields keep
 // their value.
 type CrawlerUpdate struct {
+	// Name, when present, renames the crawler ("" removes its name).
+	Name         *string  `json:"name,omitempty"`
 	Query        []string `json:"query,omitempty"`
 	Keywords     []string `json:"keywords,omitempty"`
 	CommentLimit *int64   `json:"comment_limit,omitempty"`

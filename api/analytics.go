@@ -102,6 +102,11 @@ type IncrementAnalytics struct {
 	// Candidates are terms not in the crawler's query that co-occur with
 	// its matches, best first.
 	Candidates []Suggestion `json:"candidates,omitempty"`
+	// Authors are the comments per hour of their fetch time by author,
+	// every author of them (exact top authors are summed from these).
+	Authors []HourAuthors `json:"authors,omitempty"`
+	// Langs are the comments per hour of their fetch time by language.
+	Langs []HourLangs `json:"langs,omitempty"`
 }
 
 // MinuteActivity is the comments of one minute.

@@ -166,6 +166,9 @@ func (c *Client) GetCrawler(ctx context.Context, id int64) (Crawler, error) {
 // body is written so that it survives CrawlerUpdate's omitempty.
 func (c *Client) UpdateCrawler(ctx context.Context, id int64, in CrawlerUpdate) (Crawler, error) {
 	body := map[string]any{}
+	if in.Name != nil {
+		body["name"] = *in.Name
+	}
 	if in.Query != nil {
 		body["query"] = in.Query
 	}

@@ -52,6 +52,11 @@ type CompareStep struct {
 	At       time.Time `json:"at"`
 	Comments int64     `json:"comments"`
 	Share    float64   `json:"share"`
+	// Positive, Neutral and Negative split Comments by sentiment label, as
+	// in an activity step.
+	Positive int64 `json:"positive"`
+	Neutral  int64 `json:"neutral"`
+	Negative int64 `json:"negative"`
 }
 
 // CompareSeries is one compared crawler or user.

@@ -39,6 +39,23 @@ func termMap(ts []api.TermCount) map[string]int64 {
 	return out
 }
 
+// recountAuthors counts stored comments by author.
+func recountAuthors(comments []api.Comment) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range comments {
+		out[c.Author]++
+	}
+	return out
+}
+
+func authorMap(as []api.AuthorCount) map[string]int64 {
+	out := map[string]int64{}
+	for _, a := range as {
+		out[a.Author] = a.Comments
+	}
+	return out
+}
+
 func activityTotal(steps []api.ActivityStep) (comments int64) {
 	for _, s := range steps {
 		comments += s.Comments
@@ -100,6 +117,7 @@ func TestAnalytics_ExactlyOnceUnderFaults(t *testing.T) {
 	c.checkStoredEqualsUsage(ids)
 
 	userWant := map[string]int64{}
+	userAuthors := map[string]int64{}
 	for _, id := range ids {
 		want := recountTags(c.storedComments(id))
 		for k, v := range want {
@@ -132,6 +150,31 @@ func TestAnalytics_ExactlyOnceUnderFaults(t *testing.T) {
 		if authors < 1 || authors > 7 {
 			t.Errorf("crawler %d: busiest minute has %d authors, want 1 to 7", id, authors)
 		}
+		// Top authors: exact, from the same increments, under the same
+		// faults.
+		wantAuthors := recountAuthors(c.storedComments(id))
+		for k, v := range wantAuthors {
+			userAuthors[k] += v
+		}
+		au, err := c.Client.CrawlerAuthors(c.Ctx, id, api.Window7d, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := authorMap(au.Authors); !maps.Equal(got, wantAuthors) || au.Folded != 0 {
+			t.Errorf("crawler %d: authors %v (folded %d), want a recount of its stored comments %v", id, got, au.Folded, wantAuthors)
+		}
+		for i := 1; i < len(au.Authors); i++ {
+			if au.Authors[i].Comments > au.Authors[i-1].Comments {
+				t.Errorf("crawler %d: authors not most comments first: %+v", id, au.Authors)
+			}
+		}
+		bd, err := c.Client.CrawlerBreakdown(c.Ctx, id, api.Window7d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bd.Comments != usage || len(bd.Sources) != 1 || bd.Sources[0].Key != "rss" || len(bd.Languages) != 1 || bd.Languages[0].Comments != usage {
+			t.Errorf("crawler %d: breakdown %+v, want its %d comments, all rss, all of one language", id, bd, usage)
+		}
 		sg, err := c.Client.CrawlerSuggestions(c.Ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -146,6 +189,13 @@ func TestAnalytics_ExactlyOnceUnderFaults(t *testing.T) {
 	}
 	if got := termMap(ut.Terms); !maps.Equal(got, userWant) {
 		t.Errorf("user terms %v, want the sum over its crawlers %v", got, userWant)
+	}
+	ua, err := c.Client.UserAuthors(c.Ctx, u.ID, api.Window24h, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := authorMap(ua.Authors); !maps.Equal(got, userAuthors) {
+		t.Errorf("user authors %v, want the sum over its crawlers %v", got, userAuthors)
 	}
 
 	// A conversation read through a spawn: rss items start their own.

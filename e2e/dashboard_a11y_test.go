@@ -86,7 +86,7 @@ func TestDashboard_PassesAccessibilityChecks(t *testing.T) {
 		t.Errorf("the sign-in form has %d accessibility violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
 	b.signIn(c.Hub.URL())
-	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, news.ID))
+	b.pick(news.ID)
 	b.waitShown("the crawler's comments", []string{"w2", "w1", "s6", "s5", "s4", "s3", "s2", "s1"})
 
 	// The search, by keyboard alone: focus the box, type, press Enter.
@@ -100,14 +100,39 @@ func TestDashboard_PassesAccessibilityChecks(t *testing.T) {
 	b.click(`#term-cloud button[data-term="#weather"]`)
 	b.waitDOM("the term's curve", `!document.getElementById('term-curve').hidden && document.getElementById('term-curve').dataset.total === '2'`)
 	for _, id := range []int64{news.ID, rival.ID, third.ID} {
-		b.click(fmt.Sprintf(`#crawlers input[data-compare="crawler"][data-id="%d"]`, id))
+		b.click(fmt.Sprintf(`#searches input[data-compare="crawler"][data-id="%d"]`, id))
 	}
 	b.waitDOM("the comparison", `document.querySelectorAll('#cmp-table tbody tr').length === 3`)
 	b.click(`#term-cloud button[data-term="#weather"]`)
 	b.waitShown("the term's comments", []string{"w2", "w1"})
-	if v := b.axeViolations(axe, "the dashboard"); len(v) > 0 {
-		t.Errorf("the dashboard has %d accessibility violations:\n%s", len(v), strings.Join(v, "\n"))
+	if v := b.axeViolations(axe, "the Listen view"); len(v) > 0 {
+		t.Errorf("the Listen view has %d accessibility violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
+	// The conversation of a mention, by keyboard: Enter on its button,
+	// Escape closes it.
+	b.do("open a thread by keyboard", chromedp.Focus(chromedp.CSS(`#comments li[data-comment-id="w2"] button[data-thread]`)), chromedp.KeyEvent(kb.Enter))
+	b.waitDOM("the conversation", `document.getElementById('thread-dialog').open && document.querySelectorAll('#th-comments li').length === 1`)
+	if v := b.axeViolations(axe, "the conversation"); len(v) > 0 {
+		t.Errorf("the conversation has %d accessibility violations:\n%s", len(v), strings.Join(v, "\n"))
+	}
+	b.do("close it by keyboard", chromedp.KeyEvent(kb.Escape))
+	b.waitDOM("the conversation closed", `!document.getElementById('thread-dialog').open`)
+	// Renaming a search, by keyboard: Enter on Rename puts the focus in
+	// the name; Escape closes the dialog.
+	b.do("open the rename dialog by keyboard", chromedp.Focus(chromedp.CSS(`#ws-rename`)), chromedp.KeyEvent(kb.Enter))
+	b.waitDOM("the rename dialog, focus in its field", `document.getElementById('rename-dialog').open && document.activeElement.id === 'rn-name'`)
+	if v := b.axeViolations(axe, "the rename dialog"); len(v) > 0 {
+		t.Errorf("the rename dialog has %d accessibility violations:\n%s", len(v), strings.Join(v, "\n"))
+	}
+	b.do("close it by keyboard", chromedp.KeyEvent(kb.Escape))
+	b.waitDOM("the rename dialog closed", `!document.getElementById('rename-dialog').open`)
+	b.operate()
+	b.waitDOM("the crawlers listed", `document.querySelectorAll('#crawlers tbody tr').length === 3 && document.querySelectorAll('#nodes tbody tr').length === 2`)
+	if v := b.axeViolations(axe, "the Operate view"); len(v) > 0 {
+		t.Errorf("the Operate view has %d accessibility violations:\n%s", len(v), strings.Join(v, "\n"))
+	}
+	b.click("#tab-listen")
+	b.waitDOM("back on Listen", `!document.getElementById('view-listen').hidden`)
 
 	// The top bar sticks to the top of the window; in a picture of the
 	// whole page it belongs at the top of the page.

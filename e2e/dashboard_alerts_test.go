@@ -35,6 +35,7 @@ func TestDashboard_AlertRulesAddedCheckedAndTested(t *testing.T) {
 	cr := c.rssCrawler(u.ID, []string{c.FeedURL("dash-alerts")}, nil, 0)
 	b := newChromeTab(t)
 	b.signIn(c.Hub.URL())
+	b.operate()
 
 	b.click("#al-add")
 	b.waitDOM("the alert form", `document.getElementById('al-dialog').open`)
@@ -72,6 +73,7 @@ func TestDashboard_AlertRulesAddedCheckedAndTested(t *testing.T) {
 	if err := os.WriteFile(artifactFile(t, "dashboard-alerts.png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	b.operate()
 	b.click(`#al-rules button[data-action=delete]`)
 	b.waitDOM("the rule gone", `document.querySelectorAll('#al-rules tbody tr[data-rule-id]').length === 0`)
 }

@@ -35,6 +35,7 @@ func TestDashboard_CrawlerTableFitsALongErrorAndQuery(t *testing.T) {
 	t.Logf("error (%d characters): %s", len(c.crawler(bad.ID).Error), c.crawler(bad.ID).Error)
 
 	b.signIn(c.Hub.URL())
+	b.operate()
 	for _, width := range layoutWidths {
 		t.Run(fmt.Sprintf("%d px", width), func(t *testing.T) {
 			b.do("resize", chromedp.EmulateViewport(width, 900))

@@ -83,6 +83,7 @@ func TestDashboard_ManagesUsersAndCrawlers(t *testing.T) {
 	b := newChromeTab(t) // skips before starting a cluster when there is no browser
 	c := newCluster(t, clusterOpts{spawns: 1})
 	b.signIn(c.Hub.URL())
+	b.operate()
 
 	// Users: one added, a negative limit refused with the hub's reason.
 	b.click(`#add-user`)

@@ -85,9 +85,10 @@ func TestDashboard_RefreshCostAtScale(t *testing.T) {
 		n, scaleWindow, m["refreshes"], m["bytes_per_refresh"], m["refresh_ms"], m["history_requests"], m["history_requests_per_refresh"], m["requests"])
 }
 
-// TestDashboard_PagesTheCrawlerTable shows 120 crawlers 50 a page, and
-// reads the sparklines of the shown rows in one request, never one request
-// per crawler.
+// TestDashboard_PagesTheCrawlerTable shows 120 crawlers 50 a page, in
+// Listen's list of searches (where one is found by name) and in Operate's
+// table, and reads the sparklines of the shown rows in one request, never
+// one request per crawler.
 func TestDashboard_PagesTheCrawlerTable(t *testing.T) {
 	b := newChromeTab(t)
 	c := newCluster(t, clusterOpts{spawns: 0})
@@ -99,7 +100,24 @@ func TestDashboard_PagesTheCrawlerTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	needle := int64(117)
+	c.rename(needle, "Needle in the hay")
 	b.signIn(c.Hub.URL())
+	// Listen's list of searches pages the same way, and finds one by name.
+	picks := func(from, to int) string {
+		return fmt.Sprintf(`(() => {
+			const ids = Array.from(document.querySelectorAll('#searches button[data-listen-crawler]'), (b) => Number(b.dataset.listenCrawler));
+			return ids.length === %d && ids[0] === %d && ids[ids.length - 1] === %d;
+		})()`, to-from+1, from, to)
+	}
+	b.waitDOM("Listen's first page", picks(1, 50)+` && document.getElementById('searches-page').textContent === '1–50 of 120'`)
+	b.click("#searches-next")
+	b.waitDOM("Listen's second page", picks(51, 100)+` && document.getElementById('searches-page').textContent === '51–100 of 120'`)
+	b.fill("picker-filter", "needle")
+	b.waitDOM("the search found by name", picks(int(needle), int(needle))+` && document.getElementById('searches-page').textContent === '1–1 matching'`)
+	b.fill("picker-filter", "")
+	b.waitDOM("the whole list again", picks(1, 50))
+	b.operate()
 	rows := func(from, to int) string {
 		return fmt.Sprintf(`(() => {
 			const ids = Array.from(document.querySelectorAll('#crawlers tbody tr'), (tr) => Number(tr.dataset.crawlerId));

@@ -77,7 +77,7 @@ func TestDashboard_AnalystSearchesDrillsDownComparesAndExports(t *testing.T) {
 	}
 
 	b.signIn(c.Hub.URL())
-	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, news.ID))
+	b.pick(news.ID)
 
 	// Every comment, newest first, twenty a page.
 	b.waitShown("the first page of every comment", newestFirst[:20])
@@ -122,7 +122,7 @@ func TestDashboard_AnalystSearchesDrillsDownComparesAndExports(t *testing.T) {
 
 	// Three crawlers compared: their totals and shares.
 	for _, id := range []int64{news.ID, second.ID, third.ID} {
-		b.click(fmt.Sprintf(`#crawlers input[data-compare="crawler"][data-id="%d"]`, id))
+		b.click(fmt.Sprintf(`#searches input[data-compare="crawler"][data-id="%d"]`, id))
 	}
 	total := float64(len(stories) + 3)
 	want := [][3]string{

@@ -177,6 +177,8 @@ func TestDashboard_ShowsTheClusterLive(t *testing.T) {
 	b.do("enter the admin token",
 		chromedp.SendKeys(chromedp.CSS(`#token`), clustertest.AdminToken),
 		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)))
+	b.waitDOM("the dashboard", `!document.getElementById('main').hidden`)
+	b.operate()
 
 	// Both nodes and both crawlers show.
 	var nodeIDs []string
@@ -209,13 +211,14 @@ func TestDashboard_ShowsTheClusterLive(t *testing.T) {
 	b.waitDOM("the new crawler listed", fmt.Sprintf(`!!document.querySelector('#crawlers tr[data-crawler-id="%d"]')`, tech.ID))
 	t.Logf("crawler added through the API shown after %s", time.Since(added).Round(time.Millisecond))
 
-	// Selecting a crawler shows its latest comments, as text.
+	// A crawler chosen in Operate opens in Listen, with its latest
+	// comments, as text.
 	b.do("select a crawler", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, news.ID))))
 	b.waitDOM("its comments", fmt.Sprintf(`(() => {
 		const texts = Array.from(document.querySelectorAll('#comments .comment-text'), (p) => p.textContent);
 		return texts.length === 2 && texts.includes('the hub dashboard is live') && texts.includes(%s);
 	})()`, jsQuote(hostile.Text)))
-	if got := evalJS[bool](b, fmt.Sprintf(`document.querySelector('#crawlers tr.selected').dataset.crawlerId === '%d' && location.hash === '#crawler=%d'`, news.ID, news.ID)); !got {
+	if got := evalJS[bool](b, fmt.Sprintf(`document.querySelector('#searches li.picked').dataset.crawlerId === '%d' && location.hash.includes('crawler=%d')`, news.ID, news.ID)); !got {
 		t.Fatal("the selected crawler's row is not highlighted, or the address does not name it")
 	}
 	if evalJS[bool](b, `document.querySelectorAll('#comments img, #comments script').length > 0 || window.__pwned !== undefined`) {

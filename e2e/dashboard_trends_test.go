@@ -201,7 +201,8 @@ func TestDashboard_TrendsCloudAndVolume(t *testing.T) {
 	cr := c.rssCrawler(u.ID, []string{c.FeedURL("trend")}, nil, 0)
 	quiet := c.rssCrawler(u.ID, []string{c.FeedURL("quiet")}, nil, 0)
 	item := func(guid, text string) {
-		c.Feeds.Publish("trend", feedserver.Item{GUID: guid, Title: text, Published: time.Now()})
+		// The author is the guid without its number: go0…go5 are "go"'s.
+		c.Feeds.Publish("trend", feedserver.Item{GUID: guid, Title: text, Author: strings.TrimRight(guid, "0123456789"), Published: time.Now()})
 	}
 	for i := range 6 {
 		item(fmt.Sprintf("go%d", i), "#golang 1.24 release notes")
@@ -234,7 +235,7 @@ func TestDashboard_TrendsCloudAndVolume(t *testing.T) {
 	})
 
 	b.signIn(c.Hub.URL())
-	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, cr.ID))
+	b.pick(cr.ID)
 
 	// The cloud: the hub's 24h terms and counts, most frequent first.
 	b.waitDOM("the cloud of the last 24 hours", cloudCondition(t, day))
@@ -302,7 +303,7 @@ func TestDashboard_TrendsCloudAndVolume(t *testing.T) {
 	b.waitDOM("the cloud with the new comments", cloudCondition(t, terms(api.Window7d)))
 
 	// A crawler without comments yet says so.
-	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, quiet.ID))
+	b.pick(quiet.ID)
 	b.waitText("an empty cloud", "cloud-empty", "No terms in the last 7 days yet")
 	b.waitText("an empty volume chart", "volume-empty", "No comments in the last 7 days")
 	if n := evalJS[int](b, `document.querySelectorAll('#term-cloud li').length`); n != 0 {
@@ -310,24 +311,38 @@ func TestDashboard_TrendsCloudAndVolume(t *testing.T) {
 	}
 
 	// A user: the terms, the volume and the comments of all its crawlers.
-	b.click(fmt.Sprintf(`#users button[data-select-user="%d"]`, u.ID))
+	b.click(fmt.Sprintf(`#listen-users button[data-listen-user="%d"]`, u.ID))
 	ut, err := c.Client.UserTerms(c.Ctx, u.ID, api.Window7d, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.waitDOM("the user's cloud and chart", cloudCondition(t, ut.Terms)+` && !document.getElementById('volume').hidden &&
-		document.querySelectorAll('#volume-chart rect').length > 0 && document.getElementById('trends-for').textContent.startsWith('user ')`)
-	if got := evalJS[string](b, `location.hash`); got != fmt.Sprintf("#user=%d", u.ID) {
+		document.querySelectorAll('#volume-chart rect').length > 0 && document.getElementById('trends-for').textContent.includes('(user ')`)
+	if got := evalJS[string](b, `location.hash`); !strings.Contains(got, fmt.Sprintf("user=%d", u.ID)) {
 		t.Errorf("address %q, want it to name the user", got)
 	}
-	if evalJS[bool](b, `document.querySelectorAll('#crawlers tr.selected').length > 0`) {
+	if evalJS[bool](b, `document.querySelectorAll('#crawlers tr.selected, #searches li.picked').length > 0`) {
 		t.Error("a crawler still shows as selected beside the user")
 	}
-	b.waitDOM("the user's comments", fmt.Sprintf(`document.getElementById('comments-for').textContent === 'user %d' &&
+	b.waitDOM("the user's comments", fmt.Sprintf(`document.getElementById('comments-for').textContent.endsWith('(user %d)') &&
 		document.querySelectorAll('#comments li').length > 0`, u.ID))
+	// Its top authors, exact, as the hub counts them over all its crawlers.
+	ua, err := c.Client.UserAuthors(c.Ctx, u.ID, api.Window7d, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantAuthors [][2]string
+	for _, a := range ua.Authors {
+		wantAuthors = append(wantAuthors, [2]string{a.Author, strconv.FormatInt(a.Comments, 10)})
+	}
+	if len(wantAuthors) == 0 {
+		t.Fatal("the hub counts no author of the user")
+	}
+	b.waitDOM("the user's top authors", `JSON.stringify(Array.from(document.querySelectorAll('#authors-table tbody tr'), (tr) => [tr.dataset.author, tr.dataset.comments])) === `+
+		jsQuote(jsonText(t, wantAuthors)))
 
 	// Back on the crawler, over a day, for the picture.
-	b.click(fmt.Sprintf(`#crawlers button[data-select-crawler="%d"]`, cr.ID))
+	b.pick(cr.ID)
 	// While a new selection loads, its trends are hidden and the page is
 	// shorter: wait until they show, as a person would, before clicking
 	// a window button that the shrinking page may have moved.

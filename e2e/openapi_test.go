@@ -432,6 +432,14 @@ var schemaTypes = map[string]reflect.Type{
 	"IncrementAnalytics":  reflect.TypeFor[api.IncrementAnalytics](),
 	"MinuteActivity":      reflect.TypeFor[api.MinuteActivity](),
 	"HourTerms":           reflect.TypeFor[api.HourTerms](),
+	"Authors":             reflect.TypeFor[api.Authors](),
+	"AuthorCount":         reflect.TypeFor[api.AuthorCount](),
+	"Breakdown":           reflect.TypeFor[api.Breakdown](),
+	"ShareCount":          reflect.TypeFor[api.ShareCount](),
+	"HourAuthors":         reflect.TypeFor[api.HourAuthors](),
+	"AuthorTally":         reflect.TypeFor[api.AuthorTally](),
+	"HourLangs":           reflect.TypeFor[api.HourLangs](),
+	"LangTally":           reflect.TypeFor[api.LangTally](),
 	"QueryValidate":       reflect.TypeFor[api.QueryValidate](),
 	"QueryValidation":     reflect.TypeFor[api.QueryValidation](),
 	"Event":               reflect.TypeFor[api.Event](),
@@ -987,6 +995,14 @@ func TestOpenAPI_TrafficMatchesDocument(t *testing.T) {
 	_, err = client.CrawlerTerms(ctx, a.ID, "24h", 10)
 	must(err)
 	_, err = client.UserTerms(ctx, u.ID, "7d", 5)
+	must(err)
+	_, err = client.CrawlerAuthors(ctx, a.ID, "24h", 10)
+	must(err)
+	_, err = client.UserAuthors(ctx, u.ID, "7d", 5)
+	must(err)
+	_, err = client.CrawlerBreakdown(ctx, a.ID, "1h")
+	must(err)
+	_, err = client.UserBreakdown(ctx, u.ID, "24h")
 	must(err)
 	_, err = client.CrawlerActivity(ctx, b.ID, "1h", "1m")
 	must(err)

@@ -61,6 +61,56 @@ func terms(c *cli, in *input) error {
 	return printTable(c.out, []string{"TERM", "COUNT (" + out.Window + ")"}, rows)
 }
 
+// authors prints a crawler's or a user's authors with the most comments.
+func authors(c *cli, in *input) error {
+	window := in.value("window") // one of windowNames: the parser checked
+	n := 0
+	if in.has("n") {
+		v, err := strconv.Atoi(in.value("n"))
+		if err != nil || v <= 0 {
+			return usagef("--n must be a positive integer, got %s", quote(in.value("n")))
+		}
+		n = v
+	}
+	var out api.Authors
+	switch {
+	case len(in.args) == 1 && !in.has("user"):
+		id, err := parseID("crawler ID", in.args[0])
+		if err != nil {
+			return err
+		}
+		if out, err = c.client.CrawlerAuthors(c.ctx, id, window, n); err != nil {
+			return err
+		}
+	case len(in.args) == 0 && in.has("user"):
+		id, err := parseID("user ID", in.value("user"))
+		if err != nil {
+			return err
+		}
+		if out, err = c.client.UserAuthors(c.ctx, id, window, n); err != nil {
+			return err
+		}
+	default: // a crawler or --user, not both
+		return in.usage()
+	}
+	if c.json {
+		return printJSON(c.out, out)
+	}
+	rows := make([][]string, 0, len(out.Authors))
+	for _, a := range out.Authors {
+		rows = append(rows, []string{truncate(a.Author, maxTextColumn), orDash(truncate(a.AuthorID, maxTextColumn)), itoa(a.Comments),
+			itoa(a.Engagement.Reposts), itoa(a.Engagement.Likes)})
+	}
+	if err := printTable(c.out, []string{"AUTHOR", "AUTHOR ID", "COMMENTS (" + out.Window + ")", "REPOSTS", "LIKES"}, rows); err != nil {
+		return err
+	}
+	if out.Folded > 0 {
+		_, err := fmt.Fprintf(c.out, "(%s comments of authors folded away in the busiest hours are not counted above)\n", itoa(out.Folded))
+		return err
+	}
+	return nil
+}
+
 // crawlerSuggest prints a crawler's candidate query terms.
 func crawlerSuggest(c *cli, in *input) error {
 	id, err := parseID("crawler ID", in.args[0])

@@ -118,12 +118,12 @@ func TestRun_CrawlerCommands(t *testing.T) {
 
 	// Global and command flags in any order, before and after the words.
 	out := bwctl(t, hub, "--json", "crawler", "--source", "rss", "add", "--user", "1",
-		"--query", "https://b.example/rss, https://a.example/feed", "--keywords", "Go,rust,", "--limit", "50").ok(t).stdout
+		"--query", "https://b.example/rss, https://a.example/feed", "--keywords", "Go,rust,", "--limit", "50", "--name", "Acme feeds").ok(t).stdout
 	var raw map[string]any
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatalf("crawler add --json: %v\n%s", err, out)
 	}
-	for _, key := range []string{"id", "user_id", "source", "query", "keywords", "comment_limit", "enabled", "state", "node", "usage", "query_uuid"} {
+	for _, key := range []string{"id", "user_id", "name", "source", "query", "keywords", "comment_limit", "enabled", "state", "node", "usage", "query_uuid"} {
 		if _, ok := raw[key]; !ok {
 			t.Errorf("crawler add --json lacks %q:\n%s", key, out)
 		}
@@ -138,7 +138,7 @@ func TestRun_CrawlerCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := first; c.UserID != 1 || c.Source != "rss" || !slices.Equal(c.Query, []string{"https://a.example/feed", "https://b.example/rss"}) ||
+	if c := first; c.UserID != 1 || c.Name != "Acme feeds" || c.Source != "rss" || !slices.Equal(c.Query, []string{"https://a.example/feed", "https://b.example/rss"}) ||
 		!slices.Equal(c.Keywords, []string{"go OR rust"}) || c.CommentLimit != 50 || !c.Enabled || c.State != api.StatePending {
 		t.Fatalf("the hub holds %+v", c)
 	}
@@ -153,7 +153,7 @@ func TestRun_CrawlerCommands(t *testing.T) {
 
 	// No spawn is registered: the crawler waits for a node.
 	out = bwctl(t, hub, "crawler", "show", "1").ok(t).stdout
-	for _, re := range []string{`(?m)^id:\s+1$`, `(?m)^user_id:\s+1$`, `(?m)^source:\s+rss$`, `(?m)^query:\s+https://a.example/feed, https://b.example/rss$`,
+	for _, re := range []string{`(?m)^id:\s+1$`, `(?m)^user_id:\s+1$`, `(?m)^name:\s+Acme feeds$`, `(?m)^source:\s+rss$`, `(?m)^query:\s+https://a.example/feed, https://b.example/rss$`,
 		`(?m)^keywords:\s+go OR rust$`, `(?m)^comment_limit:\s+50$`, `(?m)^enabled:\s+true$`, `(?m)^state:\s+pending$`, `(?m)^node:\s+-$`,
 		`(?m)^query_uuid:\s+` + regexp.QuoteMeta(first.QueryUUID) + `$`, `(?m)^version:\s+1$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
@@ -161,7 +161,7 @@ func TestRun_CrawlerCommands(t *testing.T) {
 		}
 	}
 	out = bwctl(t, hub, "crawler", "list").ok(t).stdout
-	if !regexp.MustCompile(`^ID\s+USER\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\s+ERROR\n1\s+1\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\s+no spawn node is registered\n2\s+1\s+twitter\s+disabled\s+-\s+0\s+0 \(none\)\s+golang\s+-\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^ID\s+USER\s+NAME\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\s+ERROR\n1\s+1\s+Acme feeds\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\s+no spawn node is registered\n2\s+1\s+-\s+twitter\s+disabled\s+-\s+0\s+0 \(none\)\s+golang\s+-\n$`).MatchString(out) {
 		t.Fatalf("crawler list table:\n%s", out)
 	}
 	lines := strings.Split(out, "\n")
@@ -172,6 +172,17 @@ func TestRun_CrawlerCommands(t *testing.T) {
 	c = decodeJSON[api.Crawler](t, bwctl(t, hub, "crawler", "update", "1", "--keywords", "", "--limit", "7", "--json").ok(t).stdout)
 	if len(c.Keywords) != 0 || c.CommentLimit != 7 || c.Version != 2 {
 		t.Fatalf("crawler update printed %+v", c)
+	}
+	// --name renames; "" removes the name; a name that is too long is
+	// refused and changes nothing.
+	if c := decodeJSON[api.Crawler](t, bwctl(t, hub, "crawler", "update", "1", "--name", "Acme launch", "--json").ok(t).stdout); c.Name != "Acme launch" {
+		t.Fatalf("crawler update --name printed %+v", c)
+	}
+	if r := bwctl(t, hub, "crawler", "update", "1", "--name", strings.Repeat("x", 101)); r.code == 0 || !strings.Contains(r.stderr, "at most 100 characters") {
+		t.Fatalf("crawler update with a 101-character name: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if c, err := client.GetCrawler(context.Background(), 1); err != nil || c.Name != "Acme launch" {
+		t.Fatalf("after a refused rename the hub holds %+v (%v)", c, err)
 	}
 	// An empty --keywords clears the filter and leaves the query alone.
 	if c, err := client.GetCrawler(context.Background(), 1); err != nil || len(c.Keywords) != 0 || c.CommentLimit != 7 || len(c.Query) != 2 {

@@ -34,6 +34,7 @@ func init() {
 				{name: "user", arg: "ID", required: true, usage: "the user the crawler belongs to"},
 				{name: "source", choices: sourceNames(), required: true, usage: "what the crawler reads"},
 				{name: "query", arg: "Q", required: true, usage: "feed URLs (" + urlSources() + "), comma-separated, or a query in the query language"},
+				{name: "name", arg: "NAME", usage: "what people call the crawler (\"Acme launch\"), at most 100 characters"},
 				{name: "keywords", arg: "K1,K2", usage: "a feed crawler's (" + urlSources() + ") filter, in the query language (a comma list is an OR)"},
 				{name: "limit", arg: "N", usage: "the crawler's comment limit (0: none)", def: "0"},
 				{name: "retention", arg: "D", usage: "keep comments this long after they were published: 30d, 36h (default: the user's, else for good)"},
@@ -43,6 +44,7 @@ func init() {
 		{name: "crawler list", help: "list crawlers", run: crawlerList},
 		{name: "crawler update", args: []string{"ID"}, help: "change a crawler (--keywords \"\" clears the filter)", run: crawlerUpdate,
 			flags: []flagSpec{
+				{name: "name", arg: "NAME", usage: "the crawler's new name; \"\" removes it"},
 				{name: "query", arg: "Q", usage: "the new query"},
 				{name: "keywords", arg: "K1,K2", usage: "a feed crawler's new filter; \"\" clears it"},
 				{name: "limit", arg: "N", usage: "the new comment limit (0: none)"},
@@ -87,6 +89,12 @@ func init() {
 				{name: "user", arg: "ID", usage: "a user's terms, over all of its crawlers, instead of a crawler's"},
 				{name: "window", choices: windowNames(), usage: "the time the terms are counted over", def: "24h"},
 				{name: "n", arg: "N", usage: "how many terms, most frequent first", def: "20"},
+			}},
+		{name: "authors", args: []string{"[CRAWLER]"}, help: "a crawler's (or, with --user, a user's) authors with the most comments, exact, with their engagement (default 24h, 20)", run: authors,
+			flags: []flagSpec{
+				{name: "user", arg: "ID", usage: "a user's authors, over all of its crawlers, instead of a crawler's"},
+				{name: "window", choices: windowNames(), usage: "the time the comments are counted over", def: "24h"},
+				{name: "n", arg: "N", usage: "how many authors, most comments first", def: "20"},
 			}},
 		{name: "crawler suggest", args: []string{"ID"}, help: "candidate query terms co-occurring with a crawler's matches, best first", run: crawlerSuggest},
 		{name: "crawler expand", args: []string{"ID", "TERM…"}, help: "OR terms into a crawler's query: (query) OR TERM…", run: crawlerExpand},
@@ -249,7 +257,7 @@ func crawlerAdd(c *cli, in *input) error {
 	}
 	// --user, --source and --query are required, and --source is one of
 	// its choices: the parser checked.
-	req := api.CrawlerCreate{UserID: userID, Source: in.value("source")}
+	req := api.CrawlerCreate{UserID: userID, Source: in.value("source"), Name: in.value("name")}
 	if req.Query = splitList(in.value("query")); len(req.Query) == 0 {
 		return usagef("--query is empty")
 	}
@@ -298,12 +306,12 @@ func crawlerList(c *cli, _ *input) error {
 	rows := make([][]string, 0, len(crawlers))
 	for _, cr := range crawlers {
 		rows = append(rows, []string{
-			itoa(cr.ID), itoa(cr.UserID), cr.Source, cr.State, orDash(cr.Node),
+			itoa(cr.ID), itoa(cr.UserID), orDash(truncate(cr.Name, maxTextColumn)), cr.Source, cr.State, orDash(cr.Node),
 			itoa(cr.Usage), limitText(cr.CommentLimit), truncate(strings.Join(cr.Query, ","), maxQueryColumn),
 			orDash(truncate(cr.Error, maxErrorColumn)),
 		})
 	}
-	return printTable(c.out, []string{"ID", "USER", "SOURCE", "STATE", "NODE", "USAGE", "LIMIT", "QUERY", "ERROR"}, rows)
+	return printTable(c.out, []string{"ID", "USER", "NAME", "SOURCE", "STATE", "NODE", "USAGE", "LIMIT", "QUERY", "ERROR"}, rows)
 }
 
 func crawlerUpdate(c *cli, in *input) error {
@@ -312,6 +320,10 @@ func crawlerUpdate(c *cli, in *input) error {
 		return err
 	}
 	var req api.CrawlerUpdate
+	if in.has("name") {
+		name := in.value("name")
+		req.Name = &name
+	}
 	if in.has("query") {
 		if req.Query = splitList(in.value("query")); len(req.Query) == 0 {
 			return usagef("--query is empty")
@@ -334,8 +346,8 @@ func crawlerUpdate(c *cli, in *input) error {
 		}
 		req.Retention = &r
 	}
-	if req.Query == nil && req.Keywords == nil && req.CommentLimit == nil && req.Retention == nil {
-		return usagef("nothing to update: give --query, --keywords, --limit or --retention")
+	if req.Name == nil && req.Query == nil && req.Keywords == nil && req.CommentLimit == nil && req.Retention == nil {
+		return usagef("nothing to update: give --name, --query, --keywords, --limit or --retention")
 	}
 	cr, err := c.client.UpdateCrawler(c.ctx, id, req)
 	if err != nil {
@@ -384,6 +396,7 @@ func (c *cli) showCrawler(cr api.Crawler) error {
 	kv := [][2]string{
 		{"id", itoa(cr.ID)},
 		{"user_id", itoa(cr.UserID)},
+		{"name", orDash(cr.Name)},
 		{"source", cr.Source},
 		{"query", strings.Join(cr.Query, ", ")},
 		{"keywords", orDash(strings.Join(cr.Keywords, ", "))},

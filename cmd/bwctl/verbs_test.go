@@ -58,7 +58,7 @@ var verbRuns = map[string][]verbRun{
 	"user delete":        {{args: "{new-user}"}},
 	"crawler add": {
 		{args: "--user {user} --source rss --query {feed} --keywords go,news --limit 50 --disabled"},
-		{args: "--user {user} --source twitter --query golang --limit 10"},
+		{args: "--user {user} --source twitter --query golang --name Gophers --limit 10"},
 		{args: "--user {user} --source stream --query golang,rust --retention 36h"},
 		{args: "--user {user} --source bluesky --query #golang --disabled"}, // disabled: the spawn would dial the public Jetstream
 		{args: "--user {user} --source mastodon --query #golang --disabled"},
@@ -67,7 +67,7 @@ var verbRuns = map[string][]verbRun{
 	},
 	"crawler show":    {{args: "{rss}"}},
 	"crawler list":    {{}},
-	"crawler update":  {{args: "{new-crawler} --query {feed} --keywords go --limit 100 --retention 30d"}},
+	"crawler update":  {{args: "{new-crawler} --name Feeds --query {feed} --keywords go --limit 100 --retention 30d"}},
 	"crawler enable":  {{args: "{new-crawler}"}},
 	"crawler disable": {{args: "{new-crawler}"}},
 	"crawler delete":  {{args: "{new-crawler}"}},
@@ -95,6 +95,11 @@ var verbRuns = map[string][]verbRun{
 		{args: "--source reddit --author t2_nobody"},
 	},
 	"terms": {
+		{args: "{rss} --window 1h --n 5"},
+		{args: "--user {user} --window 24h --n 3"},
+		{args: "{rss} --window 7d"},
+	},
+	"authors": {
 		{args: "{rss} --window 1h --n 5"},
 		{args: "--user {user} --window 24h --n 3"},
 		{args: "{rss} --window 7d"},

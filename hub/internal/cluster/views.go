@@ -24,7 +24,7 @@ func (h *Hub) CrawlerView(row sqlstore.Crawler) api.Crawler {
 
 func (h *Hub) crawlerViewLocked(row sqlstore.Crawler) api.Crawler {
 	v := api.Crawler{
-		ID: row.ID, UserID: row.UserID, Source: row.Source,
+		ID: row.ID, UserID: row.UserID, Name: row.Name, Source: row.Source,
 		Query: orEmpty(row.Query), Keywords: orEmpty(row.Keywords),
 		CommentLimit: row.CommentLimit, Enabled: row.Enabled, Usage: row.Usage,
 		QueryUUID: row.QueryUUID, Version: row.Version, UpdatedAt: row.UpdatedAt,

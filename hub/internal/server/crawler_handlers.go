@@ -103,7 +103,7 @@ func (s *Server) handleCreateCrawler(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	row := sqlstore.Crawler{UserID: in.UserID, CommentLimit: in.CommentLimit, Enabled: in.Enabled == nil || *in.Enabled}
+	row := sqlstore.Crawler{UserID: in.UserID, Name: in.Name, CommentLimit: in.CommentLimit, Enabled: in.Enabled == nil || *in.Enabled}
 	if in.UserID <= 0 {
 		httpx.WriteError(w, http.StatusBadRequest, "user_id must be a positive integer")
 		return
@@ -134,6 +134,10 @@ func (s *Server) handleCreateCrawler(w http.ResponseWriter, r *http.Request) {
 // maxCrawlersPage caps a page of GET /v1/crawlers?limit=N.
 const maxCrawlersPage = 10000
 
+// maxCrawlerMatch caps GET /v1/crawlers?match=, a text a crawler's name or
+// query holds.
+const maxCrawlerMatch = 200
+
 func (s *Server) handleListCrawlers(w http.ResponseWriter, r *http.Request) {
 	var (
 		rows []sqlstore.Crawler
@@ -148,7 +152,15 @@ func (s *Server) handleListCrawlers(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteError(w, http.StatusBadRequest, "after must be a crawler id (0 or more) and limit 1 to %d", maxCrawlersPage)
 			return
 		}
-		rows, err = s.Store.ListCrawlersAfter(r.Context(), after, limit)
+		if match := strings.TrimSpace(q.Get("match")); match != "" {
+			if len(match) > maxCrawlerMatch {
+				httpx.WriteError(w, http.StatusBadRequest, "match must be at most %d bytes", maxCrawlerMatch)
+				return
+			}
+			rows, err = s.Store.ListCrawlersMatching(r.Context(), after, limit, match)
+		} else {
+			rows, err = s.Store.ListCrawlersAfter(r.Context(), after, limit)
+		}
 	} else {
 		rows, err = s.Store.ListCrawlers(r.Context())
 	}
@@ -186,8 +198,8 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if in.Query == nil && in.Keywords == nil && in.CommentLimit == nil && in.Enabled == nil && in.Retention == nil {
-		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give query, keywords, comment_limit, enabled or retention")
+	if in.Name == nil && in.Query == nil && in.Keywords == nil && in.CommentLimit == nil && in.Enabled == nil && in.Retention == nil {
+		httpx.WriteError(w, http.StatusBadRequest, "nothing to update: give name, query, keywords, comment_limit, enabled or retention")
 		return
 	}
 	var retention int64
@@ -226,6 +238,9 @@ func (s *Server) handleUpdateCrawler(w http.ResponseWriter, r *http.Request) {
 		}
 		if in.Enabled != nil {
 			c.Enabled = *in.Enabled
+		}
+		if in.Name != nil {
+			c.Name = *in.Name
 		}
 		if in.Retention != nil {
 			// Applies to the comments stored from now on.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -131,7 +132,8 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, id := range ids {
-			if _, err := s.Store.GetCrawler(ctx, id); err != nil {
+			c, err := s.Store.GetCrawler(ctx, id)
+			if err != nil {
 				s.writeStoreError(w, fmt.Sprintf("crawler %d", id), err)
 				return
 			}
@@ -140,7 +142,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 				s.writeStoreError(w, fmt.Sprintf("activity of crawler %d", id), err)
 				return
 			}
-			series = append(series, api.CompareSeries{CrawlerID: id, Label: fmt.Sprintf("crawler %d", id)})
+			series = append(series, api.CompareSeries{CrawlerID: id, Label: cmp.Or(c.Name, fmt.Sprintf("crawler %d", id))})
 			steps = append(steps, a)
 		}
 	} else {
@@ -187,6 +189,9 @@ func (s *Server) userActivity(ctx context.Context, userID int64, since, until ti
 		}
 		for i := range min(len(sum), len(a)) {
 			sum[i].Comments += a[i].Comments
+			sum[i].Positive += a[i].Positive
+			sum[i].Neutral += a[i].Neutral
+			sum[i].Negative += a[i].Negative
 		}
 	}
 	if sum == nil {
@@ -219,7 +224,7 @@ func shares(series []api.CompareSeries, steps [][]api.ActivityStep) []api.Compar
 	for k := range series {
 		out := make([]api.CompareStep, len(steps[k]))
 		for i, st := range steps[k] {
-			out[i] = api.CompareStep{At: st.At, Comments: st.Comments}
+			out[i] = api.CompareStep{At: st.At, Comments: st.Comments, Positive: st.Positive, Neutral: st.Neutral, Negative: st.Negative}
 			if perStep[i] > 0 {
 				out[i].Share = float64(st.Comments) / float64(perStep[i])
 			}

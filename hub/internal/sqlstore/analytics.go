@@ -110,6 +110,7 @@ func (s *Store) applyAnalyticsTx(tx *gorm.DB, incs []api.Increment, order []int,
 	minutes := map[bucketKey]*activityRow{}
 	hours := map[bucketKey]*activityRow{}
 	cands := map[int64][]api.Suggestion{}
+	voices := newVoices()
 	for _, i := range order {
 		inc := incs[i]
 		a := inc.Analytics
@@ -145,6 +146,7 @@ func (s *Store) applyAnalyticsTx(tx *gorm.DB, incs []api.Increment, order []int,
 			addActivity(hours, bucketKey{inc.CrawlerID, dbTime(m.At.Truncate(time.Hour))}, m)
 		}
 		cands[inc.CrawlerID] = append(cands[inc.CrawlerID], a.Candidates...)
+		voices.add(inc.CrawlerID, a)
 	}
 	if err := s.addTermsTx(tx, terms); err != nil {
 		return err
@@ -153,6 +155,10 @@ func (s *Store) applyAnalyticsTx(tx *gorm.DB, incs []api.Increment, order []int,
 		return err
 	}
 	if err := s.addActivityTx(tx, "activity_hours", hours); err != nil {
+		return err
+	}
+	// After the hours: their comments bound the authors of each hour.
+	if err := s.applyVoicesTx(tx, voices); err != nil {
 		return err
 	}
 	return s.addSuggestionsTx(tx, cands)

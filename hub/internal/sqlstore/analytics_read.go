@@ -124,6 +124,11 @@ func (s *Store) RemoveSuggestions(ctx context.Context, crawlerID int64, terms []
 // hour buckets and term counts older than analyticsRetention, before now.
 func (s *Store) PruneAnalytics(ctx context.Context, now time.Time) error {
 	db := s.db.WithContext(ctx)
+	// The week's authors leave the hours about to be pruned first, and
+	// take in the hours that closed.
+	if err := s.MoveAuthorWeek(ctx, weekStart(now), now); err != nil {
+		return err
+	}
 	for _, p := range []struct {
 		table  string
 		before time.Time
@@ -131,6 +136,8 @@ func (s *Store) PruneAnalytics(ctx context.Context, now time.Time) error {
 		{"activity_minutes", now.Add(-minuteRetention)},
 		{"activity_hours", now.Add(-analyticsRetention)},
 		{"term_counts", now.Add(-analyticsRetention)},
+		{"author_counts", now.Add(-analyticsRetention)},
+		{"lang_counts", now.Add(-analyticsRetention)},
 	} {
 		if err := db.Exec("DELETE FROM "+p.table+" WHERE bucket < ?", dbTime(p.before)).Error; err != nil {
 			return fmt.Errorf("sqlstore: unable to prune %s: %w", p.table, err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -19,7 +21,7 @@ import (
 // would otherwise turn a false into the column default, true).
 func (s *Store) CreateCrawler(ctx context.Context, c Crawler) (Crawler, error) {
 	row := Crawler{
-		UserID: c.UserID, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
+		UserID: c.UserID, Name: c.Name, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
 		QueryUUID: c.QueryUUID, CommentLimit: c.CommentLimit, Enabled: c.Enabled, Version: 1,
 		RetentionSeconds: c.RetentionSeconds,
 	}
@@ -73,7 +75,6 @@ func (s *Store) GetCrawler(ctx context.Context, id int64) (Crawler, error) {
 	return c, nil
 }
 
-// ListCrawlers reads every crawler, ordered by id.
 // ListCrawlersAfter lists up to limit crawlers whose id is above after, by
 // id: one page of the list, for fleets too large to list at once.
 func (s *Store) ListCrawlersAfter(ctx context.Context, after int64, limit int) ([]Crawler, error) {
@@ -84,6 +85,20 @@ func (s *Store) ListCrawlersAfter(ctx context.Context, after int64, limit int) (
 	return crawlers, nil
 }
 
+// ListCrawlersMatching is ListCrawlersAfter of the crawlers whose name or
+// query holds match (case-insensitive), or whose id it is.
+func (s *Store) ListCrawlersMatching(ctx context.Context, after int64, limit int, match string) ([]Crawler, error) {
+	like := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(strings.ToLower(match)) + "%"
+	q := s.db.WithContext(ctx).Where("id > ?", after).
+		Where(`LOWER(name) LIKE ? ESCAPE '\' OR LOWER(query) LIKE ? ESCAPE '\' OR CAST(id AS TEXT) = ?`, like, like, match)
+	crawlers := []Crawler{}
+	if err := q.Order("id").Limit(limit).Find(&crawlers).Error; err != nil {
+		return nil, fmt.Errorf("sqlstore: unable to list crawlers matching %q: %w", match, err)
+	}
+	return crawlers, nil
+}
+
+// ListCrawlers reads every crawler, ordered by id.
 func (s *Store) ListCrawlers(ctx context.Context) ([]Crawler, error) {
 	crawlers := []Crawler{}
 	if err := s.db.WithContext(ctx).Order("id").Find(&crawlers).Error; err != nil {
@@ -138,6 +153,7 @@ func (s *Store) UpdateCrawler(ctx context.Context, id int64, fn func(*Crawler) e
 		out = next
 		return tx.Model(&Crawler{}).Where("id = ?", id).UpdateColumns(map[string]any{
 			"source":            next.Source,
+			"name":              next.Name,
 			"query":             next.Query,
 			"keywords":          next.Keywords,
 			"query_uuid":        next.QueryUUID,
@@ -226,7 +242,27 @@ func (s *Store) validCrawler(c *Crawler) error {
 	if err := validRetention(c.RetentionSeconds); err != nil {
 		return err
 	}
+	if err := ValidCrawlerName(c.Name); err != nil {
+		return err
+	}
 	return validLimit(c.CommentLimit)
+}
+
+// ValidCrawlerName checks a crawler's name: at most api.MaxCrawlerName
+// characters of valid UTF-8, no control characters, no spaces around it
+// ("" is no name).
+func ValidCrawlerName(name string) error {
+	switch {
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: name is not valid UTF-8", ErrInvalid)
+	case utf8.RuneCountInString(name) > api.MaxCrawlerName:
+		return fmt.Errorf("%w: name must be at most %d characters, got %d", ErrInvalid, api.MaxCrawlerName, utf8.RuneCountInString(name))
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("%w: name must not start or end with spaces", ErrInvalid)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Errorf("%w: name must not hold control characters", ErrInvalid)
+	}
+	return nil
 }
 
 // validRetention checks a retention in seconds (0 for none).
@@ -248,7 +284,7 @@ func (s *Store) CreateCrawlers(ctx context.Context, in []Crawler) ([]Crawler, er
 	var disabled []int
 	for i, c := range in {
 		rows[i] = Crawler{
-			UserID: c.UserID, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
+			UserID: c.UserID, Name: c.Name, Source: c.Source, Query: c.Query, Keywords: c.Keywords,
 			QueryUUID: c.QueryUUID, CommentLimit: c.CommentLimit, Enabled: c.Enabled, Version: 1,
 			RetentionSeconds: c.RetentionSeconds,
 		}

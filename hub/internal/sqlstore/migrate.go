@@ -38,6 +38,7 @@ var migrations = []migration{
 	{version: 12, name: "add crawlers.cursor_ids", up: migrateV12},
 	{version: 13, name: "add compliance_runs.source", up: migrateV13},
 	{version: 14, name: "add activity_minutes and activity_hours positive and negative", up: migrateV14},
+	{version: 15, name: "add crawlers.name; create author_counts, lang_counts, author_week and author_week_from", up: migrateV15},
 }
 
 // migrationLockKey is the PostgreSQL advisory lock taken while migrating

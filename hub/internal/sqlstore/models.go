@@ -44,8 +44,10 @@ type User struct {
 // its keywords a filter of one query; any other crawler's query is one
 // query and it has no keywords.
 type Crawler struct {
-	ID           int64  `gorm:"primaryKey"`
-	UserID       int64  `gorm:"not null;index"`
+	ID     int64 `gorm:"primaryKey"`
+	UserID int64 `gorm:"not null;index"`
+	// Name is what people call the crawler; "" for none.
+	Name         string `gorm:"size:400;not null;default:''"`
 	Source       string `gorm:"size:16;not null"`
 	Query        List   `gorm:"type:text;not null"`
 	Keywords     List   `gorm:"type:text;not null;default:''"`

@@ -34,13 +34,13 @@ func eachDB(t *testing.T, fn func(t *testing.T, dsn string)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, postgresTestDSN(t)) })
 }
 
-func sqliteTestDSN(t *testing.T) string {
+func sqliteTestDSN(t testing.TB) string {
 	return "sqlite://" + filepath.Join(t.TempDir(), "blackwidow.db")
 }
 
 // postgresTestDSN creates an empty database for one test and drops it when
 // the test ends, so tests never see each other's rows and can run again.
-func postgresTestDSN(t *testing.T) string {
+func postgresTestDSN(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("BW_TEST_POSTGRES")
 	if testing.Short() && os.Getenv("BW_REQUIRE_SERVICES") != "1" {
@@ -87,7 +87,7 @@ func postgresTestDSN(t *testing.T) string {
 	return u.String()
 }
 
-func openTest(t *testing.T, dsn string) *Store {
+func openTest(t testing.TB, dsn string) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), dsn, nil)
 	if err != nil {

@@ -87,6 +87,7 @@ func (n *Node) analyze(batch []pending, fresh []bool) map[uint64]*api.IncrementA
 			out[seq] = a
 		}
 	}
+	withVoices(batch, isFresh, out, now)
 	return out
 }
 

@@ -28,6 +28,10 @@
   const $ = (id) => document.getElementById(id);
 
   const view = {
+    mode: 'listen', // the view shown: 'listen' (the analyst's) or 'operate'
+    // link is the state a shared address holds besides the selection and
+    // the view: the window, the search and its range, the comparison.
+    link: { window: '24h', q: '', since: '', until: '', cmp: '' },
     selected: null, // crawler id whose comments and trends are shown
     selectedUser: null, // user id whose trends are shown (no crawler selected then)
     histories: new Map(), // crawler id → {values: comments per minute, oldest first; step: seconds}
@@ -35,6 +39,10 @@
     historyBusy: false,
     crawlers: [],
     users: [],
+    crawlerTotal: 0,
+    // crawlerMatch narrows the crawler list to names, queries or an id
+    // holding it (the Listen list's find box); '' lists every crawler.
+    crawlerMatch: '',
     compare: { kind: 'crawler', ids: [] }, // what compare.js compares
     // The crawler table's page: the id it starts after, the starts of the
     // pages before it, its first row's position, whether a next page exists.
@@ -51,6 +59,8 @@
   // selectHooks run when the selection changes (search.js starts a new
   // search in one).
   const selectHooks = [];
+  // viewHooks run when the view changes.
+  const viewHooks = [];
 
   class AuthError extends Error {}
 
@@ -229,6 +239,7 @@
 
   function showLogin(message) {
     $('main').hidden = true;
+    $('views').hidden = true;
     $('signout').hidden = true;
     $('login').hidden = false;
     const err = $('login-error');
@@ -241,6 +252,7 @@
   function showMain() {
     $('login').hidden = true;
     $('main').hidden = false;
+    $('views').hidden = false;
     $('signout').hidden = !getToken();
   }
 
@@ -285,7 +297,7 @@
           el('td', {}, ds.source || '–'),
           el('td', { class: 'wrap mono' }, ds.key),
           el('td', { class: 'num' }, fmtNumber(ds.subscribers)),
-          el('td', { class: 'opt wrap' }, ds.error ? el('span', { class: 'badge s-failed', title: ds.error }, truncate(ds.error, 60)) : ''),
+          el('td', { class: 'wrap' }, ds.error ? errorText(ds.error) : ''),
         ));
       }
     }
@@ -295,6 +307,19 @@
 
   function usageCell(c) {
     const box = el('div', { class: 'usage' });
+    // A crawler without a limit of its own is capped by its user's: show
+    // that one, not "no limit".
+    const owner = c.user_id !== undefined && !(c.comment_limit > 0) ? view.users.find((u) => u.id === c.user_id) : null;
+    if (owner && owner.comment_limit > 0) {
+      const frac = Math.min(1, owner.usage / owner.comment_limit);
+      box.append(el('span', { class: 'usage-text', title: `user ${owner.id} has used ${fmtNumber(owner.usage)} of its ${fmtNumber(owner.comment_limit)}` },
+        fmtNumber(c.usage), el('span', { class: 'dim' }, ` · user's limit ${fmtNumber(owner.comment_limit)} (${Math.round(frac * 100)}% used)`)));
+      const fill = el('div', { class: 'bar-fill' + (frac >= 1 ? ' full' : frac >= 0.8 ? ' high' : '') });
+      fill.style.width = (frac * 100).toFixed(1) + '%';
+      box.append(el('div', { class: 'bar', role: 'meter', 'aria-label': `usage of user ${owner.id}'s comment limit`, 'aria-valuemin': 0,
+        'aria-valuemax': owner.comment_limit, 'aria-valuenow': owner.usage }, fill));
+      return box;
+    }
     if (c.comment_limit > 0) {
       const frac = Math.min(1, c.usage / c.comment_limit);
       const pct = Math.round(frac * 100);
@@ -347,13 +372,16 @@
       const query = (c.query || []).join(', ');
       const keywords = (c.keywords || []).length ? ` [${c.keywords.join(', ')}]` : '';
       const state = el('td', { class: 'state-cell' }, badge(c.state, stateClass(c.state)));
-      if (c.error) state.append(el('div', { class: 'dim cell-error', title: c.error }, bidi(truncate(c.error, ERROR_CHARS))));
+      const trouble = sourceTrouble(c);
+      if (trouble) state.append(el('div', { class: 'trouble' }, badge(trouble, 's-failed')));
+      if (c.error) state.append(errorText(c.error));
       const rate = el('div', { class: 'rate' },
         sparkline(view.histories.get(c.id)),
         el('span', { class: 'rate-text', title: 'live rate reported by the spawn' }, fmtRate(liveRate(c))));
       const tr = el('tr', { dataset: { crawlerId: id }, class: view.selected === c.id ? 'selected' : null, 'aria-selected': view.selected === c.id ? 'true' : 'false' },
-        el('td', { class: 'num' }, el('span', { class: 'id-cell' }, compareBox('crawler', c.id),
-          el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `show the comments and trends of crawler ${id}` }, id))),
+        el('td', { class: 'crawler-cell' }, el('span', { class: 'id-cell' },
+          el('button', { type: 'button', class: 'row-btn', dataset: { selectCrawler: id }, 'aria-label': `open crawler ${id}${c.name ? ' (' + c.name + ')' : ''} in Listen` }, id)),
+        c.name ? el('div', { class: 'name-cell' }, shown(c.name)) : null),
         el('td', { class: 'num opt' }, c.user_id),
         el('td', {}, c.source),
         el('td', { class: 'opt wrap mono query-cell', title: query + keywords }, bidi(truncate(query, QUERY_CHARS)), keywords ? el('span', { class: 'dim' }, bidi(truncate(keywords, 40))) : null),
@@ -371,6 +399,48 @@
       const b = $('crawlers').querySelector(`button[data-select-crawler="${CSS.escape(focusedID)}"]`);
       if (b) b.focus();
     }
+  }
+
+  // sourceTrouble names, for the list, why a crawler's source cannot be
+  // reached when its spawn reports an error: the name resolution, a
+  // refused connection, or the HTTP status the source answered with. A
+  // hint for the eye only; the whole error stands beside it.
+  function sourceTrouble(c) {
+    if (!c.error || c.state === 'disabled' || c.state === 'limit_reached') return '';
+    const e = c.error;
+    if (/no such host|server misbehaving|name resolution|lookup [^ ]+ on /i.test(e)) return 'source unreachable: DNS';
+    if (/connection refused/i.test(e)) return 'source unreachable: refused';
+    if (/i\/o timeout|deadline exceeded|timed out/i.test(e)) return 'source unreachable: timeout';
+    const m = /\b(?:status|HTTP)\s*:?\s*([45][0-9]{2})\b/i.exec(e) || /\b([45][0-9]{2}) (?:[A-Z][a-z]+ ?)+/.exec(e);
+    if (m) return `source answered ${m[1]}`;
+    return '';
+  }
+
+  // errorText shows an error whole: the cause is at its end, so a long
+  // one keeps its end in view and folds its middle, with the full text a
+  // click away.
+  function errorText(err) {
+    const chars = Array.from(err);
+    if (chars.length <= ERROR_CHARS) return el('div', { class: 'dim cell-error', title: err }, bidi(err));
+    const short = chars.slice(0, 40).join('') + ' … ' + chars.slice(-(ERROR_CHARS - 40)).join('');
+    return el('details', { class: 'dim cell-error', title: err }, el('summary', {}, bidi(short)), el('div', { class: 'cell-error-full' }, bidi(err)));
+  }
+
+  // crawlerLabel is what a crawler is called on the page: its name, else
+  // "crawler ID".
+  function crawlerLabel(c) {
+    return c && c.name ? c.name : `crawler ${c ? c.id : ''}`;
+  }
+
+  // selectionLabel names the selection as the page shows it: a crawler by
+  // its name when the page has it, a user by name.
+  function selectionLabel(kind, id) {
+    if (kind === 'crawler') {
+      const c = view.crawlers.find((x) => x.id === id);
+      return c && c.name ? c.name : `crawler ${id}`;
+    }
+    const u = view.users.find((x) => x.id === id);
+    return u ? `${u.name} (user ${id})` : `user ${id}`;
   }
 
   // compareBox ticks a crawler or a user for the comparison (compare.js
@@ -397,9 +467,9 @@
   function renderUsers(users) {
     const rows = users.map((u) => el('tr', { dataset: { userId: String(u.id) }, class: view.selectedUser === u.id ? 'selected' : null,
       'aria-selected': view.selectedUser === u.id ? 'true' : 'false' },
-      el('td', { class: 'num' }, el('span', { class: 'id-cell' }, compareBox('user', u.id),
+      el('td', { class: 'num' }, el('span', { class: 'id-cell' },
         el('button', { type: 'button', class: 'row-btn', dataset: { selectUser: String(u.id) },
-          'aria-label': `show the chart, comments and terms of user ${u.id}` }, u.id))),
+          'aria-label': `open user ${u.id} in Listen` }, u.id))),
       el('td', { class: 'wrap' }, shown(u.name)),
       el('td', {}, badge(u.state, stateClass(u.state))),
       el('td', {}, usageCell(u)),
@@ -476,7 +546,7 @@
     try {
       const page = view.crawlerPage;
       const [nodes, listed, events, scaling, users, health] = await Promise.all([
-        api('/v1/nodes'), api(`/v1/crawlers?after=${page.after}&limit=${CRAWLERS_PAGE + 1}`), api('/v1/events'),
+        api('/v1/nodes'), api(`/v1/crawlers?after=${page.after}&limit=${CRAWLERS_PAGE + 1}${view.crawlerMatch ? '&match=' + encodeURIComponent(view.crawlerMatch) : ''}`), api('/v1/events'),
         api('/v1/scaling'), api('/v1/users'), api('/v1/health'),
       ]);
       if (generation !== view.generation) return;
@@ -492,17 +562,19 @@
       // deleted meanwhile.
       const selected = view.selected;
       const last = crawlers.length ? crawlers[crawlers.length - 1].id : page.after;
-      if (selected !== null && selected > page.after && (!page.hasNext || selected <= last) && !crawlers.some((c) => c.id === selected)) {
+      if (selected !== null && !view.crawlerMatch && selected > page.after && (!page.hasNext || selected <= last) && !crawlers.some((c) => c.id === selected)) {
         view.selected = null;
-        history.replaceState(null, '', location.pathname);
+        saveLink();
         for (const hook of selectHooks) hook();
       }
       if (view.selectedUser !== null && !users.some((u) => u.id === view.selectedUser)) {
         view.selectedUser = null;
-        history.replaceState(null, '', location.pathname);
+        saveLink();
+        for (const hook of selectHooks) hook();
       }
       view.crawlers = crawlers;
       view.users = users;
+      view.crawlerTotal = health.crawlers.total;
       showMain();
       renderCards(nodes, health, scaling);
       renderNodes(nodes);
@@ -546,11 +618,67 @@
     refresh();
   }
 
-  // The selection is kept in the address (#crawler=ID or #user=ID), so a
-  // link opens the page on it.
+  // The page's state is kept in the address, so a link opens the page as
+  // it was shared: #view=listen&crawler=ID (or user=ID)&window=1h&q=…&
+  // since=…&until=…&cmp=crawler:1,2,3; #view=operate. An old #crawler=ID
+  // still opens that crawler.
+  const ID_RE = /^[1-9][0-9]{0,17}$/;
+
+  function linkFromHash() {
+    const p = new URLSearchParams(location.hash.replace(/^#/, ''));
+    const out = { mode: p.get('view') === 'operate' ? 'operate' : 'listen', sel: null, link: {} };
+    for (const kind of ['crawler', 'user']) {
+      const v = p.get(kind);
+      if (v && ID_RE.test(v)) out.sel = { kind, id: Number(v) };
+    }
+    const win = p.get('window');
+    if (win === '1h' || win === '24h' || win === '7d') out.link.window = win;
+    for (const k of ['q', 'since', 'until']) if (p.has(k)) out.link[k] = (p.get(k) || '').slice(0, 4096);
+    const cmp = p.get('cmp');
+    if (cmp && /^(crawler|user):[0-9]+(,[0-9]+){0,9}$/.test(cmp)) out.link.cmp = cmp;
+    return out;
+  }
+
   function selectionFromHash() {
-    const m = /^#(crawler|user)=([1-9][0-9]{0,17})$/.exec(location.hash);
-    return m ? { kind: m[1], id: Number(m[2]) } : null;
+    return linkFromHash().sel;
+  }
+
+  // linkHash is the address of what the page shows now.
+  function linkHash() {
+    const p = new URLSearchParams();
+    p.set('view', view.mode);
+    if (view.selected !== null) p.set('crawler', String(view.selected));
+    else if (view.selectedUser !== null) p.set('user', String(view.selectedUser));
+    if (view.mode === 'listen') {
+      const l = view.link;
+      if (l.window && l.window !== '24h') p.set('window', l.window);
+      if (l.q) p.set('q', l.q);
+      if (l.since) p.set('since', l.since);
+      if (l.until) p.set('until', l.until);
+      if (view.compare.ids.length) p.set('cmp', `${view.compare.kind}:${view.compare.ids.join(',')}`);
+    }
+    return '#' + p.toString();
+  }
+
+  // saveLink writes the page's state into the address, without a new
+  // history entry.
+  function saveLink() {
+    const h = linkHash();
+    if (location.hash !== h) history.replaceState(null, '', h);
+  }
+
+  // showView shows one of the two views.
+  function showView(mode) {
+    view.mode = mode === 'operate' ? 'operate' : 'listen';
+    $('view-listen').hidden = view.mode !== 'listen';
+    $('view-operate').hidden = view.mode !== 'operate';
+    for (const a of document.querySelectorAll('.view-tab')) {
+      if (a.dataset.view === view.mode) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+      a.href = '#view=' + a.dataset.view;
+    }
+    document.title = view.mode === 'listen' ? 'Listen · Black Widow' : 'Operate · Black Widow';
+    saveLink();
+    for (const hook of viewHooks) hook(view.mode);
   }
 
   function markSelected(table, key, id) {
@@ -569,13 +697,30 @@
     if (view.selected === crawler && view.selectedUser === user) return;
     view.selected = crawler;
     view.selectedUser = user;
-    history.replaceState(null, '', `#${kind}=${id}`);
+    saveLink();
     markSelected('crawlers', 'crawlerId', crawler);
     markSelected('users', 'userId', user);
     for (const hook of selectHooks) hook();
     // Fetch its data now rather than at the next tick.
     stop();
     refresh();
+  }
+
+  // pageCrawlers moves the crawler page (the Operate table's and the
+  // Listen list's, one and the same) forward or back.
+  function pageCrawlers(dir) {
+    const p = view.crawlerPage;
+    if (dir > 0) {
+      if (!p.hasNext || view.crawlers.length === 0) return;
+      p.stack.push(p.after);
+      p.offset += view.crawlers.length;
+      p.after = view.crawlers[view.crawlers.length - 1].id;
+    } else {
+      if (p.stack.length === 0) return;
+      p.after = p.stack.pop();
+      p.offset = Math.max(0, p.offset - CRAWLERS_PAGE);
+    }
+    refreshNow();
   }
 
   // refreshNow redraws at once, e.g. after a change made from the page.
@@ -587,9 +732,21 @@
   // The management part of the page (manage.js) uses these.
   window.bwDashboard = Object.freeze({
     api, el, $, view, refreshNow, AuthError, APIError, SVG_NS, fmtNumber, dateTime, clock, bidi, shown, safeURL, getToken,
+    badge, stateClass, sourceTrouble, crawlerLabel, selectionLabel, saveLink, linkHash, truncate, compareBox,
     onRefresh: (fn) => { refreshHooks.push(fn); },
     onSelect: (fn) => { selectHooks.push(fn); },
+    onView: (fn) => { viewHooks.push(fn); },
     select: (kind, id) => select(kind, id),
+    showView: (mode) => showView(mode),
+    // pageCrawlers moves the crawler page: +1 the next, -1 the previous.
+    pageCrawlers: (dir) => pageCrawlers(dir),
+    // findCrawlers narrows the crawler list and goes back to its first page.
+    findCrawlers: (text) => {
+      view.crawlerMatch = text;
+      Object.assign(view.crawlerPage, { after: 0, stack: [], offset: 0 });
+      refreshNow();
+    },
+    CRAWLERS_PAGE,
   });
 
   document.addEventListener('DOMContentLoaded', () => {
@@ -614,40 +771,47 @@
       view.selected = null;
       view.selectedUser = null;
       history.replaceState(null, '', location.pathname);
+      for (const hook of selectHooks) hook();
       showLogin('');
     });
-    const initial = selectionFromHash();
-    if (initial) {
-      if (initial.kind === 'crawler') view.selected = initial.id; else view.selectedUser = initial.id;
+    const initial = linkFromHash();
+    if (initial.sel) {
+      if (initial.sel.kind === 'crawler') view.selected = initial.sel.id; else view.selectedUser = initial.sel.id;
     }
+    Object.assign(view.link, initial.link);
+    if (view.link.cmp) {
+      const [kind, ids] = view.link.cmp.split(':');
+      view.compare.kind = kind;
+      view.compare.ids = ids.split(',').map(Number).filter((n) => n > 0);
+    }
+    showView(initial.mode);
+    // An address pasted or followed in this tab opens what it holds, as a
+    // new load would (the token stays with the tab).
     window.addEventListener('hashchange', () => {
-      const sel = selectionFromHash();
-      if (sel) select(sel.kind, sel.id);
+      if (location.hash !== linkHash()) location.reload();
     });
-    $('crawlers-next').addEventListener('click', () => {
-      const p = view.crawlerPage;
-      if (!p.hasNext || view.crawlers.length === 0) return;
-      p.stack.push(p.after);
-      p.offset += view.crawlers.length;
-      p.after = view.crawlers[view.crawlers.length - 1].id;
-      refreshNow();
-    });
-    $('crawlers-prev').addEventListener('click', () => {
-      const p = view.crawlerPage;
-      if (p.stack.length === 0) return;
-      p.after = p.stack.pop();
-      p.offset = Math.max(0, p.offset - CRAWLERS_PAGE);
-      refreshNow();
-    });
+    for (const a of document.querySelectorAll('.view-tab')) {
+      a.addEventListener('click', (ev) => {
+        ev.preventDefault();
+        showView(a.dataset.view);
+      });
+    }
+    $('crawlers-next').addEventListener('click', () => pageCrawlers(1));
+    $('crawlers-prev').addEventListener('click', () => pageCrawlers(-1));
+    // A crawler or user chosen in Operate opens in Listen.
     $('crawlers').tBodies[0].addEventListener('click', (ev) => {
-      if (ev.target.closest('a, [data-action], input')) return;
+      if (ev.target.closest('a, [data-action], input, details')) return;
       const tr = ev.target.closest('tr[data-crawler-id]');
-      if (tr) select('crawler', Number(tr.dataset.crawlerId));
+      if (!tr) return;
+      showView('listen');
+      select('crawler', Number(tr.dataset.crawlerId));
     });
     $('users').tBodies[0].addEventListener('click', (ev) => {
       if (ev.target.closest('a, [data-action], input')) return;
       const tr = ev.target.closest('tr[data-user-id]');
-      if (tr) select('user', Number(tr.dataset.userId));
+      if (!tr) return;
+      showView('listen');
+      select('user', Number(tr.dataset.userId));
     });
     start();
   });

@@ -17,7 +17,8 @@
   const bw = window.bwDashboard;
   const { api, el, $, view, SVG_NS } = bw;
 
-  const state = { mode: 'counts', window: '24h', seq: 0, last: null };
+  const state = { mode: 'counts', seq: 0, last: null };
+  const SENTIMENTS = ['positive', 'neutral', 'negative'];
 
   function svg(tag, attrs, text) {
     const e = document.createElementNS(SVG_NS, tag);
@@ -58,8 +59,35 @@
     const rows = series.map((s, k) => el('tr', { dataset: { series: s.label, total: String(s.total), share: s.share.toFixed(4) } },
       el('th', { scope: 'row' }, el('span', { class: `cmp-key cmp-c${k}`, 'aria-hidden': 'true' }), bw.shown(s.label)),
       el('td', { class: 'num' }, bw.fmtNumber(s.total)),
-      el('td', { class: 'num' }, pct(s.share))));
+      el('td', { class: 'num' }, pct(s.share)),
+      el('td', {}, sentimentCell(s))));
     $('cmp-table').tBodies[0].replaceChildren(...rows);
+  }
+
+  // sentimentCell is a series' mentions by sentiment over the window: a
+  // stacked bar and its shares, or a note while none is scored.
+  function sentimentCell(s) {
+    const sums = { positive: 0, neutral: 0, negative: 0 };
+    let scored = false;
+    for (const st of s.steps || []) {
+      for (const k of SENTIMENTS) {
+        if (typeof st[k] === 'number') {
+          scored = true;
+          sums[k] += st[k];
+        }
+      }
+    }
+    const total = sums.positive + sums.neutral + sums.negative;
+    if (!scored || total === 0) return el('span', { class: 'dim' }, scored ? 'none scored' : 'no sentiment yet');
+    const bar = el('span', { class: 'sent-bar', role: 'img',
+      'aria-label': SENTIMENTS.map((k) => `${pct(sums[k] / total)} ${k}`).join(', ') });
+    for (const k of SENTIMENTS) {
+      const part = el('span', { class: 'sent-part sent-' + k });
+      part.style.width = ((sums[k] / total) * 100).toFixed(1) + '%';
+      bar.append(part);
+    }
+    return el('span', { class: 'sent-cell', dataset: sums }, bar,
+      el('span', { class: 'hint' }, `${pct(sums.positive / total)} + · ${pct(sums.negative / total)} −`));
   }
 
   async function refresh() {
@@ -69,15 +97,15 @@
     if (ids.length < 2) {
       figure.hidden = true;
       empty.hidden = false;
-      empty.textContent = ids.length === 1 ? `Tick one more ${kind} to compare.` : 'Tick Compare on two or more crawlers (or users) above.';
+      empty.textContent = ids.length === 1 ? `Tick one more ${kind === 'user' ? 'customer' : 'search'} to compare.` : 'Tick two or more searches (or customers) on the left.';
       return;
     }
     const seq = ++state.seq;
     try {
       const p = new URLSearchParams();
       p.set(kind === 'user' ? 'users' : 'crawlers', ids.join(','));
-      p.set('window', state.window);
-      p.set('step', WINDOWS[state.window]);
+      p.set('window', view.link.window);
+      p.set('step', WINDOWS[view.link.window]);
       const cmp = await api(`/v1/compare?${p}`);
       if (seq !== state.seq) return;
       state.last = cmp;
@@ -106,6 +134,7 @@
       c.ids.shift();
       for (const box of document.querySelectorAll(`input[data-compare="${kind}"]`)) box.checked = c.ids.includes(Number(box.dataset.id));
     }
+    bw.saveLink();
     refresh();
   }
 
@@ -114,6 +143,7 @@
   }
 
   bw.onRefresh(refresh);
+  window.bwCompare = Object.freeze({ refresh });
 
   document.addEventListener('DOMContentLoaded', () => {
     document.addEventListener('change', (ev) => {
@@ -127,12 +157,6 @@
         if (state.last) render(state.last);
       });
     }
-    for (const b of document.querySelectorAll('button[data-cmp-window]')) {
-      b.addEventListener('click', () => {
-        state.window = b.dataset.cmpWindow;
-        setPressed('data-cmp-window', state.window);
-        refresh();
-      });
-    }
+
   });
 })();

@@ -123,12 +123,13 @@
     form.id = c ? c.id : null;
     hideError('cf-error');
     fillUsers();
-    $('cf-title').textContent = c ? `Edit crawler ${c.id}` : 'Add crawler';
+    $('cf-title').textContent = c ? `Edit crawler ${c.id}` : 'Add a crawler (a search)';
     $('cf-submit').textContent = c ? 'Save changes' : 'Add crawler';
     $('cf-user').value = c ? String(c.user_id) : (userID ? String(userID) : '');
     $('cf-user').disabled = !!c;
     $('cf-source').value = c ? c.source : sources[0].name;
     $('cf-source').disabled = !!c;
+    $('cf-name').value = c ? (c.name || '') : '';
     $('cf-query').value = c ? (readsURLs(c.source) ? (c.query || []).join(',') : c.query_canonical || (c.query || []).join(',')) : '';
     $('cf-keywords').value = c ? (c.keywords || []).join(',') : '';
     $('cf-limit').value = c ? String(c.comment_limit) : '0';
@@ -206,15 +207,17 @@
     const keywords = readsURLs(source) ? queryTerms('', $('cf-keywords').value) : [];
     // The hub checks the retention (30d, 36h); empty keeps the user's.
     const retention = $('cf-retention').value.trim();
+    const name = $('cf-name').value.trim();
     try {
       if (form.mode === 'add') {
         const body = { user_id: userID, source, query, comment_limit: limit, enabled };
+        if (name) body.name = name;
         if (keywords.length) body.keywords = keywords;
         if (retention) body.retention = retention;
         const c = await api('/v1/crawlers', { method: 'POST', body });
-        flash(`Crawler ${c.id} added: ${c.state}.`);
+        flash(`Crawler ${c.id}${c.name ? ` (${c.name})` : ''} added: ${c.state}.`);
       } else {
-        const body = { query, comment_limit: limit, enabled, retention: retention || '0' };
+        const body = { name, query, comment_limit: limit, enabled, retention: retention || '0' };
         if (readsURLs(source)) body.keywords = keywords; // [] clears the filter
         const c = await api(`/v1/crawlers/${encodeURIComponent(form.id)}`, { method: 'PATCH', body });
         flash(`Crawler ${c.id} saved.`);

@@ -20,6 +20,12 @@
     '24h': { step: '1h', stepWord: 'hour', span: 'the last 24 hours' },
     '7d': { step: '6h', stepWord: '6 hours', span: 'the last 7 days' },
   };
+  // A term's curve over the last hour reads at most CURVE_MAX_MATCHES
+  // mentions, CURVE_PAGE a request.
+  const CURVE_PAGE = 1000;
+  const CURVE_MAX_MATCHES = 5000;
+  // SIX_HOURS_MS is the step of the 7-day window.
+  const SIX_HOURS_MS = 6 * 3600 * 1000;
   const CHART_WIDTH = 640;
   const CHART_HEIGHT = 150;
   const CHART_AXIS = 18; // room under the bars for the time labels
@@ -29,7 +35,6 @@
   const { api, el, $, view, SVG_NS } = bw;
 
   const state = {
-    window: '24h',
     busy: false,
     again: false, // a refresh was asked while one ran
     seq: 0, // bumps on every read, so only the latest answer is drawn
@@ -175,13 +180,13 @@
       state.again = true;
       return;
     }
-    const win = state.window;
+    const win = view.link.window;
     const key = `${view.session}:${sel.kind}:${sel.id}:${win}:${state.merge}`;
     const seq = ++state.seq;
     state.busy = true;
     if (state.shown !== key) {
       // A new selection or window: say so rather than show the old one.
-      $('trends-for').textContent = `${sel.kind} ${sel.id} · ${WINDOWS[win].span}`;
+      $('trends-for').textContent = `${bw.selectionLabel(sel.kind, sel.id)} · ${WINDOWS[win].span}`;
       $('trends-empty').textContent = 'Loading…';
       $('trends-empty').hidden = false;
       $('trends').hidden = true;
@@ -193,15 +198,17 @@
         sel.kind === 'crawler'
           ? api(`${base}/activity?window=${encodeURIComponent(win)}&step=${WINDOWS[win].step}`)
           : api(`/v1/compare?users=${encodeURIComponent(sel.id)}&window=${encodeURIComponent(win)}&step=${WINDOWS[win].step}`)
-            .then((cmp) => ({ steps: (cmp.series[0] || { steps: [] }).steps.map((st) => ({ at: st.at, comments: st.comments, authors: 0 })), user: true })),
+            .then((cmp) => ({ steps: (cmp.series[0] || { steps: [] }).steps.map((st) => ({ ...st, authors: 0 })), user: true })),
       ]);
       const now = selection();
-      if (seq !== state.seq || !now || `${view.session}:${now.kind}:${now.id}:${state.window}:${state.merge}` !== key) return;
+      if (seq !== state.seq || !now || `${view.session}:${now.kind}:${now.id}:${view.link.window}:${state.merge}` !== key) return;
       renderCloud(terms.terms || [], WINDOWS[win].span);
       const volume = $('volume');
       volume.hidden = !activity;
       if (activity) renderVolume(activity, win);
-      $('trends-for').textContent = `${sel.kind} ${sel.id} · ${WINDOWS[win].span}` +
+      // The Listen view's cards and sentiment chart read the same steps.
+      document.dispatchEvent(new CustomEvent('bw:activity', { detail: { sel, win, steps: activity.steps || [] } }));
+      $('trends-for').textContent = `${bw.selectionLabel(sel.kind, sel.id)} · ${WINDOWS[win].span}` +
         (activity.user ? ' · comments of all its crawlers' : '');
       $('trends-empty').hidden = true;
       $('trends').hidden = false;
@@ -219,11 +226,22 @@
     }
   }
 
-  function setWindow(win) {
-    if (!WINDOWS[win] || win === state.window) return;
-    state.window = win;
+  function pressWindow(win) {
     for (const b of document.querySelectorAll('button[data-window]')) b.setAttribute('aria-pressed', b.dataset.window === win ? 'true' : 'false');
+  }
+
+  // setWindow changes the window of everything the Listen view shows: the
+  // charts, the terms and their curve, the authors, the breakdowns and the
+  // comparison.
+  function setWindow(win) {
+    if (!WINDOWS[win] || win === view.link.window) return;
+    view.link.window = win;
+    pressWindow(win);
+    bw.saveLink();
     refresh();
+    if (state.curve) showCurve(state.curve);
+    if (window.bwListen) window.bwListen.refresh();
+    if (window.bwCompare) window.bwCompare.refresh();
   }
 
   // queryFor is the search that finds a term's comments: a phrase in
@@ -235,8 +253,9 @@
     return term;
   }
 
-  // showCurve reads and draws a term's comments per hour in the selected
-  // crawler over the trends' window (at least a day).
+  // showCurve reads and draws a term's mentions in the selected crawler
+  // over the window: per minute over the last hour (minuteCurve), per hour
+  // over longer ones (the hub's term counts).
   async function showCurve(term) {
     const sel = selection();
     const fig = $('term-curve');
@@ -251,26 +270,30 @@
     }
     state.curve = term;
     const seq = ++state.curveSeq;
-    const win = state.window === '1h' ? '24h' : state.window;
+    const win = view.link.window;
     try {
-      const a = await api(`/v1/crawlers/${encodeURIComponent(sel.id)}/terms/${encodeURIComponent(term)}/activity?window=${win}&merge=${state.merge}`);
+      const a = win === '1h'
+        ? await minuteCurve(sel.id, term)
+        : await api(`/v1/crawlers/${encodeURIComponent(sel.id)}/terms/${encodeURIComponent(term)}/activity?window=${win}&merge=${state.merge}`);
       if (seq !== state.curveSeq) return;
-      const steps = a.steps || [];
+      const steps = win === '7d' ? foldSteps(a.steps || [], SIX_HOURS_MS) : a.steps || [];
       const total = steps.reduce((n, s) => n + (s.count || 0), 0);
       fig.hidden = false;
       fig.dataset.term = a.term;
       fig.dataset.total = String(total);
-      $('term-curve-title').replaceChildren('Comments per hour carrying ', el('strong', {}, bw.bidi(a.merged ? a.terms.join(' + ') : a.term)));
-      $('term-curve-summary').textContent = `${bw.fmtNumber(total)} in ${WINDOWS[win].span}`;
+      const per = win === '1h' ? 'minute' : win === '7d' ? '6 hours' : 'hour';
+      $('term-curve-title').replaceChildren(`Mentions per ${per} carrying `, el('strong', {}, bw.bidi(a.merged ? a.terms.join(' + ') : a.term)));
+      $('term-curve-summary').textContent = `${bw.fmtNumber(total)} in ${WINDOWS[win].span}` + (a.partial ? ` (the newest ${bw.fmtNumber(total)} matches)` : '');
       $('term-curve-empty').hidden = total > 0;
       $('term-curve-empty').textContent = total ? '' : `Not counted in ${WINDOWS[win].span}.`;
       const peak = Math.max(1, ...steps.map((s) => s.count || 0));
       const plotH = CHART_HEIGHT - CHART_AXIS - CHART_TOP;
       const slot = CHART_WIDTH / Math.max(1, steps.length);
+      fig.dataset.step = per;
       const chart = svg('svg', { class: 'volume-svg', viewBox: `0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`, role: 'img',
-        'aria-label': `comments per hour carrying ${a.term} over ${WINDOWS[win].span}: ${total}` });
+        'aria-label': `mentions per ${per} carrying ${a.term} over ${WINDOWS[win].span}: ${total}` });
       chart.append(svg('line', { class: 'vol-base', x1: 0, x2: CHART_WIDTH, y1: CHART_TOP + plotH, y2: CHART_TOP + plotH }));
-      chart.append(svg('text', { class: 'vol-label', x: 2, y: CHART_TOP - 3 }, `${bw.fmtNumber(peak)} per hour`));
+      chart.append(svg('text', { class: 'vol-label', x: 2, y: CHART_TOP - 3 }, `${bw.fmtNumber(peak)} per ${per}`));
       const bars = svg('g', { class: 'vol-bars' });
       steps.forEach((s, i) => {
         const h = ((s.count || 0) / peak) * plotH;
@@ -280,7 +303,7 @@
         bars.append(bar);
       });
       chart.append(bars);
-      if (steps.length) chart.append(svg('text', { class: 'vol-label', x: 2, y: CHART_HEIGHT - 4 }, label(steps[0].at, '7d')));
+      if (steps.length) chart.append(svg('text', { class: 'vol-label', x: 2, y: CHART_HEIGHT - 4 }, label(steps[0].at, win)));
       chart.append(svg('text', { class: 'vol-label', x: CHART_WIDTH - 2, y: CHART_HEIGHT - 4, 'text-anchor': 'end' }, 'now'));
       $('term-curve-chart').replaceChildren(chart);
     } catch (e) {
@@ -289,6 +312,52 @@
       $('term-curve-empty').textContent = `Curve unavailable: ${e instanceof bw.APIError ? e.reason : e.message}`;
       $('term-curve-empty').hidden = false;
     }
+  }
+
+  // foldSteps sums a term's hourly steps into steps of stepMs, aligned on
+  // UTC as the hub aligns the volume chart's, so that over 7 days the
+  // curve has the steps of the chart above it.
+  function foldSteps(hours, stepMs) {
+    const out = [];
+    for (const h of hours) {
+      const at = Math.floor(Date.parse(h.at) / stepMs) * stepMs;
+      if (Number.isNaN(at)) continue;
+      const last = out[out.length - 1];
+      if (last && last.ms === at) last.count += h.count || 0;
+      else out.push({ ms: at, at: new Date(at).toISOString(), count: h.count || 0 });
+    }
+    return out.map(({ at, count }) => ({ at, count }));
+  }
+
+  // minuteCurve is a term's mentions per minute over the last hour: the
+  // hub counts terms per hour, so the minutes are counted from the stored
+  // mentions the search finds (published in the hour, at most
+  // CURVE_MAX_MATCHES of them, newest first).
+  async function minuteCurve(id, term) {
+    const now = Date.now();
+    const start = Math.floor((now - 3600 * 1000) / 60000) * 60000;
+    const steps = [];
+    for (let t = start; t <= now; t += 60000) steps.push({ at: new Date(t).toISOString(), count: 0 });
+    let cursor = '';
+    let seen = 0;
+    let partial = false;
+    for (;;) {
+      const p = new URLSearchParams({ q: queryFor(term), since: new Date(start).toISOString(), limit: String(CURVE_PAGE) });
+      if (cursor) p.set('cursor', cursor);
+      const page = await api(`/v1/crawlers/${encodeURIComponent(id)}/comments?${p}`);
+      for (const cm of page.comments || []) {
+        const i = Math.floor((Date.parse(cm.published_at) - start) / 60000);
+        if (i >= 0 && i < steps.length) steps[i].count++;
+        seen++;
+      }
+      cursor = page.next_cursor || '';
+      if (!cursor) break;
+      if (seen >= CURVE_MAX_MATCHES) {
+        partial = true;
+        break;
+      }
+    }
+    return { term, terms: [term], merged: false, steps, partial };
   }
 
   function hideCurve() {
@@ -301,6 +370,7 @@
   bw.onSelect(hideCurve);
 
   document.addEventListener('DOMContentLoaded', () => {
+    pressWindow(view.link.window);
     for (const b of document.querySelectorAll('button[data-window]')) b.addEventListener('click', () => setWindow(b.dataset.window));
     $('term-cloud').addEventListener('click', (ev) => {
       const b = ev.target.closest('button[data-term]');
