@@ -107,7 +107,7 @@ func TestValidateQuery_AgreesWithCrawlerCreation(t *testing.T) {
 		{in: api.QueryValidate{Source: "twitter", Query: ""}, wantErr: "empty"},
 		{in: api.QueryValidate{Source: "rss", Query: "not a url"}, wantErr: "query"},
 		{in: api.QueryValidate{Source: "gopher", Query: "x"}, wantErr: "unknown source"},
-		{in: api.QueryValidate{Source: "twitter", Query: "golang", Keywords: "x"}, wantErr: "keywords filter rss crawlers only"},
+		{in: api.QueryValidate{Source: "twitter", Query: "golang", Keywords: "x"}, wantErr: "keywords filter only crawlers that read URLs"},
 	}
 	for _, tt := range tests {
 		v, verr := c.Client.ValidateQuery(c.Ctx, tt.in)

@@ -405,6 +405,7 @@ var schemaTypes = map[string]reflect.Type{
 	"ReloadRequest":       reflect.TypeFor[api.ReloadRequest](),
 	"ReloadResponse":      reflect.TypeFor[api.ReloadResponse](),
 	"Comment":             reflect.TypeFor[api.Comment](),
+	"Sentiment":           reflect.TypeFor[api.Sentiment](),
 	"Engagement":          reflect.TypeFor[api.Engagement](),
 	"CommentPage":         reflect.TypeFor[api.CommentPage](),
 	"SearchPage":          reflect.TypeFor[api.SearchPage](),
