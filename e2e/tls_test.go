@@ -299,6 +299,7 @@ func TestTLS_DashboardInChromium(t *testing.T) {
 	if got := evalJS[string](b, `location.protocol`); got != "https:" {
 		t.Fatalf("the dashboard was loaded over %q", got)
 	}
+	b.operate()
 	b.waitDOM("the node listed", `document.querySelectorAll('#nodes tbody tr').length === 1 && document.querySelector('#nodes tbody').textContent.includes('https://')`)
 	b.waitDOM("the crawler running", fmt.Sprintf(`(() => {
 		const row = document.querySelector('#crawlers tr[data-crawler-id="%d"]');
