@@ -104,6 +104,9 @@ func (d *Detector) Detect(text string) (lang string, ok bool) {
 	if tooShort(text) {
 		return "", false
 	}
+	if l, ok := byScript(text); ok {
+		return l, true
+	}
 	l, ok := d.d.DetectLanguageOf(text)
 	if !ok {
 		return "", false
@@ -155,4 +158,54 @@ func letters(text string) (n int, latin bool) {
 		}
 	}
 	return n, latin
+}
+
+// scripts are the scripts that, among Languages, only one language is
+// written in; a text whose letters are mostly in one of them is in that
+// language, without a model. Kana say Japanese even among Han letters.
+var scripts = []struct {
+	table *unicode.RangeTable
+	lang  string
+}{
+	{unicode.Hangul, "ko"}, {unicode.Hiragana, "ja"}, {unicode.Katakana, "ja"}, {unicode.Thai, "th"},
+	{unicode.Greek, "el"}, {unicode.Hebrew, "he"}, {unicode.Bengali, "bn"}, {unicode.Devanagari, "hi"},
+}
+
+// byScript returns the language of a prepared text whose letters are
+// mostly (four in five; for kana, one in five among Han) in a script
+// only one of Languages is written in.
+func byScript(text string) (string, bool) {
+	var n, han int
+	counts := make([]int, len(scripts))
+	for _, r := range text {
+		if !unicode.IsLetter(r) {
+			continue
+		}
+		n++
+		if r < 0x370 {
+			continue
+		}
+		if unicode.Is(unicode.Han, r) {
+			han++
+			continue
+		}
+		for i, s := range scripts {
+			if unicode.Is(s.table, r) {
+				counts[i]++
+				break
+			}
+		}
+	}
+	if n == 0 {
+		return "", false
+	}
+	if kana := counts[1] + counts[2]; kana*5 >= n && (kana+han)*5 >= 4*n {
+		return "ja", true
+	}
+	for i, s := range scripts {
+		if counts[i]*5 >= 4*n {
+			return s.lang, true
+		}
+	}
+	return "", false
 }

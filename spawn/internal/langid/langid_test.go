@@ -197,3 +197,31 @@ func TestTooShort(t *testing.T) {
 		}
 	}
 }
+
+// TestByScript: a text mostly in a script only one detected language is
+// written in is that language; mixed, Han-only, Cyrillic, Arabic or
+// Latin texts are left to the model.
+func TestByScript(t *testing.T) {
+	for _, c := range []struct {
+		text, want string
+		ok         bool
+	}{
+		{"오늘 날씨가 정말 좋네요", "ko", true},
+		{"今日はとても良い天気ですね", "ja", true},
+		{"วันนี้อากาศดีมาก", "th", true},
+		{"Σήμερα ο καιρός είναι πολύ καλός", "el", true},
+		{"היום מזג האוויר יפה מאוד", "he", true},
+		{"আজ আবহাওয়া খুব ভালো", "bn", true},
+		{"आज मौसम बहुत अच्छा है", "hi", true},
+		{"今天天气很好", "", false},
+		{"Сегодня очень хорошая погода", "", false},
+		{"الطقس جميل جدا اليوم", "", false},
+		{"the weather is very nice today", "", false},
+		{"the weather is nice 오늘", "", false},
+	} {
+		got, ok := byScript(c.text)
+		if got != c.want || ok != c.ok {
+			t.Errorf("byScript(%q) = %q, %v; want %q, %v", c.text, got, ok, c.want, c.ok)
+		}
+	}
+}
