@@ -77,7 +77,10 @@ type attachState struct {
 // registrationWait bounds how long a hub request that arrives while the
 // node's registration is in flight waits for it: the hub may send the new
 // node its subscribers before the node has read the registration answer.
-const registrationWait = 500 * time.Millisecond
+// The request's own context ends the wait sooner when the hub gives up;
+// a busy machine can take more than half a second between the hub's
+// answer and the node reading it, so the bound is generous.
+const registrationWait = 2 * time.Second
 
 // complaintKept is how long a node repeats that it could not reach the
 // leader, to every standby it registers with, after the last failure.
