@@ -78,7 +78,7 @@ func TestImports_RuleCatchesTestCode(t *testing.T) {
 	}{
 		{"example.com/m/internal/fakes/feedserver", true},
 		{"example.com/m/internal/testkit", true},
-		{"example.com/m/internal/testkit/clustertest", true},
+		{"example.com/m/e2e/clustertest", true},
 		{"example.com/m/e2e", true},
 		{"example.com/m/spawn/internal/spawntest", true},
 		{"net/http/httptest", true},

@@ -13,7 +13,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/natstest"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // natsClusterURL is the spawns' --queue on cluster nc: every server, with

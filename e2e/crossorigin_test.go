@@ -11,7 +11,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // rawCall sends one request as a browser (or a hostile tester) would: the

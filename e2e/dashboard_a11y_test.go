@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // axeScript finds axe-core for the accessibility checks: BW_AXE, else

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // layoutWidths are the window widths the crawler table must fit at.

@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // signIn opens the dashboard and signs in with the admin token.

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	"github.com/blackwidow-crawl/blackwidow/pkg/commentexport"
 )
 

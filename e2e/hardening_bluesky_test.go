@@ -20,7 +20,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/appview"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // tenYears is how far ahead the event and the cursor from the future are.

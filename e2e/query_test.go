@@ -11,7 +11,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	mastodonfake "github.com/blackwidow-crawl/blackwidow/internal/fakes/mastodon"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

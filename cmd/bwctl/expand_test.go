@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	"github.com/blackwidow-crawl/blackwidow/pkg/query"
 )
 

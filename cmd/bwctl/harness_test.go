@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // timings are the test clusters': polls and fetches are fast so a cluster

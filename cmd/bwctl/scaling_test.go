@@ -9,7 +9,7 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/api"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 func TestRun_Scaling(t *testing.T) {
