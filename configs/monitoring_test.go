@@ -14,8 +14,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

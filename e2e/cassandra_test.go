@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
 // cassandraAddr is the test Cassandra (scripts/services.sh), or a skip.

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // rawCall sends one request as a browser (or a hostile tester) would: the

@@ -11,8 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
 // axeScript finds axe-core for the accessibility checks: BW_AXE, else

@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
 // layoutWidths are the window widths the crawler table must fit at.

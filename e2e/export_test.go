@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
-	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
+	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
 // adminGet sends an admin GET and returns the status and body.

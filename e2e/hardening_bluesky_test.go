@@ -17,10 +17,10 @@ import (
 	gormlogger "gorm.io/gorm/logger"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/appview"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/jetstream"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 )
 
 // tenYears is how far ahead the event and the cursor from the future are.

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	hubapp "github.com/blackwidow-crawl/blackwidow/hub/app"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/faultproxy"
-	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/streamserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	spawnapp "github.com/blackwidow-crawl/blackwidow/spawn/app"
 )
 

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/blackwidow-crawl/blackwidow/api"
+	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	"github.com/blackwidow-crawl/blackwidow/internal/fakes/feedserver"
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
-	"github.com/blackwidow-crawl/blackwidow/e2e/clustertest"
 	"github.com/blackwidow-crawl/blackwidow/pkg/commentexport"
 )
 
