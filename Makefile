@@ -32,7 +32,7 @@ test: build fmt-check vet
 	scripts/chromium.sh >/dev/null
 	scripts/promtool.sh check
 	eval "$$(scripts/services.sh env)" && eval "$$(scripts/mailpit.sh env)" && BW_REQUIRE_SERVICES=1 BW_BIN_DIR=$(CURDIR)/$(BIN) BW_ARTIFACTS=$(CURDIR)/e2e/artifacts \
-		$(GO) test -race -count=1 -timeout 20m $(PKGS)
+		$(GO) test -race -count=1 -timeout 25m $(PKGS)
 	# Stops and restarts the shared Cassandra, so it runs alone.
 	eval "$$(scripts/services.sh env)" && BW_REQUIRE_SERVICES=1 BW_CASSANDRA_OUTAGE_TEST=1 \
 		$(GO) test -race -count=1 -timeout 5m -run TestCassandra_OutageLosesNothingCounted ./e2e/
