@@ -53,7 +53,7 @@ func BenchComment(i int, base time.Time, step time.Duration) api.Comment {
 	case i%NeedleEvery == NeedleEvery/2:
 		t += " needle"
 	}
-	return api.Comment{ID: "c" + strconv.Itoa(i), CrawlerID: BenchCrawler, Source: api.SourceRSS,
+	return api.Comment{ID: "c" + strconv.Itoa(i), CrawlerID: BenchCrawler, Source: Source,
 		Author: "author" + strconv.Itoa(i%BenchAuthors), Text: t, URL: "https://example.test/item/" + strconv.Itoa(i),
 		PublishedAt: base.Add(time.Duration(i) * step), FetchedAt: base, Matched: []string{"lorem"}}
 }

@@ -18,8 +18,12 @@ import (
 // backing).
 type Opener func(t *testing.T, fresh bool) store.Store
 
-// Source is the source of the suite's comments.
-const Source = "bluesky"
+// Source is the source of the suite's comments, and OtherSource another
+// one: the stores keep sources apart without knowing any of them.
+const (
+	Source      = "alpha"
+	OtherSource = "beta"
+)
 
 // Day is when the suite's comments were published.
 var Day = time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
@@ -332,7 +336,7 @@ func forget(t *testing.T, open Opener) {
 	}
 	// Another source's author of the same id keeps their comments.
 	other := Comment(4, "x:1", "did:plc:x", "Xavier.test", 1)
-	other.Source = "mastodon"
+	other.Source = OtherSource
 	write(t, s, other)
 	bury(t, s, store.Tombstone{Source: Source, Author: "did:plc:x", Before: time.Now(), Until: time.Now().Add(time.Hour)})
 	same(t, "another source", stored(t, s, 4), []string{"x:1"})

@@ -77,12 +77,12 @@ func CheckSearch(t *testing.T, s SearchStore) {
 			if i%2 == 0 {
 				text = "golang release " + id
 			}
-			batch = append(batch, api.Comment{ID: id, CrawlerID: 1, Source: api.SourceBluesky, Author: "alice", AuthorID: "did:plc:alice",
+			batch = append(batch, api.Comment{ID: id, CrawlerID: 1, Source: Source, Author: "alice", AuthorID: "did:plc:alice",
 				Text: text, URL: "https://example.com/" + id, PublishedAt: base.AddDate(0, 0, d).Add(time.Duration(i) * time.Minute),
 				FetchedAt: base})
 			all = append([]string{id}, all...)
 		}
-		batch = append(batch, api.Comment{ID: fmt.Sprintf("other-%d", d), CrawlerID: 2, Source: api.SourceBluesky, Text: "golang elsewhere",
+		batch = append(batch, api.Comment{ID: fmt.Sprintf("other-%d", d), CrawlerID: 2, Source: Source, Text: "golang elsewhere",
 			PublishedAt: base.AddDate(0, 0, d), FetchedAt: base})
 		if err := s.Write(ctx, batch); err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func CheckSearch(t *testing.T, s SearchStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		late := api.Comment{ID: "late", CrawlerID: 1, Source: api.SourceBluesky, Text: "late", PublishedAt: base.AddDate(0, 0, 4).Add(30 * time.Minute), FetchedAt: base}
+		late := api.Comment{ID: "late", CrawlerID: 1, Source: Source, Text: "late", PublishedAt: base.AddDate(0, 0, 4).Add(30 * time.Minute), FetchedAt: base}
 		if err := s.Write(ctx, []api.Comment{late}); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func CheckQuerySearch(t *testing.T, s SearchStore) {
 	for day := range 5 {
 		for i, c := range queryCorpus {
 			for _, crawler := range []int64{7, 8} {
-				batch = append(batch, api.Comment{ID: fmt.Sprintf("q%d-%d", day, i), CrawlerID: crawler, Source: api.SourceBluesky,
+				batch = append(batch, api.Comment{ID: fmt.Sprintf("q%d-%d", day, i), CrawlerID: crawler, Source: Source,
 					Author: c.author, AuthorID: c.authorID, Lang: c.lang, Text: c.text, URL: "https://example.com/q",
 					PublishedAt: base.AddDate(0, 0, day).Add(time.Duration(i*37) * time.Minute), FetchedAt: base})
 			}
