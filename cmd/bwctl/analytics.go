@@ -19,37 +19,52 @@ func windowNames() []string {
 	return names
 }
 
+// topN reads --n, the number of rows asked for (0: the hub's default).
+func topN(in *input) (int, error) {
+	if !in.has("n") {
+		return 0, nil
+	}
+	v, err := strconv.Atoi(in.value("n"))
+	if err != nil || v <= 0 {
+		return 0, usagef("--n must be a positive integer, got %s", quote(in.value("n")))
+	}
+	return v, nil
+}
+
+// crawlerOrUser reads whose analytics a verb shows: a crawler given as its
+// argument, or a user given by --user, not both.
+func crawlerOrUser(in *input) (id int64, user bool, err error) {
+	switch {
+	case len(in.args) == 1 && !in.has("user"):
+		id, err = parseID("crawler ID", in.args[0])
+		return id, false, err
+	case len(in.args) == 0 && in.has("user"):
+		id, err = parseID("user ID", in.value("user"))
+		return id, true, err
+	default:
+		return 0, false, in.usage()
+	}
+}
+
 // terms prints a crawler's or a user's most frequent terms.
 func terms(c *cli, in *input) error {
 	window := in.value("window") // one of windowNames: the parser checked
-	n := 0
-	if in.has("n") {
-		v, err := strconv.Atoi(in.value("n"))
-		if err != nil || v <= 0 {
-			return usagef("--n must be a positive integer, got %s", quote(in.value("n")))
-		}
-		n = v
+	n, err := topN(in)
+	if err != nil {
+		return err
+	}
+	id, user, err := crawlerOrUser(in)
+	if err != nil {
+		return err
 	}
 	var out api.Terms
-	switch {
-	case len(in.args) == 1 && !in.has("user"):
-		id, err := parseID("crawler ID", in.args[0])
-		if err != nil {
-			return err
-		}
-		if out, err = c.client.CrawlerTerms(c.ctx, id, window, n); err != nil {
-			return err
-		}
-	case len(in.args) == 0 && in.has("user"):
-		id, err := parseID("user ID", in.value("user"))
-		if err != nil {
-			return err
-		}
-		if out, err = c.client.UserTerms(c.ctx, id, window, n); err != nil {
-			return err
-		}
-	default: // a crawler or --user, not both
-		return in.usage()
+	if user {
+		out, err = c.client.UserTerms(c.ctx, id, window, n)
+	} else {
+		out, err = c.client.CrawlerTerms(c.ctx, id, window, n)
+	}
+	if err != nil {
+		return err
 	}
 	if c.json {
 		return printJSON(c.out, out)
@@ -64,34 +79,22 @@ func terms(c *cli, in *input) error {
 // authors prints a crawler's or a user's authors with the most comments.
 func authors(c *cli, in *input) error {
 	window := in.value("window") // one of windowNames: the parser checked
-	n := 0
-	if in.has("n") {
-		v, err := strconv.Atoi(in.value("n"))
-		if err != nil || v <= 0 {
-			return usagef("--n must be a positive integer, got %s", quote(in.value("n")))
-		}
-		n = v
+	n, err := topN(in)
+	if err != nil {
+		return err
+	}
+	id, user, err := crawlerOrUser(in)
+	if err != nil {
+		return err
 	}
 	var out api.Authors
-	switch {
-	case len(in.args) == 1 && !in.has("user"):
-		id, err := parseID("crawler ID", in.args[0])
-		if err != nil {
-			return err
-		}
-		if out, err = c.client.CrawlerAuthors(c.ctx, id, window, n); err != nil {
-			return err
-		}
-	case len(in.args) == 0 && in.has("user"):
-		id, err := parseID("user ID", in.value("user"))
-		if err != nil {
-			return err
-		}
-		if out, err = c.client.UserAuthors(c.ctx, id, window, n); err != nil {
-			return err
-		}
-	default: // a crawler or --user, not both
-		return in.usage()
+	if user {
+		out, err = c.client.UserAuthors(c.ctx, id, window, n)
+	} else {
+		out, err = c.client.CrawlerAuthors(c.ctx, id, window, n)
+	}
+	if err != nil {
+		return err
 	}
 	if c.json {
 		return printJSON(c.out, out)
