@@ -69,19 +69,31 @@ func TestShare_JumpFiresOnce(t *testing.T) {
 }
 
 func TestShare_LowVolumeIsQuiet(t *testing.T) {
-	d, err := NewShare(ShareConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(5, 6))
-	for range 6 * 60 {
-		d.Observe(binomial(r, 40, 0.1), 40)
-	}
-	// A quiet night: a comment every other minute, all of them negative.
-	for i := range 120 {
-		n := float64(i % 2)
-		if d.Observe(n, n) {
-			t.Fatalf("a handful of negative comments fired at minute %d", i)
+	// The likelihood threshold is set as low as it goes, so only the
+	// minimum count keeps the quiet night quiet; the same night with no
+	// minimum fires, so the check can fail.
+	for _, c := range []struct {
+		minCount float64
+		fires    bool
+	}{{minCount: 0, fires: false}, {minCount: 0.5, fires: true}} {
+		d, err := NewShare(ShareConfig{MinCount: c.minCount, Threshold: 1e-9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(5, 6))
+		for range 6 * 60 {
+			d.Observe(binomial(r, 40, 0.1), 40)
+		}
+		// A quiet night: a comment every other minute, all of them negative.
+		fired := -1
+		for i := range 120 {
+			n := float64(i % 2)
+			if d.Observe(n, n) && fired < 0 {
+				fired = i
+			}
+		}
+		if c.fires != (fired >= 0) {
+			t.Errorf("minimum count %v (0: the default): fired at minute %d (-1: never), want firing %v", c.minCount, fired, c.fires)
 		}
 	}
 }
