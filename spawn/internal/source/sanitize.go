@@ -41,7 +41,8 @@ func ItemID(raw string) string {
 }
 
 // WebURL returns s when it is an absolute http or https URL of sane length,
-// else "": a javascript: or data: link never reaches a comment.
+// with its scheme in lower case, else "": a javascript: or data: link never
+// reaches a comment, and "HTTPS://x" is stored as "https://x".
 func WebURL(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" || len(s) > MaxURLBytes || !printable(s) {
@@ -51,7 +52,7 @@ func WebURL(s string) string {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return ""
 	}
-	return s
+	return u.Scheme + s[len(u.Scheme):] // url.Parse lower-cases the scheme, the prefix of s
 }
 
 // ClockSlack is how far past a spawn's clock a log position (Item.Position,

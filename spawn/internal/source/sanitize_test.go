@@ -45,6 +45,8 @@ func TestWebURL(t *testing.T) {
 		{"JavaScript:alert(1)", ""},
 		{"data:text/html,<b>x</b>", ""},
 		{"ftp://example.com/file", ""},
+		{"httP://0", "http://0"},
+		{"HTTPS://Example.com/A", "https://Example.com/A"},
 		{"/relative/path", ""},
 		{"http:///nohost", ""},
 		{"https://example.com/" + strings.Repeat("a", MaxURLBytes), ""},
