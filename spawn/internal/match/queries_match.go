@@ -28,13 +28,13 @@ type queryScratch struct {
 	// in the processor's fastest cache where an array of a word per atom
 	// would not. The words of the atoms set (found and langs) are
 	// cleared when the call starts.
-	seen       []uint64
-	langAtoms  []int32 // lang: and sentiment: atoms set in this call
-	multi      []int32 // dense index of each hit with several terms
-	name       []byte  // the item's author or language, lowercased
-	lang       string  // the item's language
-	sentiment  string  // the item's sentiment label
-	langsDone  bool    // the item's language and sentiment set their atoms
+	seen      []uint64
+	langAtoms []int32 // lang: and sentiment: atoms set in this call
+	multi     []int32 // dense index of each hit with several terms
+	name      []byte  // the item's author or language, lowercased
+	lang      string  // the item's language
+	sentiment string  // the item's sentiment label
+	langsDone bool    // the item's language and sentiment set their atoms
 	// occurAt is the token of each of occur, -1 for none, kept when the
 	// index has NEARs. When a NEAR first asks in the call, posAt holds
 	// each found atom's tokens, ascending, from posOff[atom] (valid for
