@@ -233,7 +233,7 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 				multi += n
 				s.multi = append(s.multi, po.sub)
 			}
-			dst = append(dst, QueryHit{Subscriber: ix.subs[po.sub], Terms: one})
+			dst = append(dst, QueryHit{Subscriber: po.id, Terms: one})
 		}
 		seen[2*(a>>6)+1] |= 1 << (a & 63)
 	}
