@@ -70,6 +70,8 @@ type Store struct {
 	selectDay     string
 
 	selectHeld    string
+	selectWriters string
+	addWriter     string
 	insertIntent  string
 	selectIntents string
 	selectCounted string
@@ -81,6 +83,13 @@ type Store struct {
 	// every row (zero: every day): comments written before this release
 	// carry none, and their days are searched by reading them.
 	textFrom time.Time
+	// writer is this Store's name in the partitions' writers sets;
+	// writersFrom the first day whose partitions name every writer (zero:
+	// every day); known what it remembers of the partitions it alone
+	// writes (known.go).
+	writer      string
+	writersFrom time.Time
+	known       *knownKeys
 
 	mu        sync.Mutex
 	knownDays map[partKey]struct{}
@@ -157,8 +166,15 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 			WHERE crawler_id = ? AND day = ? LIMIT ?`,
 		selectHeld: `SELECT published_at, comment_id FROM ` + ks + `.comments
 			WHERE crawler_id = ? AND day = ? AND (published_at, comment_id) IN (`,
-		knownDays: make(map[partKey]struct{}),
-		unsettled: make(map[rowKey]struct{}),
+		selectWriters: `SELECT DISTINCT crawler_id, day, writers FROM ` + ks + `.comments WHERE crawler_id = ? AND day = ?`,
+		addWriter:     `UPDATE ` + ks + `.comments SET writers = writers + ? WHERE crawler_id = ? AND day = ?`,
+		known:         newKnownKeys(),
+		knownDays:     make(map[partKey]struct{}),
+		unsettled:     make(map[rowKey]struct{}),
+	}
+	if s.writer, err = newWriterID(); err != nil {
+		session.Close()
+		return nil, err
 	}
 	if err := s.createSchema(ctx); err != nil {
 		session.Close()
@@ -231,6 +247,8 @@ func (s *Store) createSchema(ctx context.Context) error {
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS node_id text`,
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS inc_seq bigint`,
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS thread_id text`,
+		// Who wrote the partition's rows (writers.go).
+		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS writers set<text> static`,
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.usage_intents (
 			node_id text,
 			seq bigint,
@@ -259,7 +277,10 @@ func (s *Store) createSchema(ctx context.Context) error {
 			return fmt.Errorf("cassandra: create schema in keyspace %s: %w", ks, err)
 		}
 	}
-	return s.loadTextFrom(ctx, before)
+	if err := s.loadTextFrom(ctx, before); err != nil {
+		return err
+	}
+	return s.loadWritersFrom(ctx, before)
 }
 
 // Close releases the store's connections. It is safe to call more than once.

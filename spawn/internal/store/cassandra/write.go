@@ -24,9 +24,17 @@ func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
 		return nil
 	}
 	n := 0
+	var keys []rowKey
 	for _, p := range parts {
 		n += len(p.rows)
+		for _, c := range p.rows {
+			keys = append(keys, rowKey{p.key, c.PublishedAt.UnixMilli(), c.ID})
+		}
 	}
+	// WriteFresh must know these rows may be held: remembered in the
+	// partitions this Store alone writes, and a partition it has no memory
+	// of is no longer one it can know whole.
+	s.known.wrote(keys)
 	if err := s.writeParts(ctx, parts, n); err != nil {
 		return err
 	}
@@ -131,17 +139,43 @@ func (s *Store) Recover(ctx context.Context, nodeID string, afterSeq uint64) ([]
 const maxUnsettled = 1 << 16
 
 // WriteFresh is Write reporting which comments the store did not hold
-// before. It reads the batch's keys first (one query per partition), so a
-// comment delivered again is not counted twice. Two spawns writing the
-// same new comment at the same moment (a crawler moving) can both see it
-// as new; the hub's handover keeps that window short.
+// before, so a comment delivered again is not counted twice. It reads the
+// writers of the batch's partitions (one small read each): in a partition
+// this Store alone wrote, a comment it does not remember writing is new
+// without a read (known.go); the others — comments it may have written,
+// and every comment of a partition another writer wrote — are read by key
+// (one query per partition). Two spawns writing the same new comment at
+// the same moment (a crawler moving) can both see it as new; the hub's
+// handover keeps that window short.
 func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool, error) {
 	fresh := make([]bool, len(comments))
 	if len(comments) == 0 {
 		return fresh, nil
 	}
 	parts := partition(comments)
-	held, err := s.held(ctx, parts)
+	alone, err := s.alone(ctx, parts)
+	if err != nil {
+		return fresh, err
+	}
+	var ask []*part
+	s.known.mu.Lock()
+	for _, p := range parts {
+		if !alone[p.key] {
+			ask = append(ask, p)
+			continue
+		}
+		var rows []*api.Comment
+		for _, c := range p.rows {
+			if s.known.mayHoldLocked(rowKey{p.key, c.PublishedAt.UnixMilli(), c.ID}) {
+				rows = append(rows, c)
+			}
+		}
+		if len(rows) > 0 {
+			ask = append(ask, &part{key: p.key, day: p.day, rows: rows})
+		}
+	}
+	s.known.mu.Unlock()
+	held, err := s.held(ctx, ask)
 	if err != nil {
 		return fresh, fmt.Errorf("cassandra: read %d comment keys: %w", len(comments), err)
 	}
@@ -167,6 +201,7 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 	// Only new comments are written: rewriting a held one would take it
 	// from the increment that counted it.
 	var toWrite []*part
+	var keys []rowKey
 	n := 0
 	for _, p := range parts {
 		rows := slices.DeleteFunc(slices.Clone(p.rows), func(c *api.Comment) bool {
@@ -175,11 +210,15 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 		if len(rows) > 0 {
 			toWrite = append(toWrite, &part{key: p.key, day: p.day, rows: rows})
 			n += len(rows)
+			for _, c := range rows {
+				keys = append(keys, rowKey{p.key, c.PublishedAt.UnixMilli(), c.ID})
+			}
 		}
 	}
 	if n == 0 {
 		return fresh, nil
 	}
+	s.known.add(keys)
 	if err := s.writeParts(ctx, toWrite, n); err != nil {
 		s.mu.Lock()
 		if len(s.unsettled)+len(candidates) > maxUnsettled {
@@ -400,7 +439,12 @@ func (s *Store) writeBatches(ctx context.Context, parts []*part) error {
 			g.Go(func() error {
 				now := time.Now()
 				b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
-				b.Entries = make([]gocql.BatchEntry, 0, len(rows))
+				b.Entries = make([]gocql.BatchEntry, 0, len(rows)+1)
+				// The partition's writers name this Store in the same
+				// mutation as its rows (writers.go).
+				b.Entries = append(b.Entries, gocql.BatchEntry{
+					Stmt: s.addWriter, Args: []any{[]string{s.writer}, p.key.crawler, p.day}, Idempotent: true,
+				})
 				for _, c := range rows {
 					b.Entries = append(b.Entries, gocql.BatchEntry{
 						Stmt: s.upsertComment, Args: s.commentArgs(c, p.day, now), Idempotent: true,
@@ -427,6 +471,16 @@ func rowSize(c *api.Comment) int {
 func (s *Store) writeSingles(ctx context.Context, parts []*part) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.inFlight)
+	for _, p := range parts {
+		// The partition's writers name this Store before its rows are
+		// written (writers.go).
+		q := s.session.Query(s.addWriter, []string{s.writer}, p.key.crawler, p.day).WithContext(ctx).Idempotent(true)
+		err := q.Exec()
+		q.Release()
+		if err != nil {
+			return err
+		}
+	}
 	for _, p := range parts {
 		for _, c := range p.rows {
 			g.Go(func() error {
