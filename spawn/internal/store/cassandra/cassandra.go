@@ -63,6 +63,9 @@ type Store struct {
 	// indexRowsRead counts the index rows removals read (indexes.go), for
 	// the benchmark that shows they read no more than they remove.
 	indexRowsRead atomic.Int64
+	// heldKeysRead counts the keys counted writes read (write.go), for the
+	// tests that show which they read.
+	heldKeysRead atomic.Int64
 
 	upsertComment string
 	insertDay     string
@@ -166,8 +169,8 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 			WHERE crawler_id = ? AND day = ? LIMIT ?`,
 		selectHeld: `SELECT published_at, comment_id FROM ` + ks + `.comments
 			WHERE crawler_id = ? AND day = ? AND (published_at, comment_id) IN (`,
-		selectWriters: `SELECT DISTINCT crawler_id, day, writers FROM ` + ks + `.comments WHERE crawler_id = ? AND day = ?`,
-		addWriter:     `UPDATE ` + ks + `.comments SET writers = writers + ? WHERE crawler_id = ? AND day = ?`,
+		selectWriters: `SELECT day, writers FROM ` + ks + `.crawler_days WHERE crawler_id = ? AND day IN ?`,
+		addWriter:     `UPDATE ` + ks + `.crawler_days SET writers = writers + ? WHERE crawler_id = ? AND day = ?`,
 		known:         newKnownKeys(),
 		knownDays:     make(map[partKey]struct{}),
 		unsettled:     make(map[rowKey]struct{}),
@@ -247,8 +250,6 @@ func (s *Store) createSchema(ctx context.Context) error {
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS node_id text`,
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS inc_seq bigint`,
 		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS thread_id text`,
-		// Who wrote the partition's rows (writers.go).
-		`ALTER TABLE ` + ks + `.comments ADD IF NOT EXISTS writers set<text> static`,
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.usage_intents (
 			node_id text,
 			seq bigint,
@@ -264,6 +265,8 @@ func (s *Store) createSchema(ctx context.Context) error {
 			day date,
 			PRIMARY KEY (crawler_id, day)
 		) WITH CLUSTERING ORDER BY (day DESC)`,
+		// Who wrote the partition's rows (writers.go).
+		`ALTER TABLE ` + ks + `.crawler_days ADD IF NOT EXISTS writers set<text>`,
 	}
 	stmts = append(stmts, addColumns(ks+".comments")...)
 	stmts = append(stmts, s.indexSchema()...)

@@ -56,7 +56,7 @@ func (l legacyTables) any() bool { return l.item || l.author || l.thread || l.th
 type schemaState struct {
 	comments bool // the comments table existed
 	terms    bool // with its terms column
-	writers  bool // and its writers column
+	writers  bool // crawler_days with its writers column
 	legacy   legacyTables
 }
 
@@ -85,12 +85,12 @@ func (s *Store) schemaOf(ctx context.Context) (schemaState, error) {
 	}
 	if st.comments {
 		for _, c := range []struct {
-			name string
-			has  *bool
-		}{{"terms", &st.terms}, {"writers", &st.writers}} {
+			table, name string
+			has         *bool
+		}{{"comments", "terms", &st.terms}, {"crawler_days", "writers", &st.writers}} {
 			var col string
-			err := s.session.Query(`SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'comments' AND column_name = ?`,
-				s.cfg.Keyspace, c.name).WithContext(ctx).Scan(&col)
+			err := s.session.Query(`SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?`,
+				s.cfg.Keyspace, c.table, c.name).WithContext(ctx).Scan(&col)
 			switch {
 			case err == nil:
 				*c.has = true

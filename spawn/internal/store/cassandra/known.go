@@ -11,9 +11,9 @@ import (
 // What a Store remembers of the partitions it alone writes, so that the
 // counted write (WriteFresh) reads nothing for a comment it can prove new.
 //
-// Every write of the comments adds the Store's writer id to its
-// partition's static writers set, in the same single-partition batch as the
-// rows. When a Store first sees a partition whose writers set is empty, it
+// Before a Store writes its first row in a partition, it adds its writer
+// id to the partition's writers set (in crawler_days, the row that lists
+// the partition's day for its crawler). When a Store first sees a partition whose writers set is empty, it
 // knows every row of the partition (none); from then on, as long as its
 // own id is the only one there, every row of the partition is one it wrote,
 // and it remembers their keys in a Bloom filter. A key the filter does not
@@ -24,20 +24,20 @@ import (
 // makes a new comment held) is read key by key, as is one whose filter was
 // given up to bound memory. See docs/decisions/0022-counted-writes-read-only-what-may-be-held.md.
 const (
-	// maxKnownKeys bounds the keys remembered over every partition (about
-	// 1.2 bytes a key); past it the least recently written partitions are
-	// forgotten, and read key by key again.
+	// maxKnownKeys bounds the keys remembered over every partition (1.3
+	// to 2 bytes a key); past it the least recently written partitions
+	// are forgotten, and read key by key again.
 	maxKnownKeys = 1 << 22
 	// maxKnownParts bounds the partitions remembered (including those
 	// marked as written by others).
 	maxKnownParts = 1 << 16
 	// firstBlockKeys is the capacity of a partition's first filter block;
-	// each next block doubles it (a scalable Bloom filter).
+	// each next block holds four times more, with one more bit a key (a
+	// scalable Bloom filter): block i, of 10+i bits a key, gives false
+	// positives at 0.62^(10+i) — 0.8 %, 0.5 %, 0.3 %, … — about 2 % for
+	// the whole chain of a partition of a hundred thousand keys.
 	firstBlockKeys = 256
-	// bitsPerKey and hashesPerKey give a false positive rate of about
-	// 0.8 % a block.
-	bitsPerKey   = 10
-	hashesPerKey = 7
+	firstBlockBits = 10
 )
 
 // knownKeys is the memory of the partitions this Store alone writes.
@@ -63,9 +63,10 @@ type partKeys struct {
 }
 
 type bloomBlock struct {
-	bits []uint64
-	cap  int
-	n    int
+	bits   []uint64
+	cap    int
+	n      int
+	hashes uint64
 }
 
 func newKnownKeys() *knownKeys {
@@ -145,8 +146,9 @@ func (m *knownKeys) addKeys(keys []rowKey, mark bool) {
 			continue
 		}
 		if len(e.blocks) == 0 || e.blocks[len(e.blocks)-1].n >= e.blocks[len(e.blocks)-1].cap {
-			c := firstBlockKeys << min(len(e.blocks), 20)
-			e.blocks = append(e.blocks, bloomBlock{bits: make([]uint64, (c*bitsPerKey+63)/64), cap: c})
+			i := min(len(e.blocks), 10)
+			c, perKey := firstBlockKeys<<(2*i), firstBlockBits+i
+			e.blocks = append(e.blocks, bloomBlock{bits: make([]uint64, (c*perKey+63)/64), cap: c, hashes: uint64(perKey * 693 / 1000)})
 		}
 		h1, h2 := m.hash(k)
 		e.blocks[len(e.blocks)-1].add(h1, h2)
@@ -172,9 +174,13 @@ func (m *knownKeys) next() uint64 {
 	return m.tick
 }
 
-// bound forgets the least recently used partitions, down to three
-// quarters of the bounds, once a bound is passed. A partition forgotten
-// is no longer alone when next seen (its writers set names this Store).
+// bound gives up, once a bound is passed, the least recently used
+// partitions down to three quarters of it: past the keys' bound their
+// filters (the partition stays marked as not alone, so that a read of its
+// writers set cannot find it new again while a write of this Store may
+// still be landing there), past the partitions' bound the marks
+// themselves (a partition forgotten names this Store when next seen, so
+// it is not taken as alone either).
 func (m *knownKeys) bound() {
 	if m.keys <= m.maxKeys && len(m.parts) <= m.maxParts {
 		return
@@ -189,8 +195,16 @@ func (m *knownKeys) bound() {
 	}
 	slices.SortFunc(order, func(a, b use) int { return cmp.Compare(a.used, b.used) })
 	for _, u := range order {
-		if m.keys <= m.maxKeys*3/4 && len(m.parts) <= m.maxParts*3/4 {
-			return
+		if m.keys <= m.maxKeys*3/4 {
+			break
+		}
+		e := m.parts[u.p]
+		m.keys -= e.n
+		e.alone, e.blocks, e.n = false, nil, 0
+	}
+	for _, u := range order {
+		if len(m.parts) <= m.maxParts*3/4 {
+			break
 		}
 		m.keys -= m.parts[u.p].n
 		delete(m.parts, u.p)
@@ -219,7 +233,7 @@ func put64(b []byte, v uint64) {
 
 func (b *bloomBlock) add(h1, h2 uint64) {
 	m := uint64(len(b.bits) * 64)
-	for i := range uint64(hashesPerKey) {
+	for i := range b.hashes {
 		x := (h1 + i*h2) % m
 		b.bits[x/64] |= 1 << (x % 64)
 	}
@@ -228,7 +242,7 @@ func (b *bloomBlock) add(h1, h2 uint64) {
 
 func (b *bloomBlock) has(h1, h2 uint64) bool {
 	m := uint64(len(b.bits) * 64)
-	for i := range uint64(hashesPerKey) {
+	for i := range b.hashes {
 		x := (h1 + i*h2) % m
 		if b.bits[x/64]&(1<<(x%64)) == 0 {
 			return false

@@ -269,6 +269,7 @@ func (s *Store) held(ctx context.Context, parts []*part) (map[rowKey]bool, error
 	for _, p := range parts {
 		for start := 0; start < len(p.rows); start += heldChunk {
 			rows := p.rows[start:min(start+heldChunk, len(p.rows))]
+			s.heldKeysRead.Add(int64(len(rows)))
 			g.Go(func() error {
 				n := 1
 				for n < len(rows) {
@@ -349,8 +350,10 @@ func ms(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Millisecond)
 }
 
-// writeDays lists the batch's (crawler, day) pairs in crawler_days, skipping
-// the ones this Store has listed before.
+// writeDays lists the batch's (crawler, day) pairs in crawler_days, with
+// this Store among the partition's writers (writers.go), skipping the ones
+// this Store has listed before: before a Store writes its first row in a
+// partition, the partition names it.
 func (s *Store) writeDays(ctx context.Context, parts []*part) error {
 	var todo []*part
 	s.mu.Lock()
@@ -367,10 +370,12 @@ func (s *Store) writeDays(ctx context.Context, parts []*part) error {
 	g.SetLimit(s.inFlight)
 	for _, p := range todo {
 		g.Go(func() error {
-			q := s.session.Query(s.insertDay, p.key.crawler, p.day).WithContext(gctx).Idempotent(true)
-			err := q.Exec()
-			q.Release()
-			return err
+			b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
+			b.Entries = []gocql.BatchEntry{
+				{Stmt: s.insertDay, Args: []any{p.key.crawler, p.day}, Idempotent: true},
+				{Stmt: s.addWriter, Args: []any{[]string{s.writer}, p.key.crawler, p.day}, Idempotent: true},
+			}
+			return s.session.ExecuteBatch(b)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -439,12 +444,7 @@ func (s *Store) writeBatches(ctx context.Context, parts []*part) error {
 			g.Go(func() error {
 				now := time.Now()
 				b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
-				b.Entries = make([]gocql.BatchEntry, 0, len(rows)+1)
-				// The partition's writers name this Store in the same
-				// mutation as its rows (writers.go).
-				b.Entries = append(b.Entries, gocql.BatchEntry{
-					Stmt: s.addWriter, Args: []any{[]string{s.writer}, p.key.crawler, p.day}, Idempotent: true,
-				})
+				b.Entries = make([]gocql.BatchEntry, 0, len(rows))
 				for _, c := range rows {
 					b.Entries = append(b.Entries, gocql.BatchEntry{
 						Stmt: s.upsertComment, Args: s.commentArgs(c, p.day, now), Idempotent: true,
@@ -471,16 +471,6 @@ func rowSize(c *api.Comment) int {
 func (s *Store) writeSingles(ctx context.Context, parts []*part) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.inFlight)
-	for _, p := range parts {
-		// The partition's writers name this Store before its rows are
-		// written (writers.go).
-		q := s.session.Query(s.addWriter, []string{s.writer}, p.key.crawler, p.day).WithContext(ctx).Idempotent(true)
-		err := q.Exec()
-		q.Release()
-		if err != nil {
-			return err
-		}
-	}
 	for _, p := range parts {
 		for _, c := range p.rows {
 			g.Go(func() error {

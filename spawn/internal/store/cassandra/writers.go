@@ -61,33 +61,50 @@ func (s *Store) loadWritersFrom(ctx context.Context, before schemaState) error {
 	return nil
 }
 
-// alone reads the writers set of each partition and reports those this
-// Store alone wrote, whose every written key it remembers (knownKeys): for
-// them, a key it does not remember is not stored. One read of the
-// partition's static row each, the partitions concurrently.
+// alone reads the writers set of each partition (its crawler_days row)
+// and reports those this Store alone wrote, whose every written key it
+// remembers (knownKeys): for them, a key it does not remember is not
+// stored. One read a crawler, its days named, the crawlers concurrently.
 func (s *Store) alone(ctx context.Context, parts []*part) (map[partKey]bool, error) {
-	var mu sync.Mutex
-	out := make(map[partKey]bool, len(parts))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.inFlight)
+	days := map[int64][]time.Time{}
+	var crawlers []int64
 	for _, p := range parts {
 		if p.day.Before(s.writersFrom) {
 			continue // rows of an earlier release name no writer
 		}
+		if _, ok := days[p.key.crawler]; !ok {
+			crawlers = append(crawlers, p.key.crawler)
+		}
+		days[p.key.crawler] = append(days[p.key.crawler], p.day)
+	}
+	var mu sync.Mutex
+	out := make(map[partKey]bool, len(parts))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.inFlight)
+	for _, crawler := range crawlers {
 		g.Go(func() error {
-			q := s.session.Query(s.selectWriters, p.key.crawler, p.day).WithContext(gctx).Idempotent(true)
+			q := s.session.Query(s.selectWriters, crawler, days[crawler]).WithContext(gctx).Idempotent(true)
 			defer q.Release()
 			iter := q.Iter()
+			seen := map[int64][]string{}
+			var day time.Time
 			var writers []string
-			iter.Scan(&writers)
+			for iter.Scan(&day, &writers) {
+				seen[day.Unix()] = writers
+				writers = nil
+			}
 			if err := iter.Close(); err != nil {
 				return err
 			}
-			others := slices.ContainsFunc(writers, func(w string) bool { return w != s.writer })
-			a := s.known.observe(p.key, others, len(writers) == 0)
-			mu.Lock()
-			out[p.key] = a
-			mu.Unlock()
+			for _, d := range days[crawler] {
+				k := partKey{crawler, d.Unix()}
+				w := seen[d.Unix()]
+				others := slices.ContainsFunc(w, func(id string) bool { return id != s.writer })
+				a := s.known.observe(k, others, len(w) == 0)
+				mu.Lock()
+				out[k] = a
+				mu.Unlock()
+			}
 			return nil
 		})
 	}
