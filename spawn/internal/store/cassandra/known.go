@@ -32,10 +32,11 @@ const (
 	// marked as written by others).
 	maxKnownParts = 1 << 16
 	// firstBlockKeys is the capacity of a partition's first filter block;
-	// each next block holds four times more, with one more bit a key (a
-	// scalable Bloom filter): block i, of 10+i bits a key, gives false
-	// positives at 0.62^(10+i) — 0.8 %, 0.5 %, 0.3 %, … — about 2 % for
-	// the whole chain of a partition of a hundred thousand keys.
+	// each next block holds four times more (up to a million keys), with
+	// one more bit a key (a scalable Bloom filter): block i, of 10+i bits
+	// a key, gives false positives at 0.62^(10+i) — 0.8 %, 0.5 %, 0.3 %, …
+	// — about 2 % for the whole chain of a partition of a hundred thousand
+	// keys.
 	firstBlockKeys = 256
 	firstBlockBits = 10
 )
@@ -146,7 +147,7 @@ func (m *knownKeys) addKeys(keys []rowKey, mark bool) {
 			continue
 		}
 		if len(e.blocks) == 0 || e.blocks[len(e.blocks)-1].n >= e.blocks[len(e.blocks)-1].cap {
-			i := min(len(e.blocks), 10)
+			i := min(len(e.blocks), 6)
 			c, perKey := firstBlockKeys<<(2*i), firstBlockBits+i
 			e.blocks = append(e.blocks, bloomBlock{bits: make([]uint64, (c*perKey+63)/64), cap: c, hashes: uint64(perKey * 693 / 1000)})
 		}
