@@ -100,6 +100,9 @@ type Store struct {
 	// the batch must still count them as new even if the failed attempt
 	// stored them.
 	unsettled map[rowKey]struct{}
+	// prefetched are writers sets Intend read for the WriteFresh that
+	// follows it (writers.go).
+	prefetched map[partKey]prefetch
 
 	closeOnce sync.Once
 }
@@ -174,6 +177,7 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 		known:         newKnownKeys(),
 		knownDays:     make(map[partKey]struct{}),
 		unsettled:     make(map[rowKey]struct{}),
+		prefetched:    make(map[partKey]prefetch),
 	}
 	if s.writer, err = newWriterID(); err != nil {
 		session.Close()

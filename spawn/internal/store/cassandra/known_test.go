@@ -133,8 +133,22 @@ func TestWriteFresh_ReadsOnlyWhatMayBeHeld(t *testing.T) {
 	ctx := ctxT(t)
 	base := time.Now().UTC().Add(-time.Hour)
 	var first []api.Comment
+	var intents []store.Intent
 	for i := range 500 {
 		first = append(first, mkComment(int64(1+i%5), "c"+strconv.Itoa(i), base.Add(-time.Duration(i)*time.Second)))
+	}
+	for c := range int64(5) {
+		intents = append(intents, store.Intent{NodeID: "n", Seq: uint64(c + 1), CrawlerID: c + 1, UserID: 1, Days: []time.Time{base, base.Add(-time.Duration(499) * time.Second)}})
+	}
+	// The intents read the partitions' writers beside them, for the write.
+	if err := s.Intend(ctx, intents); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	prefetched := len(s.prefetched)
+	s.mu.Unlock()
+	if prefetched == 0 {
+		t.Fatal("Intend read no writers set")
 	}
 	fresh, err := s.WriteFresh(ctx, first)
 	if err != nil {
@@ -147,6 +161,12 @@ func TestWriteFresh_ReadsOnlyWhatMayBeHeld(t *testing.T) {
 	}
 	if n := s.heldKeysRead.Load(); n != 0 {
 		t.Fatalf("%d keys read for a batch of new comments in new partitions, want 0", n)
+	}
+	s.mu.Lock()
+	left := len(s.prefetched)
+	s.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d writers sets Intend read were not used by the write", left)
 	}
 	// 20 delivered again among 30 new.
 	var second []api.Comment
@@ -198,21 +218,14 @@ func TestWriteFresh_AnotherWriterIsSeen(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	base := time.Now().UTC().Add(-time.Hour)
 	tag := func(c api.Comment, node string, seq uint64) api.Comment { c.NodeID, c.IncSeq = node, seq; return c }
-	for _, in := range []struct {
-		s   *Store
-		seq uint64
-	}{{a, 1}, {b, 1}, {a, 2}, {b, 2}} {
-		node := "node-a"
-		if in.s == b {
-			node = "node-b"
-		}
-		if err := in.s.Intend(ctx, []store.Intent{{NodeID: node, Seq: in.seq, CrawlerID: 4, UserID: 1, Days: []time.Time{base}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	x, y, z := mkComment(4, "x", base), mkComment(4, "y", base.Add(time.Second)), mkComment(4, "z", base.Add(2*time.Second))
+	// As a spawn writes: the intents (which read the partition's writers
+	// beside them), then the comments.
 	write := func(s *Store, node string, seq uint64, cs ...api.Comment) []bool {
 		t.Helper()
+		if err := s.Intend(ctx, []store.Intent{{NodeID: node, Seq: seq, CrawlerID: 4, UserID: 1, Days: []time.Time{base}}}); err != nil {
+			t.Fatal(err)
+		}
 		for i := range cs {
 			cs[i] = tag(cs[i], node, seq)
 		}

@@ -75,10 +75,19 @@ func (s *Store) writeParts(ctx context.Context, parts []*part, n int) error {
 // lost spawn's usage takes to be recovered.
 const intentTTL = 7 * 24 * time.Hour
 
-// Intend records the intents, one idempotent insert each.
+// Intend records the intents, one idempotent insert each. Beside them it
+// reads the writers sets of the partitions the intents name, for the
+// WriteFresh that follows (writers.go): one round trip for both.
 func (s *Store) Intend(ctx context.Context, intents []store.Intent) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.inFlight)
+	var fetched sync.WaitGroup
+	fetched.Add(1)
+	go func() {
+		defer fetched.Done()
+		s.prefetchWriters(ctx, intents)
+	}()
+	defer fetched.Wait()
 	for _, in := range intents {
 		g.Go(func() error {
 			days := make([]time.Time, len(in.Days))

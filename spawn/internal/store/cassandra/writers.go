@@ -11,6 +11,8 @@ import (
 
 	"github.com/gocql/gocql"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/blackwidow-crawl/blackwidow/spawn/internal/store"
 )
 
 // writersFromRow names store_info's row holding the first day whose
@@ -64,52 +66,129 @@ func (s *Store) loadWritersFrom(ctx context.Context, before schemaState) error {
 // alone reads the writers set of each partition (its crawler_days row)
 // and reports those this Store alone wrote, whose every written key it
 // remembers (knownKeys): for them, a key it does not remember is not
-// stored. One read a crawler, its days named, the crawlers concurrently.
+// stored. One read a crawler, its days named, the crawlers concurrently;
+// none for the partitions whose sets Intend has just read (prefetched).
 func (s *Store) alone(ctx context.Context, parts []*part) (map[partKey]bool, error) {
-	days := map[int64][]time.Time{}
-	var crawlers []int64
+	seen := make(map[partKey][]string, len(parts))
+	ask := map[int64][]time.Time{}
+	now := time.Now()
+	s.mu.Lock()
 	for _, p := range parts {
 		if p.day.Before(s.writersFrom) {
 			continue // rows of an earlier release name no writer
 		}
-		if _, ok := days[p.key.crawler]; !ok {
-			crawlers = append(crawlers, p.key.crawler)
+		if f, ok := s.prefetched[p.key]; ok && now.Sub(f.at) < prefetchAge {
+			delete(s.prefetched, p.key)
+			seen[p.key] = f.writers
+			continue
 		}
-		days[p.key.crawler] = append(days[p.key.crawler], p.day)
+		ask[p.key.crawler] = append(ask[p.key.crawler], p.day)
 	}
-	var mu sync.Mutex
+	s.mu.Unlock()
+	if len(ask) > 0 {
+		read, err := s.readWriters(ctx, ask)
+		if err != nil {
+			return nil, err
+		}
+		for k, w := range read {
+			seen[k] = w
+		}
+	}
 	out := make(map[partKey]bool, len(parts))
+	for k, w := range seen {
+		others := slices.ContainsFunc(w, func(id string) bool { return id != s.writer })
+		out[k] = s.known.observe(k, others, len(w) == 0)
+	}
+	return out, nil
+}
+
+// readWriters reads the writers sets of the crawlers' days: one query a
+// crawler, concurrently. A day with no row has an empty set.
+func (s *Store) readWriters(ctx context.Context, days map[int64][]time.Time) (map[partKey][]string, error) {
+	var mu sync.Mutex
+	out := map[partKey][]string{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.inFlight)
-	for _, crawler := range crawlers {
+	for crawler, ds := range days {
 		g.Go(func() error {
-			q := s.session.Query(s.selectWriters, crawler, days[crawler]).WithContext(gctx).Idempotent(true)
+			q := s.session.Query(s.selectWriters, crawler, ds).WithContext(gctx).Idempotent(true)
 			defer q.Release()
 			iter := q.Iter()
-			seen := map[int64][]string{}
+			got := map[int64][]string{}
 			var day time.Time
 			var writers []string
 			for iter.Scan(&day, &writers) {
-				seen[day.Unix()] = writers
+				got[day.Unix()] = writers
 				writers = nil
 			}
 			if err := iter.Close(); err != nil {
 				return err
 			}
-			for _, d := range days[crawler] {
-				k := partKey{crawler, d.Unix()}
-				w := seen[d.Unix()]
-				others := slices.ContainsFunc(w, func(id string) bool { return id != s.writer })
-				a := s.known.observe(k, others, len(w) == 0)
-				mu.Lock()
-				out[k] = a
-				mu.Unlock()
+			mu.Lock()
+			for _, d := range ds {
+				out[partKey{crawler, d.Unix()}] = got[d.Unix()]
 			}
+			mu.Unlock()
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("cassandra: read the writers of %d partitions: %w", len(parts), err)
+		return nil, fmt.Errorf("cassandra: read the writers of %d crawlers' partitions: %w", len(days), err)
 	}
 	return out, nil
+}
+
+// prefetchAge is how long a writers set Intend read stands for WriteFresh:
+// the counted write's own check, taken a round trip earlier (beside the
+// intents, instead of after them).
+const prefetchAge = time.Second
+
+// maxPrefetched bounds the sets kept for a WriteFresh that never came.
+const maxPrefetched = 1 << 12
+
+type prefetch struct {
+	writers []string
+	at      time.Time
+}
+
+// prefetchWriters reads, beside the intents, the writers sets of the
+// partitions they name, for the WriteFresh that follows. A failed read
+// keeps nothing: WriteFresh reads again.
+func (s *Store) prefetchWriters(ctx context.Context, intents []store.Intent) {
+	days := map[int64][]time.Time{}
+	seen := map[partKey]bool{}
+	for _, in := range intents {
+		for _, d := range in.Days {
+			day := utcDay(d)
+			k := partKey{in.CrawlerID, day.Unix()}
+			if day.Before(s.writersFrom) || seen[k] {
+				continue
+			}
+			seen[k] = true
+			days[in.CrawlerID] = append(days[in.CrawlerID], day)
+		}
+	}
+	if len(days) == 0 {
+		return
+	}
+	at := time.Now()
+	read, err := s.readWriters(ctx, days)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.prefetched)+len(read) > maxPrefetched {
+		for k, f := range s.prefetched {
+			if time.Since(f.at) >= prefetchAge {
+				delete(s.prefetched, k)
+			}
+		}
+	}
+	if len(s.prefetched)+len(read) > maxPrefetched {
+		return
+	}
+	for k, w := range read {
+		s.prefetched[k] = prefetch{w, at}
+	}
 }
