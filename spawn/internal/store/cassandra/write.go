@@ -149,7 +149,8 @@ const maxUnsettled = 1 << 16
 
 // WriteFresh is Write reporting which comments the store did not hold
 // before, so a comment delivered again is not counted twice. It reads the
-// writers of the batch's partitions (one small read each): in a partition
+// writers of the batch's partitions (one small read a crawler, taken by
+// Intend beside the intents when it named them): in a partition
 // this Store alone wrote, a comment it does not remember writing is new
 // without a read (known.go); the others — comments it may have written,
 // and every comment of a partition another writer wrote — are read by key
