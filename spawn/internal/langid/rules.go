@@ -309,6 +309,9 @@ func (ru *rules) filter(ws []string) langSet {
 	for _, w := range ws {
 		distinct := chars[:0]
 		for _, c := range w {
+			if c < 0x80 {
+				continue
+			}
 			if s := ru.shared[c] & filtered; s != 0 && !containsRune(distinct, c) {
 				distinct = append(distinct, c)
 				for l := range 32 {
@@ -331,23 +334,49 @@ func (ru *rules) filter(ws []string) langSet {
 	return filtered
 }
 
-// alphabetOf is the index in alphabets of the first script all of a
-// word's letters are in, or -1.
+// alphabetOf is the index in alphabets of the script all of a word's
+// letters are in, or -1. Scripts do not overlap, so only the first
+// letter's can be the one.
 func alphabetOf(w string) int {
-	for i, t := range alphabets {
-		all := true
-		for _, c := range w {
-			if !unicode.Is(t, c) {
-				all = false
-				break
+	a := -1
+	for _, c := range w {
+		if a < 0 {
+			if a = scriptOf(c); a < 0 {
+				return -1
 			}
+			continue
 		}
-		if all {
+		if c < 0x80 {
+			if a != latin || !isASCIILetter(c) {
+				return -1
+			}
+		} else if !unicode.Is(alphabets[a], c) {
+			return -1
+		}
+	}
+	return a
+}
+
+// latin is the index of unicode.Latin in alphabets.
+const latin = 14
+
+// scriptOf is the index in alphabets of the script of c, or -1.
+func scriptOf(c rune) int {
+	if c < 0x80 {
+		if isASCIILetter(c) {
+			return latin
+		}
+		return -1
+	}
+	for i, t := range alphabets {
+		if unicode.Is(t, c) {
 			return i
 		}
 	}
 	return -1
 }
+
+func isASCIILetter(c rune) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // top2 returns the index of the largest of counts among set (the first
 // when tied), its count and the next largest.
