@@ -166,6 +166,11 @@ func (v *vader) replaceEmoji(text string) string {
 	b.Grow(len(text) + 32)
 	prevSpace := true
 	for _, r := range text {
+		if r < 0x80 {
+			b.WriteByte(byte(r))
+			prevSpace = r == ' '
+			continue
+		}
 		if d, ok := v.emoji[r]; ok {
 			if !prevSpace {
 				b.WriteByte(' ')
