@@ -227,7 +227,7 @@ func emoticonAt(s string) int {
 // normWord is a word as a feature: lowercased, apostrophes dropped.
 func normWord(w string) string {
 	w = strings.ToLower(w)
-	if !strings.ContainsAny(w, "'’") {
+	if strings.IndexByte(w, '\'') < 0 && !strings.Contains(w, "’") {
 		return w
 	}
 	var b strings.Builder
