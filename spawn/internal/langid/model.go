@@ -173,7 +173,17 @@ func loadModel(gz []byte, langs []string) (*model, error) {
 	slices.SortFunc(bis, byKey)
 	slices.SortFunc(tris, byKey)
 
-	m := &model{n: n, rows: make([]float32, n), uni: make(map[rune]int32), bi: make(map[uint64]int32)}
+	distinct := func(es []entry) int {
+		d := 0
+		for i := range es {
+			if i == 0 || es[i].key != es[i-1].key {
+				d++
+			}
+		}
+		return d
+	}
+	nuni, nbi, ntri := distinct(unis), distinct(bis), distinct(tris)
+	m := &model{n: n, rows: make([]float32, n, (1+nuni+nbi)*n), uni: make(map[rune]int32, nuni), bi: make(map[uint64]int32, nbi)}
 	newRow := func() (int32, []float32) {
 		i := len(m.rows) / n
 		m.rows = append(m.rows, make([]float32, n)...)
@@ -196,8 +206,9 @@ func loadModel(gz []byte, langs []string) (*model, error) {
 		}
 		m.bi[k] = ri
 	}
-	m.rows = slices.Clip(m.rows)
-	m.tri = make(map[uint64]int32, len(tris)/2)
+	m.tri = make(map[uint64]int32, ntri)
+	m.triRow = make([]int32, 0, ntri)
+	m.triStart = make([]uint32, 0, ntri+1)
 	m.triLang = make([]uint8, 0, len(tris))
 	m.triLogp = make([]float32, 0, len(tris))
 	for i := 0; i < len(tris); {
@@ -211,8 +222,6 @@ func loadModel(gz []byte, langs []string) (*model, error) {
 		}
 	}
 	m.triStart = append(m.triStart, uint32(len(m.triLang)))
-	m.triRow = slices.Clip(m.triRow)
-	m.triStart = slices.Clip(m.triStart)
 	return m, nil
 }
 
@@ -250,12 +259,4 @@ func (m *model) score(keys []uint64, sums []float64) {
 			sums[l] += float64(x)
 		}
 	}
-}
-
-// bytes is the heap the model's tables take, roughly (a map entry taken
-// as its key, value and a control byte, at 7/8 load).
-func (m *model) bytes() int {
-	mapBytes := func(entries, kv int) int { return entries * (kv + 1) * 8 / 7 }
-	return len(m.rows)*4 + mapBytes(len(m.uni), 8) + mapBytes(len(m.bi), 12) + mapBytes(len(m.tri), 12) +
-		len(m.triRow)*4 + len(m.triStart)*4 + len(m.triLang) + len(m.triLogp)*4
 }
