@@ -3,7 +3,10 @@ package langid
 import (
 	"bytes"
 	"compress/gzip"
-	"io"
+	"encoding/binary"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -73,45 +76,130 @@ func TestAgreesWithLingua(t *testing.T) {
 	t.Logf("%d texts, %d sure, %d differ", len(texts), sure, differ)
 }
 
+// table writes an n-gram table as internal/gen does: langs, then for
+// each language its unigrams, bigrams and trigrams with their
+// log-probabilities.
+func table(langs []string, models [][3]map[string]float32, tail ...byte) []byte {
+	var b []byte
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = append(b, "bwlangid 1\n"...)
+	b = binary.AppendUvarint(b, uint64(len(langs)))
+	for _, l := range langs {
+		str(l)
+	}
+	for _, m := range models {
+		for _, grams := range m {
+			keys := slices.Sorted(maps.Keys(grams))
+			b = binary.AppendUvarint(b, uint64(len(keys)))
+			for _, k := range keys {
+				str(k)
+				b = binary.LittleEndian.AppendUint32(b, math.Float32bits(grams[k]))
+			}
+		}
+	}
+	b = append(b, tail...)
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+// TestModelScore: a trigram counts, in each language, its own
+// log-probability, else its bigram's, else its first letter's, else
+// nothing — Lingua's back-off — from one table for all languages.
+func TestModelScore(t *testing.T) {
+	langs := []string{"xa", "xb", "xc", "xd"}
+	models := [][3]map[string]float32{
+		{{"a": -3}, {"ab": -2}, {"abc": -1}}, // knows the trigram
+		{{"a": -3}, {"ab": -2}, {"abd": -1}}, // its bigram
+		{{"a": -3}, {"bc": -2}, {"bcd": -1}}, // its first letter
+		{{"z": -3}, {"zz": -2}, {"zzz": -1}}, // nothing
+	}
+	m, err := loadModel(table(langs, models), langs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		keys []uint64
+		want []float64
+	}{
+		{[]uint64{key3('a', 'b', 'c')}, []float64{-1, -2, -3, 0}},
+		{[]uint64{key3('a', 'b', 'd')}, []float64{-2, -1, -3, 0}},
+		{[]uint64{key3('a', 'x', 'y')}, []float64{-3, -3, -3, 0}},
+		{[]uint64{key3('q', 'q', 'q')}, []float64{0, 0, 0, 0}},
+		{[]uint64{key3('a', 'b', 'c'), key3('b', 'c', 'd')}, []float64{-1, -2, -4, 0}},
+	} {
+		sums := make([]float64, len(langs))
+		m.score(c.keys, sums)
+		if !slices.Equal(sums, c.want) {
+			t.Errorf("keys %x: sums %v, want %v", c.keys, sums, c.want)
+		}
+	}
+}
+
+// TestDecide: the best language is the answer only when its likelihood
+// (a softmax of the sums among the languages left, those with any) is
+// ahead of the next one's by minDistance.
+func TestDecide(t *testing.T) {
+	all := langSet(0xf)
+	for _, c := range []struct {
+		sums []float64
+		set  langSet
+		want int
+	}{
+		{[]float64{-10, -20, 0, 0}, all, 0},        // far ahead
+		{[]float64{-10, -10.2, 0, 0}, all, -1},     // too close
+		{[]float64{-10, -10, 0, 0}, all, -1},       // tied
+		{[]float64{0, 0, -5, 0}, all, 2},           // the only one with any
+		{[]float64{0, 0, 0, 0}, all, -1},           // none
+		{[]float64{-10, -20, -30, 0}, 0b110, 1},    // the best left out
+		{[]float64{-10, -10.5, -40, -40}, all, -1}, // 0.62 against 0.38
+		{[]float64{-10, -11.5, -40, -40}, all, 0},  // 0.82 against 0.18
+	} {
+		if got := decide(c.sums, c.set); got != c.want {
+			t.Errorf("decide(%v, %b) = %d, want %d", c.sums, c.set, got, c.want)
+		}
+	}
+}
+
 // TestLoadModel_Bad: a damaged or foreign table is an error, never a
 // panic or a half-built model.
 func TestLoadModel_Bad(t *testing.T) {
-	zr, err := gzip.NewReader(bytes.NewReader(ngramsGz))
-	if err != nil {
-		t.Fatal(err)
+	langs := []string{"xa", "xb"}
+	good := [][3]map[string]float32{{{"a": -1}, {"ab": -1}, {"abc": -1}}, {{"b": -1}, {"bc": -1}, {"bcd": -1}}}
+	if _, err := loadModel(table(langs, good), langs); err != nil {
+		t.Fatalf("a good table: %v", err)
 	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
+	with := func(lang, order int, gram string, logp float32) [][3]map[string]float32 {
+		m := [][3]map[string]float32{{{"a": -1}, {"ab": -1}, {"abc": -1}}, {{"b": -1}, {"bc": -1}, {"bcd": -1}}}
+		m[lang][order][gram] = logp
+		return m
 	}
-	gz := func(b []byte) []byte {
-		var buf bytes.Buffer
-		w := gzip.NewWriter(&buf)
-		w.Write(b)
-		w.Close()
-		return buf.Bytes()
-	}
+	valid := table(langs, good)
 	for name, data := range map[string][]byte{
-		"not gzip":        []byte("bwlangid 1\n"),
-		"empty":           gz(nil),
-		"other header":    gz(append([]byte("bwlangid 2\n"), raw[len("bwlangid 1\n"):]...)),
-		"truncated":       gz(raw[:len(raw)/2]),
-		"trailing data":   gz(append(append([]byte{}, raw...), 0)),
-		"truncated bytes": ngramsGz[:len(ngramsGz)/2],
+		"not gzip":            []byte("bwlangid 1\n"),
+		"empty":               table(nil, nil)[:0],
+		"no languages":        table(nil, nil),
+		"trailing data":       table(langs, good, 0),
+		"truncated":           valid[:len(valid)-8],
+		"a positive log":      table(langs, with(0, 2, "xyz", 0.5)),
+		"not a number":        table(langs, with(0, 2, "xyz", float32(math.NaN()))),
+		"a bigram as trigram": table(langs, with(1, 2, "xy", -1)),
+		"a 4-gram as trigram": table(langs, with(1, 2, "wxyz", -1)),
+		"invalid UTF-8":       table(langs, with(1, 0, "\xff", -1)),
+		"other languages":     table([]string{"xa", "xz"}, good),
+		"languages reordered": table([]string{"xb", "xa"}, good),
+		"fewer languages":     table(langs[:1], good[:1]),
 	} {
-		if m, err := loadModel(data, Languages); err == nil || m != nil {
+		if m, err := loadModel(data, langs); err == nil || m != nil {
 			t.Errorf("%s: loaded (%v)", name, err)
 		}
 	}
-	other := append([]string{}, Languages...)
-	other[0], other[1] = other[1], other[0]
-	if _, err := loadModel(ngramsGz, other); err == nil {
-		t.Error("loaded for languages in another order")
-	}
-	if _, err := loadModel(ngramsGz, Languages[:10]); err == nil {
-		t.Error("loaded for fewer languages")
-	}
-	if m, err := loadModel(ngramsGz, Languages); err != nil || m.n != len(Languages) {
-		t.Fatalf("the embedded table: %v", err)
+	if d := loaded(t); d.Err() != nil || d.m == nil {
+		t.Fatalf("the embedded table: %v", d.Err())
 	}
 }
