@@ -223,6 +223,46 @@ func BenchmarkDetect(b *testing.B) {
 	}
 }
 
+// BenchmarkDetectTestData times the detector and Lingua, as
+// BenchmarkDetect, on every sentence of Lingua's test data for the
+// languages detected (BW_LANGID_TESTDATA, as TestAccuracyReport): an op
+// is one sentence, taken in a stride that visits every language.
+func BenchmarkDetectTestData(b *testing.B) {
+	dir := os.Getenv("BW_LANGID_TESTDATA")
+	if dir == "" {
+		b.Skip("BW_LANGID_TESTDATA names no Lingua test data")
+	}
+	var texts []string
+	for _, c := range Languages {
+		data, err := os.ReadFile(filepath.Join(dir, "sentences", c+".txt"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				texts = append(texts, l)
+			}
+		}
+	}
+	d := loaded(b)
+	ref := newLinguaRef()
+	for _, c := range []struct {
+		name   string
+		detect func(string) (string, bool)
+	}{{"detector", d.Detect}, {"lingua", ref.Detect}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := cpuTime()
+			i := 0
+			for b.Loop() {
+				c.detect(texts[(i*7919)%len(texts)])
+				i++
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
 // cpuTime is the processor time the process has used, so that a
 // benchmark on a busy machine reports its own cost, not its wait.
 func cpuTime() time.Duration {
