@@ -40,7 +40,7 @@ type model struct {
 	rows []float32 // n values a row
 	uni  map[rune]int32
 	bi   map[uint64]int32
-	tri  map[uint64]int32 // index into triRow and triStart
+	tri  hashTable // trigram → index into triRow and triStart
 
 	triRow   []int32  // the row of the trigram's bigram, or letter
 	triStart []uint32 // triLang[triStart[t]:triStart[t+1]] are trigram t's languages
@@ -206,14 +206,14 @@ func loadModel(gz []byte, langs []string) (*model, error) {
 		}
 		m.bi[k] = ri
 	}
-	m.tri = make(map[uint64]int32, ntri)
+	m.tri = newHashTable(ntri)
 	m.triRow = make([]int32, 0, ntri)
 	m.triStart = make([]uint32, 0, ntri+1)
 	m.triLang = make([]uint8, 0, len(tris))
 	m.triLogp = make([]float32, 0, len(tris))
 	for i := 0; i < len(tris); {
 		k := tris[i].key
-		m.tri[k] = int32(len(m.triRow))
+		m.tri.put(k, int32(len(m.triRow)))
 		m.triRow = append(m.triRow, m.biRow(rune(k>>42), rune(k>>21&(1<<21-1))))
 		m.triStart = append(m.triStart, uint32(len(m.triLang)))
 		for ; i < len(tris) && tris[i].key == k; i++ {
@@ -242,21 +242,74 @@ func (m *model) biRow(a, b rune) int32 {
 // low-accuracy mode counts them.
 func (m *model) score(keys []uint64, sums []float64) {
 	n := m.n
-	var v [256]float32
-	vals := v[:n]
+	sums = sums[:n]
 	for _, k := range keys {
-		if t, ok := m.tri[k]; ok {
-			r := int(m.triRow[t]) * n
-			copy(vals, m.rows[r:r+n])
-			for j := m.triStart[t]; j < m.triStart[t+1]; j++ {
-				vals[m.triLang[j]] = m.triLogp[j]
-			}
+		var r []float32
+		start, end := uint32(0), uint32(0)
+		if t, ok := m.tri.get(k); ok {
+			off := int(m.triRow[t]) * n
+			r = m.rows[off : off+n : off+n]
+			start, end = m.triStart[t], m.triStart[t+1]
 		} else {
-			r := int(m.biRow(rune(k>>42), rune(k>>21&(1<<21-1)))) * n
-			copy(vals, m.rows[r:r+n])
+			off := int(m.biRow(rune(k>>42), rune(k>>21&(1<<21-1)))) * n
+			r = m.rows[off : off+n : off+n]
 		}
-		for l, x := range vals {
+		// The trigram's languages (sorted) replace the row's values.
+		j := start
+		for l := range sums {
+			x := r[l]
+			if j < end && int(m.triLang[j]) == l {
+				x = m.triLogp[j]
+				j++
+			}
 			sums[l] += float64(x)
+		}
+	}
+}
+
+// hashTable maps trigram keys (never 0) to indexes: open addressing,
+// linear probing, at most half full, each slot's key and value side by
+// side, so that a look-up mostly reads one cache line. It is built once
+// and then only read.
+type hashTable struct {
+	slots []slot
+	shift uint // 64 - log2(len(slots))
+}
+
+type slot struct {
+	key uint64
+	val int32
+}
+
+func newHashTable(n int) hashTable {
+	size, bits := 1, uint(0)
+	for size < 2*n || size < 8 {
+		size, bits = size*2, bits+1
+	}
+	return hashTable{slots: make([]slot, size), shift: 64 - bits}
+}
+
+// home is the slot where a key's probe starts (Fibonacci hashing).
+func (t *hashTable) home(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> t.shift }
+
+func (t *hashTable) put(k uint64, v int32) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		if s := &t.slots[i]; s.key == 0 || s.key == k {
+			s.key, s.val = k, v
+			return
+		}
+	}
+}
+
+func (t *hashTable) get(k uint64) (int32, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		switch s := &t.slots[i]; s.key {
+		case k:
+			return s.val, true
+		case 0:
+			return 0, false
 		}
 	}
 }
