@@ -179,8 +179,8 @@ func sameAsPrevious(ps []pending, i int) bool {
 }
 
 // parallelMin is the fewest items worth a goroutine of their own:
-// detecting a language takes a fraction of a millisecond, scoring
-// sentiment tens of microseconds.
+// detecting a language and scoring sentiment each take some ten to
+// thirty microseconds a post.
 const parallelMin = 8
 
 // inParallel calls fn for 0..n-1 from up to GOMAXPROCS goroutines, and
