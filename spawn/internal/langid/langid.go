@@ -47,7 +47,7 @@ var Languages = []string{
 }
 
 // Detector detects languages. It is safe for concurrent use. Its models
-// load in the background (a fraction of a second): until they have,
+// load in the background (about a second): until they have,
 // Detect is unsure of every text, so that no caller waits (a spawn waits
 // for them before it takes crawlers).
 type Detector struct {
