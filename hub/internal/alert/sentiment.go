@@ -293,14 +293,18 @@ func (s *Service) warmShares(ctx context.Context, cold []*shareRule, owners *own
 	return nil
 }
 
-// fireShare records a crisis alert (observed: the recent negative share,
-// expected: the baseline's, both fractions of 1) with its deliveries, and
+// fireShare records a crisis alert (observed: the negative share of the
+// minute that fired, expected: the baseline's, both fractions of 1) with its deliveries, and
 // saves the detector's state at once, so a new leader does not tell it
 // again.
 func (s *Service) fireShare(ctx context.Context, term uint64, sr *shareRule, ids []int64, owners *owners, at time.Time,
 	counts map[int64]map[time.Time]sqlstore.ShareCount) error {
 	r := sr.rule
-	observed, expected := shareRound(sr.det.RecentShare()), shareRound(sr.det.BaselineShare())
+	// What fired is the recent window (a few minutes, decayed), which
+	// still holds the calm minutes before the crisis; the alert tells the
+	// share of the minute that fired, the clearer number.
+	neg, total := sumShares(counts, ids, at)
+	observed, expected := shareRound(neg/max(total, 1)), shareRound(sr.det.BaselineShare())
 	c := content{RuleID: r.ID, Kind: api.AlertSentiment, CrawlerID: r.CrawlerID, At: at, Observed: observed, Expected: expected}
 	c.UserID = owners.userOf(r)
 	// The crawler with the most negative comments in the minute shows its
