@@ -150,6 +150,7 @@ func TestAlerts_Sentiment(t *testing.T) {
 		w.Observed < 0.5 || w.Expected < 0.05 || w.Expected > 0.15 {
 		t.Fatalf("crisis webhook body = %s, want the minute's negative share above 0.5 and the baseline about 0.1", r.body)
 	}
+	t.Logf("crisis alert at %s: negative share %v, usually %v", w.At.Format("15:04"), w.Observed, w.Expected)
 	if len(w.Sample) == 0 || !strings.Contains(w.Sample[0].Text, "terrible") {
 		t.Errorf("crisis samples %+v, want the angry posts", w.Sample)
 	}
