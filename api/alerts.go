@@ -31,10 +31,13 @@ const (
 	// AlertMatch fires for new comments matching the rule's query, a batch
 	// at a time.
 	AlertMatch = "match"
+	// AlertSentiment fires once when the share of negative comments rises
+	// far above what the last hours lead one to expect (a crisis).
+	AlertSentiment = "sentiment"
 )
 
 // AlertKinds lists the kinds.
-var AlertKinds = []string{AlertSpike, AlertTerm, AlertMatch}
+var AlertKinds = []string{AlertSpike, AlertTerm, AlertMatch, AlertSentiment}
 
 // Alert channels.
 const (

@@ -123,6 +123,7 @@ type alertSetup struct {
 	urls     []string
 	hubs     []*proc
 	feeds    *feedserver.Server
+	feedBase string
 	client   *api.Client
 	crawler  api.Crawler
 }
@@ -132,6 +133,7 @@ func newAlertSetup(t *testing.T, hubs int, hubArgs ...string) *alertSetup {
 	s.env = []string{"BW_NODE_TOKEN=alerts-node-token", "BW_ADMIN_TOKEN=alerts-admin-token"}
 	var feedBase string
 	s.feeds, feedBase = feedserver.Start(t, feedserver.Options{MaxItems: 500})
+	s.feedBase = feedBase
 	for i := range hubs {
 		addr := testkit.FreeAddr(t)
 		s.urls = append(s.urls, "http://"+addr)

@@ -22,10 +22,24 @@ func (b *chromeTab) signIn(hubURL string) {
 	b.waitDOM("the dashboard", `!document.getElementById('main').hidden && document.getElementById('status').textContent.startsWith('live')`)
 }
 
-// click clicks the first element matching a CSS selector.
+// click clicks the first element matching a CSS selector once it is
+// shown and enabled. The page redraws its lists on every refresh, so a
+// node found by one call to the browser can be gone by the next: the
+// lookup and the click are one step inside the page.
 func (b *chromeTab) click(sel string) {
 	b.t.Helper()
-	b.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	cond := fmt.Sprintf(`(() => {
+		const e = document.querySelector(%s);
+		if (!e || e.disabled || e.getClientRects().length === 0) return false;
+		e.scrollIntoView({ block: 'center' });
+		e.click();
+		return true;
+	})()`, jsQuote(sel))
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](cond,
+		chromedp.WithPollingInterval(domPollInterval), chromedp.WithPollingTimeout(domTimeout)))
+	if err != nil {
+		b.t.Fatalf("page: timed out after %s waiting to click %s (absent, hidden or disabled): %v", domTimeout, sel, err)
+	}
 }
 
 // fill replaces a form field's value as a paste would, firing its input

@@ -174,9 +174,9 @@ func TestHackerNews_KilledSpawnLosesNothingAndDeletionsAreRemoved(t *testing.T) 
 		want := pub.matching(c.words...)
 		var missing, extra []string
 		var twice int
-		testkit.WaitFor(t, noGapsWait, fmt.Sprintf("crawler %d (%s) storing every matching item once", c.c.ID, strings.Join(c.words, " OR ")), func() bool {
+		testkit.WaitForShowing(t, noGapsWait, fmt.Sprintf("crawler %d (%s) storing every matching item once", c.c.ID, strings.Join(c.words, " OR ")), func() (bool, string) {
 			missing, extra, twice = f.storedOnce(c.c.ID, want)
-			return len(missing) == 0
+			return len(missing) == 0, missingSummary(missing, len(want))
 		})
 		if len(extra) > 0 || twice > 0 {
 			t.Errorf("crawler %d: %d items it does not match stored (%v), %d stored twice", c.c.ID, len(extra), extra, twice)

@@ -128,6 +128,13 @@ func (f *fleet) storedOnce(crawlerID int64, want []string) (missing, extra []str
 	return missing, extra, twice
 }
 
+// missingSummary says how much of want a store lacks, naming the first
+// ids missing, for a wait's failure.
+func missingSummary(missing []string, want int) string {
+	shown := missing[:min(len(missing), 20)]
+	return fmt.Sprintf("%d of %d stored, missing %v", want-len(missing), want, shown)
+}
+
 // xPublisher publishes posts to the local X at a steady pace, cycling
 // through words, and remembers each post's id, words and time.
 type xPublisher struct {
@@ -274,9 +281,9 @@ func TestNoGaps_XStreamHolderKilled(t *testing.T) {
 		want, during := pub.matching(killed, live, c.words...)
 		var missing, extra []string
 		var twice int
-		testkit.WaitFor(t, noGapsWait, fmt.Sprintf("crawler %d (%s) storing every matching post once", c.c.ID, strings.Join(c.words, " OR ")), func() bool {
+		testkit.WaitForShowing(t, noGapsWait, fmt.Sprintf("crawler %d (%s) storing every matching post once", c.c.ID, strings.Join(c.words, " OR ")), func() (bool, string) {
 			missing, extra, twice = f.storedOnce(c.c.ID, want)
-			return len(missing) == 0
+			return len(missing) == 0, missingSummary(missing, len(want))
 		})
 		t.Logf("crawler %d (%s): %d matching posts stored, %d of them published with no stream live", c.c.ID, strings.Join(c.words, " OR "), len(want), during)
 		if len(extra) > 0 || twice > 0 {
@@ -777,9 +784,9 @@ func TestNoGaps_MastodonReconnect(t *testing.T) {
 	want := pub.halt()
 	var missing, extra []string
 	var twice int
-	testkit.WaitFor(t, noGapsWait, "every status stored", func() bool {
+	testkit.WaitForShowing(t, noGapsWait, "every status stored", func() (bool, string) {
 		missing, extra, twice = f.storedOnce(c.ID, want)
-		return len(missing) == 0
+		return len(missing) == 0, missingSummary(missing, len(want))
 	})
 	t.Logf("connection cut (handshakes refused %s): live again after %s; %d statuses stored, the gap of %s filled from the tag timeline",
 		down, back.Round(time.Millisecond), len(want), back.Round(time.Millisecond))
@@ -819,9 +826,9 @@ func TestNoGaps_MastodonCrawlerMoved(t *testing.T) {
 	want := pub.halt()
 	var missing, extra []string
 	var twice int
-	testkit.WaitFor(t, noGapsWait, "every status stored", func() bool {
+	testkit.WaitForShowing(t, noGapsWait, "every status stored", func() (bool, string) {
 		missing, extra, twice = f.storedOnce(c.ID, want)
-		return len(missing) == 0
+		return len(missing) == 0, missingSummary(missing, len(want))
 	})
 	t.Logf("spawn SIGKILLed: crawler running elsewhere after %s, its stream live after %s; %d statuses stored, the gap filled from its cursor",
 		moved.Round(time.Millisecond), live.Round(time.Millisecond), len(want))

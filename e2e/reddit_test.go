@@ -238,9 +238,9 @@ func TestReddit_FleetKeepsToTheBudgetLosesNothingAndRemovesDeletions(t *testing.
 		want = slices.DeleteFunc(want, func(id string) bool { return id == gone })
 		var missing, extra []string
 		var twice int
-		testkit.WaitFor(t, redditWait, fmt.Sprintf("crawler %d (%s) storing every matching comment once", c.c.ID, c.query), func() bool {
+		testkit.WaitForShowing(t, redditWait, fmt.Sprintf("crawler %d (%s) storing every matching comment once", c.c.ID, c.query), func() (bool, string) {
 			missing, extra, twice = f.storedOnce(c.c.ID, want)
-			return len(missing) == 0
+			return len(missing) == 0, missingSummary(missing, len(want))
 		})
 		extra = slices.DeleteFunc(extra, func(id string) bool { return id == gone })
 		if len(extra) > 0 || twice > 0 {

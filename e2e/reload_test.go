@@ -13,8 +13,9 @@ import (
 	"github.com/blackwidow-crawl/blackwidow/internal/testkit"
 )
 
-// sentSince adds up the subscribers the hub's reloads sent after t, from
-// the "N sent, M moved" of its reload events.
+// sentSince adds up the subscribers the hub's reloads delivered after t
+// (sent, less the sends that failed and went again) and those they moved,
+// from the "N sent, M moved, R removed, F failed" of its reload events.
 func (c *cluster) sentSince(t time.Time) (sent, moved int) {
 	c.t.Helper()
 	status, body := c.adminDo(http.MethodGet, "/v1/events", clustertest.AdminToken, "")
@@ -29,12 +30,14 @@ func (c *cluster) sentSince(t time.Time) (sent, moved int) {
 		if !e.Time.After(t) || !strings.HasPrefix(e.Kind, "reload_") {
 			continue
 		}
-		var s, m, r int
+		var s, m, r, f int
 		var kind string
-		if _, err := fmt.Sscanf(e.Message, "%s reload: %d sent, %d moved, %d removed", &kind, &s, &m, &r); err != nil {
+		if _, err := fmt.Sscanf(e.Message, "%s reload: %d sent, %d moved, %d removed, %d failed", &kind, &s, &m, &r, &f); err != nil {
 			c.t.Fatalf("unexpected reload event %q: %v", e.Message, err)
 		}
-		sent, moved = sent+s, moved+m
+		// A send that failed (a node too slow to take it in time) is sent
+		// again by the next reload: it reached no node the first time.
+		sent, moved = sent+s-f, moved+m
 	}
 	return sent, moved
 }

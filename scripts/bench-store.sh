@@ -3,7 +3,10 @@
 # concurrent, prepared gocql insert loop writing one bare row a comment, the
 # same columns into a table without the store's indexes) with BenchmarkWrite
 # in spawn/internal/store/cassandra, and prints comments/s for both and their
-# ratio (target: store >= 0.9 x baseline). A second pair writes "rich"
+# ratio (target: store >= 0.9 x baseline), then the counted path a spawn's
+# comments take (usage intents, then only the comments the store does not
+# hold), into partitions the writing store alone writes and into partitions
+# another store wrote too (where every key is read). A second pair writes "rich"
 # comments (posts of 20 words from a Zipf vocabulary by 10,000 authors, a
 # third of them replies) to show what a text's many search terms cost.
 #
@@ -131,19 +134,22 @@ END {
 	printf "store Write:                 %8.0f comments/s  (rounds: %s)\n", s, all("store")
 	if (n["store-alt"]) printf "store, other write mode:     %8.0f comments/s  (rounds: %s)\n", median("store-alt"), all("store-alt")
 	if (n["counted"]) printf "counted (intents + new only):%8.0f comments/s  (rounds: %s)\n", median("counted"), all("counted")
+	if (n["counted-shared"]) printf "counted, shared partitions:  %8.0f comments/s  (rounds: %s)\n", median("counted-shared"), all("counted-shared")
 	if (n["baseline-rich"]) printf "baseline, rich comments:     %8.0f comments/s  (rounds: %s)\n", median("baseline-rich"), all("baseline-rich")
 	if (n["store-rich"]) printf "store Write, rich comments:  %8.0f comments/s  (rounds: %s)\n", median("store-rich"), all("store-rich")
 	printf "ratio store/baseline:        %8.2f  (target >= 0.90)\n", s / b
 	if (n["counted"]) printf "ratio counted/baseline:      %8.2f  (target >= 0.90)\n", median("counted") / b
+	if (n["counted-shared"]) printf "ratio counted shared/base:   %8.2f\n", median("counted-shared") / b
 	if (n["store-rich"] && n["baseline-rich"]) printf "ratio rich store/baseline:   %8.2f\n", median("store-rich") / median("baseline-rich")
-	split("baseline store store-alt counted baseline-rich store-rich", paths, " ")
-	for (k = 1; k <= 6; k++) if (paths[k] in cl)
+	split("baseline store store-alt counted counted-shared baseline-rich store-rich", paths, " ")
+	for (k = 1; k <= 7; k++) if (paths[k] in cl)
 		printf "CPU µs a comment, %-14s client %s; node %s\n", paths[k] ":", cl[paths[k]], (nd[paths[k]] == "" ? "not measured" : nd[paths[k]])
 	# Each round ran every path once, one after the other: the ratios of
 	# each round show how much of the spread the machine made.
 	for (k = 1; k <= n["store"] && k <= n["baseline"]; k++) {
 		line = sprintf("round %d: store/baseline %.2f", k, v["store", k] / v["baseline", k])
 		if (n["counted"] >= k) line = line sprintf(", counted/baseline %.2f", v["counted", k] / v["baseline", k])
+		if (n["counted-shared"] >= k) line = line sprintf(", counted shared %.2f", v["counted-shared", k] / v["baseline", k])
 		if (n["store-rich"] >= k && n["baseline-rich"] >= k) line = line sprintf(", rich %.2f", v["store-rich", k] / v["baseline-rich", k])
 		print line
 	}

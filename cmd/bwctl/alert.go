@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -13,13 +14,13 @@ import (
 
 // alertCommands are the alert verbs, in the order bwctl help shows them.
 func alertCommands() []*command {
-	sensitivity := flagSpec{name: "sensitivity", choices: spike.Sensitivities, usage: "how far above the expected a minute must be", def: spike.DefaultSensitivity}
+	sensitivity := flagSpec{name: "sensitivity", choices: spike.Sensitivities, usage: "how far above the expected a minute (spike) or the negative share (sentiment) must be", def: spike.DefaultSensitivity}
 	return []*command{
-		{name: "alert add", help: "add an alert rule: spikes in comments per minute, rising terms, or comments matching Q", run: alertAdd,
+		{name: "alert add", help: "add an alert rule: spikes in comments per minute, rising terms, comments matching Q, or a crisis (the negative share far above the usual)", run: alertAdd,
 			flags: []flagSpec{
 				{name: "crawler", arg: "ID", group: "on", required: true, usage: "the crawler the rule watches"},
 				{name: "user", arg: "ID", group: "on", required: true, usage: "the user whose crawlers the rule watches, together"},
-				{name: "kind", choices: api.AlertKinds, required: true, usage: "spike: comments per minute far above the expected; term: a term rising into the top terms; match: comments matching --query"},
+				{name: "kind", choices: api.AlertKinds, required: true, usage: "spike: comments per minute far above the expected; term: a term rising into the top terms; match: comments matching --query; sentiment: the share of negative comments far above the usual (a crisis)"},
 				{name: "query", arg: "Q", usage: "the query a match rule's comments match, in the query language"},
 				sensitivity,
 				{name: "webhook", arg: "URL", group: "channel", required: true, usage: "POST each alert as JSON to URL"},
@@ -60,6 +61,9 @@ func alertAdd(c *cli, in *input) error {
 	req.Query = in.value("query")
 	if req.Kind == api.AlertMatch && strings.TrimSpace(req.Query) == "" {
 		return usagef("a match rule needs --query")
+	}
+	if req.Kind != api.AlertMatch && in.has("query") {
+		return usagef("a %s rule takes no --query: only a match rule does (a %s rule watches every comment)", req.Kind, req.Kind)
 	}
 	if in.has("sensitivity") {
 		req.Sensitivity = strings.ToLower(in.value("sensitivity"))
@@ -167,12 +171,20 @@ func printEvents(c *cli, events []api.AlertEvent) error {
 		if e.Test {
 			kind += " (test)"
 		}
-		rows = append(rows, []string{itoa(e.ID), timeText(e.At), kind, num(e.Observed), num(e.Expected), attempts, state})
+		observed, expected := num(e.Observed), num(e.Expected)
+		if e.Kind == api.AlertSentiment {
+			// Shares of negative comments.
+			observed, expected = percent(e.Observed), percent(e.Expected)
+		}
+		rows = append(rows, []string{itoa(e.ID), timeText(e.At), kind, observed, expected, attempts, state})
 	}
 	return printTable(c.out, []string{"ALERT", "AT", "KIND", "OBSERVED", "EXPECTED", "ATTEMPTS", "DELIVERY"}, rows)
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// percent prints a share (0 to 1) as a whole percent.
+func percent(v float64) string { return strconv.FormatFloat(math.Round(v*100), 'f', 0, 64) + "%" }
 
 func alertTest(c *cli, in *input) error {
 	id, err := parseID("alert rule ID", in.args[0])

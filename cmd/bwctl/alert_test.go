@@ -77,6 +77,7 @@ func TestAlertBacktest_BadInputIsOneLine(t *testing.T) {
 		{[]string{"alert", "add", "--crawler", "1", "--kind", "spike"}, exitUsage, "exactly one of --webhook, --slack or --email"},
 		{[]string{"alert", "add", "--crawler", "1", "--user", "2", "--kind", "spike", "--slack", "https://x"}, exitUsage, "exactly one of --crawler or --user"},
 		{[]string{"alert", "add", "--crawler", "1", "--kind", "match", "--webhook", "https://x"}, exitUsage, "needs --query"},
+		{[]string{"alert", "add", "--crawler", "1", "--kind", "sentiment", "--query", "golang", "--webhook", "https://x"}, exitUsage, "a sentiment rule takes no --query"},
 		{[]string{"alert", "add", "--crawler", "1", "--kind", "spike", "--slack", "https://x", "--secret", "s"}, exitUsage, "signs --webhook"},
 	} {
 		var out, errb bytes.Buffer

@@ -160,6 +160,11 @@ func TestRun_CrawlerCommands(t *testing.T) {
 			t.Fatalf("crawler show lacks %s:\n%s", re, out)
 		}
 	}
+	// The hub says why once its reload has found no node for it.
+	testkit.WaitFor(t, 10*time.Second, "crawler 1's error naming the missing spawn", func() bool {
+		c, err := client.GetCrawler(context.Background(), 1)
+		return err == nil && c.Error != ""
+	})
 	out = bwctl(t, hub, "crawler", "list").ok(t).stdout
 	if !regexp.MustCompile(`^ID\s+USER\s+NAME\s+SOURCE\s+STATE\s+NODE\s+USAGE\s+LIMIT\s+QUERY\s+ERROR\n1\s+1\s+Acme feeds\s+rss\s+pending\s+-\s+0\s+50\s+https://a.example/feed,https://b.example/rss\s+no spawn node is registered\n2\s+1\s+-\s+twitter\s+disabled\s+-\s+0\s+0 \(none\)\s+golang\s+-\n$`).MatchString(out) {
 		t.Fatalf("crawler list table:\n%s", out)

@@ -109,6 +109,7 @@ var verbRuns = map[string][]verbRun{
 	"alert add": {
 		{args: "--crawler {rss} --kind spike --sensitivity high --webhook {webhook} --secret a-webhook-secret"},
 		{args: "--user {user} --kind match --query golang --sensitivity low --slack {slack}"},
+		{args: "--crawler {rss} --kind sentiment --sensitivity high --webhook {webhook}"},
 		// A hub without an SMTP server refuses e-mail rules, saying so.
 		{args: "--crawler {rss} --kind term --sensitivity medium --email ops@example.com", code: 1, reason: "SMTP"},
 	},

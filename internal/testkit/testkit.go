@@ -21,15 +21,29 @@ const pollEvery = 10 * time.Millisecond
 // how long it took.
 func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
 	tb.Helper()
+	return WaitForShowing(tb, timeout, what, func() (bool, string) { return cond(), "" })
+}
+
+// WaitForShowing is WaitFor for a condition that can say how far it got:
+// when it times out, the failure shows what cond last said ("3 of 40
+// stored, missing [hn:7 hn:9]").
+func WaitForShowing(tb testing.TB, timeout time.Duration, what string, cond func() (bool, string)) time.Duration {
+	tb.Helper()
 	start := time.Now()
 	deadline := start.Add(timeout)
-	for !cond() {
+	for {
+		ok, state := cond()
+		if ok {
+			return time.Since(start)
+		}
 		if time.Now().After(deadline) {
+			if state != "" {
+				tb.Fatalf("timed out after %s waiting for %s: %s", timeout, what, state)
+			}
 			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		time.Sleep(pollEvery)
 	}
-	return time.Since(start)
 }
 
 // Logger writes to the test log (shown when the test fails or with -v),

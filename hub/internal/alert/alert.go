@@ -1,6 +1,7 @@
 // Package alert tells a team when the conversation moves: it evaluates the
 // alert rules (spikes in comments per minute, terms rising into a
-// crawler's top terms, comments matching a query) on the leading hub and
+// crawler's top terms, comments matching a query, a crisis: the share of
+// negative comments far above its baseline) on the leading hub and
 // delivers the alerts they fire to webhooks, Slack and e-mail, each
 // exactly once per alert: an alert and its deliveries are in SQL before
 // the first attempt, every attempt of a delivery carries the same id, and
@@ -165,6 +166,7 @@ type Service struct {
 	evalMu  sync.Mutex    // one spike evaluation at a time
 	matchMu sync.Mutex    // one match pass at a time
 	termMu  sync.Mutex    // one term pass at a time
+	sentMu  sync.Mutex    // one sentiment evaluation at a time
 	pruned  time.Time
 }
 
@@ -272,7 +274,7 @@ func (s *Service) Run(ctx context.Context, term uint64, hub Hub) error {
 	}()
 	s.logger.Info("alerts running", "term", term)
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context, uint64){s.sendLoop, s.spikeLoop, s.matchLoop, s.termLoop} {
+	for _, loop := range []func(context.Context, uint64){s.sendLoop, s.spikeLoop, s.matchLoop, s.termLoop, s.sentimentLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -32,8 +32,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, edit func(*Config)) *fixture {
 	t.Helper()
+	return newFixtureOn(t, "sqlite://"+filepath.Join(t.TempDir(), "hub.db"), edit)
+}
+
+// newFixtureOn is newFixture on the database dsn names.
+func newFixtureOn(t *testing.T, dsn string, edit func(*Config)) *fixture {
+	t.Helper()
 	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "hub.db"), nil)
+	store, err := sqlstore.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"mime"
 	"mime/quotedprintable"
 	"strconv"
@@ -111,6 +112,9 @@ func (c content) subject() string {
 			num(c.Observed), num(c.Expected))
 	case api.AlertMatch:
 		s = fmt.Sprintf("%s new comments on %s match %s", num(c.Observed), where, c.Query)
+	case api.AlertSentiment:
+		s = fmt.Sprintf("Crisis on %s: negative share %s at %s UTC (usually %s)", where,
+			pct(c.Observed), c.At.UTC().Format("15:04"), pct(c.Expected))
 	default:
 		s = fmt.Sprintf("Alert on %s", where)
 	}
@@ -134,6 +138,9 @@ func num(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
 }
+
+// pct prints a share (0 to 1) as a whole percent.
+func pct(v float64) string { return strconv.FormatFloat(math.Round(v*100), 'f', 0, 64) + "%" }
 
 func cut(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -224,7 +231,11 @@ func emailMessage(deliveryID, from, to string, c content) []byte {
 	var text strings.Builder
 	text.WriteString(c.subject() + "\n\n")
 	fmt.Fprintf(&text, "Rule %d, alert %d, at %s.\n", c.RuleID, c.AlertID, c.At.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&text, "Observed: %s\nExpected: %s\n", num(c.Observed), num(round(c.Expected)))
+	if c.Kind == api.AlertSentiment {
+		fmt.Fprintf(&text, "Negative share of recent comments: %s\nUsually: %s\n", pct(c.Observed), pct(c.Expected))
+	} else {
+		fmt.Fprintf(&text, "Observed: %s\nExpected: %s\n", num(c.Observed), num(round(c.Expected)))
+	}
 	if len(c.TopTerms) > 0 {
 		text.WriteString("\nTop terms:\n")
 		for _, t := range c.TopTerms {

@@ -33,7 +33,7 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}, []string{"kind"}),
 	}
 	m.registry.MustRegister(m.fired, m.deliveries, m.latency, m.evaluation)
-	for _, k := range []string{"spike", "term", "match"} {
+	for _, k := range []string{"spike", "term", "match", "sentiment"} {
 		m.fired.WithLabelValues(k)
 		m.evaluation.WithLabelValues(k)
 	}

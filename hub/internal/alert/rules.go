@@ -40,7 +40,7 @@ func (s *Service) NewRule(ctx context.Context, in api.AlertRuleCreate) (sqlstore
 		return r, fmt.Errorf("%w: a rule needs a crawler (crawler_id) or a user (user_id)", ErrInvalid)
 	}
 	if !slices.Contains(api.AlertKinds, in.Kind) {
-		return r, fmt.Errorf("%w: kind must be spike, term or match, got %q", ErrInvalid, in.Kind)
+		return r, fmt.Errorf("%w: kind must be spike, term, match or sentiment, got %q", ErrInvalid, in.Kind)
 	}
 	r.Kind = in.Kind
 	sens := in.Sensitivity

@@ -116,7 +116,7 @@ func (h *Hub) Reload(ctx context.Context, hard bool) (api.ReloadResponse, error)
 	h.takeInLocked(read, start)
 	plans := h.planLocked(hard, &resp)
 	if hard || resp.Moved > 0 || resp.Removed > 0 || resp.Assigned > 0 {
-		h.events.add("reload_"+kind, fmt.Sprintf("%s reload: %d sent, %d moved, %d removed", kind, resp.Assigned, resp.Moved, resp.Removed))
+		h.events.add("reload_"+kind, fmt.Sprintf("%s reload: %d sent, %d moved, %d removed, %d failed", kind, resp.Assigned, resp.Moved, resp.Removed, resp.Failed))
 	}
 	h.mu.Unlock()
 

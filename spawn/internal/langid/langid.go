@@ -1,20 +1,24 @@
 // Package langid detects the language of a comment whose source names
-// none, with Lingua (github.com/pemistahl/lingua-go) restricted to the
-// languages people post in most, in its low-accuracy mode (trigram
-// models only: a tenth of the memory of the full models, and the same
-// answers on texts longer than a few words). When Lingua is unsure — two
-// languages score too close, or the text has too few letters — the
-// language is left unknown rather than guessed. How well it does, how
-// fast and in how much memory is in docs/sentiment.md.
+// none, among the thirty languages people post in most. It scores a text
+// as Lingua (github.com/pemistahl/lingua-go) does in its low-accuracy
+// mode — the same trigram models, backing off to bigrams and letters, and
+// the same rules for letters only some languages use — but with every
+// language's models fused into one table keyed by n-gram, so that a
+// trigram costs one look-up for all thirty languages instead of one per
+// language. When it is unsure — two languages score too close, or the
+// text has too few letters — the language is left unknown rather than
+// guessed. How well it does, how fast and in how much memory is in
+// docs/sentiment.md.
 package langid
 
 import (
+	"log/slog"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/pemistahl/lingua-go"
 )
 
 // Limits of a detection.
@@ -27,30 +31,30 @@ const (
 	// maxDetectBytes bounds the text looked at: a feed item's whole
 	// article says no more than its first few sentences.
 	maxDetectBytes = 1024
-	// minDistance is Lingua's minimum relative distance between the best
-	// language and the next: closer than this, the answer is "unsure".
+	// minDistance is the least difference between the likelihoods of the
+	// best language and the next (Lingua's minimum relative distance):
+	// closer than this, the answer is "unsure".
 	minDistance = 0.25
 )
 
-// Languages are the languages detected, as BCP 47 primary subtags: the
-// thirty most used on the services the product reads.
-var Languages = []lingua.Language{
-	lingua.English, lingua.Spanish, lingua.Portuguese, lingua.French, lingua.German, lingua.Italian,
-	lingua.Dutch, lingua.Swedish, lingua.Danish, lingua.Bokmal, lingua.Finnish, lingua.Polish,
-	lingua.Czech, lingua.Romanian, lingua.Hungarian, lingua.Turkish, lingua.Russian, lingua.Ukrainian,
-	lingua.Greek, lingua.Hebrew, lingua.Arabic, lingua.Persian, lingua.Hindi, lingua.Bengali,
-	lingua.Japanese, lingua.Chinese, lingua.Korean, lingua.Thai, lingua.Vietnamese, lingua.Indonesian,
+// Languages are the languages detected, as BCP 47 primary subtags (ISO
+// 639-1 codes; "nb" is Norwegian Bokmål): the thirty most used on the
+// services the product reads. The embedded models are written for these,
+// in this order (internal/gen).
+var Languages = []string{
+	"en", "es", "pt", "fr", "de", "it", "nl", "sv", "da", "nb", "fi", "pl", "cs", "ro", "hu",
+	"tr", "ru", "uk", "el", "he", "ar", "fa", "hi", "bn", "ja", "zh", "ko", "th", "vi", "id",
 }
 
 // Detector detects languages. It is safe for concurrent use. Its models
-// load in the background (a few seconds): until they have, Detect is
-// unsure of every text, so that no caller waits (a spawn waits for them
-// before it takes crawlers).
+// load in the background (about a second): until they have,
+// Detect is unsure of every text, so that no caller waits (a spawn waits
+// for them before it takes crawlers).
 type Detector struct {
-	ready chan struct{} // closed once d is built
-	d     lingua.LanguageDetector
-	// codes are the subtags of Languages, by language.
-	codes map[lingua.Language]string
+	ready chan struct{} // closed once m and ru are set, or err
+	m     *model
+	ru    *rules
+	err   error
 }
 
 var (
@@ -67,29 +71,32 @@ func Default() *Detector {
 
 // New returns a detector of Languages and starts loading its models.
 func New() *Detector {
-	d := &Detector{ready: make(chan struct{}), codes: make(map[lingua.Language]string, len(Languages))}
-	for _, l := range Languages {
-		d.codes[l] = code(l)
-	}
+	d := &Detector{ready: make(chan struct{})}
 	go func() {
-		d.d = lingua.NewLanguageDetectorBuilder().
-			FromLanguages(Languages...).
-			WithLowAccuracyMode().
-			WithMinimumRelativeDistance(minDistance).
-			WithPreloadedLanguageModels().
-			Build()
-		close(d.ready)
+		defer close(d.ready)
+		m, err := loadModel(ngramsGz, Languages)
+		if err != nil {
+			d.err = err
+			slog.Error("langid: no language detection", "err", err)
+			return
+		}
+		d.m, d.ru = m, newRules(Languages)
 	}()
 	return d
 }
 
-// Ready is closed once the models are loaded.
+// Ready is closed once the models are loaded (or failed to: see Err).
 func (d *Detector) Ready() <-chan struct{} { return d.ready }
 
-// code is a language's BCP 47 primary subtag: its ISO 639-1 code
-// lowercased ("nb" for Bokmål).
-func code(l lingua.Language) string {
-	return strings.ToLower(l.IsoCode639_1().String())
+// Err is why the models could not be loaded, once Ready is closed; a
+// detector without models is unsure of every text.
+func (d *Detector) Err() error {
+	select {
+	case <-d.ready:
+		return d.err
+	default:
+		return nil
+	}
 }
 
 // Detect returns the language of text as a BCP 47 primary subtag ("ja"),
@@ -100,6 +107,9 @@ func (d *Detector) Detect(text string) (lang string, ok bool) {
 	default:
 		return "", false
 	}
+	if d.m == nil {
+		return "", false
+	}
 	text = prepare(text)
 	if tooShort(text) {
 		return "", false
@@ -107,11 +117,91 @@ func (d *Detector) Detect(text string) (lang string, ok bool) {
 	if l, ok := byScript(text); ok {
 		return l, true
 	}
-	l, ok := d.d.DetectLanguageOf(text)
-	if !ok {
+	l := d.detect(text)
+	if l < 0 {
 		return "", false
 	}
-	return d.codes[l], true
+	return Languages[l], true
+}
+
+// detect is Lingua's DetectLanguageOf in low-accuracy mode: the index of
+// the language of text in Languages, or -1.
+func (d *Detector) detect(text string) int {
+	var wbuf [64]string
+	ws := words(text, wbuf[:0])
+	if len(ws) == 0 {
+		return -1
+	}
+	if l, ok := d.ru.byRules(ws); ok {
+		return l
+	}
+	langs := d.ru.filter(ws)
+	if langs&(langs-1) == 0 {
+		return lowest(langs) // one language, or none (-1)
+	}
+	var kbuf [512]uint64
+	keys := trigrams(ws, kbuf[:0])
+	if len(keys) == 0 {
+		return -1
+	}
+	var sbuf [32]float64
+	sums := sbuf[:d.m.n]
+	d.m.score(keys, sums)
+	return decide(sums, langs)
+}
+
+// trigrams appends the distinct trigrams of ws's words, sorted.
+func trigrams(ws []string, keys []uint64) []uint64 {
+	for _, w := range ws {
+		var a, b rune
+		i := 0
+		for _, c := range w {
+			if i >= 2 {
+				keys = append(keys, key3(a, b, c))
+			}
+			a, b = b, c
+			i++
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// decide turns the languages' summed log-probabilities into Lingua's
+// answer: among langs, the languages with any (a sum below 0) share a
+// likelihood of 1 in proportion to e^sum; the best is the language when
+// it is ahead of the next by minDistance or more.
+func decide(sums []float64, langs langSet) int {
+	best, next := -1, -1
+	for l, s := range sums {
+		if langs&(1<<l) == 0 || !(s < 0) {
+			continue
+		}
+		switch {
+		case best < 0 || s > sums[best]:
+			best, next = l, best
+		case next < 0 || s > sums[next]:
+			next = l
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	if next < 0 {
+		return best // the only language with any: likelihood 1
+	}
+	top := sums[best]
+	var z float64
+	for l, s := range sums {
+		if langs&(1<<l) != 0 && s < 0 {
+			z += math.Exp(s - top)
+		}
+	}
+	p1, p2 := 1/z, math.Exp(sums[next]-top)/z
+	if p1 == p2 || p1-p2 < minDistance {
+		return -1
+	}
+	return best
 }
 
 // tooShort reports whether a prepared text says too little for a guess.
@@ -176,7 +266,7 @@ var scripts = []struct {
 // only one of Languages is written in.
 func byScript(text string) (string, bool) {
 	var n, han int
-	counts := make([]int, len(scripts))
+	var counts [8]int
 	for _, r := range text {
 		if !unicode.IsLetter(r) {
 			continue

@@ -83,12 +83,15 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-// TestAccuracyReport prints the detector's accuracy on Lingua's test
-// data (cmd/language-testdata of a checkout of
-// github.com/pemistahl/lingua-go, named by BW_LANGID_TESTDATA) for the
-// languages it detects: paragraphs of three sentences, sentences, and
-// short posts (sentences of at most 60 characters and word pairs). It is
-// a measurement, run by hand; see docs/sentiment.md.
+// TestAccuracyReport prints the accuracy of the detector and of Lingua
+// (low-accuracy mode, the same languages, behind the same preparation,
+// length rule and script shortcut) on Lingua's test data
+// (cmd/language-testdata of a checkout of github.com/pemistahl/lingua-go,
+// named by BW_LANGID_TESTDATA; Lingua keeps it out of its models'
+// training data) for the languages detected: paragraphs of three
+// sentences, sentences, and short posts (sentences of at most 60
+// characters and word pairs); and how often the two give the same
+// answer. It is a measurement, run by hand; see docs/sentiment.md.
 func TestAccuracyReport(t *testing.T) {
 	dir := os.Getenv("BW_LANGID_TESTDATA")
 	if dir == "" {
@@ -103,7 +106,20 @@ func TestAccuracyReport(t *testing.T) {
 	loadTook := time.Since(start)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	fmt.Printf("models loaded in %v, %.0f MB of heap\n", loadTook.Round(time.Millisecond), float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
+	if d.Err() != nil {
+		t.Fatal(d.Err())
+	}
+	fmt.Printf("detector: models loaded in %v, %.1f MB of heap\n", loadTook.Round(time.Millisecond),
+		float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
+	runtime.KeepAlive(d)
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start = time.Now()
+	ref := newLinguaRef()
+	loadTook = time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	fmt.Printf("Lingua:   models loaded in %v, %.1f MB of heap\n", loadTook.Round(time.Millisecond), float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
 	read := func(kind, code string) []string {
 		f, err := os.Open(filepath.Join(dir, kind, code+".txt"))
 		if err != nil {
@@ -120,14 +136,14 @@ func TestAccuracyReport(t *testing.T) {
 		return out
 	}
 	type tally struct{ right, wrong, unsure, n int }
-	var para, sent, short tally
-	var took time.Duration
-	var bytes int
-	count := func(tl *tally, code, text string) {
-		start := time.Now()
-		got, ok := d.Detect(text)
-		took += time.Since(start)
-		bytes += len(text)
+	type set struct {
+		name       string
+		det, lin   tally
+		same       int
+		detT, linT time.Duration
+	}
+	para, sent, short := &set{name: "paragraphs"}, &set{name: "sentences"}, &set{name: "short posts (<= 60 chars)"}
+	add := func(tl *tally, code, got string, ok bool) {
 		tl.n++
 		switch {
 		case !ok:
@@ -138,42 +154,115 @@ func TestAccuracyReport(t *testing.T) {
 			tl.wrong++
 		}
 	}
-	for _, l := range Languages {
-		c := code(l)
+	count := func(s *set, code, text string) {
+		start := time.Now()
+		got, ok := d.Detect(text)
+		s.detT += time.Since(start)
+		start = time.Now()
+		lgot, lok := ref.Detect(text)
+		s.linT += time.Since(start)
+		add(&s.det, code, got, ok)
+		add(&s.lin, code, lgot, lok)
+		if got == lgot && ok == lok {
+			s.same++
+		}
+	}
+	for _, c := range Languages {
 		s := read("sentences", c)
 		for i := 0; i+2 < len(s); i += 3 {
-			count(&para, c, s[i]+" "+s[i+1]+" "+s[i+2])
+			count(para, c, s[i]+" "+s[i+1]+" "+s[i+2])
 		}
 		for _, x := range s {
-			count(&sent, c, x)
+			count(sent, c, x)
 			if utf8.RuneCountInString(x) <= 60 {
-				count(&short, c, x)
+				count(short, c, x)
 			}
 		}
 		for _, x := range read("word-pairs", c) {
-			count(&short, c, x)
+			count(short, c, x)
 		}
 	}
-	for _, r := range []struct {
-		name string
-		t    tally
-	}{{"paragraphs", para}, {"sentences", sent}, {"short posts (<= 60 chars)", short}} {
-		fmt.Printf("%-26s %6d texts: right %.3f, wrong %.3f, unsure %.3f\n", r.name, r.t.n,
-			float64(r.t.right)/float64(r.t.n), float64(r.t.wrong)/float64(r.t.n), float64(r.t.unsure)/float64(r.t.n))
+	frac := func(a, n int) float64 { return float64(a) / float64(n) }
+	for _, s := range []*set{para, sent, short} {
+		for _, r := range []struct {
+			who  string
+			t    tally
+			took time.Duration
+		}{{"detector", s.det, s.detT}, {"Lingua", s.lin, s.linT}} {
+			fmt.Printf("%-26s %-8s %6d texts: right %.4f, wrong %.4f, unsure %.4f; %.1f µs a text\n", s.name, r.who, r.t.n,
+				frac(r.t.right, r.t.n), frac(r.t.wrong, r.t.n), frac(r.t.unsure, r.t.n), float64(r.took.Microseconds())/float64(r.t.n))
+		}
+		fmt.Printf("%-26s same answer as Lingua: %.4f (%d differ)\n", s.name, frac(s.same, s.det.n), s.det.n-s.same)
 	}
-	fmt.Printf("%.1f µs a text, %.2f MB/s\n", float64(took.Microseconds())/float64(para.n+sent.n+short.n), float64(bytes)/took.Seconds()/1e6)
 }
 
+// post is a typical post of the Bluesky path.
+const post = "just watched the new episode and honestly the ending was great, can't wait for next week!! who else is watching"
+
+// BenchmarkDetect times the detector and Lingua (the same languages,
+// preparation and rules) on the same post in the same run; the
+// processor time of each is cpu-µs/op.
 func BenchmarkDetect(b *testing.B) {
 	d := loaded(b)
-	post := "just watched the new episode and honestly the ending was great, can't wait for next week!! who else is watching"
-	d.Detect(post)
-	b.ReportAllocs()
-	cpu := cpuTime()
-	for b.Loop() {
-		d.Detect(post)
+	ref := newLinguaRef()
+	for _, c := range []struct {
+		name   string
+		detect func(string) (string, bool)
+	}{{"detector", d.Detect}, {"lingua", ref.Detect}} {
+		b.Run(c.name, func(b *testing.B) {
+			if got, ok := c.detect(post); !ok || got != "en" {
+				b.Fatalf("got %q %v", got, ok)
+			}
+			b.ReportAllocs()
+			runtime.GC() // the models' loading garbage is not the detection's
+			cpu := cpuTime()
+			for b.Loop() {
+				c.detect(post)
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
+		})
 	}
-	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// BenchmarkDetectTestData times the detector and Lingua, as
+// BenchmarkDetect, on every sentence of Lingua's test data for the
+// languages detected (BW_LANGID_TESTDATA, as TestAccuracyReport): an op
+// is one sentence, taken in a stride that visits every language.
+func BenchmarkDetectTestData(b *testing.B) {
+	dir := os.Getenv("BW_LANGID_TESTDATA")
+	if dir == "" {
+		b.Skip("BW_LANGID_TESTDATA names no Lingua test data")
+	}
+	var texts []string
+	for _, c := range Languages {
+		data, err := os.ReadFile(filepath.Join(dir, "sentences", c+".txt"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				texts = append(texts, l)
+			}
+		}
+	}
+	d := loaded(b)
+	ref := newLinguaRef()
+	for _, c := range []struct {
+		name   string
+		detect func(string) (string, bool)
+	}{{"detector", d.Detect}, {"lingua", ref.Detect}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			runtime.GC() // the models' loading garbage is not the detection's
+			cpu := cpuTime()
+			i := 0
+			for b.Loop() {
+				c.detect(texts[(i*7919)%len(texts)])
+				i++
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
+		})
+	}
 }
 
 // cpuTime is the processor time the process has used, so that a

@@ -148,3 +148,58 @@ func TestNode_OneItemManySubscribers(t *testing.T) {
 		}
 	}
 }
+
+// TestEnrichComments: each run of comments of one item takes what its
+// first comment's text says; comments enriched before matching keep
+// theirs; one item alone and many items (in parallel) end the same.
+func TestEnrichComments(t *testing.T) {
+	detectorLoaded(t)
+	n := &Node{enrich: newEnricher(Config{}, nil)}
+	if n.enrich == nil {
+		t.Fatal("no enricher")
+	}
+	neg := "golang build broke again and the error messages are awful, I hate this"
+	pos := "I love golang, the new release is wonderful!"
+	kept := &api.Sentiment{Label: api.SentimentNeutral}
+	c := func(id, text, lang string, enriched bool) pending {
+		p := pending{comment: api.Comment{ID: id, Text: text, Lang: lang}, enriched: enriched}
+		if enriched {
+			p.comment.Sentiment = kept
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		ps   []pending
+	}{
+		{"one item", []pending{c("a", neg, "", false), c("a", neg, "", false), c("a", neg, "", false)}},
+		{"many items", []pending{
+			c("a", neg, "", false), c("a", neg, "", false), c("b", pos, "en", true), c("b", pos, "en", true),
+			c("c", pos, "en", false), c("a", neg, "", false), c("d", pos, "", false), c("d", pos, "", false),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n.enrichComments(tc.ps)
+			for i, p := range tc.ps {
+				if !p.enriched {
+					t.Fatalf("comment %d not enriched", i)
+				}
+				s := p.comment.Sentiment
+				switch p.comment.ID {
+				case "a":
+					if s == nil || s.Label != api.SentimentNegative || p.comment.Lang != "en" || !p.comment.LangDetected {
+						t.Errorf("comment %d: %+v", i, p.comment)
+					}
+				case "b":
+					if s != kept || p.comment.LangDetected {
+						t.Errorf("comment %d (enriched before) changed: %+v", i, p.comment)
+					}
+				case "c", "d":
+					if s == nil || s.Label != api.SentimentPositive || p.comment.Lang != "en" || p.comment.LangDetected != (p.comment.ID == "d") {
+						t.Errorf("comment %d: %+v", i, p.comment)
+					}
+				}
+			}
+		})
+	}
+}

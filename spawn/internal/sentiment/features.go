@@ -227,10 +227,17 @@ func emoticonAt(s string) int {
 // normWord is a word as a feature: lowercased, apostrophes dropped.
 func normWord(w string) string {
 	w = strings.ToLower(w)
-	if strings.ContainsAny(w, "'’") {
-		w = strings.NewReplacer("'", "", "’", "").Replace(w)
+	if strings.IndexByte(w, '\'') < 0 && !strings.Contains(w, "’") {
+		return w
 	}
-	return w
+	var b strings.Builder
+	b.Grow(len(w))
+	for _, r := range w {
+		if r != '\'' && r != '’' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // feature is the name of a feature in parts, written one after the

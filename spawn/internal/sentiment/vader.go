@@ -166,6 +166,11 @@ func (v *vader) replaceEmoji(text string) string {
 	b.Grow(len(text) + 32)
 	prevSpace := true
 	for _, r := range text {
+		if r < 0x80 {
+			b.WriteByte(byte(r))
+			prevSpace = r == ' '
+			continue
+		}
 		if d, ok := v.emoji[r]; ok {
 			if !prevSpace {
 				b.WriteByte(' ')
@@ -303,33 +308,45 @@ func negationCheck(val float64, w []string, start, i int) float64 {
 
 // idiomsCheck applies VADER's special cases around token i (i ≥ 3).
 func idiomsCheck(val float64, w []string, i int) float64 {
-	onezero := w[i-1] + " " + w[i]
-	twoonezero := w[i-2] + " " + w[i-1] + " " + w[i]
-	twoone := w[i-2] + " " + w[i-1]
-	threetwoone := w[i-3] + " " + w[i-2] + " " + w[i-1]
-	threetwo := w[i-3] + " " + w[i-2]
-	for _, seq := range [...]string{onezero, twoonezero, twoone, threetwoone, threetwo} {
-		if s, ok := specialCases[seq]; ok {
+	var buf [128]byte
+	for _, seq := range [...][3]string{
+		{w[i-1], w[i]}, {w[i-2], w[i-1], w[i]}, {w[i-2], w[i-1]}, {w[i-3], w[i-2], w[i-1]}, {w[i-3], w[i-2]},
+	} {
+		if s, ok := joinedIn(specialCases, &buf, seq); ok {
 			val = s
 			break
 		}
 	}
 	if len(w)-1 > i {
-		if s, ok := specialCases[w[i]+" "+w[i+1]]; ok {
+		if s, ok := joinedIn(specialCases, &buf, [3]string{w[i], w[i+1]}); ok {
 			val = s
 		}
 	}
 	if len(w)-1 > i+1 {
-		if s, ok := specialCases[w[i]+" "+w[i+1]+" "+w[i+2]]; ok {
+		if s, ok := joinedIn(specialCases, &buf, [3]string{w[i], w[i+1], w[i+2]}); ok {
 			val = s
 		}
 	}
-	for _, ng := range [...]string{threetwoone, threetwo, twoone} {
-		if b, ok := boosters[ng]; ok {
+	for _, ng := range [...][3]string{{w[i-3], w[i-2], w[i-1]}, {w[i-3], w[i-2]}, {w[i-2], w[i-1]}} {
+		if b, ok := joinedIn(boosters, &buf, ng); ok {
 			val += b
 		}
 	}
 	return val
+}
+
+// joinedIn looks up in m the words of seq (two or three; an empty third
+// is none) joined by spaces, without building the string.
+func joinedIn(m map[string]float64, buf *[128]byte, seq [3]string) (float64, bool) {
+	b := append(buf[:0], seq[0]...)
+	b = append(b, ' ')
+	b = append(b, seq[1]...)
+	if seq[2] != "" {
+		b = append(b, ' ')
+		b = append(b, seq[2]...)
+	}
+	v, ok := m[string(b)]
+	return v, ok
 }
 
 // leastCheck negates a word after "least" (not "at least", "very least").

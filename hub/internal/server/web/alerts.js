@@ -45,6 +45,7 @@
   }
 
   function num(v) { return Number(v || 0).toLocaleString('en-US', { maximumFractionDigits: 1 }); }
+  function pct(v) { return `${Math.round(Number(v || 0) * 100)}%`; }
 
   function renderRules() {
     const body = $('al-rules').tBodies[0];
@@ -76,6 +77,7 @@
       const what = ev.test ? 'a test of the channel'
         : ev.kind === 'match' ? `${num(ev.observed)} matching comments`
         : ev.kind === 'term' ? `a rising term (${num(ev.observed)}, about ${num(ev.expected)} expected)`
+        : ev.kind === 'sentiment' ? `negative share ${pct(ev.observed)} (usually ${pct(ev.expected)})`
           : `${num(ev.observed)} comments a minute, about ${num(ev.expected)} expected`;
       const item = el('li', { 'data-alert-id': ev.id },
         el('span', { class: 'ev-time' }, bw.dateTime(ev.at)), ' ',

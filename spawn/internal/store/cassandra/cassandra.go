@@ -63,6 +63,9 @@ type Store struct {
 	// indexRowsRead counts the index rows removals read (indexes.go), for
 	// the benchmark that shows they read no more than they remove.
 	indexRowsRead atomic.Int64
+	// heldKeysRead counts the keys counted writes read (write.go), for the
+	// tests that show which they read.
+	heldKeysRead atomic.Int64
 
 	upsertComment string
 	insertDay     string
@@ -70,6 +73,8 @@ type Store struct {
 	selectDay     string
 
 	selectHeld    string
+	selectWriters string
+	addWriter     string
 	insertIntent  string
 	selectIntents string
 	selectCounted string
@@ -81,6 +86,13 @@ type Store struct {
 	// every row (zero: every day): comments written before this release
 	// carry none, and their days are searched by reading them.
 	textFrom time.Time
+	// writer is this Store's name in the partitions' writers sets;
+	// writersFrom the first day whose partitions name every writer (zero:
+	// every day); known what it remembers of the partitions it alone
+	// writes (known.go).
+	writer      string
+	writersFrom time.Time
+	known       *knownKeys
 
 	mu        sync.Mutex
 	knownDays map[partKey]struct{}
@@ -88,6 +100,9 @@ type Store struct {
 	// the batch must still count them as new even if the failed attempt
 	// stored them.
 	unsettled map[rowKey]struct{}
+	// prefetched are writers sets Intend read for the WriteFresh that
+	// follows it (writers.go).
+	prefetched map[partKey]prefetch
 
 	closeOnce sync.Once
 }
@@ -157,8 +172,16 @@ func Open(ctx context.Context, uri string, logger *slog.Logger) (*Store, error) 
 			WHERE crawler_id = ? AND day = ? LIMIT ?`,
 		selectHeld: `SELECT published_at, comment_id FROM ` + ks + `.comments
 			WHERE crawler_id = ? AND day = ? AND (published_at, comment_id) IN (`,
-		knownDays: make(map[partKey]struct{}),
-		unsettled: make(map[rowKey]struct{}),
+		selectWriters: `SELECT day, writers FROM ` + ks + `.crawler_days WHERE crawler_id = ? AND day IN ?`,
+		addWriter:     `UPDATE ` + ks + `.crawler_days SET writers = writers + ? WHERE crawler_id = ? AND day = ?`,
+		known:         newKnownKeys(),
+		knownDays:     make(map[partKey]struct{}),
+		unsettled:     make(map[rowKey]struct{}),
+		prefetched:    make(map[partKey]prefetch),
+	}
+	if s.writer, err = newWriterID(); err != nil {
+		session.Close()
+		return nil, err
 	}
 	if err := s.createSchema(ctx); err != nil {
 		session.Close()
@@ -246,6 +269,8 @@ func (s *Store) createSchema(ctx context.Context) error {
 			day date,
 			PRIMARY KEY (crawler_id, day)
 		) WITH CLUSTERING ORDER BY (day DESC)`,
+		// Who wrote the partition's rows (writers.go).
+		`ALTER TABLE ` + ks + `.crawler_days ADD IF NOT EXISTS writers set<text>`,
 	}
 	stmts = append(stmts, addColumns(ks+".comments")...)
 	stmts = append(stmts, s.indexSchema()...)
@@ -259,7 +284,10 @@ func (s *Store) createSchema(ctx context.Context) error {
 			return fmt.Errorf("cassandra: create schema in keyspace %s: %w", ks, err)
 		}
 	}
-	return s.loadTextFrom(ctx, before)
+	if err := s.loadTextFrom(ctx, before); err != nil {
+		return err
+	}
+	return s.loadWritersFrom(ctx, before)
 }
 
 // Close releases the store's connections. It is safe to call more than once.

@@ -56,6 +56,7 @@ func (l legacyTables) any() bool { return l.item || l.author || l.thread || l.th
 type schemaState struct {
 	comments bool // the comments table existed
 	terms    bool // with its terms column
+	writers  bool // crawler_days with its writers column
 	legacy   legacyTables
 }
 
@@ -83,14 +84,19 @@ func (s *Store) schemaOf(ctx context.Context) (schemaState, error) {
 		return st, fmt.Errorf("cassandra: read the schema of keyspace %s: %w", s.cfg.Keyspace, err)
 	}
 	if st.comments {
-		var col string
-		err := s.session.Query(`SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'comments' AND column_name = 'terms'`,
-			s.cfg.Keyspace).WithContext(ctx).Scan(&col)
-		switch {
-		case err == nil:
-			st.terms = true
-		case !errors.Is(err, gocql.ErrNotFound):
-			return st, fmt.Errorf("cassandra: read the schema of keyspace %s: %w", s.cfg.Keyspace, err)
+		for _, c := range []struct {
+			table, name string
+			has         *bool
+		}{{"comments", "terms", &st.terms}, {"crawler_days", "writers", &st.writers}} {
+			var col string
+			err := s.session.Query(`SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?`,
+				s.cfg.Keyspace, c.table, c.name).WithContext(ctx).Scan(&col)
+			switch {
+			case err == nil:
+				*c.has = true
+			case !errors.Is(err, gocql.ErrNotFound):
+				return st, fmt.Errorf("cassandra: read the schema of keyspace %s: %w", s.cfg.Keyspace, err)
+			}
 		}
 	}
 	return st, nil

@@ -24,9 +24,17 @@ func (s *Store) Write(ctx context.Context, comments []api.Comment) error {
 		return nil
 	}
 	n := 0
+	var keys []rowKey
 	for _, p := range parts {
 		n += len(p.rows)
+		for _, c := range p.rows {
+			keys = append(keys, rowKey{p.key, c.PublishedAt.UnixMilli(), c.ID})
+		}
 	}
+	// WriteFresh must know these rows may be held: remembered in the
+	// partitions this Store alone writes, and a partition it has no memory
+	// of is no longer one it can know whole.
+	s.known.wrote(keys)
 	if err := s.writeParts(ctx, parts, n); err != nil {
 		return err
 	}
@@ -67,10 +75,19 @@ func (s *Store) writeParts(ctx context.Context, parts []*part, n int) error {
 // lost spawn's usage takes to be recovered.
 const intentTTL = 7 * 24 * time.Hour
 
-// Intend records the intents, one idempotent insert each.
+// Intend records the intents, one idempotent insert each. Beside them it
+// reads the writers sets of the partitions the intents name, for the
+// WriteFresh that follows (writers.go): one round trip for both.
 func (s *Store) Intend(ctx context.Context, intents []store.Intent) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.inFlight)
+	var fetched sync.WaitGroup
+	fetched.Add(1)
+	go func() {
+		defer fetched.Done()
+		s.prefetchWriters(ctx, intents)
+	}()
+	defer fetched.Wait()
 	for _, in := range intents {
 		g.Go(func() error {
 			days := make([]time.Time, len(in.Days))
@@ -131,17 +148,44 @@ func (s *Store) Recover(ctx context.Context, nodeID string, afterSeq uint64) ([]
 const maxUnsettled = 1 << 16
 
 // WriteFresh is Write reporting which comments the store did not hold
-// before. It reads the batch's keys first (one query per partition), so a
-// comment delivered again is not counted twice. Two spawns writing the
-// same new comment at the same moment (a crawler moving) can both see it
-// as new; the hub's handover keeps that window short.
+// before, so a comment delivered again is not counted twice. It reads the
+// writers of the batch's partitions (one small read a crawler, taken by
+// Intend beside the intents when it named them): in a partition
+// this Store alone wrote, a comment it does not remember writing is new
+// without a read (known.go); the others — comments it may have written,
+// and every comment of a partition another writer wrote — are read by key
+// (one query per partition). Two spawns writing the same new comment at
+// the same moment (a crawler moving) can both see it as new; the hub's
+// handover keeps that window short.
 func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool, error) {
 	fresh := make([]bool, len(comments))
 	if len(comments) == 0 {
 		return fresh, nil
 	}
 	parts := partition(comments)
-	held, err := s.held(ctx, parts)
+	alone, err := s.alone(ctx, parts)
+	if err != nil {
+		return fresh, err
+	}
+	var ask []*part
+	s.known.mu.Lock()
+	for _, p := range parts {
+		if !alone[p.key] {
+			ask = append(ask, p)
+			continue
+		}
+		var rows []*api.Comment
+		for _, c := range p.rows {
+			if s.known.mayHoldLocked(rowKey{p.key, c.PublishedAt.UnixMilli(), c.ID}) {
+				rows = append(rows, c)
+			}
+		}
+		if len(rows) > 0 {
+			ask = append(ask, &part{key: p.key, day: p.day, rows: rows})
+		}
+	}
+	s.known.mu.Unlock()
+	held, err := s.held(ctx, ask)
 	if err != nil {
 		return fresh, fmt.Errorf("cassandra: read %d comment keys: %w", len(comments), err)
 	}
@@ -167,6 +211,7 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 	// Only new comments are written: rewriting a held one would take it
 	// from the increment that counted it.
 	var toWrite []*part
+	var keys []rowKey
 	n := 0
 	for _, p := range parts {
 		rows := slices.DeleteFunc(slices.Clone(p.rows), func(c *api.Comment) bool {
@@ -175,11 +220,15 @@ func (s *Store) WriteFresh(ctx context.Context, comments []api.Comment) ([]bool,
 		if len(rows) > 0 {
 			toWrite = append(toWrite, &part{key: p.key, day: p.day, rows: rows})
 			n += len(rows)
+			for _, c := range rows {
+				keys = append(keys, rowKey{p.key, c.PublishedAt.UnixMilli(), c.ID})
+			}
 		}
 	}
 	if n == 0 {
 		return fresh, nil
 	}
+	s.known.add(keys)
 	if err := s.writeParts(ctx, toWrite, n); err != nil {
 		s.mu.Lock()
 		if len(s.unsettled)+len(candidates) > maxUnsettled {
@@ -230,6 +279,7 @@ func (s *Store) held(ctx context.Context, parts []*part) (map[rowKey]bool, error
 	for _, p := range parts {
 		for start := 0; start < len(p.rows); start += heldChunk {
 			rows := p.rows[start:min(start+heldChunk, len(p.rows))]
+			s.heldKeysRead.Add(int64(len(rows)))
 			g.Go(func() error {
 				n := 1
 				for n < len(rows) {
@@ -310,8 +360,10 @@ func ms(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Millisecond)
 }
 
-// writeDays lists the batch's (crawler, day) pairs in crawler_days, skipping
-// the ones this Store has listed before.
+// writeDays lists the batch's (crawler, day) pairs in crawler_days, with
+// this Store among the partition's writers (writers.go), skipping the ones
+// this Store has listed before: before a Store writes its first row in a
+// partition, the partition names it.
 func (s *Store) writeDays(ctx context.Context, parts []*part) error {
 	var todo []*part
 	s.mu.Lock()
@@ -328,10 +380,12 @@ func (s *Store) writeDays(ctx context.Context, parts []*part) error {
 	g.SetLimit(s.inFlight)
 	for _, p := range todo {
 		g.Go(func() error {
-			q := s.session.Query(s.insertDay, p.key.crawler, p.day).WithContext(gctx).Idempotent(true)
-			err := q.Exec()
-			q.Release()
-			return err
+			b := s.session.NewBatch(gocql.UnloggedBatch).WithContext(gctx)
+			b.Entries = []gocql.BatchEntry{
+				{Stmt: s.insertDay, Args: []any{p.key.crawler, p.day}, Idempotent: true},
+				{Stmt: s.addWriter, Args: []any{[]string{s.writer}, p.key.crawler, p.day}, Idempotent: true},
+			}
+			return s.session.ExecuteBatch(b)
 		})
 	}
 	if err := g.Wait(); err != nil {
