@@ -456,3 +456,30 @@ func TestQueryIndex_ScratchReused(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryIndex_ShortTokensAndPrefixes: a token shorter than every
+// prefix is weighed with bytes past its end, which never make it match.
+func TestQueryIndex_ShortTokensAndPrefixes(t *testing.T) {
+	ix := NewQueries(parseAll(t, map[int64]string{1: "rust*", 2: "gola*", 3: "caf*"}))
+	for text, want := range map[string][]int64{
+		"ru":          nil,
+		"rus":         nil,
+		"ru st rus,t": nil,
+		"go la gol a": nil,
+		"ca fé c afé": nil,
+		"rust":        {1},
+		"rustacean":   {1},
+		"a golang":    {2},
+		"café":        {3},
+		"r rusty ca":  {1},
+	} {
+		var got []int64
+		for _, h := range ix.Match(Item{Text: text}) {
+			got = append(got, h.Subscriber)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: got %v, want %v", text, got, want)
+		}
+	}
+}
