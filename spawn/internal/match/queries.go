@@ -88,10 +88,6 @@ type instr struct {
 // leaves the subscriber to that one. That needs no table of the candidates
 // seen so far.
 type qposting struct {
-	// id is the subscriber's id, read with the posting instead of from
-	// QueryIndex.subs: with 10,000 subscribers that would be a cache
-	// miss a hit.
-	id   int64
 	sub  int32 // the subscriber's dense index
 	term int32 // this posting's trigger: index into QueryIndex.terms
 	dec  uint32
@@ -103,7 +99,7 @@ type qposting struct {
 
 // inlineOthers is how many atoms a query may have besides a posting's own
 // for the posting to decide it: queries of up to four atoms, which are
-// most of them, keep the posting at 32 bytes, two a cache line.
+// most of them, keep the posting at 24 bytes.
 const inlineOthers = 3
 
 // Bits of qposting.dec.
@@ -321,7 +317,7 @@ func buildQueries(prev *QueryIndex, subs map[int64]*query.Query) *QueryIndex {
 			if !trigger || slices.ContainsFunc(posts[first:], func(p atomPosting) bool { return p.atom == aid }) {
 				continue // postings for triggers, one per atom id
 			}
-			po := qposting{id: id, sub: int32(d), term: t, dec: dec}
+			po := qposting{sub: int32(d), term: t, dec: dec}
 			if inline {
 				po.dec |= smallQuery(q, a, atoms, aids, positive, triggers, ix.atomNever, &po.other)
 			} else {

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -20,25 +21,21 @@ type queryScratch struct {
 	tokenizer
 	occur []int32 // pattern ids found, repeats included
 	found []int32 // atom ids found, in the order found
-	// seen holds two bits per atom id, in pairs of words so that both
-	// of an atom are in one cache line: word 2w has bit a%64 set when
-	// atom a = 64w + a%64 occurred in this call, word 2w+1 when its
-	// postings have been read (it was found before the atom whose
-	// postings are being read). A few KiB for 10,000 queries, it stays
-	// in the processor's fastest cache where an array of a word per atom
-	// would not. The words of the atoms set (found and langs) are
-	// cleared when the call starts.
-	seen      []uint64
-	langAtoms []int32 // lang: and sentiment: atoms set in this call
-	multi     []int32 // dense index of each hit with several terms
-	name      []byte  // the item's author or language, lowercased
-	lang      string  // the item's language
-	sentiment string  // the item's sentiment label
-	langsDone bool    // the item's language and sentiment set their atoms
+	// stamp says when each atom occurred: an atom occurred in this call
+	// when its stamp is above base, and of two that did, the one with
+	// the lower stamp was found first. Stamps only grow, so nothing is
+	// cleared between calls.
+	stamp      []uint32
+	tick, base uint32
+	multi      []int32 // dense index of each hit with several terms
+	name       []byte  // the item's author or language, lowercased
+	lang       string  // the item's language
+	sentiment  string  // the item's sentiment label
+	langsDone  bool    // the item's language and sentiment stamped their atoms
 	// occurAt is the token of each of occur, -1 for none, kept when the
 	// index has NEARs. When a NEAR first asks in the call, posAt holds
 	// each found atom's tokens, ascending, from posOff[atom] (valid for
-	// the atoms found in the call), posLen[atom] of them.
+	// the atoms stamped in the call), posLen[atom] of them.
 	near           query.NearScratch
 	occurAt        []int32
 	posDone        bool
@@ -50,46 +47,22 @@ func (ix *QueryIndex) getScratch() *queryScratch {
 	if s, ok := ix.scratch.Get().(*queryScratch); ok {
 		return s
 	}
-	return &queryScratch{seen: make([]uint64, 2*(ix.atomNever/64+1))}
+	return &queryScratch{stamp: make([]uint32, ix.atomNever+1)}
 }
 
-// begin starts a call: what the last one set no longer counts.
-func (s *queryScratch) begin() {
-	for _, a := range s.found {
-		s.seen[2*(a>>6)], s.seen[2*(a>>6)+1] = 0, 0
+// begin starts the stamps of a call that stamps at most n atoms.
+func (s *queryScratch) begin(n int) {
+	if uint64(s.tick)+uint64(n) > math.MaxUint32 {
+		clear(s.stamp)
+		s.tick = 0
 	}
-	for _, a := range s.langAtoms {
-		s.seen[2*(a>>6)] = 0
-	}
-	s.found, s.langAtoms = s.found[:0], s.langAtoms[:0]
+	s.base = s.tick
 }
 
-// occurred reports whether an atom occurred in this call.
-func (s *queryScratch) occurred(atom int32) bool {
-	return s.seen[2*(atom>>6)]>>(atom&63)&1 != 0
-}
-
-// foundBefore reports whether an atom's postings have been read in this
-// call: it was found before the one being decided.
-func (s *queryScratch) foundBefore(atom int32) bool {
-	return s.seen[2*(atom>>6)+1]>>(atom&63)&1 != 0
-}
-
-// find notes that an atom occurred, once: it reports whether it is new.
-func (s *queryScratch) find(atom int32) bool {
-	w, b := &s.seen[2*(atom>>6)], uint64(1)<<(atom&63)
-	if *w&b != 0 {
-		return false
-	}
-	*w |= b
-	s.found = append(s.found, atom)
-	return true
-}
-
-// markLang notes that a lang: or sentiment: atom occurred.
-func (s *queryScratch) markLang(atom int32) {
-	s.seen[2*(atom>>6)] |= 1 << (atom & 63)
-	s.langAtoms = append(s.langAtoms, atom)
+// mark stamps an atom as occurring now.
+func (s *queryScratch) mark(atom int32) {
+	s.tick++
+	s.stamp[atom] = s.tick
 }
 
 // normalName sets s.name to name folded (query.Fold), with the room past
@@ -101,22 +74,22 @@ func (s *queryScratch) normalName(name string) []byte {
 	return s.name
 }
 
-// setLangs sets the lang: codes the item's language matches: the
+// stampLangs stamps the lang: codes the item's language matches: the
 // language itself and each prefix of it that ends before a '-' (see
-// LangMatches), and its sentiment: label.
-func (s *queryScratch) setLangs(ix *QueryIndex) {
+// LangMatches).
+func (s *queryScratch) stampLangs(ix *QueryIndex) {
 	s.langsDone = true
 	lang := s.normalName(s.lang)
 	for k := range len(lang) + 1 {
 		if k == len(lang) || lang[k] == '-' {
 			if c := ix.langs.lookup(lang[:k:cap(lang)]); c >= 0 {
-				s.markLang(ix.langBase + c)
+				s.mark(ix.langBase + c)
 			}
 		}
 	}
 	if s.sentiment != "" {
 		if c := ix.langs.lookup(s.normalName(sentimentKey(s.sentiment))); c >= 0 {
-			s.markLang(ix.langBase + c)
+			s.mark(ix.langBase + c)
 		}
 	}
 }
@@ -143,7 +116,6 @@ func (ix *QueryIndex) AppendMatch(dst []QueryHit, it Item) []QueryHit {
 
 // appendMatch is AppendMatch with the working memory s.
 func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []QueryHit {
-	s.begin()
 	s.occur, s.occurAt, s.posDone = s.occur[:0], s.occurAt[:0], false
 	if len(ix.auto.patterns) > 0 || ix.prefixes != nil {
 		s.lower(it.Text)
@@ -170,21 +142,28 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 			}
 		}
 	}
-	// Note what occurred: the patterns, then the author, then (when a
+	// Stamp what occurred: the patterns, then the author, then (when a
 	// query asks) the language's codes.
+	s.begin(len(s.occur) + 4 + len(it.Lang) + len(it.Fields))
+	s.found = s.found[:0]
 	for _, p := range s.occur {
-		s.find(p)
+		if s.stamp[p] <= s.base {
+			s.mark(p)
+			s.found = append(s.found, p)
+		}
 	}
 	for _, a := range [2]int32{author, authorID} {
 		if a >= 0 {
-			s.find(ix.authorBase + a)
+			s.mark(ix.authorBase + a)
+			s.found = append(s.found, ix.authorBase+a)
 		}
 	}
 	if len(it.Fields) > 0 && len(ix.authors.names) > 0 {
 		// Field atoms share the table of from: names (fieldKey).
 		for name, v := range it.Fields {
-			if f := ix.authors.lookup(s.normalName(fieldKey(name + ":" + v))); f >= 0 {
-				s.find(ix.authorBase + f)
+			if f := ix.authors.lookup(s.normalName(fieldKey(name + ":" + v))); f >= 0 && s.stamp[ix.authorBase+f] <= s.base {
+				s.mark(ix.authorBase + f)
+				s.found = append(s.found, ix.authorBase+f)
 			}
 		}
 	}
@@ -193,29 +172,29 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 	// shares it with the index.
 	base, multi := len(dst), 0
 	s.multi = s.multi[:0]
-	seen := s.seen
+	stamp, since := s.stamp, uint64(s.base)
 	for _, a := range s.found {
 		if ix.posted[a>>6]&(1<<(a&63)) == 0 {
-			seen[2*(a>>6)+1] |= 1 << (a & 63)
 			continue // an atom no query is triggered by
 		}
+		own := uint64(stamp[a])
 		for i := ix.postOff[a]; i < ix.postOff[a+1]; i++ {
 			po := &ix.posts[i]
 			n := 1
 			if po.dec&decTree != 0 {
-				if n = ix.decideTree(s, po); n == 0 {
+				if n = ix.decideTree(s, po, uint32(own)); n == 0 {
 					continue
 				}
 			} else {
 				if po.dec&decLangs != 0 && !s.langsDone {
-					s.setLangs(ix)
+					s.stampLangs(ix)
 				}
 				// For each other atom: whether it occurred, and whether
-				// it was found before this posting's atom.
-				o0, o1, o2 := po.other[0], po.other[1], po.other[2]
-				w0, w1, w2 := seen[2*(o0>>6):][:2], seen[2*(o1>>6):][:2], seen[2*(o2>>6):][:2]
-				occurred := w0[0]>>(o0&63)&1 | w1[0]>>(o1&63)&1<<1 | w2[0]>>(o2&63)&1<<2
-				before := w0[1]>>(o0&63)&1 | w1[1]>>(o1&63)&1<<1 | w2[1]>>(o2&63)&1<<2
+				// it did before this posting's atom; a stamp above
+				// since is below it in uint64 arithmetic.
+				v0, v1, v2 := uint64(stamp[po.other[0]]), uint64(stamp[po.other[1]]), uint64(stamp[po.other[2]])
+				occurred := (since-v0)>>63 | (since-v1)>>63<<1 | (since-v2)>>63<<2
+				before := occurred & ((v0-own)>>63 | (v1-own)>>63<<1 | (v2-own)>>63<<2)
 				positive := uint64(po.dec&decPositive) >> decPositiveShift
 				trigger := uint64(po.dec&decTrigger) >> decTriggerShift
 				if before&trigger != 0 || po.dec>>occurred&1 == 0 {
@@ -233,9 +212,8 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 				multi += n
 				s.multi = append(s.multi, po.sub)
 			}
-			dst = append(dst, QueryHit{Subscriber: po.id, Terms: one})
+			dst = append(dst, QueryHit{Subscriber: ix.subs[po.sub], Terms: one})
 		}
-		seen[2*(a>>6)+1] |= 1 << (a & 63)
 	}
 	if multi == 0 {
 		return dst
@@ -252,7 +230,7 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 		start := len(terms)
 		d := s.multi[k]
 		for _, t := range ix.positive[ix.posOff[d]:ix.posOff[d+1]] {
-			if s.occurred(t.atom) {
+			if s.stamp[t.atom] > s.base {
 				terms = append(terms, ix.terms[t.term])
 			}
 		}
@@ -263,21 +241,21 @@ func (ix *QueryIndex) appendMatch(s *queryScratch, dst []QueryHit, it Item) []Qu
 }
 
 // decideTree decides a query too large for its postings on the posting
-// of the atom whose postings are being read: it returns how many of the
-// query's positive terms occurred, or 0 when an earlier trigger decides
-// it or it does not match.
-func (ix *QueryIndex) decideTree(s *queryScratch, po *qposting) int {
+// of an atom stamped own: it returns how many of the query's positive
+// terms occurred, or 0 when an earlier trigger decides it or it does not
+// match.
+func (ix *QueryIndex) decideTree(s *queryScratch, po *qposting, own uint32) int {
 	n := 0
 	for _, t := range ix.positive[ix.posOff[po.sub]:ix.posOff[po.sub+1]] {
-		if s.occurred(t.atom) {
-			if t.trigger && s.foundBefore(t.atom) {
+		if v := s.stamp[t.atom]; v > s.base {
+			if t.trigger && v < own {
 				return 0
 			}
 			n++
 		}
 	}
 	if po.dec&decLangs != 0 && !s.langsDone {
-		s.setLangs(ix)
+		s.stampLangs(ix)
 	}
 	if !ix.eval(s, po.other[0]) {
 		return 0
@@ -290,7 +268,7 @@ func (ix *QueryIndex) eval(s *queryScratch, i int32) bool {
 	in := ix.prog[i]
 	switch in.op {
 	case opAtom:
-		return s.occurred(in.arg)
+		return s.stamp[in.arg] > s.base
 	case opNot:
 		return !ix.eval(s, i+1)
 	case opAnd:
@@ -324,11 +302,11 @@ func (ix *QueryIndex) decideNear(s *queryScratch, root int32) bool {
 
 // relaxed reads the NEAR whose steps start at steps[0], and what is under
 // it, as the AND of its operands: what must hold for it to hold, from the
-// atoms that occurred alone.
+// stamps alone.
 func (ix *QueryIndex) relaxed(s *queryScratch, steps []query.NearStep) bool {
 	switch st := &steps[0]; st.Op {
 	case query.OpAtom:
-		return s.occurred(st.Leaf)
+		return s.stamp[st.Leaf] > s.base
 	case query.OpOr:
 		for k := int32(1); k < st.End; k += steps[k].End {
 			if ix.relaxed(s, steps[k:]) {
@@ -354,8 +332,8 @@ func (ix *QueryIndex) near(s *queryScratch, steps []query.NearStep) bool {
 // so do a prefix's: each atom's tokens stay ascending.
 func (s *queryScratch) positions() {
 	s.posDone = true
-	if n := 64 * len(s.seen) / 2; len(s.posOff) < n {
-		s.posOff, s.posLen = make([]int32, n), make([]int32, n)
+	if len(s.posOff) < len(s.stamp) {
+		s.posOff, s.posLen = make([]int32, len(s.stamp)), make([]int32, len(s.stamp))
 	}
 	for _, a := range s.found {
 		s.posLen[a] = 0
@@ -382,7 +360,7 @@ func (s *queryScratch) positions() {
 
 // positionsOf returns the tokens at which an atom occurs, ascending.
 func (s *queryScratch) positionsOf(atom int32) []int32 {
-	if !s.occurred(atom) {
+	if s.stamp[atom] <= s.base {
 		return nil
 	}
 	start := s.posOff[atom]
