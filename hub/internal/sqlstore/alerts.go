@@ -471,42 +471,19 @@ func (s *Store) HourCounts(ctx context.Context, ids []int64, from, to time.Time)
 	return s.bucketCounts(ctx, "activity_hours", ids, from, to)
 }
 
+// bucketCounts is bucketShares without the negative comments.
 func (s *Store) bucketCounts(ctx context.Context, table string, ids []int64, from, to time.Time) (map[int64]map[time.Time]int64, error) {
-	out := map[int64]map[time.Time]int64{}
-	read := func(chunk []int64) error {
-		var rows []struct {
-			CrawlerID int64
-			Bucket    time.Time
-			Comments  int64
-		}
-		q := s.db.WithContext(ctx).Table(table).Select("crawler_id, bucket, comments").
-			Where("bucket >= ? AND bucket < ?", dbTime(from), dbTime(to))
-		if chunk != nil {
-			q = q.Where("crawler_id IN ?", chunk)
-		}
-		if err := q.Scan(&rows).Error; err != nil {
-			return err
-		}
-		for _, r := range rows {
-			m := out[r.CrawlerID]
-			if m == nil {
-				m = map[time.Time]int64{}
-				out[r.CrawlerID] = m
-			}
-			m[dbTime(r.Bucket)] += r.Comments
-		}
-		return nil
-	}
-	var err error
-	if len(ids) == 0 {
-		err = read(nil)
-	} else {
-		for i := 0; i < len(ids) && err == nil; i += maxIDsPerQuery {
-			err = read(ids[i:min(len(ids), i+maxIDsPerQuery)])
-		}
-	}
+	shares, err := s.bucketShares(ctx, table, ids, from, to)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: unable to read %s: %w", table, err)
+		return nil, err
+	}
+	out := make(map[int64]map[time.Time]int64, len(shares))
+	for id, buckets := range shares {
+		m := make(map[time.Time]int64, len(buckets))
+		for at, c := range buckets {
+			m[at] = c.Comments
+		}
+		out[id] = m
 	}
 	return out, nil
 }

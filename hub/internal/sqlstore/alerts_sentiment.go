@@ -23,6 +23,8 @@ func (s *Store) HourShares(ctx context.Context, ids []int64, from, to time.Time)
 	return s.bucketShares(ctx, "activity_hours", ids, from, to)
 }
 
+// bucketShares reads a table of activity buckets, summing what several
+// rows of one crawler and bucket hold.
 func (s *Store) bucketShares(ctx context.Context, table string, ids []int64, from, to time.Time) (map[int64]map[time.Time]ShareCount, error) {
 	out := map[int64]map[time.Time]ShareCount{}
 	read := func(chunk []int64) error {
@@ -63,7 +65,7 @@ func (s *Store) bucketShares(ctx context.Context, table string, ids []int64, fro
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: unable to read the sentiment of %s: %w", table, err)
+		return nil, fmt.Errorf("sqlstore: unable to read %s: %w", table, err)
 	}
 	return out, nil
 }
