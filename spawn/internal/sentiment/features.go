@@ -99,8 +99,17 @@ func spaceEnd(s string) int {
 }
 
 func isWordStart(s string) bool {
+	if len(s) > 0 && s[0] < utf8.RuneSelf {
+		return isASCIIAlnum(s[0])
+	}
 	r, _ := utf8.DecodeRuneInString(s)
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// isASCIIAlnum reports an ASCII letter or digit, which is what
+// unicode.IsLetter or unicode.IsDigit say of an ASCII byte.
+func isASCIIAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // wordEnd is the length of the word at the start of s: letters, digits
@@ -109,6 +118,10 @@ func isWordStart(s string) bool {
 func wordEnd(s string, inner bool) int {
 	i := 0
 	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf && isASCIIAlnum(c) {
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r):
