@@ -133,7 +133,7 @@ type tokens struct {
 func (v *vader) tokenize(text string, t *tokens) {
 	t.raw, t.lower = t.raw[:0], t.lower[:0]
 	caps := 0
-	for _, f := range strings.Fields(text) {
+	for f := range strings.FieldsSeq(text) {
 		s := strings.TrimFunc(f, isASCIIPunct)
 		if utf8.RuneCountInString(s) <= 2 {
 			s = f
