@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -338,6 +339,9 @@ func idiomsCheck(val float64, w []string, i int) float64 {
 // joinedIn looks up in m the words of seq (two or three; an empty third
 // is none) joined by spaces, without building the string.
 func joinedIn(m map[string]float64, buf *[128]byte, seq [3]string) (float64, bool) {
+	if !slices.Contains(joinedFirst, seq[0]) {
+		return 0, false // no key of m of several words starts with seq[0]
+	}
 	b := append(buf[:0], seq[0]...)
 	b = append(b, ' ')
 	b = append(b, seq[1]...)
@@ -348,6 +352,21 @@ func joinedIn(m map[string]float64, buf *[128]byte, seq [3]string) (float64, boo
 	v, ok := m[string(b)]
 	return v, ok
 }
+
+// joinedFirst are the first words of the keys of several words of
+// specialCases and boosters: the words a sequence joinedIn can find must
+// start with, tokens having no space in them.
+var joinedFirst = func() []string {
+	var out []string
+	for _, m := range []map[string]float64{specialCases, boosters} {
+		for k := range m {
+			if first, _, ok := strings.Cut(k, " "); ok && !slices.Contains(out, first) {
+				out = append(out, first)
+			}
+		}
+	}
+	return out
+}()
 
 // leastCheck negates a word after "least" (not "at least", "very least").
 func leastCheck(v *vader, val float64, w []string, i int) float64 {
