@@ -62,7 +62,8 @@ func scan(text string, out []token) []token {
 		case r == '#' && i+1 < len(text) && isWordStart(text[i+1:]):
 			i++
 			n := wordEnd(text[i:], false)
-			for _, w := range splitTag(text[i : i+n]) {
+			var words [8]string
+			for _, w := range appendTagWords(words[:0], text[i:i+n]) {
 				out = append(out, token{tokWord, w})
 			}
 			i += n
@@ -140,8 +141,10 @@ func wordEnd(s string, inner bool) int {
 // splitTag splits a hashtag's words at case changes and digits:
 // NeverAgain → Never, Again; iphone15 → iphone, 15. A tag all in one case
 // is one word.
-func splitTag(tag string) []string {
-	var out []string
+func splitTag(tag string) []string { return appendTagWords(nil, tag) }
+
+// appendTagWords appends the words splitTag finds in tag to out.
+func appendTagWords(out []string, tag string) []string {
 	start := 0
 	prev := rune(0)
 	for i, r := range tag {
@@ -191,7 +194,13 @@ func expandTags(text string) string {
 			continue
 		}
 		n := wordEnd(text[j+1:], false)
-		b.WriteString(strings.Join(splitTag(text[j+1:j+1+n]), " "))
+		var words [8]string
+		for k, w := range appendTagWords(words[:0], text[j+1:j+1+n]) {
+			if k > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(w)
+		}
 		i = j + 1 + n
 	}
 	return b.String()
