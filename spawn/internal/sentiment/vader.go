@@ -464,6 +464,21 @@ func isASCIIPunct(r rune) bool {
 // one.
 func isUpper(s string) bool {
 	cased := false
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			ascii = false
+		case 'a' <= c && c <= 'z':
+			return false
+		case 'A' <= c && c <= 'Z':
+			cased = true
+		}
+	}
+	if ascii {
+		return cased
+	}
+	cased = false
 	for _, r := range s {
 		if unicode.IsLower(r) || unicode.IsTitle(r) {
 			return false
